@@ -1,0 +1,180 @@
+//===- FAOps.td - FA operations -----------------------------*- tablegen -*-===//
+
+#ifndef FA_DIALECT_FA_IR_FAOPS_TD
+#define FA_DIALECT_FA_IR_FAOPS_TD
+
+include "fa/Dialect/FA/IR/FADialect.td"
+include "fa/Dialect/FA/IR/FAAttrs.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/OpBase.td"
+
+//===----------------------------------------------------------------------===//
+// Shared variant description of fa.attention and fa.attention_grad.
+//===----------------------------------------------------------------------===//
+
+// Optional operands that carry per-call data of a variant. They come after
+// the op's own tensor operands.
+defvar FA_VariantOperands = (ins
+  Optional<AnyRankedTensor>:$bias,
+  Optional<AnyRankedTensor>:$alibi_slopes,
+  Optional<I64>:$dropout_seed
+);
+
+// Attributes that fix a variant at compile time.
+defvar FA_VariantAttrs = (ins
+  OptionalAttr<F32Attr>:$scale,
+  OptionalAttr<FA_CausalAttr>:$causal,
+  OptionalAttr<DenseI64ArrayAttr>:$window,
+  OptionalAttr<F32Attr>:$softcap,
+  OptionalAttr<F32Attr>:$dropout_p
+);
+
+defvar FA_VariantRegions = (region
+  MaxSizedRegion<1>:$score_mod,
+  MaxSizedRegion<1>:$mask_mod
+);
+
+defvar FA_VariantFormat = [{
+  (`bias` `(` $bias^ `:` type($bias) `)`)?
+  (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+  (`dropout_seed` `(` $dropout_seed^ `)`)?
+  attr-dict
+}];
+
+defvar FA_RegionFormat = [{
+  (`score_mod` $score_mod^)?
+  (`mask_mod` $mask_mod^)?
+}];
+
+class FA_AttentionBase<string mnemonic, list<Trait> traits = []>
+    : FA_Op<mnemonic, !listconcat(traits, [
+        AttrSizedOperandSegments, IsolatedFromAbove, Pure])> {
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+
+  code variantMethods = [{
+    /// Element type of Q, K and V.
+    ::mlir::Type getElementType() {
+      return getQuery().getType().getElementType();
+    }
+    /// Hq / Hkv when both are static, ShapedType::kDynamic otherwise.
+    int64_t getHeadGroupSize();
+    /// The `scale` attribute, or 1/sqrt(D) when it is absent.
+    double getScaleOrDefault();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// fa.attention
+//===----------------------------------------------------------------------===//
+
+def FA_AttentionOp : FA_AttentionBase<"attention"> {
+  let summary = "Exact scaled-dot-product attention";
+  let description = [{
+    Computes `O = softmax(mask(mod(scale * Q K^T))) V` without fixing how.
+    Q is `[B, Hq, Nq, D]`, K is `[B, Hkv, Nk, D]`, V is `[B, Hkv, Nk, Dv]`;
+    query head `h` reads key/value head `h / (Hq / Hkv)` (GQA, MQA). B, H and
+    N may be dynamic; D and Dv are static. O is `[B, Hq, Nq, Dv]` in the
+    element type of Q; the optional second result is the log-sum-exp of each
+    row, `[B, Hq, Nq]` in f32 (`-inf` for a fully masked row, whose O is 0).
+
+    The score of query `i` and key `j` is built in this order, in f32:
+
+    1. `s = scale * dot(q_i, k_j)`, scale defaulting to `1/sqrt(D)`;
+    2. `softcap`: `s = softcap * tanh(s / softcap)`;
+    3. `alibi_slopes` (`[Hq]` or `[B, Hq]`, f32):
+       `s -= slope[h] * |i + Nk - Nq - j|`;
+    4. `bias` (rank 4, broadcastable to `[B, Hq, Nq, Nk]`): `s += bias`;
+    5. `score_mod` region: `s = score_mod(s, b, h, i, j)`;
+    6. masks (a masked score is `-inf`): `causal` (`#fa.causal<top_left>`
+       keeps `j <= i`, `#fa.causal<bottom_right>` keeps `j <= i + Nk - Nq`),
+       `window = array<i64: left, right>` (keeps
+       `i + Nk - Nq - left <= j <= i + Nk - Nq + right`), and the `mask_mod`
+       region (keeps `(b, h, i, j)` where it yields true).
+
+    Then the row softmax, dropout of probabilities with `dropout_p` from a
+    Philox stream keyed by `dropout_seed` (kept ones scaled by
+    `1 / (1 - dropout_p)`), and the product with V.
+
+    Example:
+
+    ```mlir
+    %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>}
+        : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+        -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+    ```
+  }];
+
+  let arguments = !con(
+      (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
+           AnyRankedTensor:$value),
+      FA_VariantOperands, FA_VariantAttrs);
+  let results = (outs AnyRankedTensor:$output,
+                      Optional<AnyRankedTensor>:$lse);
+  let regions = FA_VariantRegions;
+
+  let assemblyFormat = !strconcat("$query `,` $key `,` $value",
+    FA_VariantFormat, [{
+    `:` type($query) `,` type($key) `,` type($value) `->` type(results)
+  }], FA_RegionFormat);
+
+  let extraClassDeclaration = variantMethods;
+}
+
+//===----------------------------------------------------------------------===//
+// fa.attention_grad
+//===----------------------------------------------------------------------===//
+
+def FA_AttentionGradOp : FA_AttentionBase<"attention_grad"> {
+  let summary = "Gradients of fa.attention with respect to Q, K and V";
+  let description = [{
+    Given the inputs of an `fa.attention` with the same variant, its output
+    `O`, the output gradient `dO` (both `[B, Hq, Nq, Dv]`) and the saved
+    log-sum-exp `lse` (`[B, Hq, Nq]`, f32), returns `dQ`, `dK` and `dV` with
+    the types of Q, K and V. Gradients of K/V heads shared by several query
+    heads (GQA) are summed.
+
+    ```mlir
+    %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse
+        : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>,
+          tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+        -> tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>
+    ```
+  }];
+
+  let arguments = !con(
+      (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
+           AnyRankedTensor:$value, AnyRankedTensor:$output,
+           AnyRankedTensor:$grad_output, AnyRankedTensor:$lse),
+      FA_VariantOperands, FA_VariantAttrs);
+  let results = (outs AnyRankedTensor:$grad_query,
+                      AnyRankedTensor:$grad_key,
+                      AnyRankedTensor:$grad_value);
+  let regions = FA_VariantRegions;
+
+  let assemblyFormat = !strconcat(
+    "$query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse",
+    FA_VariantFormat, [{
+    `:` type($query) `,` type($key) `,` type($value) `,` type($output) `,`
+        type($grad_output) `,` type($lse) `->` type(results)
+  }], FA_RegionFormat);
+
+  let extraClassDeclaration = variantMethods;
+}
+
+//===----------------------------------------------------------------------===//
+// fa.yield
+//===----------------------------------------------------------------------===//
+
+def FA_YieldOp : FA_Op<"yield", [
+    Pure, ReturnLike, Terminator,
+    ParentOneOf<["AttentionOp", "AttentionGradOp"]>]> {
+  let summary = "Returns the value of a score_mod or mask_mod region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+#endif // FA_DIALECT_FA_IR_FAOPS_TD

@@ -1,0 +1,22 @@
+//===- Passes.h - FA transformation passes ----------------------*- C++ -*-===//
+
+#ifndef FA_TRANSFORMS_PASSES_H
+#define FA_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::fa {
+
+#define GEN_PASS_DECL
+#include "fa/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "fa/Transforms/Passes.h.inc"
+
+} // namespace mlir::fa
+
+#endif // FA_TRANSFORMS_PASSES_H
