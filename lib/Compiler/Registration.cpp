@@ -3,19 +3,21 @@
 #include "fa/Compiler/Registration.h"
 #include "fa/Dialect/FA/IR/FADialect.h"
 #include "fa/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
+#include "mlir/Transforms/Passes.h"
 
 void mlir::fa::registerDialects(DialectRegistry &registry) {
-  registry.insert<FADialect>();
-  // fa-opt is mlir-opt plus fa: users mix fa with any upstream dialect.
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
+  registry.insert<FADialect, arith::ArithDialect, func::FuncDialect,
+                  linalg::LinalgDialect, math::MathDialect,
+                  tensor::TensorDialect>();
 }
 
 void mlir::fa::registerPasses() {
-  mlir::registerAllPasses();
+  mlir::registerTransformsPasses();
   mlir::fa::registerFAPasses();
 }

@@ -3,7 +3,7 @@
 // The reference lowering: every step of fa.attention's definition becomes a
 // linalg op on tensors, with the whole score matrix materialized. Query heads
 // are viewed as [Hkv, G] (G = Hq / Hkv) so that K and V are indexed by the
-// same head index as the grouped queries.
+// same head index as the grouped queries and GQA needs no gather.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,13 +33,37 @@ namespace {
 using utils::IteratorType;
 constexpr IteratorType kPar = IteratorType::parallel;
 constexpr IteratorType kRed = IteratorType::reduction;
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-/// Builds the reference computation for one fa.attention.
+/// Computes the value a linalg.generic body yields.
+using BodyFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+Value f32Const(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value extToF32(OpBuilder &b, Location loc, Value v) {
+  Type f32 = b.getF32Type();
+  return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
+}
+
+/// Clones the single block of `region` at the builder's insertion point with
+/// its arguments bound to `args`; returns the value it yields.
+Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+  IRMapping mapping;
+  Block &block = region.front();
+  mapping.map(block.getArguments(), args);
+  for (Operation &inner : block.without_terminator())
+    b.clone(inner, mapping);
+  auto yield = cast<YieldOp>(block.getTerminator());
+  return mapping.lookupOrDefault(yield.getValues().front());
+}
+
+/// Builds the reference computation of one fa.attention.
 class ReferenceBuilder {
 public:
   ReferenceBuilder(OpBuilder &b, AttentionOp op)
-      : b(b), op(op), loc(op.getLoc()), f32(b.getF32Type()),
-        et(op.getElementType()) {}
+      : b(b), op(op), loc(op.getLoc()), f32(b.getF32Type()) {}
 
   LogicalResult build(SmallVectorImpl<Value> &results);
 
@@ -53,45 +77,41 @@ private:
   Value index(OpFoldResult ofr) {
     return getValueOrCreateConstantIndexOp(b, loc, ofr);
   }
-  Value f32Const(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value extToF32(Value v) {
-    return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
+  RankedTensorType tensorType(ArrayRef<OpFoldResult> sizes, Type elementType) {
+    return RankedTensorType::get(decomposeMixedValues(sizes).first,
+                                 elementType);
   }
   Value filled(ArrayRef<OpFoldResult> sizes, double value) {
     Value empty = tensor::EmptyOp::create(b, loc, sizes, f32);
-    return linalg::FillOp::create(b, loc, ValueRange{f32Const(value)},
-                                  ValueRange{empty})
-        .getResult(0);
-  }
-  AffineMap map(unsigned numDims, ArrayRef<AffineExpr> exprs) {
-    return AffineMap::get(numDims, 0, exprs, b.getContext());
+    Value cst = f32Const(b, loc, value);
+    return linalg::FillOp::create(b, loc, cst, empty).getResult(0);
   }
   AffineMap dims(unsigned numDims, ArrayRef<unsigned> which) {
     SmallVector<AffineExpr> exprs;
     for (unsigned d : which)
       exprs.push_back(b.getAffineDimExpr(d));
-    return map(numDims, exprs);
+    return AffineMap::get(numDims, 0, exprs, b.getContext());
+  }
+  Value generic(Value init, ValueRange inputs, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iterators, BodyFn body) {
+    return linalg::GenericOp::create(
+               b, loc, init.getType(), inputs, init, maps, iterators,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 linalg::YieldOp::create(nb, l, body(nb, l, args));
+               })
+        .getResult(0);
   }
   /// Splits dim `headDim` of `t` (Hq, or 1 when broadcast) into [Hkv, G].
   Value groupHeads(Value t, int64_t headDim);
-  /// Clones the single block of `region` at the builder's insertion point
-  /// with its arguments bound to `args`; returns the yielded value.
-  Value inlineRegion(Region &region, ValueRange args) {
-    IRMapping mapping;
-    Block &block = region.front();
-    mapping.map(block.getArguments(), args);
-    for (Operation &inner : block.without_terminator())
-      b.clone(inner, mapping);
-    auto yield = cast<YieldOp>(block.getTerminator());
-    return mapping.lookupOrDefault(yield.getValues().front());
-  }
+  /// The elementwise step from raw QK^T to masked, modified scores.
+  Value modifyScores(Value scores);
+  /// Back to [B, Hq, ...] and to the op's declared result type.
+  Value ungroupHeads(Value t, Type resultType);
 
   OpBuilder &b;
   AttentionOp op;
   Location loc;
-  Type f32, et;
+  Type f32;
   OpFoldResult batch, headsKV, group, seqQ, seqKV, headDimV;
   DenseMap<std::pair<Value, int64_t>, OpFoldResult> dimCache;
 };
@@ -112,269 +132,228 @@ Value ReferenceBuilder::groupHeads(Value t, int64_t headDim) {
       reassoc.push_back({out});
     }
   }
-  auto [staticSizes, dynSizes] = decomposeMixedValues(sizes);
-  auto resultType = RankedTensorType::get(staticSizes, type.getElementType());
-  return tensor::ExpandShapeOp::create(b, loc, resultType, t, reassoc, sizes);
+  return tensor::ExpandShapeOp::create(
+      b, loc, tensorType(sizes, type.getElementType()), t, reassoc, sizes);
+}
+
+Value ReferenceBuilder::ungroupHeads(Value t, Type resultType) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<ReassociationIndices> reassoc = {{0}, {1, 2}};
+  for (int64_t i = 3; i < type.getRank(); ++i)
+    reassoc.push_back({i});
+  Value c = tensor::CollapseShapeOp::create(b, loc, t, reassoc);
+  if (c.getType() != resultType)
+    c = tensor::CastOp::create(b, loc, resultType, c);
+  return c;
+}
+
+Value ReferenceBuilder::modifyScores(Value scores) {
+  // Operands besides the scores, each with its map from (b, h, g, i, j).
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  Value bias = op.getBias(), slopes = op.getAlibiSlopes();
+  if (bias) {
+    // Grouped bias: [B', Hkv', G', Nq', Nk'], a dim of 1 is broadcast.
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    SmallVector<AffineExpr> exprs;
+    for (int64_t d = 0; d < 5; ++d) {
+      int64_t srcDim = d <= 1 ? d : d - 1;
+      exprs.push_back(biasType.getDimSize(srcDim) == 1
+                          ? b.getAffineConstantExpr(0)
+                          : b.getAffineDimExpr(d));
+    }
+    inputs.push_back(groupHeads(bias, 1));
+    maps.push_back(AffineMap::get(5, 0, exprs, b.getContext()));
+  }
+  if (slopes) {
+    bool perBatch = cast<RankedTensorType>(slopes.getType()).getRank() == 2;
+    inputs.push_back(groupHeads(slopes, perBatch ? 1 : 0));
+    maps.push_back(perBatch ? dims(5, {0, 1, 2}) : dims(5, {1, 2}));
+  }
+  maps.push_back(dims(5, {0, 1, 2, 3, 4}));
+
+  double scale = op.getScaleOrDefault();
+  FloatAttr softcap = op.getSoftcapAttr();
+  CausalKindAttr causal = op.getCausalAttr();
+  DenseI64ArrayAttr window = op.getWindowAttr();
+  Region &scoreMod = op.getScoreMod(), &maskMod = op.getMaskMod();
+  bool hasMods = !scoreMod.empty() || !maskMod.empty();
+  bool needsPos = slopes || causal || window || hasMods;
+  // Query i lines up with key i + Nk - Nq on the bottom-right diagonal.
+  Value diagOffset;
+  if (slopes || window ||
+      (causal && causal.getValue() == CausalKind::BottomRight))
+    diagOffset = arith::SubIOp::create(b, loc, index(seqKV), index(seqQ));
+  Value groupSize = hasMods ? index(group) : Value();
+
+  return generic(
+      scores, inputs, maps, SmallVector<IteratorType>(5, kPar),
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        // Positions, created in a fixed order and only when a step uses them.
+        Value bi, h, i, j, iAligned;
+        if (hasMods) {
+          bi = linalg::IndexOp::create(nb, l, 0);
+          Value hk = linalg::IndexOp::create(nb, l, 1);
+          Value hg = linalg::IndexOp::create(nb, l, 2);
+          Value base = arith::MulIOp::create(nb, l, hk, groupSize);
+          h = arith::AddIOp::create(nb, l, base, hg);
+        }
+        if (needsPos) {
+          i = linalg::IndexOp::create(nb, l, 3);
+          j = linalg::IndexOp::create(nb, l, 4);
+        }
+        if (diagOffset)
+          iAligned = arith::AddIOp::create(nb, l, i, diagOffset);
+
+        Value s =
+            arith::MulFOp::create(nb, l, args.back(), f32Const(nb, l, scale));
+        if (softcap) {
+          Value cap = f32Const(nb, l, softcap.getValueAsDouble());
+          Value t =
+              math::TanhOp::create(nb, l, arith::DivFOp::create(nb, l, s, cap));
+          s = arith::MulFOp::create(nb, l, cap, t);
+        }
+        if (slopes) {
+          Value dist = arith::SubIOp::create(nb, l, iAligned, j);
+          Value dist64 =
+              arith::IndexCastOp::create(nb, l, nb.getI64Type(), dist);
+          Value distF = arith::SIToFPOp::create(nb, l, f32, dist64);
+          Value absDist = math::AbsFOp::create(nb, l, distF);
+          Value slope = args[args.size() - 2];
+          Value penalty = arith::MulFOp::create(nb, l, slope, absDist);
+          s = arith::SubFOp::create(nb, l, s, penalty);
+        }
+        if (bias)
+          s = arith::AddFOp::create(nb, l, s, extToF32(nb, l, args[0]));
+        if (!scoreMod.empty())
+          s = inlineRegion(nb, scoreMod, {s, bi, h, i, j});
+
+        Value keep;
+        auto addMask = [&](Value m) {
+          keep = keep ? arith::AndIOp::create(nb, l, keep, m).getResult() : m;
+        };
+        if (causal) {
+          Value diag = causal.getValue() == CausalKind::TopLeft ? i : iAligned;
+          addMask(
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, j, diag));
+        }
+        if (window) {
+          Value left = arith::ConstantIndexOp::create(nb, l, window[0]);
+          Value lo = arith::SubIOp::create(nb, l, iAligned, left);
+          addMask(
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, j, lo));
+          Value right = arith::ConstantIndexOp::create(nb, l, window[1]);
+          Value hi = arith::AddIOp::create(nb, l, iAligned, right);
+          addMask(
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, j, hi));
+        }
+        if (!maskMod.empty())
+          addMask(inlineRegion(nb, maskMod, {bi, h, i, j}));
+        if (keep)
+          s = arith::SelectOp::create(nb, l, keep, s, f32Const(nb, l, kNegInf));
+        return s;
+      });
 }
 
 LogicalResult ReferenceBuilder::build(SmallVectorImpl<Value> &results) {
   if (op.getDropoutPAttr())
-    return op.emitOpError(
-        "dropout is not supported by fa-decompose (the reference has no "
-        "Philox stream yet)");
+    return op.emitOpError("dropout is not supported by fa-decompose (the "
+                          "reference has no Philox stream yet)");
 
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Type et = op.getElementType();
   batch = dim(q, 0);
   seqQ = dim(q, 2);
   headsKV = dim(k, 1);
   seqKV = dim(k, 2);
   headDimV = dim(v, 3);
   int64_t g = op.getHeadGroupSize();
-  group = ShapedType::isDynamic(g)
-              ? OpFoldResult(arith::DivUIOp::create(b, loc, index(dim(q, 1)),
-                                                    index(headsKV))
-                                 .getResult())
-              : OpFoldResult(b.getIndexAttr(g));
+  if (ShapedType::isDynamic(g))
+    group = arith::DivUIOp::create(b, loc, index(dim(q, 1)), index(headsKV))
+                .getResult();
+  else
+    group = b.getIndexAttr(g);
 
-  // Index space of scores: (b, kv-head, group, i, j).
-  Value qGrouped = groupHeads(q, 1);
+  // Scores live in the index space (b, h, g, i, j), h the K/V head.
   SmallVector<OpFoldResult> scoreSizes = {batch, headsKV, group, seqQ, seqKV};
   SmallVector<OpFoldResult> rowSizes = {batch, headsKV, group, seqQ};
+  SmallVector<OpFoldResult> outSizes = {batch, headsKV, group, seqQ, headDimV};
+  AffineMap all5 = dims(5, {0, 1, 2, 3, 4}), row5 = dims(5, {0, 1, 2, 3});
+  SmallVector<IteratorType> par5(5, kPar);
+  SmallVector<IteratorType> reduceLast5 = {kPar, kPar, kPar, kPar, kRed};
+  SmallVector<IteratorType> reduceLast6 = {kPar, kPar, kPar, kPar, kPar, kRed};
 
-  // S = Q K^T, accumulated in f32. Dims: (b, h, g, i, j, d).
-  Value scores =
-      linalg::GenericOp::create(
-          b, loc,
-          TypeRange{RankedTensorType::get(
-              decomposeMixedValues(scoreSizes).first, f32)},
-          ValueRange{qGrouped, k}, ValueRange{filled(scoreSizes, 0.0)},
-          ArrayRef<AffineMap>{dims(6, {0, 1, 2, 3, 5}), dims(6, {0, 1, 4, 5}),
-                              dims(6, {0, 1, 2, 3, 4})},
-          ArrayRef<IteratorType>{kPar, kPar, kPar, kPar, kPar, kRed},
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToEnd(nb.getInsertionBlock());
-            Value lhs = extToF32(args[0]);
-            Value rhs = extToF32(args[1]);
-            Value prod = arith::MulFOp::create(b, l, lhs, rhs);
-            linalg::YieldOp::create(
-                b, l, ValueRange{arith::AddFOp::create(b, l, args[2], prod)});
-          })
-          .getResult(0);
+  // S = Q K^T in f32 over (b, h, g, i, j, d).
+  Value qGrouped = groupHeads(q, 1);
+  Value scores = generic(
+      filled(scoreSizes, 0.0), {qGrouped, k},
+      {dims(6, {0, 1, 2, 3, 5}), dims(6, {0, 1, 4, 5}),
+       dims(6, {0, 1, 2, 3, 4})},
+      reduceLast6, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value lhs = extToF32(nb, l, args[0]);
+        Value rhs = extToF32(nb, l, args[1]);
+        Value prod = arith::MulFOp::create(nb, l, lhs, rhs);
+        return arith::AddFOp::create(nb, l, args[2], prod);
+      });
+  scores = modifyScores(scores);
 
-  // Score modifications and masks, elementwise over (b, h, g, i, j).
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
-  Value bias = op.getBias(), slopes = op.getAlibiSlopes();
-  if (bias) {
-    auto biasType = cast<RankedTensorType>(bias.getType());
-    inputs.push_back(groupHeads(bias, 1));
-    SmallVector<AffineExpr> exprs;
-    // Grouped bias dims: [B', Hkv', G', Nq', Nk'], each 1 when broadcast.
-    for (int64_t d = 0; d < 5; ++d) {
-      int64_t srcDim = d <= 1 ? d : d - 1;
-      bool bcast = biasType.getDimSize(srcDim) == 1;
-      exprs.push_back(bcast ? b.getAffineConstantExpr(0)
-                            : b.getAffineDimExpr(d));
-    }
-    maps.push_back(map(5, exprs));
-  }
-  if (slopes) {
-    auto slopesType = cast<RankedTensorType>(slopes.getType());
-    bool perBatch = slopesType.getRank() == 2;
-    inputs.push_back(groupHeads(slopes, perBatch ? 1 : 0));
-    maps.push_back(perBatch ? dims(5, {0, 1, 2}) : dims(5, {1, 2}));
-  }
-  maps.push_back(dims(5, {0, 1, 2, 3, 4}));
-
-  Value groupV = index(group);
-  Value diagOffset = arith::SubIOp::create(b, loc, index(seqKV), index(seqQ));
-  double scale = op.getScaleOrDefault();
-  std::optional<double> softcap;
-  if (auto attr = op.getSoftcapAttr())
-    softcap = attr.getValueAsDouble();
-
-  scores =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{scores.getType()}, inputs, ValueRange{scores}, maps,
-          SmallVector<IteratorType>(5, kPar),
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToEnd(nb.getInsertionBlock());
-            Value s = arith::MulFOp::create(b, l, args.back(), f32Const(scale));
-            if (softcap) {
-              Value cap = f32Const(*softcap);
-              Value t = math::TanhOp::create(
-                  b, l, arith::DivFOp::create(b, l, s, cap));
-              s = arith::MulFOp::create(b, l, cap, t);
-            }
-            Value bi = linalg::IndexOp::create(b, l, 0);
-            Value hk = linalg::IndexOp::create(b, l, 1);
-            Value hg = linalg::IndexOp::create(b, l, 2);
-            Value i = linalg::IndexOp::create(b, l, 3);
-            Value j = linalg::IndexOp::create(b, l, 4);
-            // Query i lines up with key i + Nk - Nq (bottom-right).
-            Value iAligned = arith::AddIOp::create(b, l, i, diagOffset);
-            unsigned nextInput = 0;
-            if (bias)
-              ++nextInput;
-            if (slopes) {
-              Value dist = arith::SubIOp::create(b, l, iAligned, j);
-              Value distF = arith::SIToFPOp::create(
-                  b, l, f32,
-                  arith::IndexCastOp::create(b, l, b.getI64Type(), dist));
-              Value penalty = arith::MulFOp::create(
-                  b, l, args[nextInput], math::AbsFOp::create(b, l, distF));
-              s = arith::SubFOp::create(b, l, s, penalty);
-            }
-            if (bias)
-              s = arith::AddFOp::create(b, l, s, extToF32(args[0]));
-            Value h = arith::AddIOp::create(
-                b, l, arith::MulIOp::create(b, l, hk, groupV), hg);
-            if (!op.getScoreMod().empty())
-              s = inlineRegion(op.getScoreMod(), {s, bi, h, i, j});
-
-            Value keep;
-            auto addMask = [&](Value m) {
-              keep =
-                  keep ? arith::AndIOp::create(b, l, keep, m).getResult() : m;
-            };
-            if (auto causal = op.getCausalAttr()) {
-              Value diag =
-                  causal.getValue() == CausalKind::TopLeft ? i : iAligned;
-              addMask(arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, j,
-                                            diag));
-            }
-            if (auto window = op.getWindowAttr()) {
-              Value lo = arith::SubIOp::create(
-                  b, l, iAligned,
-                  arith::ConstantIndexOp::create(b, l, window[0]));
-              Value hi = arith::AddIOp::create(
-                  b, l, iAligned,
-                  arith::ConstantIndexOp::create(b, l, window[1]));
-              addMask(arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, j,
-                                            lo));
-              addMask(arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, j,
-                                            hi));
-            }
-            if (!op.getMaskMod().empty())
-              addMask(inlineRegion(op.getMaskMod(), {bi, h, i, j}));
-            if (keep)
-              s = arith::SelectOp::create(
-                  b, l, keep, s,
-                  f32Const(-std::numeric_limits<double>::infinity()));
-            linalg::YieldOp::create(b, l, ValueRange{s});
-          })
-          .getResult(0);
-
-  // Stable softmax in f32: m = max_j s, p = exp(s - m), l = sum_j p.
-  // A fully masked row has m = -inf; it gets p = 0 and l = 0.
-  auto rowType =
-      RankedTensorType::get(decomposeMixedValues(rowSizes).first, f32);
-  AffineMap full5 = dims(5, {0, 1, 2, 3, 4}), row5 = dims(5, {0, 1, 2, 3});
-  SmallVector<IteratorType> reduceJ = {kPar, kPar, kPar, kPar, kRed};
-  auto bodyBuilder = [&](auto fn) {
-    return [&, fn](OpBuilder &nb, Location l, ValueRange args) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(nb.getInsertionBlock());
-      linalg::YieldOp::create(b, l, ValueRange{fn(l, args)});
-    };
-  };
-  Value rowMax = linalg::GenericOp::create(
-                     b, loc, TypeRange{rowType}, ValueRange{scores},
-                     ValueRange{filled(
-                         rowSizes, -std::numeric_limits<double>::infinity())},
-                     ArrayRef<AffineMap>{full5, row5}, reduceJ,
-                     bodyBuilder([&](Location l, ValueRange args) -> Value {
-                       return arith::MaximumFOp::create(b, l, args[0], args[1]);
-                     }))
-                     .getResult(0);
-  Value negInf = f32Const(-std::numeric_limits<double>::infinity());
-  Value probs = linalg::GenericOp::create(
-                    b, loc, TypeRange{scores.getType()}, ValueRange{rowMax},
-                    ValueRange{scores}, ArrayRef<AffineMap>{row5, full5},
-                    SmallVector<IteratorType>(5, kPar),
-                    bodyBuilder([&](Location l, ValueRange args) -> Value {
-                      Value masked = arith::CmpFOp::create(
-                          b, l, arith::CmpFPredicate::OEQ, args[0], negInf);
-                      Value m = arith::SelectOp::create(b, l, masked,
-                                                        f32Const(0.0), args[0]);
-                      return math::ExpOp::create(
-                          b, l, arith::SubFOp::create(b, l, args[1], m));
-                    }))
-                    .getResult(0);
+  // Stable softmax in f32: m = max_j s, p = exp(s - m), l = sum_j p. A fully
+  // masked row has m = -inf; it gets p = 0 and l = 0 rather than NaN.
+  Value rowMax =
+      generic(filled(rowSizes, kNegInf), scores, {all5, row5}, reduceLast5,
+              [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+              });
+  Value probs = generic(
+      scores, rowMax, {row5, all5}, par5,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value masked = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                             args[0], f32Const(nb, l, kNegInf));
+        Value m = arith::SelectOp::create(nb, l, masked, f32Const(nb, l, 0.0),
+                                          args[0]);
+        Value diff = arith::SubFOp::create(nb, l, args[1], m);
+        return math::ExpOp::create(nb, l, diff);
+      });
   Value rowSum =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{rowType}, ValueRange{probs},
-          ValueRange{filled(rowSizes, 0.0)}, ArrayRef<AffineMap>{full5, row5},
-          reduceJ, bodyBuilder([&](Location l, ValueRange args) -> Value {
-            return arith::AddFOp::create(b, l, args[0], args[1]);
-          }))
-          .getResult(0);
+      generic(filled(rowSizes, 0.0), probs, {all5, row5}, reduceLast5,
+              [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                return arith::AddFOp::create(nb, l, args[0], args[1]);
+              });
 
   // O = (P V) / l over (b, h, g, i, e, j); a row with l = 0 gives O = 0.
-  SmallVector<OpFoldResult> outSizes = {batch, headsKV, group, seqQ, headDimV};
-  auto accType =
-      RankedTensorType::get(decomposeMixedValues(outSizes).first, f32);
-  Value acc =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{accType}, ValueRange{probs, v},
-          ValueRange{filled(outSizes, 0.0)},
-          ArrayRef<AffineMap>{dims(6, {0, 1, 2, 3, 5}), dims(6, {0, 1, 5, 4}),
-                              dims(6, {0, 1, 2, 3, 4})},
-          ArrayRef<IteratorType>{kPar, kPar, kPar, kPar, kPar, kRed},
-          bodyBuilder([&](Location l, ValueRange args) -> Value {
-            Value prod =
-                arith::MulFOp::create(b, l, args[0], extToF32(args[1]));
-            return arith::AddFOp::create(b, l, args[2], prod);
-          }))
-          .getResult(0);
-  auto outGroupedType =
-      RankedTensorType::get(decomposeMixedValues(outSizes).first, et);
-  Value out = linalg::GenericOp::create(
-                  b, loc, TypeRange{outGroupedType}, ValueRange{acc, rowSum},
-                  ValueRange{tensor::EmptyOp::create(b, loc, outSizes, et)},
-                  ArrayRef<AffineMap>{full5, row5, full5},
-                  SmallVector<IteratorType>(5, kPar),
-                  bodyBuilder([&](Location l, ValueRange args) -> Value {
-                    Value empty =
-                        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                              args[1], f32Const(0.0));
-                    Value o = arith::SelectOp::create(
-                        b, l, empty, f32Const(0.0),
-                        arith::DivFOp::create(b, l, args[0], args[1]));
-                    return et == f32 ? o : arith::TruncFOp::create(b, l, et, o);
-                  }))
-                  .getResult(0);
-
-  // Back to [B, Hq, Nq, Dv], then to the exact declared result type.
-  auto collapse = [&](Value t, Type resultType) -> Value {
-    auto type = cast<RankedTensorType>(t.getType());
-    SmallVector<ReassociationIndices> reassoc = {{0}, {1, 2}};
-    for (int64_t i = 3; i < type.getRank(); ++i)
-      reassoc.push_back({i});
-    Value c = tensor::CollapseShapeOp::create(b, loc, t, reassoc);
-    if (c.getType() != resultType)
-      c = tensor::CastOp::create(b, loc, resultType, c);
-    return c;
-  };
-  results.push_back(collapse(out, op.getOutput().getType()));
+  Value acc = generic(filled(outSizes, 0.0), {probs, v},
+                      {dims(6, {0, 1, 2, 3, 5}), dims(6, {0, 1, 5, 4}),
+                       dims(6, {0, 1, 2, 3, 4})},
+                      reduceLast6,
+                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        Value rhs = extToF32(nb, l, args[1]);
+                        Value prod = arith::MulFOp::create(nb, l, args[0], rhs);
+                        return arith::AddFOp::create(nb, l, args[2], prod);
+                      });
+  Value out =
+      generic(tensor::EmptyOp::create(b, loc, outSizes, et), {acc, rowSum},
+              {all5, row5, all5}, par5,
+              [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                Value zero = f32Const(nb, l, 0.0);
+                Value empty = arith::CmpFOp::create(
+                    nb, l, arith::CmpFPredicate::OEQ, args[1], zero);
+                Value quotient = arith::DivFOp::create(nb, l, args[0], args[1]);
+                Value o = arith::SelectOp::create(nb, l, empty, zero, quotient);
+                return et == f32 ? o : arith::TruncFOp::create(nb, l, et, o);
+              });
+  results.push_back(ungroupHeads(out, op.getOutput().getType()));
 
   if (Value lse = op.getLse()) {
-    // lse = m + log(l); -inf for a fully masked row (m = -inf, l = 0).
-    AffineMap row4 = dims(4, {0, 1, 2, 3});
-    Value lseGrouped =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{rowType}, ValueRange{rowMax, rowSum},
-            ValueRange{tensor::EmptyOp::create(b, loc, rowSizes, f32)},
-            ArrayRef<AffineMap>{row4, row4, row4},
-            SmallVector<IteratorType>(4, kPar),
-            bodyBuilder([&](Location l, ValueRange args) -> Value {
-              return arith::AddFOp::create(b, l, args[0],
-                                           math::LogOp::create(b, l, args[1]));
-            }))
-            .getResult(0);
-    results.push_back(collapse(lseGrouped, lse.getType()));
+    // lse = m + log(l): -inf + log(0) = -inf for a fully masked row.
+    AffineMap all4 = dims(4, {0, 1, 2, 3});
+    Value lseGrouped = generic(
+        tensor::EmptyOp::create(b, loc, rowSizes, f32), {rowMax, rowSum},
+        {all4, all4, all4}, SmallVector<IteratorType>(4, kPar),
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value logSum = math::LogOp::create(nb, l, args[1]);
+          return arith::AddFOp::create(nb, l, args[0], logSum);
+        });
+    results.push_back(ungroupHeads(lseGrouped, lse.getType()));
   }
   return success();
 }

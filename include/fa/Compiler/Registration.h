@@ -9,10 +9,11 @@ class DialectRegistry;
 
 namespace mlir::fa {
 
-/// Adds the fa dialect and every upstream dialect FA lowers through.
+/// Adds the fa dialect and the upstream dialects FA's pipelines produce.
 void registerDialects(DialectRegistry &registry);
 
-/// Registers every fa-* pass and pipeline with the global pass registry.
+/// Registers every fa-* pass and pipeline, and the upstream passes the
+/// pipelines are made of, with the global pass registry.
 void registerPasses();
 
 } // namespace mlir::fa

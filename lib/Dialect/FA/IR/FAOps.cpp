@@ -116,6 +116,8 @@ template <typename OpT> FailureOr<AttentionShape> verifyInputs(OpT op) {
                       "query batch size")) ||
       failed(checkDim(o, v.getDimSize(0), "value batch size", s.batch,
                       "query batch size")) ||
+      failed(checkDim(o, v.getDimSize(0), "value batch size", k.getDimSize(0),
+                      "key batch size")) ||
       failed(checkDim(o, k.getDimSize(3), "key head dim", s.headDim,
                       "query head dim")) ||
       failed(checkDim(o, v.getDimSize(1), "value heads", s.headsKV,
@@ -123,6 +125,9 @@ template <typename OpT> FailureOr<AttentionShape> verifyInputs(OpT op) {
       failed(checkDim(o, v.getDimSize(2), "value sequence length", s.seqKV,
                       "key sequence length")))
     return failure();
+  // K and V agree on Hkv; take it from V when only V knows it statically.
+  if (ShapedType::isDynamic(s.headsKV))
+    s.headsKV = v.getDimSize(1);
   if (!ShapedType::isDynamic(s.headsQ) && !ShapedType::isDynamic(s.headsKV) &&
       (s.headsKV == 0 || s.headsQ % s.headsKV != 0))
     return o->emitOpError()
@@ -221,6 +226,8 @@ template <typename OpT> LogicalResult verifyVariantRegions(OpT op) {
 template <typename OpT> int64_t headGroupSize(OpT op) {
   int64_t hq = op.getQuery().getType().getDimSize(1);
   int64_t hkv = op.getKey().getType().getDimSize(1);
+  if (ShapedType::isDynamic(hkv))
+    hkv = op.getValue().getType().getDimSize(1);
   if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) || hkv == 0)
     return ShapedType::kDynamic;
   return hq / hkv;

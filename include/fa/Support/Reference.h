@@ -1,0 +1,101 @@
+//===- Reference.h - float64 attention reference ----------------*- C++ -*-===//
+//
+// An independent float64 implementation of attention forward, the ground
+// truth FA's compiled kernels are checked against. It follows the definition
+// step by step and shares no code with the compiler.
+//
+// Q is [B, Hq, Nq, D], K is [B, Hkv, Nk, D], V is [B, Hkv, Nk, Dv], all
+// row-major; query head h reads kv head h / (Hq / Hkv). With off = Nk - Nq,
+// for each b, h, i, j:
+//   s = scale * dot(Q[b,h,i,:], K[b,hkv,j,:])      (scale: 1/sqrt(D) unless set)
+//   softcap:      s = softcap * tanh(s / softcap)
+//   alibi slopes: s -= slope[b?][h] * |i + off - j|   (slopes [Hq] or [B, Hq])
+//   bias:         s += bias[b,h,i,j]   (rank 4; each dim 1 or the full size)
+//   score_mod:    s = scoreMod(s, b, h, i, j)
+//   masks, each keeping only:
+//     causal top-left      j <= i
+//     causal bottom-right  j <= i + off
+//     window [left, right] i + off - left <= j <= i + off + right
+//     mask_mod             maskMod(b, h, i, j) is true
+//   a masked score is -inf.
+// Then O[b,h,i,:] = softmax_j(s) @ V[b,hkv] and lse[b,h,i] = log(sum_j
+// exp(s)), both max-subtracted; a row with every score -inf gets O = 0 and
+// lse = -inf.
+//
+// Memory stays O(Nk) per thread: one row of scores at a time, never the
+// Nq x Nk matrix.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_SUPPORT_REFERENCE_H
+#define FA_SUPPORT_REFERENCE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::fa {
+
+/// A read-only row-major float64 tensor: `data` holds the product of `shape`
+/// elements.
+struct TensorRef {
+  const double *data = nullptr;
+  std::vector<int64_t> shape;
+};
+
+/// score_mod: the new score from the score and (b, h, i, j).
+using ScoreModFn =
+    std::function<double(double score, int64_t b, int64_t h, int64_t i,
+                         int64_t j)>;
+/// mask_mod: whether (b, h, i, j) is kept.
+using MaskModFn = std::function<bool(int64_t b, int64_t h, int64_t i,
+                                     int64_t j)>;
+
+enum class CausalMask { None, TopLeft, BottomRight };
+
+/// A window keeps i + off - left <= j <= i + off + right (off = Nk - Nq).
+/// Bounds may be negative; any int64 is safe.
+struct SlidingWindow {
+  int64_t left = 0;
+  int64_t right = 0;
+};
+
+struct AttentionOptions {
+  /// Multiplies q.k; 1/sqrt(D) when unset.
+  std::optional<double> scale;
+  /// Applies softcap * tanh(s / softcap) when set; must be nonzero.
+  std::optional<double> softcap;
+  /// ALiBi slopes, shape [Hq] or [B, Hq]; none when `data` is null.
+  TensorRef alibiSlopes;
+  /// An additive bias of rank 4, each dim 1 (broadcast) or the full
+  /// [B, Hq, Nq, Nk]; none when `data` is null.
+  TensorRef bias;
+  ScoreModFn scoreMod;
+  CausalMask causal = CausalMask::None;
+  std::optional<SlidingWindow> window;
+  MaskModFn maskMod;
+  /// Worker threads over (b, h, row blocks); 0 means one per hardware
+  /// thread. With more than one, scoreMod and maskMod run concurrently.
+  int numThreads = 1;
+};
+
+/// Computes O ([B, Hq, Nq, Dv], resized into `out`) and lse ([B, Hq, Nq],
+/// resized into `lse`). Returns false, with `error` saying why, when the
+/// shapes are inconsistent or an option is invalid.
+bool attentionReference(const TensorRef &q, const TensorRef &k,
+                        const TensorRef &v, const AttentionOptions &options,
+                        std::vector<double> &out, std::vector<double> &lse,
+                        std::string &error);
+
+/// ||out - ref||_2 / ||ref||_2 over `n` elements. An infinity in ref matched
+/// by the same infinity in out (a masked row's lse) contributes 0; any other
+/// non-finite value in either gives +inf. When ||ref||_2 is 0 this returns
+/// ||out||_2, the absolute error.
+double relativeError(const double *out, const double *ref, size_t n);
+
+} // namespace mlir::fa
+
+#endif // FA_SUPPORT_REFERENCE_H
