@@ -1,0 +1,38 @@
+//===- Pipelines.h - FA's pass pipelines ------------------------*- C++ -*-===//
+
+#ifndef FA_COMPILER_PIPELINES_H
+#define FA_COMPILER_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace mlir::fa {
+
+struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
+  Option<bool> reference{
+      *this, "reference",
+      llvm::cl::desc("Lower through fa-decompose (the materialized reference) "
+                     "instead of the tiled online-softmax form"),
+      llvm::cl::init(false)};
+  Option<int64_t> blockQ{*this, "block-q",
+                         llvm::cl::desc("Query rows per tile (0: default)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> blockKV{
+      *this, "block-kv", llvm::cl::desc("Key/value rows per tile (0: default)"),
+      llvm::cl::init(0)};
+};
+
+/// fa-pipeline-host: fa ops on tensors to the LLVM dialect for the host CPU.
+/// Functions keep their memref ABI; mark them `llvm.emit_c_interface` to
+/// call them through ExecutionEngine.
+void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
+
+/// Registers fa-pipeline-host (and later pipelines) with the pass registry.
+void registerPipelines();
+
+} // namespace mlir::fa
+
+#endif // FA_COMPILER_PIPELINES_H

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs everything FA's build and tests need on Debian 12 (bookworm).
+# Idempotent: packages already present are left as they are. Run as root.
+set -euo pipefail
+
+say() { printf '\033[1mbootstrap:\033[0m %s\n' "$*"; }
+
+DEBIAN_PACKAGES=(
+  # Compiler, build system and linker (gold links the static MLIR fast).
+  g++ cmake ninja-build ccache binutils git xz-utils
+  # LLVM/MLIR 22: libraries, headers, CMake config, mlir-tblgen, lit, FileCheck.
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-format-22
+  # Libraries LLVM links against, unit tests, Python bindings.
+  zlib1g-dev libzstd-dev libgtest-dev pybind11-dev
+  python3 python3-pip python3-venv
+)
+PYTHON_PACKAGES=(numpy ml_dtypes)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bootstrap: run as root (it installs Debian packages)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+    missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+else
+  say "Debian packages already installed"
+fi
+
+# Python packages for the test scripts (numpy .npy files, bf16 via ml_dtypes),
+# installed into the python3 found first on PATH.
+py=$(command -v python3)
+if ! "$py" -c 'import numpy, ml_dtypes' 2>/dev/null; then
+  say "installing Python packages into $py: ${PYTHON_PACKAGES[*]}"
+  "$py" -m pip install -q --disable-pip-version-check \
+    ${PIP_BREAK_SYSTEM_PACKAGES:+--break-system-packages} "${PYTHON_PACKAGES[@]}" ||
+    "$py" -m pip install -q --disable-pip-version-check --break-system-packages \
+      "${PYTHON_PACKAGES[@]}"
+else
+  say "Python packages already installed"
+fi
+
+say "done: LLVM $(/usr/lib/llvm-22/bin/llvm-config --version), $(cmake --version | head -1)"
