@@ -9,13 +9,13 @@
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Transforms/Passes.h"
+#include "fa/Transforms/ScoreBuilder.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -45,18 +45,6 @@ Value f32Const(OpBuilder &b, Location loc, double v) {
 Value extToF32(OpBuilder &b, Location loc, Value v) {
   Type f32 = b.getF32Type();
   return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
-}
-
-/// Clones the single block of `region` at the builder's insertion point with
-/// its arguments bound to `args`; returns the value it yields.
-Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
-  IRMapping mapping;
-  Block &block = region.front();
-  mapping.map(block.getArguments(), args);
-  for (Operation &inner : block.without_terminator())
-    b.clone(inner, mapping);
-  auto yield = cast<YieldOp>(block.getTerminator());
-  return mapping.lookupOrDefault(yield.getValues().front());
 }
 
 /// Builds the reference computation of one fa.attention.
@@ -172,87 +160,37 @@ Value ReferenceBuilder::modifyScores(Value scores) {
   }
   maps.push_back(dims(5, {0, 1, 2, 3, 4}));
 
-  double scale = op.getScaleOrDefault();
-  FloatAttr softcap = op.getSoftcapAttr();
-  CausalKindAttr causal = op.getCausalAttr();
-  DenseI64ArrayAttr window = op.getWindowAttr();
-  Region &scoreMod = op.getScoreMod(), &maskMod = op.getMaskMod();
-  bool hasMods = !scoreMod.empty() || !maskMod.empty();
-  bool needsPos = slopes || causal || window || hasMods;
+  ScoreVariant variant = ScoreVariant::get(op, op.getScaleOrDefault());
   // Query i lines up with key i + Nk - Nq on the bottom-right diagonal.
   Value diagOffset;
-  if (slopes || window ||
-      (causal && causal.getValue() == CausalKind::BottomRight))
+  if (variant.needsDiagonal())
     diagOffset = arith::SubIOp::create(b, loc, index(seqKV), index(seqQ));
-  Value groupSize = hasMods ? index(group) : Value();
+  Value groupSize = variant.needsHead() ? index(group) : Value();
 
-  return generic(
-      scores, inputs, maps, SmallVector<IteratorType>(5, kPar),
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        // Positions, created in a fixed order and only when a step uses them.
-        Value bi, h, i, j, iAligned;
-        if (hasMods) {
-          bi = linalg::IndexOp::create(nb, l, 0);
-          Value hk = linalg::IndexOp::create(nb, l, 1);
-          Value hg = linalg::IndexOp::create(nb, l, 2);
-          Value base = arith::MulIOp::create(nb, l, hk, groupSize);
-          h = arith::AddIOp::create(nb, l, base, hg);
-        }
-        if (needsPos) {
-          i = linalg::IndexOp::create(nb, l, 3);
-          j = linalg::IndexOp::create(nb, l, 4);
-        }
-        if (diagOffset)
-          iAligned = arith::AddIOp::create(nb, l, i, diagOffset);
-
-        Value s =
-            arith::MulFOp::create(nb, l, args.back(), f32Const(nb, l, scale));
-        if (softcap) {
-          Value cap = f32Const(nb, l, softcap.getValueAsDouble());
-          Value t =
-              math::TanhOp::create(nb, l, arith::DivFOp::create(nb, l, s, cap));
-          s = arith::MulFOp::create(nb, l, cap, t);
-        }
-        if (slopes) {
-          Value dist = arith::SubIOp::create(nb, l, iAligned, j);
-          Value dist64 =
-              arith::IndexCastOp::create(nb, l, nb.getI64Type(), dist);
-          Value distF = arith::SIToFPOp::create(nb, l, f32, dist64);
-          Value absDist = math::AbsFOp::create(nb, l, distF);
-          Value slope = args[args.size() - 2];
-          Value penalty = arith::MulFOp::create(nb, l, slope, absDist);
-          s = arith::SubFOp::create(nb, l, s, penalty);
-        }
-        if (bias)
-          s = arith::AddFOp::create(nb, l, s, extToF32(nb, l, args[0]));
-        if (!scoreMod.empty())
-          s = inlineRegion(nb, scoreMod, {s, bi, h, i, j});
-
-        Value keep;
-        auto addMask = [&](Value m) {
-          keep = keep ? arith::AndIOp::create(nb, l, keep, m).getResult() : m;
-        };
-        if (causal) {
-          Value diag = causal.getValue() == CausalKind::TopLeft ? i : iAligned;
-          addMask(
-              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, j, diag));
-        }
-        if (window) {
-          Value left = arith::ConstantIndexOp::create(nb, l, window[0]);
-          Value lo = arith::SubIOp::create(nb, l, iAligned, left);
-          addMask(
-              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, j, lo));
-          Value right = arith::ConstantIndexOp::create(nb, l, window[1]);
-          Value hi = arith::AddIOp::create(nb, l, iAligned, right);
-          addMask(
-              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, j, hi));
-        }
-        if (!maskMod.empty())
-          addMask(inlineRegion(nb, maskMod, {bi, h, i, j}));
-        if (keep)
-          s = arith::SelectOp::create(nb, l, keep, s, f32Const(nb, l, kNegInf));
-        return s;
-      });
+  return generic(scores, inputs, maps, SmallVector<IteratorType>(5, kPar),
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   // Positions, created in a fixed order and only when a step
+                   // uses them.
+                   ScorePositions pos;
+                   if (variant.needsHead()) {
+                     pos.batch = linalg::IndexOp::create(nb, l, 0);
+                     Value hk = linalg::IndexOp::create(nb, l, 1);
+                     Value hg = linalg::IndexOp::create(nb, l, 2);
+                     Value base = arith::MulIOp::create(nb, l, hk, groupSize);
+                     pos.head = arith::AddIOp::create(nb, l, base, hg);
+                   }
+                   if (variant.needsPositions()) {
+                     pos.query = linalg::IndexOp::create(nb, l, 3);
+                     pos.key = linalg::IndexOp::create(nb, l, 4);
+                   }
+                   if (diagOffset)
+                     pos.queryAligned =
+                         arith::AddIOp::create(nb, l, pos.query, diagOffset);
+                   Value biasValue = bias ? args[0] : Value();
+                   Value slope = slopes ? args[args.size() - 2] : Value();
+                   return buildScore(nb, l, variant, args.back(), biasValue,
+                                     slope, pos);
+                 });
 }
 
 LogicalResult ReferenceBuilder::build(SmallVectorImpl<Value> &results) {

@@ -7,12 +7,11 @@
 // Q is [B, Hq, Nq, D], K is [B, Hkv, Nk, D], V is [B, Hkv, Nk, Dv], all
 // row-major; query head h reads kv head h / (Hq / Hkv). With off = Nk - Nq,
 // for each b, h, i, j:
-//   s = scale * dot(Q[b,h,i,:], K[b,hkv,j,:])      (scale: 1/sqrt(D) unless set)
-//   softcap:      s = softcap * tanh(s / softcap)
-//   alibi slopes: s -= slope[b?][h] * |i + off - j|   (slopes [Hq] or [B, Hq])
-//   bias:         s += bias[b,h,i,j]   (rank 4; each dim 1 or the full size)
-//   score_mod:    s = scoreMod(s, b, h, i, j)
-//   masks, each keeping only:
+//   s = scale * dot(Q[b,h,i,:], K[b,hkv,j,:])      (scale: 1/sqrt(D) unless
+//   set) softcap:      s = softcap * tanh(s / softcap) alibi slopes: s -=
+//   slope[b?][h] * |i + off - j|   (slopes [Hq] or [B, Hq]) bias:         s +=
+//   bias[b,h,i,j]   (rank 4; each dim 1 or the full size) score_mod:    s =
+//   scoreMod(s, b, h, i, j) masks, each keeping only:
 //     causal top-left      j <= i
 //     causal bottom-right  j <= i + off
 //     window [left, right] i + off - left <= j <= i + off + right
@@ -37,7 +36,7 @@
 #include <string>
 #include <vector>
 
-namespace mlir::fa {
+namespace fa {
 
 /// A read-only row-major float64 tensor: `data` holds the product of `shape`
 /// elements.
@@ -47,12 +46,11 @@ struct TensorRef {
 };
 
 /// score_mod: the new score from the score and (b, h, i, j).
-using ScoreModFn =
-    std::function<double(double score, int64_t b, int64_t h, int64_t i,
-                         int64_t j)>;
+using ScoreModFn = std::function<double(double score, int64_t b, int64_t h,
+                                        int64_t i, int64_t j)>;
 /// mask_mod: whether (b, h, i, j) is kept.
-using MaskModFn = std::function<bool(int64_t b, int64_t h, int64_t i,
-                                     int64_t j)>;
+using MaskModFn =
+    std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)>;
 
 enum class CausalMask { None, TopLeft, BottomRight };
 
@@ -96,6 +94,6 @@ bool attentionReference(const TensorRef &q, const TensorRef &k,
 /// ||out||_2, the absolute error.
 double relativeError(const double *out, const double *ref, size_t n);
 
-} // namespace mlir::fa
+} // namespace fa
 
 #endif // FA_SUPPORT_REFERENCE_H

@@ -851,7 +851,7 @@ func.func @score_mod_isolated(%q: tensor<2x8x128x64xf16>, %k: tensor<2x8x128x64x
 
 func.func @yield_outside() {
   %c = arith.constant 1.0 : f32
-  // expected-error @+1 {{'fa.yield' op expects parent op to be one of 'fa.attention, fa.attention_grad'}}
+  // expected-error @+1 {{'fa.yield' op expects parent op to be one of 'fa.attention, fa.attention_grad, fa.score_tile'}}
   fa.yield %c : f32
 }
 
@@ -861,7 +861,7 @@ func.func @yield_outside() {
 func.func @yield_in_scf(%cond: i1) -> f32 {
   %r = scf.if %cond -> f32 {
     %c = arith.constant 1.0 : f32
-    // expected-error @+1 {{'fa.yield' op expects parent op to be one of 'fa.attention, fa.attention_grad'}}
+    // expected-error @+1 {{'fa.yield' op expects parent op to be one of 'fa.attention, fa.attention_grad, fa.score_tile'}}
     fa.yield %c : f32
   } else {
     %c = arith.constant 0.0 : f32

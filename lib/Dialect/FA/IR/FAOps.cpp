@@ -302,5 +302,39 @@ LogicalResult AttentionGradOp::verifyRegions() {
 int64_t AttentionGradOp::getHeadGroupSize() { return headGroupSize(*this); }
 double AttentionGradOp::getScaleOrDefault() { return scaleOrDefault(*this); }
 
+//===----------------------------------------------------------------------===//
+// ScoreTileOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScoreTileOp::verify() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto k = cast<RankedTensorType>(getKey().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (q.getRank() != 2 || k.getRank() != 2)
+    return emitOpError() << "query and key tiles must be rank 2, got " << q
+                         << " and " << k;
+  if (!isAttentionElementType(q.getElementType()) ||
+      k.getElementType() != q.getElementType())
+    return emitOpError() << "query and key tiles must share an f16, bf16 or "
+                            "f32 element type, got "
+                         << q.getElementType() << " and " << k.getElementType();
+  if (failed(checkDim(*this, k.getDimSize(1), "key head dim", q.getDimSize(1),
+                      "query head dim")) ||
+      failed(checkResultType(*this, result, "result",
+                             {q.getDimSize(0), k.getDimSize(0)},
+                             Float32Type::get(getContext()))) ||
+      failed(checkPositiveFinite(*this, getScaleAttr(), "scale")) ||
+      failed(checkPositiveFinite(*this, getSoftcapAttr(), "softcap")))
+    return failure();
+  if (auto window = getWindowAttr())
+    if (window.size() != 2 || window[0] < 0 || window[1] < 0)
+      return emitOpError() << "window must be two non-negative sizes";
+  return success();
+}
+
+LogicalResult ScoreTileOp::verifyRegions() {
+  return verifyVariantRegions(*this);
+}
+
 #define GET_OP_CLASSES
 #include "fa/Dialect/FA/IR/FAOps.cpp.inc"

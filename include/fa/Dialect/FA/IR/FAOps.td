@@ -166,12 +166,59 @@ def FA_AttentionGradOp : FA_AttentionBase<"attention_grad"> {
 }
 
 //===----------------------------------------------------------------------===//
+// fa.score_tile
+//===----------------------------------------------------------------------===//
+
+def FA_ScoreTileOp : FA_Op<"score_tile", [
+    AttrSizedOperandSegments, IsolatedFromAbove, Pure]> {
+  let summary = "Scores of a tile of queries against a tile of keys";
+  let description = [{
+    Introduced by `fa-tile`. Computes steps 1 to 6 of `fa.attention`'s score
+    definition (scale, softcap, ALiBi, bias, `score_mod`, masks) for query
+    rows `query_offset + r` and key rows `key_offset + c` of batch `batch`
+    and query head `head`, where Q has `query_len` rows and K `key_len` rows
+    in all (the bottom-right diagonal needs both). `query` is `[rows, D]`,
+    `key` is `[cols, D]`, the result `[rows, cols]` in f32, `-inf` where
+    masked. `bias` and `alibi_slopes` are the whole operands of the
+    `fa.attention`, indexed at absolute positions. `scale` is resolved.
+
+    ```mlir
+    %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk]
+        {causal = #fa.causal<top_left>, scale = 1.250000e-01 : f32}
+        : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins
+    AnyRankedTensor:$query, AnyRankedTensor:$key,
+    Index:$batch, Index:$head, Index:$query_offset, Index:$key_offset,
+    Index:$query_len, Index:$key_len,
+    Optional<AnyRankedTensor>:$bias,
+    Optional<AnyRankedTensor>:$alibi_slopes,
+    F32Attr:$scale,
+    OptionalAttr<FA_CausalAttr>:$causal,
+    OptionalAttr<DenseI64ArrayAttr>:$window,
+    OptionalAttr<F32Attr>:$softcap
+  );
+  let results = (outs AnyRankedTensor:$result);
+  let regions = FA_VariantRegions;
+  let assemblyFormat = !strconcat([{
+    $query `,` $key `at` `[` $batch `,` $head `,` $query_offset `,`
+        $key_offset `]` `of` `[` $query_len `,` $key_len `]`
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    attr-dict `:` type($query) `,` type($key) `->` type($result)
+  }], FA_RegionFormat);
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // fa.yield
 //===----------------------------------------------------------------------===//
 
 def FA_YieldOp : FA_Op<"yield", [
     Pure, ReturnLike, Terminator,
-    ParentOneOf<["AttentionOp", "AttentionGradOp"]>]> {
+    ParentOneOf<["AttentionOp", "AttentionGradOp", "ScoreTileOp"]>]> {
   let summary = "Returns the value of a score_mod or mask_mod region";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";

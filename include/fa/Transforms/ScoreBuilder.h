@@ -1,0 +1,73 @@
+//===- ScoreBuilder.h - Scores of fa.attention's definition -----*- C++ -*-===//
+//
+// One implementation of steps 1-6 of fa.attention's score definition (scale,
+// softcap, ALiBi, bias, score_mod, masks), shared by every lowering so that
+// the reference and the tiled kernels cannot drift apart.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_TRANSFORMS_SCOREBUILDER_H
+#define FA_TRANSFORMS_SCOREBUILDER_H
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fa {
+
+/// The compile-time part of a variant, read off fa.attention or
+/// fa.score_tile.
+struct ScoreVariant {
+  double scale = 1.0;
+  FloatAttr softcap;
+  CausalKindAttr causal;
+  DenseI64ArrayAttr window;
+  Region *scoreMod = nullptr;
+  Region *maskMod = nullptr;
+  bool hasAlibi = false;
+  bool hasBias = false;
+
+  template <typename OpT> static ScoreVariant get(OpT op, double scale) {
+    ScoreVariant v;
+    v.scale = scale;
+    v.softcap = op.getSoftcapAttr();
+    v.causal = op.getCausalAttr();
+    v.window = op.getWindowAttr();
+    v.scoreMod = op.getScoreMod().empty() ? nullptr : &op.getScoreMod();
+    v.maskMod = op.getMaskMod().empty() ? nullptr : &op.getMaskMod();
+    v.hasAlibi = static_cast<bool>(op.getAlibiSlopes());
+    v.hasBias = static_cast<bool>(op.getBias());
+    return v;
+  }
+
+  /// Whether the batch and query head indices are read (by the regions).
+  bool needsHead() const { return scoreMod || maskMod; }
+  /// Whether query/key positions are read.
+  bool needsPositions() const {
+    return hasAlibi || causal || window || needsHead();
+  }
+  /// Whether the bottom-right diagonal i + Nk - Nq is read.
+  bool needsDiagonal() const {
+    return hasAlibi || window ||
+           (causal && causal.getValue() == CausalKind::BottomRight);
+  }
+};
+
+/// Positions of one score: batch, query head, query row i, key row j, and
+/// i + Nk - Nq. Only those the variant needs must be set.
+struct ScorePositions {
+  Value batch, head, query, key, queryAligned;
+};
+
+/// Turns the raw dot product `dot` (f32) into the score of fa.attention's
+/// definition. `bias` (any float type) and `slope` (f32) are the values at
+/// this position, null when the variant has none.
+Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
+                 Value dot, Value bias, Value slope, const ScorePositions &pos);
+
+/// Clones the single block of `region` at the builder's insertion point with
+/// its arguments bound to `args`; returns the value it yields.
+Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
+
+} // namespace mlir::fa
+
+#endif // FA_TRANSFORMS_SCOREBUILDER_H
