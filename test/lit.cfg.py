@@ -2,6 +2,8 @@
 # lit configuration for FA: IR tests (fa-opt + FileCheck) mirroring lib/.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -20,5 +22,27 @@ llvm_config.use_default_substitutions()
 
 config.fa_tools_dir = getattr(config, "fa_tools_dir", "")
 tool_dirs = [config.fa_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions([ToolSubst("fa-opt", unresolved="fatal")], tool_dirs)
+llvm_config.add_tool_substitutions(
+    [ToolSubst("fa-opt", unresolved="fatal"), ToolSubst("fa-jit", unresolved="fatal")],
+    tool_dirs,
+)
+
+# %python: the python3 on PATH, resolved to the interpreter itself (not a
+# pyenv shim). Tests that write or read .npy files need numpy and ml_dtypes
+# (bf16) and say `REQUIRES: numpy`.
+python = shutil.which("python3")
+if python:
+    try:
+        python = subprocess.check_output(
+            [python, "-c", "import sys; print(sys.executable)"], text=True
+        ).strip()
+        subprocess.check_call(
+            [python, "-c", "import numpy, ml_dtypes"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        config.available_features.add("numpy")
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    config.substitutions.append(("%python", python))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

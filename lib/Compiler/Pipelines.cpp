@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - FA's pass pipelines --------------------------------===//
 
 #include "fa/Compiler/Pipelines.h"
+#include "fa/Conversion/Passes.h"
 #include "fa/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -8,16 +9,31 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
+// Host tiles: a 64 x 64 score tile and its Q/K/V rows stay in L1/L2.
+static constexpr int64_t kHostBlockQ = 64;
+static constexpr int64_t kHostBlockKV = 64;
+
 void mlir::fa::buildHostPipeline(OpPassManager &pm,
                                  const HostPipelineOptions &options) {
-  // fa ops to linalg on tensors.
-  pm.addPass(createFADecompose());
+  // fa ops to linalg on tensors: the tiled online-softmax form, or the
+  // materialized reference.
+  if (options.reference) {
+    pm.addPass(createFADecompose());
+  } else {
+    FATileOptions tile;
+    tile.blockQ = options.blockQ > 0 ? options.blockQ : kHostBlockQ;
+    tile.blockKV = options.blockKV > 0 ? options.blockKV : kHostBlockKV;
+    pm.addPass(createFATile(tile));
+    pm.addPass(createFAOnlineSoftmax());
+    pm.addPass(createConvertFAToLinalg());
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -32,13 +48,13 @@ void mlir::fa::buildHostPipeline(OpPassManager &pm,
 
   // Loops, then LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createForallToForLoopPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  (void)options;
 }
 
 void mlir::fa::registerPipelines() {

@@ -2,6 +2,7 @@
 
 #include "fa/Compiler/Registration.h"
 #include "fa/Compiler/Pipelines.h"
+#include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FADialect.h"
 #include "fa/Transforms/Passes.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -65,5 +66,6 @@ void mlir::fa::registerDialects(DialectRegistry &registry) {
 void mlir::fa::registerPasses() {
   mlir::registerTransformsPasses();
   mlir::fa::registerFAPasses();
+  mlir::fa::registerFAConversionPasses();
   mlir::fa::registerPipelines();
 }

@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Transforms/Builders.h"
 #include "fa/Transforms/Passes.h"
-#include "fa/Transforms/ScoreBuilder.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -35,18 +35,6 @@ constexpr IteratorType kPar = IteratorType::parallel;
 constexpr IteratorType kRed = IteratorType::reduction;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-/// Computes the value a linalg.generic body yields.
-using BodyFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
-
-Value f32Const(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-}
-
-Value extToF32(OpBuilder &b, Location loc, Value v) {
-  Type f32 = b.getF32Type();
-  return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
-}
-
 /// Builds the reference computation of one fa.attention.
 class ReferenceBuilder {
 public:
@@ -70,24 +58,14 @@ private:
                                  elementType);
   }
   Value filled(ArrayRef<OpFoldResult> sizes, double value) {
-    Value empty = tensor::EmptyOp::create(b, loc, sizes, f32);
-    Value cst = f32Const(b, loc, value);
-    return linalg::FillOp::create(b, loc, cst, empty).getResult(0);
+    return filledF32(b, loc, sizes, value);
   }
   AffineMap dims(unsigned numDims, ArrayRef<unsigned> which) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned d : which)
-      exprs.push_back(b.getAffineDimExpr(d));
-    return AffineMap::get(numDims, 0, exprs, b.getContext());
+    return dimsMap(b.getContext(), numDims, which);
   }
   Value generic(Value init, ValueRange inputs, ArrayRef<AffineMap> maps,
                 ArrayRef<IteratorType> iterators, BodyFn body) {
-    return linalg::GenericOp::create(
-               b, loc, init.getType(), inputs, init, maps, iterators,
-               [&](OpBuilder &nb, Location l, ValueRange args) {
-                 linalg::YieldOp::create(nb, l, body(nb, l, args));
-               })
-        .getResult(0);
+    return buildGeneric(b, loc, init, inputs, maps, iterators, body);
   }
   /// Splits dim `headDim` of `t` (Hq, or 1 when broadcast) into [Hkv, G].
   Value groupHeads(Value t, int64_t headDim);

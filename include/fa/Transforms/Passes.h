@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
@@ -16,6 +17,11 @@ namespace mlir::fa {
 
 #define GEN_PASS_REGISTRATION
 #include "fa/Transforms/Passes.h.inc"
+
+/// Discardable attributes by which fa-tile marks the two softmax loops for
+/// fa-online-softmax.
+inline constexpr llvm::StringLiteral kRowMaxLoopAttr = "fa.softmax_row_max";
+inline constexpr llvm::StringLiteral kRowSumLoopAttr = "fa.softmax_row_sum";
 
 } // namespace mlir::fa
 

@@ -26,4 +26,55 @@ def FADecompose : Pass<"fa-decompose"> {
   ];
 }
 
+def FATile : Pass<"fa-tile"> {
+  let summary = "Tile fa.attention into Q tiles (parallel) and K/V tiles "
+                "(sequential)";
+  let description = [{
+    Rewrites every `fa.attention` into an `scf.forall` over (batch, query
+    head, Q tile of `block-q` rows) whose body loops over K/V tiles of
+    `block-kv` rows. Scores of a tile pair are an `fa.score_tile`. The
+    softmax across K/V tiles is still the safe two-pass one: a loop that
+    takes the row max (`fa.softmax_row_max`), then a loop that sums
+    `exp(s - max)` and accumulates P V (`fa.softmax_row_sum`); each
+    recomputes the scores, so nothing larger than a tile is stored.
+    `fa-online-softmax` fuses the two loops.
+
+    Causal and window masks narrow the K/V loop per Q tile, so tiles that
+    are entirely masked are never visited. Last tiles are ragged: a tile
+    holds `min(block, N - offset)` rows.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per tile">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Key/value rows per tile">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def FAOnlineSoftmax : Pass<"fa-online-softmax"> {
+  let summary = "Fuse the two softmax passes of fa-tile into one online pass";
+  let description = [{
+    Replaces each pair of `fa.softmax_row_max` / `fa.softmax_row_sum` loops
+    by a single loop over K/V tiles carrying the running max m, the running
+    sum l and the accumulator: per tile, `m' = max(m, rowmax(s))`,
+    `alpha = exp(m - m')` (1 while m' is still -inf), `p = exp(s - m')`,
+    `l' = alpha * l + rowsum(p)`, `acc' = alpha * acc + p V`. Scores are
+    computed once per tile instead of twice.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // FA_TRANSFORMS_PASSES_TD

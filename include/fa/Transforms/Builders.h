@@ -1,18 +1,44 @@
-//===- ScoreBuilder.h - Scores of fa.attention's definition -----*- C++ -*-===//
+//===- Builders.h - IR builders shared by FA's lowerings -------*- C++ -*-===//
 //
 // One implementation of steps 1-6 of fa.attention's score definition (scale,
 // softcap, ALiBi, bias, score_mod, masks), shared by every lowering so that
-// the reference and the tiled kernels cannot drift apart.
+// the reference and the tiled kernels cannot drift apart, and small linalg
+// helpers.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FA_TRANSFORMS_SCOREBUILDER_H
-#define FA_TRANSFORMS_SCOREBUILDER_H
+#ifndef FA_TRANSFORMS_BUILDERS_H
+#define FA_TRANSFORMS_BUILDERS_H
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::fa {
+
+//===----------------------------------------------------------------------===//
+// linalg helpers
+//===----------------------------------------------------------------------===//
+
+/// Computes the value a linalg.generic body yields.
+using BodyFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+Value f32Const(OpBuilder &b, Location loc, double v);
+/// `v` extended to f32 (returned as is when already f32).
+Value extToF32(OpBuilder &b, Location loc, Value v);
+/// A tensor of `sizes` f32 filled with `value`.
+Value filledF32(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                double value);
+/// The projection (d0, ..., dn-1) -> (d_which...).
+AffineMap dimsMap(MLIRContext *ctx, unsigned numDims, ArrayRef<unsigned> which);
+/// A linalg.generic with one result initialized by `init`.
+Value buildGeneric(OpBuilder &b, Location loc, Value init, ValueRange inputs,
+                   ArrayRef<AffineMap> maps,
+                   ArrayRef<utils::IteratorType> iterators, BodyFn body);
+
+//===----------------------------------------------------------------------===//
+// Scores
+//===----------------------------------------------------------------------===//
 
 /// The compile-time part of a variant, read off fa.attention or
 /// fa.score_tile.
@@ -70,4 +96,4 @@ Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
 
 } // namespace mlir::fa
 
-#endif // FA_TRANSFORMS_SCOREBUILDER_H
+#endif // FA_TRANSFORMS_BUILDERS_H

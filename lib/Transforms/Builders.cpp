@@ -1,8 +1,10 @@
-//===- ScoreBuilder.cpp - Scores of fa.attention's definition -------------===//
+//===- Builders.cpp - IR builders shared by FA's lowerings ----------------===//
 
-#include "fa/Transforms/ScoreBuilder.h"
+#include "fa/Transforms/Builders.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <limits>
@@ -21,8 +23,40 @@ Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
   return mapping.lookupOrDefault(yield.getValues().front());
 }
 
-static Value f32Const(OpBuilder &b, Location loc, double v) {
+Value mlir::fa::f32Const(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value mlir::fa::extToF32(OpBuilder &b, Location loc, Value v) {
+  Type f32 = b.getF32Type();
+  return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
+}
+
+Value mlir::fa::filledF32(OpBuilder &b, Location loc,
+                          ArrayRef<OpFoldResult> sizes, double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, b.getF32Type());
+  Value cst = f32Const(b, loc, value);
+  return linalg::FillOp::create(b, loc, cst, empty).getResult(0);
+}
+
+AffineMap mlir::fa::dimsMap(MLIRContext *ctx, unsigned numDims,
+                            ArrayRef<unsigned> which) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : which)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(numDims, 0, exprs, ctx);
+}
+
+Value mlir::fa::buildGeneric(OpBuilder &b, Location loc, Value init,
+                             ValueRange inputs, ArrayRef<AffineMap> maps,
+                             ArrayRef<utils::IteratorType> iterators,
+                             BodyFn body) {
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), inputs, init, maps, iterators,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, body(nb, l, args));
+             })
+      .getResult(0);
 }
 
 Value mlir::fa::buildScore(OpBuilder &b, Location loc,
@@ -44,11 +78,8 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
     Value penalty = arith::MulFOp::create(b, loc, slope, absDist);
     s = arith::SubFOp::create(b, loc, s, penalty);
   }
-  if (bias) {
-    if (bias.getType() != f32)
-      bias = arith::ExtFOp::create(b, loc, f32, bias);
-    s = arith::AddFOp::create(b, loc, s, bias);
-  }
+  if (bias)
+    s = arith::AddFOp::create(b, loc, s, extToF32(b, loc, bias));
   if (variant.scoreMod)
     s = inlineVariantRegion(b, *variant.scoreMod,
                             {s, pos.batch, pos.head, pos.query, pos.key});

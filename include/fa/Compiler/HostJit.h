@@ -1,0 +1,132 @@
+//===- HostJit.h - Compile and run fa.attention on the host -----*- C++ -*-===//
+//
+// The host side of fa-jit (and, later, of the APIs): wrap one fa.attention in
+// a kernel function with a strided-memref ABI, lower it with
+// fa-pipeline-host, JIT-compile it with MLIR's ExecutionEngine and call it on
+// host buffers. Also evaluates score_mod / mask_mod regions in double so that
+// the float64 reference can check them.
+//
+// Internal: this header exposes MLIR types; fa.h does not.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_COMPILER_HOSTJIT_H
+#define FA_COMPILER_HOSTJIT_H
+
+#include "fa/Compiler/Pipelines.h"
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace mlir::fa {
+
+/// The name of the kernel function; its C interface is
+/// `_mlir_ciface_fa_forward`.
+inline constexpr const char *kHostKernelName = "fa_forward";
+
+/// Returns the single fa.attention nested in `root`. Emits an error on `root`
+/// and fails when there is none or more than one.
+FailureOr<AttentionOp> findSingleAttention(Operation *root);
+
+/// Builds a module holding
+///
+///   func.func @fa_forward(Q, K, V, [bias], [alibi_slopes], [seed: i64],
+///                         O, [lse]) attributes {llvm.emit_c_interface}
+///
+/// Every tensor becomes a memref with the op's shape (static dims stay
+/// static) and a fully dynamic strided layout, so callers may pass any
+/// strides. The body reads the inputs with `bufferization.to_tensor
+/// restrict`, runs a clone of `op` (attributes and regions included) and
+/// writes each result with `bufferization.materialize_in_destination ...
+/// restrict writable`.
+OwningOpRef<ModuleOp> buildHostKernelModule(AttentionOp op);
+
+/// Runs fa-pipeline-host on `module`; failures are reported through the
+/// context's diagnostics.
+LogicalResult lowerHostKernelModule(ModuleOp module,
+                                    const HostPipelineOptions &options);
+
+/// Translates a module in the LLVM dialect to LLVM IR and prints it.
+LogicalResult printHostLLVMIR(ModuleOp module, llvm::raw_ostream &os);
+
+/// One argument of the kernel: a host buffer seen as a strided memref, or an
+/// i64 scalar (the dropout seed).
+struct HostKernelArg {
+  /// The first element of the underlying allocation; nullptr for a scalar.
+  void *data = nullptr;
+  /// Offset, sizes and strides in elements.
+  int64_t offset = 0;
+  llvm::SmallVector<int64_t, 4> sizes;
+  llvm::SmallVector<int64_t, 4> strides;
+  int64_t scalar = 0;
+
+  /// A row-major buffer of `sizes`.
+  static HostKernelArg contiguous(void *data, llvm::ArrayRef<int64_t> sizes);
+  static HostKernelArg i64(int64_t value);
+  bool isScalar() const { return data == nullptr; }
+};
+
+/// A kernel module JIT-compiled for the host CPU.
+class HostKernel {
+public:
+  /// Lowers `kernelModule` (as built by buildHostKernelModule; it is lowered
+  /// in place) and JIT-compiles it at opt level 3. Pipeline failures are
+  /// reported through the context's diagnostics and give an error saying
+  /// the pipeline failed.
+  static llvm::Expected<std::unique_ptr<HostKernel>>
+  compile(ModuleOp kernelModule, const HostPipelineOptions &options);
+
+  ~HostKernel();
+
+  /// Calls @fa_forward. `args` follow its signature: memrefs of the declared
+  /// ranks, the seed as a scalar.
+  llvm::Error run(llvm::ArrayRef<HostKernelArg> args);
+
+private:
+  HostKernel() = default;
+
+  std::unique_ptr<ExecutionEngine> engine;
+  /// Per argument of @fa_forward: its memref rank, or -1 for an i64.
+  llvm::SmallVector<int64_t> argRanks;
+};
+
+/// A score_mod or mask_mod region compiled into a small program that
+/// evaluates it in double (integers as exact doubles, i1 as 0 / 1), for the
+/// float64 reference. Evaluation is read-only, so one program may run on many
+/// threads at once.
+class RegionEvaluator {
+public:
+  /// Compiles the single block of `region`. Fails with `error` naming the
+  /// first op it cannot evaluate.
+  static FailureOr<RegionEvaluator> compile(Region &region, std::string &error);
+
+  /// Evaluates the region on `args` (one per block argument) and returns the
+  /// value it yields.
+  double evaluate(llvm::ArrayRef<double> args) const;
+
+  struct Instruction;
+
+private:
+  int64_t numSlots = 0;
+  int64_t numArgs = 0;
+  int64_t resultSlot = 0;
+  std::shared_ptr<const std::vector<Instruction>> program;
+};
+
+} // namespace mlir::fa
+
+#endif // FA_COMPILER_HOSTJIT_H

@@ -1,0 +1,107 @@
+//===- FAToLinalg.cpp - fa.score_tile to linalg ---------------------------===//
+
+#include "fa/Conversion/Passes.h"
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Transforms/Builders.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_CONVERTFATOLINALG
+#include "fa/Conversion/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+using utils::IteratorType;
+
+/// The element of a broadcastable operand at `indices` (size-1 dims read 0).
+Value extractBroadcast(OpBuilder &b, Location loc, Value t,
+                       ArrayRef<Value> indices) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<Value> idx;
+  for (auto [d, index] : llvm::enumerate(indices))
+    idx.push_back(type.getDimSize(d) == 1
+                      ? arith::ConstantIndexOp::create(b, loc, 0)
+                      : index);
+  return tensor::ExtractOp::create(b, loc, t, idx);
+}
+
+Value lowerScoreTile(OpBuilder &b, ScoreTileOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value q = op.getQuery(), k = op.getKey();
+  OpFoldResult rows = tensor::getMixedSize(b, loc, q, 0);
+  OpFoldResult cols = tensor::getMixedSize(b, loc, k, 0);
+
+  // Q K^T over (r, c, d), accumulated in f32.
+  Value dot = buildGeneric(
+      b, loc, filledF32(b, loc, {rows, cols}, 0.0), {q, k},
+      {dimsMap(ctx, 3, {0, 2}), dimsMap(ctx, 3, {1, 2}),
+       dimsMap(ctx, 3, {0, 1})},
+      {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value lhs = extToF32(nb, l, args[0]);
+        Value rhs = extToF32(nb, l, args[1]);
+        Value prod = arith::MulFOp::create(nb, l, lhs, rhs);
+        return arith::AddFOp::create(nb, l, args[2], prod);
+      });
+
+  ScoreVariant variant = ScoreVariant::get(op, op.getScale().convertToDouble());
+  Value diagOffset;
+  if (variant.needsDiagonal())
+    diagOffset =
+        arith::SubIOp::create(b, loc, op.getKeyLen(), op.getQueryLen());
+  Value bias = op.getBias(), slopes = op.getAlibiSlopes();
+  return buildGeneric(
+      b, loc, dot, {}, {dimsMap(ctx, 2, {0, 1})},
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        ScorePositions pos;
+        pos.batch = op.getBatch();
+        pos.head = op.getHead();
+        Value r = linalg::IndexOp::create(nb, l, 0);
+        Value c = linalg::IndexOp::create(nb, l, 1);
+        pos.query = arith::AddIOp::create(nb, l, op.getQueryOffset(), r);
+        pos.key = arith::AddIOp::create(nb, l, op.getKeyOffset(), c);
+        if (diagOffset)
+          pos.queryAligned =
+              arith::AddIOp::create(nb, l, pos.query, diagOffset);
+        Value biasValue, slope;
+        if (bias)
+          biasValue = extractBroadcast(
+              nb, l, bias, {pos.batch, pos.head, pos.query, pos.key});
+        if (slopes) {
+          bool perBatch =
+              cast<RankedTensorType>(slopes.getType()).getRank() == 2;
+          slope = perBatch
+                      ? extractBroadcast(nb, l, slopes, {pos.batch, pos.head})
+                      : extractBroadcast(nb, l, slopes, {pos.head});
+        }
+        return buildScore(nb, l, variant, args[0], biasValue, slope, pos);
+      });
+}
+
+struct ConvertFAToLinalgPass
+    : public fa::impl::ConvertFAToLinalgBase<ConvertFAToLinalgPass> {
+  void runOnOperation() override {
+    SmallVector<ScoreTileOp> ops;
+    getOperation()->walk([&](ScoreTileOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (ScoreTileOp op : ops) {
+      rewriter.setInsertionPoint(op);
+      Value scores = lowerScoreTile(rewriter, op);
+      if (scores.getType() != op.getType())
+        scores =
+            tensor::CastOp::create(rewriter, op.getLoc(), op.getType(), scores);
+      rewriter.replaceOp(op, scores);
+    }
+  }
+};
+
+} // namespace

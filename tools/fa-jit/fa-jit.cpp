@@ -1,0 +1,891 @@
+//===- fa-jit.cpp - Compile and run one attention variant -----------------===//
+//
+// fa-jit takes one fa.attention (from a .mlir file, or built from flags),
+// compiles it with fa-pipeline-host, runs it on .npy or random inputs and,
+// with --check, compares it with the float64 reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Compiler/HostJit.h"
+#include "fa/Compiler/Registration.h"
+#include "fa/Support/Npy.h"
+#include "fa/Support/Reference.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <random>
+#include <sys/resource.h>
+
+using namespace mlir;
+using namespace mlir::fa;
+namespace cl = llvm::cl;
+// The dependency-free helpers live in ::fa, next to mlir::fa.
+using ::fa::AttentionOptions;
+using ::fa::CausalMask;
+using ::fa::DType;
+using ::fa::NpyArray;
+using ::fa::relativeError;
+using ::fa::SlidingWindow;
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+static cl::OptionCategory faCategory("fa-jit options");
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("[FILE.mlir]"), cl::init(""),
+                                      cl::cat(faCategory));
+
+// The variant, when there is no input file.
+static cl::opt<std::string>
+    shapeOpt("shape",
+             cl::desc("B,Hq,Hkv,Nq,Nk,D[,Dv] (default 1,4,4,128,128,64, or "
+                      "taken from --inputs); with a file, gives the op's "
+                      "dynamic dims"),
+             cl::value_desc("sizes"), cl::cat(faCategory));
+static cl::opt<std::string>
+    dtypeOpt("dtype",
+             cl::desc("Element type of Q, K, V and O: f32, f16 or bf16 "
+                      "(default f32, or that of the --inputs files)"),
+             cl::cat(faCategory));
+static cl::opt<std::string>
+    causalOpt("causal", cl::desc("Causal mask: top-left or bottom-right"),
+              cl::cat(faCategory));
+static cl::opt<std::string>
+    windowOpt("window", cl::desc("Sliding window L,R (both >= 0)"),
+              cl::value_desc("L,R"), cl::cat(faCategory));
+static cl::opt<double> softcapOpt("softcap",
+                                  cl::desc("Softcap: s = X * tanh(s / X)"),
+                                  cl::value_desc("X"), cl::cat(faCategory));
+static cl::opt<double> scaleOpt("scale",
+                                cl::desc("Score scale (default 1/sqrt(D))"),
+                                cl::value_desc("X"), cl::cat(faCategory));
+static cl::opt<bool>
+    alibiOpt("alibi", cl::desc("ALiBi with slopes 2^(-8(h+1)/Hq), shape [Hq]"),
+             cl::cat(faCategory));
+static cl::opt<bool> biasOpt(
+    "bias",
+    cl::desc("Additive bias, random f32 [1, Hq, Nq, Nk] unless it is the "
+             "fourth --inputs file (which implies --bias)"),
+    cl::cat(faCategory));
+static cl::opt<bool> lseOpt("lse", cl::desc("Also return the log-sum-exp"),
+                            cl::cat(faCategory));
+static cl::opt<double>
+    dropoutOpt("dropout",
+               cl::desc("Dropout probability (seeded by --seed); the host "
+                        "pipeline rejects it for now"),
+               cl::value_desc("P"), cl::cat(faCategory));
+
+// Data.
+static cl::opt<std::string>
+    inputsOpt("inputs",
+              cl::desc("q.npy,k.npy,v.npy[,bias.npy]: inputs (otherwise random "
+                       "normal); shapes and dtypes must match the op"),
+              cl::value_desc("files"), cl::cat(faCategory));
+static cl::opt<uint64_t>
+    seedOpt("seed", cl::desc("Seed of the random inputs (and of dropout)"),
+            cl::init(0), cl::cat(faCategory));
+static cl::opt<std::string> outputOpt("output", cl::desc("Write O as .npy"),
+                                      cl::value_desc("o.npy"),
+                                      cl::cat(faCategory));
+static cl::opt<std::string>
+    lseOutputOpt("lse-output", cl::desc("Write lse as .npy (implies --lse)"),
+                 cl::value_desc("lse.npy"), cl::cat(faCategory));
+
+// Checking.
+static cl::opt<bool> checkOpt(
+    "check",
+    cl::desc("Compare with the float64 reference on the same inputs and fail "
+             "when the relative L2 error is over the bound: O within 1e-5 "
+             "(f32), 5e-3 (f16), 2e-2 (bf16) (a few units of the dtype's "
+             "roundoff, as O is rounded to it); lse within 1e-5 (it is f32)"),
+    cl::cat(faCategory));
+static cl::opt<double>
+    toleranceOpt("tolerance",
+                 cl::desc("Override the --check bounds of O and lse"),
+                 cl::init(0.0), cl::cat(faCategory));
+
+// Compilation.
+static cl::opt<std::string>
+    emitOpt("emit",
+            cl::desc("Print IR instead of running: kernel (the @fa_forward "
+                     "module before the pipeline), mlir (after it, in the "
+                     "LLVM dialect) or llvm (LLVM IR)"),
+            cl::cat(faCategory));
+static cl::opt<std::string> targetOpt("target",
+                                      cl::desc("Where to run: host (only)"),
+                                      cl::init("host"), cl::cat(faCategory));
+static cl::opt<int64_t> blockQOpt("block-q",
+                                  cl::desc("Query rows per tile (0: default)"),
+                                  cl::init(0), cl::cat(faCategory));
+static cl::opt<int64_t>
+    blockKVOpt("block-kv", cl::desc("Key/value rows per tile (0: default)"),
+               cl::init(0), cl::cat(faCategory));
+static cl::opt<bool>
+    referenceOpt("reference",
+                 cl::desc("Lower through fa-decompose (the materialized "
+                          "reference) instead of the tiled form"),
+                 cl::cat(faCategory));
+static cl::opt<bool>
+    peakMemoryOpt("print-peak-memory",
+                  cl::desc("Print the process's peak RSS after the run"),
+                  cl::cat(faCategory));
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Reports an error the fa-jit way and gives the exit code.
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "fa-jit: error: " << message << "\n";
+  return 1;
+}
+
+enum Dim { kB, kHq, kHkv, kNq, kNk, kD, kDv, kNumDims };
+constexpr const char *kDimNames[kNumDims] = {"B",  "Hq", "Hkv", "Nq",
+                                             "Nk", "D",  "Dv"};
+constexpr int64_t kUnknown = ShapedType::kDynamic;
+using Dims = std::array<int64_t, kNumDims>;
+
+/// Which attention dim each tensor dim is.
+const std::vector<Dim> kQDims = {kB, kHq, kNq, kD};
+const std::vector<Dim> kKDims = {kB, kHkv, kNk, kD};
+const std::vector<Dim> kVDims = {kB, kHkv, kNk, kDv};
+const std::vector<Dim> kODims = {kB, kHq, kNq, kDv};
+const std::vector<Dim> kLseDims = {kB, kHq, kNq};
+
+/// `value` printed with a printf format for one double.
+std::string formatDouble(const char *format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), format, value);
+  return buffer;
+}
+
+std::string formatShape(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (i)
+      s += ", ";
+    s += d == kUnknown ? "?" : std::to_string(d);
+  }
+  return s + "]";
+}
+
+std::optional<DType> toDType(Type t) {
+  if (t.isF32())
+    return DType::F32;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isBF16())
+    return DType::BF16;
+  return std::nullopt;
+}
+
+bool isAttentionDType(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+std::optional<DType> parseDType(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<DType>>(name)
+      .Case("f32", DType::F32)
+      .Case("f16", DType::F16)
+      .Case("bf16", DType::BF16)
+      .Default(std::nullopt);
+}
+
+Type toMLIRType(MLIRContext &ctx, DType dtype) {
+  Builder b(&ctx);
+  switch (dtype) {
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  default:
+    return b.getF32Type();
+  }
+}
+
+/// Parses comma-separated integers; fails on anything else.
+bool parseInts(llvm::StringRef text, llvm::SmallVectorImpl<int64_t> &values) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    int64_t v;
+    if (part.trim().getAsInteger(10, v))
+      return false;
+    values.push_back(v);
+  }
+  return true;
+}
+
+/// Elements of `shape`, or -1 when that overflows or is absurdly large.
+int64_t countElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > (int64_t(1) << 34))
+      return -1;
+  return n;
+}
+
+/// An array of `shape` filled with the bits of NaN, so that anything the
+/// kernel leaves unwritten fails --check.
+NpyArray makeOutput(DType dtype, std::vector<int64_t> shape) {
+  std::vector<double> nans(countElements(shape),
+                           std::numeric_limits<double>::quiet_NaN());
+  return fromDoubles(dtype, std::move(shape), nans.data());
+}
+
+NpyArray randomNormal(DType dtype, std::vector<int64_t> shape,
+                      std::mt19937_64 &rng) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> values(countElements(shape));
+  for (double &v : values)
+    v = normal(rng);
+  return fromDoubles(dtype, std::move(shape), values.data());
+}
+
+int64_t peakRssMegabytes() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return -1;
+  return usage.ru_maxrss / 1024; // Linux reports kilobytes.
+}
+
+/// Prints MLIR diagnostics as `fa-jit: error: FILE:LINE:COL: message`.
+void printDiagnostic(Diagnostic &diag) {
+  llvm::raw_ostream &os = llvm::errs();
+  auto print = [&](Diagnostic &d, llvm::StringRef severity) {
+    os << "fa-jit: " << severity << ": ";
+    if (auto loc = d.getLocation()->findInstanceOf<FileLineColLoc>()) {
+      os << loc.getFilename().getValue() << ":";
+      // A parsed module sits at line 0: name the file only.
+      if (loc.getLine() != 0)
+        os << loc.getLine() << ":" << loc.getColumn() << ":";
+      os << " ";
+    }
+    os << d << "\n";
+  };
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    print(diag, "error");
+    break;
+  case DiagnosticSeverity::Warning:
+    print(diag, "warning");
+    break;
+  default:
+    print(diag, "note");
+    break;
+  }
+  for (Diagnostic &note : diag.getNotes())
+    print(note, "note");
+}
+
+/// The flags that describe a variant; they cannot be combined with a file.
+llvm::SmallVector<llvm::StringRef> givenVariantFlags() {
+  llvm::SmallVector<llvm::StringRef> given;
+  for (cl::Option *opt : std::initializer_list<cl::Option *>{
+           &dtypeOpt, &causalOpt, &windowOpt, &softcapOpt, &scaleOpt, &alibiOpt,
+           &biasOpt, &lseOpt, &dropoutOpt})
+    if (opt->getNumOccurrences())
+      given.push_back(opt->ArgStr);
+  return given;
+}
+
+struct FlagVariant {
+  DType dtype = DType::F32;
+  Dims dims;
+  /// The bias .npy, when given; otherwise a random f32 [1, Hq, Nq, Nk].
+  const NpyArray *biasFile = nullptr;
+  bool bias = false;
+  bool lse = false;
+};
+
+/// Builds `func.func @attention` around one fa.attention from the flags. B,
+/// Nq and Nk stay dynamic, as a compiled kernel serves every batch size and
+/// sequence length; heads and head dims are static.
+OwningOpRef<ModuleOp> buildFromFlags(MLIRContext &ctx,
+                                     const FlagVariant &variant) {
+  const Dims &d = variant.dims;
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  Type et = toMLIRType(ctx, variant.dtype), f32 = b.getF32Type();
+  int64_t dyn = ShapedType::kDynamic;
+  auto tensor = [&](llvm::ArrayRef<int64_t> shape, Type t) -> Type {
+    return RankedTensorType::get(shape, t);
+  };
+  llvm::SmallVector<Type> argTypes = {tensor({dyn, d[kHq], dyn, d[kD]}, et),
+                                      tensor({dyn, d[kHkv], dyn, d[kD]}, et),
+                                      tensor({dyn, d[kHkv], dyn, d[kDv]}, et)};
+  if (variant.bias) {
+    // A dim of 1 must be static for the kernel to broadcast it.
+    llvm::SmallVector<int64_t> shape = {1, d[kHq], dyn, dyn};
+    Type biasType = f32;
+    if (const NpyArray *file = variant.biasFile) {
+      for (int i = 0; i < 4; ++i)
+        shape[i] = file->shape[i] == 1 ? 1 : (i == 1 ? d[kHq] : dyn);
+      biasType = toMLIRType(ctx, file->dtype);
+    }
+    argTypes.push_back(tensor(shape, biasType));
+  }
+  if (alibiOpt)
+    argTypes.push_back(tensor({d[kHq]}, f32));
+  if (dropoutOpt.getNumOccurrences())
+    argTypes.push_back(b.getI64Type());
+  llvm::SmallVector<Type> resultTypes = {
+      tensor({dyn, d[kHq], dyn, d[kDv]}, et)};
+  if (variant.lse)
+    resultTypes.push_back(tensor({dyn, d[kHq], dyn}, f32));
+
+  auto func = func::FuncOp::create(b, loc, "attention",
+                                   b.getFunctionType(argTypes, resultTypes));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  unsigned next = 3;
+  Value bias = variant.bias ? entry->getArgument(next++) : Value();
+  Value slopes = alibiOpt ? entry->getArgument(next++) : Value();
+  Value seed =
+      dropoutOpt.getNumOccurrences() ? entry->getArgument(next++) : Value();
+
+  FloatAttr scale, softcap, dropout;
+  if (scaleOpt.getNumOccurrences())
+    scale = b.getF32FloatAttr(scaleOpt);
+  if (softcapOpt.getNumOccurrences())
+    softcap = b.getF32FloatAttr(softcapOpt);
+  if (dropoutOpt.getNumOccurrences())
+    dropout = b.getF32FloatAttr(dropoutOpt);
+  CausalKindAttr causal;
+  if (causalOpt.getNumOccurrences())
+    causal = CausalKindAttr::get(&ctx, causalOpt == "top-left"
+                                           ? CausalKind::TopLeft
+                                           : CausalKind::BottomRight);
+  DenseI64ArrayAttr window;
+  if (windowOpt.getNumOccurrences()) {
+    llvm::SmallVector<int64_t> lr;
+    (void)parseInts(windowOpt, lr);
+    window = b.getDenseI64ArrayAttr(lr);
+  }
+  auto op = AttentionOp::create(
+      b, loc, resultTypes[0], variant.lse ? resultTypes[1] : Type(),
+      entry->getArgument(0), entry->getArgument(1), entry->getArgument(2), bias,
+      slopes, seed, scale, causal, window, softcap, dropout);
+  func::ReturnOp::create(b, loc, op->getResults());
+  return module;
+}
+
+/// A short description of the op's variant for the summary line.
+std::string describeVariant(AttentionOp op, const Dims &dims) {
+  llvm::SmallVector<std::string> parts;
+  if (dims[kHkv] != dims[kHq])
+    parts.push_back(dims[kHkv] == 1 ? "mqa" : "gqa");
+  if (auto causal = op.getCausalAttr())
+    parts.push_back("causal=" + stringifyCausalKind(causal.getValue()).str());
+  if (auto window = op.getWindowAttr())
+    parts.push_back("window=" + std::to_string(window[0]) + "," +
+                    std::to_string(window[1]));
+  if (auto softcap = op.getSoftcapAttr())
+    parts.push_back("softcap=" +
+                    formatDouble("%g", softcap.getValueAsDouble()));
+  if (auto scale = op.getScaleAttr())
+    parts.push_back("scale=" + formatDouble("%g", scale.getValueAsDouble()));
+  if (op.getAlibiSlopes())
+    parts.push_back("alibi");
+  if (op.getBias())
+    parts.push_back("bias");
+  if (!op.getScoreMod().empty())
+    parts.push_back("score_mod");
+  if (!op.getMaskMod().empty())
+    parts.push_back("mask_mod");
+  if (op.getDropoutPAttr())
+    parts.push_back("dropout");
+  if (op.getLse())
+    parts.push_back("lse");
+  return parts.empty() ? "plain" : llvm::join(parts, ",");
+}
+
+/// Fills `dims` from `shape` (that of tensor `name` with dims `which`),
+/// failing when a known dim disagrees.
+bool mergeShape(Dims &dims, llvm::ArrayRef<int64_t> shape,
+                const std::vector<Dim> &which, llvm::StringRef name) {
+  llvm::SmallVector<int64_t> expected;
+  for (Dim d : which)
+    expected.push_back(dims[d]);
+  bool ok = shape.size() == which.size();
+  for (size_t i = 0; ok && i < which.size(); ++i)
+    ok = expected[i] == kUnknown || expected[i] == shape[i];
+  if (!ok) {
+    fail(name + ": expected shape " + formatShape(expected) + ", got " +
+         formatShape(shape));
+    return false;
+  }
+  for (size_t i = 0; i < which.size(); ++i)
+    dims[which[i]] = shape[i];
+  return true;
+}
+
+bool checkDType(const NpyArray &array, DType expected, llvm::StringRef name) {
+  if (array.dtype == expected)
+    return true;
+  fail(name + ": expected dtype " + getDTypeName(expected) + ", got " +
+       getDTypeName(array.dtype));
+  return false;
+}
+
+/// The static dims of the op's tensors.
+Dims staticDims(AttentionOp op) {
+  Dims dims;
+  dims.fill(kUnknown);
+  auto add = [&](Value v, const std::vector<Dim> &which) {
+    if (!v)
+      return;
+    auto type = cast<RankedTensorType>(v.getType());
+    for (auto [i, d] : llvm::enumerate(which))
+      if (dims[d] == kUnknown && !type.isDynamicDim(i))
+        dims[d] = type.getDimSize(i);
+  };
+  add(op.getQuery(), kQDims);
+  add(op.getKey(), kKDims);
+  add(op.getValue(), kVDims);
+  add(op.getOutput(), kODims);
+  add(op.getLse(), kLseDims);
+  return dims;
+}
+
+/// Builds the reference's callbacks from the op's regions.
+bool buildRegionCallbacks(AttentionOp op, AttentionOptions &options) {
+  std::string error;
+  if (!op.getScoreMod().empty()) {
+    FailureOr<RegionEvaluator> eval =
+        RegionEvaluator::compile(op.getScoreMod(), error);
+    if (failed(eval)) {
+      fail("--check: score_mod: " + error);
+      return false;
+    }
+    options.scoreMod = [eval = *eval](double s, int64_t b, int64_t h, int64_t i,
+                                      int64_t j) {
+      double args[5] = {s, double(b), double(h), double(i), double(j)};
+      return eval.evaluate(args);
+    };
+  }
+  if (!op.getMaskMod().empty()) {
+    FailureOr<RegionEvaluator> eval =
+        RegionEvaluator::compile(op.getMaskMod(), error);
+    if (failed(eval)) {
+      fail("--check: mask_mod: " + error);
+      return false;
+    }
+    options.maskMod = [eval = *eval](int64_t b, int64_t h, int64_t i,
+                                     int64_t j) {
+      double args[4] = {double(b), double(h), double(i), double(j)};
+      return eval.evaluate(args) != 0.0;
+    };
+  }
+  return true;
+}
+
+double defaultBound(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return 5e-3;
+  case DType::BF16:
+    return 2e-2;
+  default:
+    return 1e-5;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The driver
+//===----------------------------------------------------------------------===//
+
+int runFaJit() {
+  if (targetOpt != "host")
+    return fail("--target=" + targetOpt + " is not supported yet (host only)");
+  if (!emitOpt.empty() && emitOpt != "kernel" && emitOpt != "mlir" &&
+      emitOpt != "llvm")
+    return fail("--emit must be kernel, mlir or llvm, got '" + emitOpt + "'");
+  if (causalOpt.getNumOccurrences() && causalOpt != "top-left" &&
+      causalOpt != "bottom-right")
+    return fail("--causal must be top-left or bottom-right, got '" + causalOpt +
+                "'");
+  if (windowOpt.getNumOccurrences()) {
+    llvm::SmallVector<int64_t> lr;
+    if (!parseInts(windowOpt, lr) || lr.size() != 2 || lr[0] < 0 || lr[1] < 0)
+      return fail("--window expects L,R with L, R >= 0, got '" + windowOpt +
+                  "'");
+  }
+  std::optional<DType> flagDType;
+  if (dtypeOpt.getNumOccurrences()) {
+    flagDType = parseDType(dtypeOpt);
+    if (!flagDType)
+      return fail("--dtype must be f32, f16 or bf16, got '" + dtypeOpt + "'");
+  }
+  Dims shapeDims;
+  shapeDims.fill(kUnknown);
+  if (shapeOpt.getNumOccurrences()) {
+    llvm::SmallVector<int64_t> v;
+    if (!parseInts(shapeOpt, v) || (v.size() != 6 && v.size() != 7) ||
+        llvm::any_of(v, [](int64_t x) { return x < 1; }))
+      return fail("--shape expects B,Hq,Hkv,Nq,Nk,D[,Dv] of positive sizes, "
+                  "got '" +
+                  shapeOpt + "'");
+    for (size_t i = 0; i < v.size(); ++i)
+      shapeDims[i] = v[i];
+    if (v.size() == 6)
+      shapeDims[kDv] = v[kD];
+  }
+  if (blockQOpt < 0 || blockKVOpt < 0)
+    return fail("--block-q and --block-kv must be >= 0");
+
+  // Read the .npy inputs first: without a file they may give the shape.
+  llvm::SmallVector<std::string> inputPaths;
+  std::vector<NpyArray> inputs;
+  if (!inputsOpt.empty()) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(inputsOpt).split(parts, ',');
+    if (parts.size() != 3 && parts.size() != 4)
+      return fail("--inputs expects q.npy,k.npy,v.npy[,bias.npy], got '" +
+                  inputsOpt + "'");
+    for (llvm::StringRef path : parts) {
+      inputPaths.push_back(path.str());
+      inputs.emplace_back();
+      std::string error;
+      if (!readNpy(path.str(), inputs.back(), error))
+        return fail(error);
+    }
+  }
+  const char *kInputNames[4] = {"Q", "K", "V", "bias"};
+
+  DialectRegistry registry;
+  registerDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  // A failing pass would dump its whole op in generic form: too noisy here.
+  ctx.printOpOnDiagnostic(false);
+  ScopedDiagnosticHandler diagHandler(&ctx, [](Diagnostic &diag) {
+    printDiagnostic(diag);
+    return success();
+  });
+
+  // The op: from the file or from the flags.
+  OwningOpRef<ModuleOp> source;
+  llvm::SourceMgr sourceMgr;
+  if (!inputFile.empty()) {
+    llvm::SmallVector<llvm::StringRef> flags = givenVariantFlags();
+    if (!flags.empty())
+      return fail("--" + flags.front() +
+                  " cannot be combined with an input file; the file gives "
+                  "the variant");
+    std::string error;
+    std::unique_ptr<llvm::MemoryBuffer> buffer =
+        openInputFile(inputFile, &error);
+    if (!buffer)
+      return fail(error);
+    sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+    source = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    if (!source)
+      return 1;
+  } else {
+    FlagVariant variant;
+    variant.dtype = DType::F32;
+    if (flagDType)
+      variant.dtype = *flagDType;
+    else if (!inputs.empty() && isAttentionDType(inputs[0].dtype))
+      variant.dtype = inputs[0].dtype;
+    // Heads and head dims: --shape, else the files, else the default.
+    variant.dims = shapeDims;
+    if (!shapeOpt.getNumOccurrences()) {
+      if (inputs.empty()) {
+        shapeDims = {1, 4, 4, 128, 128, 64, 64};
+        variant.dims = shapeDims;
+      } else {
+        const std::vector<Dim> *which[3] = {&kQDims, &kKDims, &kVDims};
+        for (int t = 0; t < 3; ++t) {
+          if (inputs[t].shape.size() != 4)
+            return fail(inputPaths[t] + ": expected a rank-4 " +
+                        kInputNames[t] + ", got shape " +
+                        formatShape(inputs[t].shape));
+          // First come, first served: mismatches are reported below,
+          // naming the file that disagrees with Q.
+          for (int i = 0; i < 4; ++i)
+            if (variant.dims[(*which[t])[i]] == kUnknown)
+              variant.dims[(*which[t])[i]] = inputs[t].shape[i];
+        }
+      }
+    }
+    variant.bias = biasOpt || inputs.size() == 4;
+    if (inputs.size() == 4) {
+      if (inputs[3].shape.size() != 4)
+        return fail(inputPaths[3] + ": expected a rank-4 bias, got shape " +
+                    formatShape(inputs[3].shape));
+      if (!isAttentionDType(inputs[3].dtype))
+        return fail(inputPaths[3] + ": expected dtype f32, f16 or bf16, got " +
+                    getDTypeName(inputs[3].dtype));
+      variant.biasFile = &inputs[3];
+    }
+    variant.lse = lseOpt || !lseOutputOpt.empty();
+    source = buildFromFlags(ctx, variant);
+    if (failed(verify(*source)))
+      return 1;
+  }
+
+  FailureOr<AttentionOp> found = findSingleAttention(*source);
+  if (failed(found))
+    return 1;
+  AttentionOp op = *found;
+  std::optional<DType> dtype = toDType(op.getElementType());
+  if (!dtype)
+    return fail("unsupported element type");
+  if (inputs.size() == 4 && !op.getBias())
+    return fail("--inputs: " + inputPaths[3] +
+                " is a bias, but the op has no bias operand");
+  if (!lseOutputOpt.empty() && !op.getLse())
+    return fail("--lse-output: the op has no lse result");
+
+  OwningOpRef<ModuleOp> kernelModule = buildHostKernelModule(op);
+  if (failed(verify(*kernelModule)))
+    return 1;
+  HostPipelineOptions pipelineOptions;
+  pipelineOptions.reference = referenceOpt;
+  pipelineOptions.blockQ = blockQOpt;
+  pipelineOptions.blockKV = blockKVOpt;
+  if (emitOpt == "kernel") {
+    kernelModule->print(llvm::outs());
+    llvm::outs() << "\n";
+    return 0;
+  }
+  if (!emitOpt.empty()) {
+    if (failed(lowerHostKernelModule(*kernelModule, pipelineOptions)))
+      return fail("fa-pipeline-host failed");
+    if (emitOpt == "mlir") {
+      kernelModule->print(llvm::outs());
+      llvm::outs() << "\n";
+    } else if (failed(printHostLLVMIR(*kernelModule, llvm::outs()))) {
+      return fail("cannot translate the kernel to LLVM IR");
+    }
+    return 0;
+  }
+
+  // Concrete sizes: the op's static dims, then --shape, then the files.
+  Dims dims = staticDims(op);
+  for (int i = 0; i < kNumDims; ++i) {
+    if (shapeDims[i] == kUnknown)
+      continue;
+    if (dims[i] != kUnknown && dims[i] != shapeDims[i])
+      return fail(llvm::Twine("--shape gives ") + kDimNames[i] + "=" +
+                  llvm::Twine(shapeDims[i]) + " but the op has " +
+                  kDimNames[i] + "=" + llvm::Twine(dims[i]));
+    dims[i] = shapeDims[i];
+  }
+  const std::vector<Dim> *inputDims[3] = {&kQDims, &kKDims, &kVDims};
+  for (size_t t = 0; t < std::min<size_t>(inputs.size(), 3); ++t) {
+    if (!checkDType(inputs[t], *dtype, inputPaths[t]) ||
+        !mergeShape(dims, inputs[t].shape, *inputDims[t], inputPaths[t]))
+      return 1;
+  }
+  if (inputs.empty() && !inputFile.empty() && !shapeOpt.getNumOccurrences())
+    for (int i = 0; i < kNumDims; ++i)
+      if (dims[i] == kUnknown)
+        return fail(llvm::Twine("the op's ") + kDimNames[i] +
+                    " is dynamic; give the sizes with --shape or --inputs");
+  for (int i = 0; i < kNumDims; ++i)
+    if (dims[i] == kUnknown || dims[i] < 1)
+      return fail(llvm::Twine("size ") + kDimNames[i] +
+                  " must be known and positive");
+  if (dims[kHq] % dims[kHkv] != 0)
+    return fail("Hq (" + llvm::Twine(dims[kHq]) +
+                ") must be a multiple of Hkv (" + llvm::Twine(dims[kHkv]) +
+                ")");
+  auto shapeOf = [&](const std::vector<Dim> &which) {
+    std::vector<int64_t> shape;
+    for (Dim d : which)
+      shape.push_back(dims[d]);
+    return shape;
+  };
+  // The scores are materialized for now: keep B*Hq*Nq*Nk in check too.
+  for (const std::vector<int64_t> &shape :
+       {shapeOf(kQDims), shapeOf(kKDims), shapeOf(kVDims), shapeOf(kODims),
+        std::vector<int64_t>{dims[kB], dims[kHq], dims[kNq], dims[kNk]}})
+    if (countElements(shape) < 0)
+      return fail("the problem is too large: " + formatShape(shape));
+
+  // Inputs, random where no file gives them.
+  std::mt19937_64 rng(seedOpt);
+  for (size_t t = inputs.size(); t < 3; ++t)
+    inputs.push_back(randomNormal(*dtype, shapeOf(*inputDims[t]), rng));
+  NpyArray bias, slopes;
+  if (Value biasValue = op.getBias()) {
+    auto type = cast<RankedTensorType>(biasValue.getType());
+    const int64_t full[4] = {dims[kB], dims[kHq], dims[kNq], dims[kNk]};
+    std::vector<int64_t> shape;
+    for (int i = 0; i < 4; ++i)
+      shape.push_back(type.isDynamicDim(i) ? full[i] : type.getDimSize(i));
+    if (countElements(shape) < 0)
+      return fail("the bias is too large: " + formatShape(shape));
+    DType biasDType = *toDType(type.getElementType());
+    if (inputs.size() == 4) {
+      if (!checkDType(inputs[3], biasDType, inputPaths[3]))
+        return 1;
+      if (inputs[3].shape != shape)
+        return fail(inputPaths[3] + ": expected shape " + formatShape(shape) +
+                    ", got " + formatShape(inputs[3].shape));
+      bias = std::move(inputs[3]);
+    } else {
+      bias = randomNormal(biasDType, shape, rng);
+    }
+  }
+  if (Value slopesValue = op.getAlibiSlopes()) {
+    bool perBatch =
+        cast<RankedTensorType>(slopesValue.getType()).getRank() == 2;
+    std::vector<int64_t> shape = {dims[kHq]};
+    if (perBatch)
+      shape.insert(shape.begin(), dims[kB]);
+    std::vector<double> values;
+    for (int64_t b = 0; b < (perBatch ? dims[kB] : 1); ++b)
+      for (int64_t h = 0; h < dims[kHq]; ++h)
+        values.push_back(std::exp2(-8.0 * double(h + 1) / double(dims[kHq])));
+    slopes = fromDoubles(DType::F32, shape, values.data());
+  }
+  NpyArray out = makeOutput(*dtype, shapeOf(kODims));
+  NpyArray lse;
+  if (op.getLse())
+    lse = makeOutput(DType::F32, shapeOf(kLseDims));
+
+  // Compile and run.
+  auto start = std::chrono::steady_clock::now();
+  llvm::Expected<std::unique_ptr<HostKernel>> kernel =
+      HostKernel::compile(*kernelModule, pipelineOptions);
+  if (!kernel)
+    return fail(llvm::toString(kernel.takeError()));
+  auto compiled = std::chrono::steady_clock::now();
+
+  llvm::SmallVector<HostKernelArg> args;
+  for (int t = 0; t < 3; ++t)
+    args.push_back(
+        HostKernelArg::contiguous(inputs[t].data.data(), inputs[t].shape));
+  if (op.getBias())
+    args.push_back(HostKernelArg::contiguous(bias.data.data(), bias.shape));
+  if (op.getAlibiSlopes())
+    args.push_back(HostKernelArg::contiguous(slopes.data.data(), slopes.shape));
+  if (op.getDropoutSeed())
+    args.push_back(HostKernelArg::i64(static_cast<int64_t>(seedOpt)));
+  args.push_back(HostKernelArg::contiguous(out.data.data(), out.shape));
+  if (op.getLse())
+    args.push_back(HostKernelArg::contiguous(lse.data.data(), lse.shape));
+  if (llvm::Error error = (*kernel)->run(args))
+    return fail(llvm::toString(std::move(error)));
+  auto ran = std::chrono::steady_clock::now();
+
+  using Ms = std::chrono::duration<double, std::milli>;
+  llvm::outs() << "fa-jit: ran fa.attention on host: " << getDTypeName(*dtype);
+  for (int i = 0; i < kNumDims; ++i)
+    llvm::outs() << " " << kDimNames[i] << "=" << dims[i];
+  llvm::outs() << " variant=" << describeVariant(op, dims)
+               << llvm::formatv(" compile={0:f1}ms run={1:f1}ms\n",
+                                Ms(compiled - start).count(),
+                                Ms(ran - compiled).count());
+  if (peakMemoryOpt)
+    llvm::outs() << "peak_rss_mb=" << peakRssMegabytes() << "\n";
+
+  std::string error;
+  if (!outputOpt.empty() && !writeNpy(outputOpt, out, error))
+    return fail(error);
+  if (!lseOutputOpt.empty() && !writeNpy(lseOutputOpt, lse, error))
+    return fail(error);
+  if (!checkOpt)
+    return 0;
+
+  // The reference on the same (rounded) inputs.
+  if (op.getDropoutPAttr())
+    return fail("--check does not support dropout (the reference has none)");
+  std::vector<double> q = toDoubles(inputs[0]), k = toDoubles(inputs[1]),
+                      v = toDoubles(inputs[2]), biasValues, slopeValues;
+  AttentionOptions options;
+  if (auto scale = op.getScaleAttr())
+    options.scale = scale.getValueAsDouble();
+  if (auto softcap = op.getSoftcapAttr())
+    options.softcap = softcap.getValueAsDouble();
+  if (op.getBias()) {
+    biasValues = toDoubles(bias);
+    options.bias = {biasValues.data(), bias.shape};
+  }
+  if (op.getAlibiSlopes()) {
+    slopeValues = toDoubles(slopes);
+    options.alibiSlopes = {slopeValues.data(), slopes.shape};
+  }
+  if (auto causal = op.getCausalAttr())
+    options.causal = causal.getValue() == CausalKind::TopLeft
+                         ? CausalMask::TopLeft
+                         : CausalMask::BottomRight;
+  if (auto window = op.getWindowAttr())
+    options.window = SlidingWindow{window[0], window[1]};
+  if (!buildRegionCallbacks(op, options))
+    return 1;
+  options.numThreads = 0;
+  std::vector<double> refOut, refLse;
+  if (!attentionReference(
+          {q.data(), inputs[0].shape}, {k.data(), inputs[1].shape},
+          {v.data(), inputs[2].shape}, options, refOut, refLse, error))
+    return fail("--check: the reference failed: " + error);
+
+  bool passed = true;
+  auto compare = [&](llvm::StringRef name, const NpyArray &got,
+                     const std::vector<double> &ref, double bound) {
+    std::vector<double> values = toDoubles(got);
+    double err = relativeError(values.data(), ref.data(), ref.size());
+    bool ok = err <= bound;
+    llvm::outs() << name
+                 << llvm::format(" rel_err=%.3e bound=%g %s\n", err, bound,
+                                 ok ? "ok" : "FAIL");
+    if (!ok)
+      fail("--check failed: " + name + " rel_err " + formatDouble("%.3e", err) +
+           " > bound " + formatDouble("%g", bound));
+    passed &= ok;
+  };
+  double tolerance = toleranceOpt;
+  compare("O", out, refOut, tolerance > 0 ? tolerance : defaultBound(*dtype));
+  if (op.getLse())
+    compare("lse", lse, refLse, tolerance > 0 ? tolerance : 1e-5);
+  return passed ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(faCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "fa-jit: compile one fa.attention for the host, run it and check it\n\n"
+      "The op comes from FILE.mlir (one fa.attention in any function; "
+      "--shape gives its dynamic sizes) or, without a file, from the variant "
+      "flags (B, Nq and Nk dynamic; heads and head dims static).\n\n"
+      "  fa-jit FILE.mlir [--shape=...] [--inputs=...] [--check]\n"
+      "  fa-jit --shape=B,Hq,Hkv,Nq,Nk,D[,Dv] --dtype=bf16 --causal=... "
+      "[--check]\n");
+  return runFaJit();
+}
