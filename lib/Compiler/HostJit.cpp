@@ -19,6 +19,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -85,6 +86,12 @@ OwningOpRef<ModuleOp> mlir::fa::buildHostKernelModule(AttentionOp op) {
   auto func = func::FuncOp::create(b, loc, kHostKernelName,
                                    b.getFunctionType(argTypes, {}));
   func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+  // Distinct buffers (checked by the caller): tell LLVM, so that it keeps
+  // accumulators in registers and vectorizes the tile loops.
+  for (auto [i, t] : llvm::enumerate(argTypes))
+    if (isa<MemRefType>(t))
+      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                      b.getUnitAttr());
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
@@ -328,7 +335,13 @@ HostKernel::compile(ModuleOp kernelModule, const HostPipelineOptions &options) {
   for (Type t : func.getArgumentTypes()) {
     auto memref = dyn_cast<MemRefType>(t);
     kernel->argRanks.push_back(memref ? memref.getRank() : -1);
+    kernel->argElementBytes.push_back(
+        memref ? memref.getElementTypeBitWidth() / 8 : 0);
   }
+  // The kernel's results come back through the last arguments.
+  AttentionOp op;
+  func.walk([&](AttentionOp found) { op = found; });
+  kernel->numOutputs = op ? op->getNumResults() : 0;
 
   if (failed(lowerHostKernelModule(kernelModule, options)))
     return llvm::createStringError("fa-pipeline-host failed");
@@ -340,9 +353,17 @@ HostKernel::compile(ModuleOp kernelModule, const HostPipelineOptions &options) {
   });
   registerLLVMTranslations(*kernelModule.getContext());
 
-  auto transformer = makeOptimizingTransformer(/*optLevel=*/3,
-                                               /*sizeLevel=*/0,
-                                               /*targetMachine=*/nullptr);
+  // Optimize for this CPU (vector width, FMA): without a target machine the
+  // vectorizer has no cost model and leaves the tile loops scalar.
+  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!tmBuilder)
+    return tmBuilder.takeError();
+  auto targetMachine = tmBuilder->createTargetMachine();
+  if (!targetMachine)
+    return targetMachine.takeError();
+  auto transformer =
+      makeOptimizingTransformer(/*optLevel=*/3,
+                                /*sizeLevel=*/0, targetMachine->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
@@ -362,11 +383,40 @@ HostKernel::compile(ModuleOp kernelModule, const HostPipelineOptions &options) {
   return kernel;
 }
 
+/// The bytes a strided memref can touch, as [begin, end).
+static std::pair<uintptr_t, uintptr_t> getByteExtent(const HostKernelArg &arg,
+                                                     int64_t elementBytes) {
+  int64_t lo = arg.offset, hi = arg.offset;
+  for (auto [size, stride] : llvm::zip(arg.sizes, arg.strides)) {
+    if (size == 0)
+      return {0, 0};
+    (stride < 0 ? lo : hi) += (size - 1) * stride;
+  }
+  auto base = reinterpret_cast<uintptr_t>(arg.data);
+  return {base + lo * elementBytes, base + (hi + 1) * elementBytes};
+}
+
 llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
   if (args.size() != argRanks.size())
     return llvm::createStringError("@%s takes %zu arguments, got %zu",
                                    kHostKernelName, argRanks.size(),
                                    args.size());
+  // The memref arguments are noalias: an output must not share bytes with
+  // any other argument.
+  for (size_t out = args.size() - numOutputs; out < args.size(); ++out) {
+    if (argRanks[out] < 0 || args[out].isScalar())
+      continue;
+    auto [outBegin, outEnd] = getByteExtent(args[out], argElementBytes[out]);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (i == out || argRanks[i] < 0 || args[i].isScalar())
+        continue;
+      auto [begin, end] = getByteExtent(args[i], argElementBytes[i]);
+      if (begin < outEnd && outBegin < end)
+        return llvm::createStringError(
+            "argument %zu of @%s (an output) overlaps argument %zu", out,
+            kHostKernelName, i);
+    }
+  }
   // Descriptors and scalars must outlive the call; packed holds their
   // addresses, as the C interface's packed wrapper expects.
   SmallVector<std::shared_ptr<void>> descriptors;

@@ -217,9 +217,11 @@ SmallVector<Value> Tiler::build() {
         Value vTile = rowSlice(v, bi, hk, k0, cols);
         Value acc = buildGeneric(
             lb, l, iters[1], {p, vTile},
-            {dimsMap(ctx, 3, {0, 2}), dimsMap(ctx, 3, {2, 1}),
-             dimsMap(ctx, 3, {0, 1})},
-            {kPar, kPar, kRed},
+            // (r, j, e) with the head dim innermost: contiguous in V and
+            // acc, so the host loop vectorizes.
+            {dimsMap(ctx, 3, {0, 1}), dimsMap(ctx, 3, {1, 2}),
+             dimsMap(ctx, 3, {0, 2})},
+            {kPar, kRed, kPar},
             [](OpBuilder &nb, Location bl, ValueRange args) -> Value {
               Value vj = extToF32(nb, bl, args[1]);
               Value prod = arith::MulFOp::create(nb, bl, args[0], vj);

@@ -49,7 +49,12 @@ Value lowerScoreTile(OpBuilder &b, ScoreTileOp op) {
         Value lhs = extToF32(nb, l, args[0]);
         Value rhs = extToF32(nb, l, args[1]);
         Value prod = arith::MulFOp::create(nb, l, lhs, rhs);
-        return arith::AddFOp::create(nb, l, args[2], prod);
+        // The dot product's order is free (it is f32 accumulation of a
+        // tile): let the backend reassociate it into vector lanes.
+        auto fmf = arith::FastMathFlagsAttr::get(
+            nb.getContext(),
+            arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+        return arith::AddFOp::create(nb, l, args[2], prod, fmf);
       });
 
   ScoreVariant variant = ScoreVariant::get(op, op.getScale().convertToDouble());
