@@ -3,13 +3,26 @@
 // What programs include to use FA. It exposes no MLIR or LLVM type: link
 // libfa.so, which carries its own MLIR/LLVM and exports nothing else.
 //
+//   fa::AttentionSpec spec;
+//   spec.dtype = fa::DType::F32;
+//   spec.headDim = 64;
+//   spec.causal = fa::Causal::BottomRight;
+//   fa::Kernel kernel = fa::compile(spec);          // JIT, once per variant
+//   kernel.forward(q, k, v, out);                    // any B, H, N, strides
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FA_FA_H
 #define FA_FA_H
 
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fa {
 
@@ -27,6 +40,91 @@ std::string version();
 /// returns the resulting IR as text. Throws fa::Error carrying every
 /// diagnostic (with its location) when parsing, verification or a pass fails.
 std::string runPipeline(const std::string &mlir, const std::string &pipeline);
+
+enum class DType { F16, BF16, F32 };
+enum class Device { CPU, CUDA };
+enum class Causal { None, TopLeft, BottomRight };
+
+/// "f16", "bf16" or "f32".
+const char *toString(DType dtype);
+
+/// A tensor someone else owns: a pointer to element [0, ..., 0], its shape
+/// and its strides in elements (empty: row-major).
+struct TensorView {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  Device device = Device::CPU;
+};
+
+/// Everything a kernel is compiled for. Batch size and sequence lengths are
+/// never part of it: one kernel serves them all.
+struct AttentionSpec {
+  DType dtype = DType::BF16;
+  /// D (of Q and K) and Dv (of V and O; 0: same as D).
+  int64_t headDim = 64;
+  int64_t headDimV = 0;
+  /// Query and key/value heads; 0 leaves them to the call (Hq a multiple of
+  /// Hkv is still checked then).
+  int64_t numHeadsQ = 0;
+  int64_t numHeadsKV = 0;
+  /// Default 1/sqrt(D).
+  std::optional<double> scale;
+  Causal causal = Causal::None;
+  /// Sliding window [left, right] around the bottom-right diagonal.
+  std::optional<std::pair<int64_t, int64_t>> window;
+  std::optional<double> softcap;
+  /// ALiBi slopes operand: f32 [Hq], or [B, Hq] when alibiPerBatch.
+  bool alibi = false;
+  bool alibiPerBatch = false;
+  /// Additive bias operand, rank 4 [B, Hq, Nq, Nk]; a dim marked in
+  /// biasBroadcast has size 1.
+  bool bias = false;
+  DType biasDType = DType::F32;
+  std::array<bool, 4> biasBroadcast = {false, false, false, false};
+  /// Dropout probability (0: none).
+  double dropoutP = 0.0;
+  /// Bodies of the score_mod / mask_mod regions as MLIR (arith/math ops).
+  /// score_mod sees %score: f32, %b, %h, %q_idx, %kv_idx: index and ends with
+  /// `fa.yield %x : f32`; mask_mod sees %b, %h, %q_idx, %kv_idx and ends with
+  /// `fa.yield %keep : i1`.
+  std::string scoreMod;
+  std::string maskMod;
+  /// Also return the log-sum-exp [B, Hq, Nq] (f32).
+  bool returnLse = false;
+};
+
+/// A compiled attention variant. Cheap to copy; safe to call from several
+/// threads at once.
+class Kernel {
+public:
+  /// O = attention(Q, K, V): Q [B, Hq, Nq, D], K [B, Hkv, Nk, D],
+  /// V [B, Hkv, Nk, Dv], out [B, Hq, Nq, Dv]; lse [B, Hq, Nq] f32 when the
+  /// spec returns it. Checks every view against the spec and the others
+  /// before running and throws fa::Error naming the argument otherwise.
+  void forward(const TensorView &q, const TensorView &k, const TensorView &v,
+               const TensorView &out, const TensorView *lse = nullptr,
+               const TensorView *bias = nullptr,
+               const TensorView *alibiSlopes = nullptr,
+               int64_t dropoutSeed = 0) const;
+
+  /// The fa.attention the kernel was compiled from.
+  const std::string &mlir() const;
+  /// Where it runs: "host" for now.
+  const std::string &target() const;
+  const AttentionSpec &spec() const;
+
+  struct Impl;
+
+private:
+  friend Kernel compile(const AttentionSpec &, const std::string &);
+  std::shared_ptr<const Impl> impl;
+};
+
+/// Compiles `spec` for `target` ("host"; GPU targets come with the CUDA
+/// backend). Throws fa::Error when the spec is invalid or compilation fails.
+Kernel compile(const AttentionSpec &spec, const std::string &target = "host");
 
 } // namespace fa
 

@@ -1,7 +1,13 @@
 //===- API.cpp - FA's public C++ API ----------------------------*- C++ -*-===//
+//
+// fa.h on top of the compiler: a spec becomes the text of one fa.attention,
+// which goes through exactly the pipeline fa-jit and fa-opt use.
+//
+//===----------------------------------------------------------------------===//
 
 #include "fa/fa.h"
 
+#include "fa/Compiler/HostJit.h"
 #include "fa/Compiler/Registration.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -10,57 +16,204 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <mutex>
 
 #ifndef FA_VERSION
 #define FA_VERSION "0.1.0"
 #endif
 
+namespace {
+
+/// Registers FA's passes once per process.
+void ensureRegistered() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { mlir::fa::registerPasses(); });
+}
+
+/// A context whose diagnostics are collected as "file:line:col: error: msg"
+/// lines, for fa::Error.
+struct DiagnosticContext {
+  DiagnosticContext() : context(makeRegistry()), os(text) {
+    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
+        &context, [this](mlir::Diagnostic &diag) {
+          if (auto loc =
+                  diag.getLocation()->findInstanceOf<mlir::FileLineColLoc>())
+            os << loc.getFilename().getValue() << ":" << loc.getLine() << ":"
+               << loc.getColumn() << ": ";
+          else
+            os << diag.getLocation() << ": ";
+          switch (diag.getSeverity()) {
+          case mlir::DiagnosticSeverity::Error:
+            os << "error: ";
+            break;
+          case mlir::DiagnosticSeverity::Warning:
+            os << "warning: ";
+            break;
+          default:
+            os << "note: ";
+            break;
+          }
+          os << diag << "\n";
+          return mlir::success();
+        });
+  }
+  static mlir::DialectRegistry makeRegistry() {
+    ensureRegistered();
+    mlir::DialectRegistry registry;
+    mlir::fa::registerDialects(registry);
+    return registry;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> parse(const std::string &source,
+                                          const char *name) {
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(source, name), llvm::SMLoc());
+    return mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  }
+
+  mlir::MLIRContext context;
+  std::string text;
+  llvm::raw_string_ostream os;
+  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
+};
+
+std::string elementTypeName(fa::DType dtype) { return fa::toString(dtype); }
+
+std::string dimText(int64_t d) {
+  return d > 0 ? std::to_string(d) : std::string("?");
+}
+
+std::string floatText(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17e", v);
+  return buf;
+}
+
+/// The spec as a function holding one fa.attention.
+std::string specToMLIR(const fa::AttentionSpec &spec) {
+  std::string et = elementTypeName(spec.dtype);
+  int64_t dv = spec.headDimV > 0 ? spec.headDimV : spec.headDim;
+  std::string hq = dimText(spec.numHeadsQ), hkv = dimText(spec.numHeadsKV);
+  std::string qType =
+      "tensor<?x" + hq + "x?x" + std::to_string(spec.headDim) + "x" + et + ">";
+  std::string kType =
+      "tensor<?x" + hkv + "x?x" + std::to_string(spec.headDim) + "x" + et + ">";
+  std::string vType =
+      "tensor<?x" + hkv + "x?x" + std::to_string(dv) + "x" + et + ">";
+  std::string oType =
+      "tensor<?x" + hq + "x?x" + std::to_string(dv) + "x" + et + ">";
+  std::string lseType = "tensor<?x" + hq + "x?xf32>";
+  std::string biasType, slopesType;
+  if (spec.bias) {
+    biasType = "tensor<";
+    for (bool b : spec.biasBroadcast)
+      biasType += b ? "1x" : "?x";
+    biasType += elementTypeName(spec.biasDType) + ">";
+  }
+  if (spec.alibi)
+    slopesType = std::string("tensor<") + (spec.alibiPerBatch ? "?x" : "") +
+                 hq + "xf32>";
+
+  std::string args = "%q: " + qType + ", %k: " + kType + ", %v: " + vType;
+  std::string operands;
+  if (spec.bias) {
+    args += ", %bias: " + biasType;
+    operands += " bias(%bias : " + biasType + ")";
+  }
+  if (spec.alibi) {
+    args += ", %slopes: " + slopesType;
+    operands += " alibi_slopes(%slopes : " + slopesType + ")";
+  }
+  if (spec.dropoutP != 0.0) {
+    args += ", %seed: i64";
+    operands += " dropout_seed(%seed)";
+  }
+  std::vector<std::string> attrs;
+  if (spec.scale)
+    attrs.push_back("scale = " + floatText(*spec.scale) + " : f32");
+  if (spec.causal != fa::Causal::None)
+    attrs.push_back(
+        std::string("causal = #fa.causal<") +
+        (spec.causal == fa::Causal::TopLeft ? "top_left" : "bottom_right") +
+        ">");
+  if (spec.window)
+    attrs.push_back(
+        "window = array<i64: " + std::to_string(spec.window->first) + ", " +
+        std::to_string(spec.window->second) + ">");
+  if (spec.softcap)
+    attrs.push_back("softcap = " + floatText(*spec.softcap) + " : f32");
+  if (spec.dropoutP != 0.0)
+    attrs.push_back("dropout_p = " + floatText(spec.dropoutP) + " : f32");
+  std::string attrText;
+  for (size_t i = 0; i < attrs.size(); ++i)
+    attrText += (i ? ", " : " {") + attrs[i];
+  if (!attrText.empty())
+    attrText += "}";
+
+  std::string results = oType + (spec.returnLse ? ", " + lseType : "");
+  std::string text = "func.func @attention(" + args + ") -> (" + results +
+                     ") {\n  %o" + (spec.returnLse ? ", %lse" : "") +
+                     " = fa.attention %q, %k, %v" + operands + attrText +
+                     "\n      : " + qType + ", " + kType + ", " + vType +
+                     " -> " + results + "\n";
+  if (!spec.scoreMod.empty())
+    text += "  score_mod {\n  ^bb0(%score: f32, %b: index, %h: index, "
+            "%q_idx: index, %kv_idx: index):\n" +
+            spec.scoreMod + "\n  }\n";
+  if (!spec.maskMod.empty())
+    text += "  mask_mod {\n  ^bb0(%b: index, %h: index, %q_idx: index, "
+            "%kv_idx: index):\n" +
+            spec.maskMod + "\n  }\n";
+  text += std::string("  return %o") + (spec.returnLse ? ", %lse" : "") +
+          " : " + results + "\n}\n";
+  return text;
+}
+
+[[noreturn]] void fail(const std::string &message) {
+  throw fa::Error("fa::Kernel::forward: " + message);
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+} // namespace
+
+struct fa::Kernel::Impl {
+  AttentionSpec spec;
+  std::string target;
+  std::string mlir;
+  std::unique_ptr<mlir::fa::HostKernel> host;
+};
+
 std::string fa::version() { return FA_VERSION; }
+
+const char *fa::toString(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "f32";
+  }
+  return "?";
+}
 
 std::string fa::runPipeline(const std::string &mlir,
                             const std::string &pipeline) {
-  static std::once_flag registered;
-  std::call_once(registered, [] { mlir::fa::registerPasses(); });
-
-  mlir::DialectRegistry registry;
-  mlir::fa::registerDialects(registry);
-  mlir::MLIRContext context(registry);
-
-  // Collect diagnostics as "loc: error: message" lines for the exception.
-  std::string diagnostics;
-  llvm::raw_string_ostream diagOS(diagnostics);
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
-    if (auto loc = diag.getLocation()->findInstanceOf<mlir::FileLineColLoc>())
-      diagOS << loc.getFilename().getValue() << ":" << loc.getLine() << ":"
-             << loc.getColumn() << ": ";
-    else
-      diagOS << diag.getLocation() << ": ";
-    switch (diag.getSeverity()) {
-    case mlir::DiagnosticSeverity::Error:
-      diagOS << "error: ";
-      break;
-    case mlir::DiagnosticSeverity::Warning:
-      diagOS << "warning: ";
-      break;
-    default:
-      diagOS << "note: ";
-      break;
-    }
-    diagOS << diag << "\n";
-    return mlir::success();
-  });
-
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(mlir, "<input>"), llvm::SMLoc());
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  DiagnosticContext ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module = ctx.parse(mlir, "<input>");
   if (!module)
-    throw Error("fa::runPipeline: invalid input IR\n" + diagnostics);
+    throw Error("fa::runPipeline: invalid input IR\n" + ctx.text);
 
   std::string pipelineErrors;
   llvm::raw_string_ostream pipelineOS(pipelineErrors);
@@ -69,14 +222,188 @@ std::string fa::runPipeline(const std::string &mlir,
   if (mlir::failed(parsed))
     throw Error("fa::runPipeline: invalid pass pipeline '" + pipeline +
                 "': " + pipelineErrors);
-  mlir::PassManager pm(&context, parsed->getOpAnchorName());
+  mlir::PassManager pm(&ctx.context, parsed->getOpAnchorName());
   static_cast<mlir::OpPassManager &>(pm) = std::move(*parsed);
   if (mlir::failed(pm.run(*module)))
     throw Error("fa::runPipeline: pipeline '" + pipeline + "' failed\n" +
-                diagnostics);
+                ctx.text);
 
   std::string result;
   llvm::raw_string_ostream os(result);
   module->print(os);
   return result;
+}
+
+fa::Kernel fa::compile(const AttentionSpec &spec, const std::string &target) {
+  if (target != "host")
+    throw Error("fa::compile: target '" + target +
+                "' is not supported yet (supported: host)");
+  if (spec.headDim <= 0 || spec.headDimV < 0)
+    throw Error("fa::compile: head dims must be positive, got D = " +
+                std::to_string(spec.headDim) +
+                ", Dv = " + std::to_string(spec.headDimV));
+  if (spec.numHeadsQ < 0 || spec.numHeadsKV < 0)
+    throw Error("fa::compile: head counts must be positive or 0 (any)");
+
+  auto impl = std::make_shared<Kernel::Impl>();
+  impl->spec = spec;
+  impl->target = target;
+  impl->mlir = specToMLIR(spec);
+
+  DiagnosticContext ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module = ctx.parse(impl->mlir, "<spec>");
+  if (!module)
+    throw Error("fa::compile: invalid attention spec\n" + ctx.text);
+  mlir::FailureOr<mlir::fa::AttentionOp> op =
+      mlir::fa::findSingleAttention(*module);
+  if (mlir::failed(op))
+    throw Error("fa::compile: invalid attention spec\n" + ctx.text);
+  mlir::OwningOpRef<mlir::ModuleOp> kernelModule =
+      mlir::fa::buildHostKernelModule(*op);
+  auto host = mlir::fa::HostKernel::compile(*kernelModule,
+                                            mlir::fa::HostPipelineOptions());
+  if (!host)
+    throw Error("fa::compile: " + llvm::toString(host.takeError()) + "\n" +
+                ctx.text);
+  impl->host = std::move(*host);
+
+  Kernel kernel;
+  kernel.impl = std::move(impl);
+  return kernel;
+}
+
+const std::string &fa::Kernel::mlir() const { return impl->mlir; }
+const std::string &fa::Kernel::target() const { return impl->target; }
+const fa::AttentionSpec &fa::Kernel::spec() const { return impl->spec; }
+
+namespace {
+
+/// Checks one view and turns it into a kernel argument.
+mlir::fa::HostKernelArg toArg(const fa::TensorView &t, const char *name,
+                              fa::DType dtype, size_t rank, bool isOutput) {
+  if (!t.data)
+    fail(std::string(name) + " has no data (null pointer)");
+  if (t.device != fa::Device::CPU)
+    fail(std::string(name) +
+         " is a CUDA tensor, but the kernel was compiled for the host");
+  if (t.dtype != dtype)
+    fail(std::string(name) + " must have dtype " + fa::toString(dtype) +
+         ", got " + fa::toString(t.dtype));
+  if (t.shape.size() != rank)
+    fail(std::string(name) + " must have rank " + std::to_string(rank) +
+         ", got shape " + shapeText(t.shape));
+  if (!t.strides.empty() && t.strides.size() != rank)
+    fail(std::string(name) + " has " + std::to_string(t.strides.size()) +
+         " strides for rank " + std::to_string(rank));
+  mlir::fa::HostKernelArg arg;
+  arg.data = t.data;
+  arg.sizes.assign(t.shape.begin(), t.shape.end());
+  if (t.strides.empty()) {
+    arg.strides.resize(rank);
+    int64_t stride = 1;
+    for (size_t i = rank; i-- > 0;) {
+      arg.strides[i] = stride;
+      stride *= t.shape[i];
+    }
+  } else {
+    arg.strides.assign(t.strides.begin(), t.strides.end());
+  }
+  for (size_t i = 0; i < rank; ++i) {
+    if (t.shape[i] < 0)
+      fail(std::string(name) + " has a negative size in shape " +
+           shapeText(t.shape));
+    if (arg.strides[i] < 0)
+      fail(std::string(name) + " has a negative stride (" +
+           std::to_string(arg.strides[i]) + " in dim " + std::to_string(i) +
+           "); negative strides are not supported");
+    if (isOutput && arg.strides[i] == 0 && t.shape[i] > 1)
+      fail(std::string(name) + " is an output but has stride 0 in dim " +
+           std::to_string(i) + " (its elements would overlap)");
+  }
+  return arg;
+}
+
+void checkDim(int64_t got, int64_t want, const std::string &what) {
+  if (got != want)
+    fail(what + ": expected " + std::to_string(want) + ", got " +
+         std::to_string(got));
+}
+
+} // namespace
+
+void fa::Kernel::forward(const TensorView &q, const TensorView &k,
+                         const TensorView &v, const TensorView &out,
+                         const TensorView *lse, const TensorView *bias,
+                         const TensorView *alibiSlopes,
+                         int64_t dropoutSeed) const {
+  const AttentionSpec &spec = impl->spec;
+  std::vector<mlir::fa::HostKernelArg> args;
+  args.push_back(toArg(q, "q", spec.dtype, 4, false));
+  args.push_back(toArg(k, "k", spec.dtype, 4, false));
+  args.push_back(toArg(v, "v", spec.dtype, 4, false));
+
+  int64_t b = q.shape[0], hq = q.shape[1], nq = q.shape[2];
+  int64_t hkv = k.shape[1], nk = k.shape[2];
+  int64_t d = spec.headDim, dv = spec.headDimV > 0 ? spec.headDimV : d;
+  checkDim(q.shape[3], d, "q head dim (q.shape[3])");
+  checkDim(k.shape[3], d, "k head dim (k.shape[3])");
+  checkDim(v.shape[3], dv, "v head dim (v.shape[3])");
+  checkDim(k.shape[0], b, "k batch size (k.shape[0])");
+  checkDim(v.shape[0], b, "v batch size (v.shape[0])");
+  checkDim(v.shape[1], hkv, "v heads (v.shape[1])");
+  checkDim(v.shape[2], nk, "v sequence length (v.shape[2])");
+  if (spec.numHeadsQ > 0)
+    checkDim(hq, spec.numHeadsQ, "q heads (q.shape[1])");
+  if (spec.numHeadsKV > 0)
+    checkDim(hkv, spec.numHeadsKV, "k heads (k.shape[1])");
+  if (hkv == 0 || hq % hkv != 0)
+    fail("q heads (" + std::to_string(hq) +
+         ") must be a multiple of k/v heads (" + std::to_string(hkv) + ")");
+
+  if (spec.bias) {
+    if (!bias)
+      fail("the kernel was compiled with a bias; pass one");
+    args.push_back(toArg(*bias, "bias", spec.biasDType, 4, false));
+    const int64_t full[4] = {b, hq, nq, nk};
+    for (int i = 0; i < 4; ++i)
+      checkDim(bias->shape[i], spec.biasBroadcast[i] ? 1 : full[i],
+               "bias dim " + std::to_string(i));
+  } else if (bias) {
+    fail("the kernel was compiled without a bias; recompile with "
+         "spec.bias = true");
+  }
+  if (spec.alibi) {
+    if (!alibiSlopes)
+      fail("the kernel was compiled with ALiBi; pass alibiSlopes");
+    args.push_back(toArg(*alibiSlopes, "alibiSlopes", DType::F32,
+                         spec.alibiPerBatch ? 2 : 1, false));
+    if (spec.alibiPerBatch)
+      checkDim(alibiSlopes->shape[0], b, "alibiSlopes batch size");
+    checkDim(alibiSlopes->shape.back(), hq, "alibiSlopes heads");
+  } else if (alibiSlopes) {
+    fail("the kernel was compiled without ALiBi; recompile with "
+         "spec.alibi = true");
+  }
+  if (spec.dropoutP != 0.0)
+    args.push_back(mlir::fa::HostKernelArg::i64(dropoutSeed));
+
+  args.push_back(toArg(out, "out", spec.dtype, 4, true));
+  checkDim(out.shape[0], b, "out batch size (out.shape[0])");
+  checkDim(out.shape[1], hq, "out heads (out.shape[1])");
+  checkDim(out.shape[2], nq, "out sequence length (out.shape[2])");
+  checkDim(out.shape[3], dv, "out head dim (out.shape[3])");
+  if (spec.returnLse) {
+    if (!lse)
+      fail("the kernel was compiled to return the lse; pass one");
+    args.push_back(toArg(*lse, "lse", DType::F32, 3, true));
+    checkDim(lse->shape[0], b, "lse batch size (lse.shape[0])");
+    checkDim(lse->shape[1], hq, "lse heads (lse.shape[1])");
+    checkDim(lse->shape[2], nq, "lse sequence length (lse.shape[2])");
+  } else if (lse) {
+    fail("the kernel was compiled without the lse; recompile with "
+         "spec.returnLse = true");
+  }
+
+  if (llvm::Error err = impl->host->run(args))
+    fail(llvm::toString(std::move(err)));
 }

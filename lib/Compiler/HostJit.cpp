@@ -8,6 +8,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -62,6 +63,11 @@ static MemRefType getStridedMemRefType(Type tensorType) {
 }
 
 OwningOpRef<ModuleOp> mlir::fa::buildHostKernelModule(AttentionOp op) {
+  // The wrapper creates ops of these dialects; the caller may only have
+  // parsed fa and func.
+  op->getContext()
+      ->loadDialect<bufferization::BufferizationDialect, func::FuncDialect,
+                    tensor::TensorDialect>();
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   OpBuilder b(ctx);

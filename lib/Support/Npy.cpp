@@ -25,9 +25,9 @@
 #error "fa/Support/Npy.cpp assumes a little-endian host"
 #endif
 
-using namespace fa;
+using namespace fa::support;
 
-size_t fa::getDTypeSize(DType dtype) {
+size_t fa::support::getDTypeSize(DType dtype) {
   switch (dtype) {
   case DType::F16:
   case DType::BF16:
@@ -42,7 +42,7 @@ size_t fa::getDTypeSize(DType dtype) {
   return 0;
 }
 
-const char *fa::getDTypeName(DType dtype) {
+const char *fa::support::getDTypeName(DType dtype) {
   switch (dtype) {
   case DType::F16:
     return "f16";
@@ -60,7 +60,7 @@ const char *fa::getDTypeName(DType dtype) {
   return "?";
 }
 
-const char *fa::getNpyDescr(DType dtype) {
+const char *fa::support::getNpyDescr(DType dtype) {
   switch (dtype) {
   case DType::F16:
     return "<f2";
@@ -369,7 +369,8 @@ bool NpyArray::isConsistent() const {
          numBytes == data.size();
 }
 
-bool fa::readNpy(const std::string &path, NpyArray &out, std::string &error) {
+bool fa::support::readNpy(const std::string &path, NpyArray &out,
+                          std::string &error) {
   auto fail = [&](const std::string &message) {
     error = path + ": " + message;
     return false;
@@ -452,8 +453,8 @@ bool fa::readNpy(const std::string &path, NpyArray &out, std::string &error) {
   return true;
 }
 
-bool fa::writeNpy(const std::string &path, const NpyArray &array,
-                  std::string &error) {
+bool fa::support::writeNpy(const std::string &path, const NpyArray &array,
+                           std::string &error) {
   auto fail = [&](const std::string &message) {
     error = path + ": " + message;
     return false;
@@ -565,7 +566,7 @@ uint16_t roundToNarrow(double value, int expBits, int mantBits) {
 
 } // namespace
 
-float fa::halfToFloat(uint16_t bits) {
+float fa::support::halfToFloat(uint16_t bits) {
   const bool negative = bits & 0x8000;
   const int exponent = (bits >> 10) & 0x1f;
   const uint32_t mantissa = bits & 0x3ff;
@@ -584,27 +585,31 @@ float fa::halfToFloat(uint16_t bits) {
   return negative ? -magnitude : magnitude;
 }
 
-uint16_t fa::floatToHalf(float value) {
+uint16_t fa::support::floatToHalf(float value) {
   // float -> double is exact, so this rounds once.
   return roundToNarrow(value, 5, 10);
 }
 
-uint16_t fa::doubleToHalf(double value) { return roundToNarrow(value, 5, 10); }
+uint16_t fa::support::doubleToHalf(double value) {
+  return roundToNarrow(value, 5, 10);
+}
 
-float fa::bfloat16ToFloat(uint16_t bits) {
+float fa::support::bfloat16ToFloat(uint16_t bits) {
   uint32_t floatBits = static_cast<uint32_t>(bits) << 16;
   float result;
   std::memcpy(&result, &floatBits, sizeof(result));
   return result;
 }
 
-uint16_t fa::floatToBFloat16(float value) { return roundToNarrow(value, 8, 7); }
-
-uint16_t fa::doubleToBFloat16(double value) {
+uint16_t fa::support::floatToBFloat16(float value) {
   return roundToNarrow(value, 8, 7);
 }
 
-std::vector<double> fa::toDoubles(const NpyArray &array) {
+uint16_t fa::support::doubleToBFloat16(double value) {
+  return roundToNarrow(value, 8, 7);
+}
+
+std::vector<double> fa::support::toDoubles(const NpyArray &array) {
   assert(array.isConsistent() && "data does not match dtype and shape");
   const size_t count = array.data.size() / getDTypeSize(array.dtype);
   std::vector<double> result(count);
@@ -658,8 +663,8 @@ template <typename IntT> IntT roundToInt(double value) {
 
 } // namespace
 
-NpyArray fa::fromDoubles(DType dtype, std::vector<int64_t> shape,
-                         const double *values) {
+NpyArray fa::support::fromDoubles(DType dtype, std::vector<int64_t> shape,
+                                  const double *values) {
   NpyArray array;
   array.dtype = dtype;
   array.shape = std::move(shape);

@@ -14,7 +14,7 @@
 #include <limits>
 #include <thread>
 
-using namespace fa;
+using namespace fa::support;
 
 namespace {
 
@@ -159,10 +159,12 @@ bool product(const std::vector<int64_t> &shape, int64_t &result) {
 
 } // namespace
 
-bool fa::attentionReference(const TensorRef &q, const TensorRef &k,
-                            const TensorRef &v, const AttentionOptions &options,
-                            std::vector<double> &out, std::vector<double> &lse,
-                            std::string &error) {
+bool fa::support::attentionReference(const TensorRef &q, const TensorRef &k,
+                                     const TensorRef &v,
+                                     const AttentionOptions &options,
+                                     std::vector<double> &out,
+                                     std::vector<double> &lse,
+                                     std::string &error) {
   auto fail = [&](const std::string &message) {
     error = "attention reference: " + message;
     return false;
@@ -288,7 +290,8 @@ bool fa::attentionReference(const TensorRef &q, const TensorRef &k,
   return true;
 }
 
-double fa::relativeError(const double *out, const double *ref, size_t n) {
+double fa::support::relativeError(const double *out, const double *ref,
+                                  size_t n) {
   // Scale by the largest magnitude so that nothing overflows when squared or
   // subtracted.
   double maxAbs = 0;

@@ -31,6 +31,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <random>
@@ -40,12 +41,12 @@ using namespace mlir;
 using namespace mlir::fa;
 namespace cl = llvm::cl;
 // The dependency-free helpers live in ::fa, next to mlir::fa.
-using ::fa::AttentionOptions;
-using ::fa::CausalMask;
-using ::fa::DType;
-using ::fa::NpyArray;
-using ::fa::relativeError;
-using ::fa::SlidingWindow;
+using ::fa::support::AttentionOptions;
+using ::fa::support::CausalMask;
+using ::fa::support::DType;
+using ::fa::support::NpyArray;
+using ::fa::support::relativeError;
+using ::fa::support::SlidingWindow;
 
 //===----------------------------------------------------------------------===//
 // Options
@@ -53,9 +54,8 @@ using ::fa::SlidingWindow;
 
 static cl::OptionCategory faCategory("fa-jit options");
 
-static cl::opt<std::string> inputFile(cl::Positional,
-                                      cl::desc("[FILE.mlir]"), cl::init(""),
-                                      cl::cat(faCategory));
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[FILE.mlir]"),
+                                      cl::init(""), cl::cat(faCategory));
 
 // The variant, when there is no input file.
 static cl::opt<std::string>
@@ -147,6 +147,13 @@ static cl::opt<bool>
                  cl::desc("Lower through fa-decompose (the materialized "
                           "reference) instead of the tiled form"),
                  cl::cat(faCategory));
+static cl::opt<std::string> layoutOpt(
+    "layout",
+    cl::desc("Memory layout of Q, K, V, O and lse handed to the kernel: "
+             "bhsd (row-major, the default) or bshd (heads and sequence "
+             "swapped, as PyTorch often stores them, at a nonzero offset: "
+             "exercises the strided ABI)"),
+    cl::init("bhsd"), cl::cat(faCategory));
 static cl::opt<bool>
     peakMemoryOpt("print-peak-memory",
                   cl::desc("Print the process's peak RSS after the run"),
@@ -158,10 +165,10 @@ static cl::opt<bool>
 
 namespace {
 
-/// Reports an error the fa-jit way and gives the exit code.
-int fail(const llvm::Twine &message) {
+/// Reports an error the fa-jit way; returns false for the caller to pass on.
+bool fail(const llvm::Twine &message) {
   llvm::errs() << "fa-jit: error: " << message << "\n";
-  return 1;
+  return false;
 }
 
 enum Dim { kB, kHq, kHkv, kNq, kNk, kD, kDv, kNumDims };
@@ -265,6 +272,69 @@ NpyArray randomNormal(DType dtype, std::vector<int64_t> shape,
   for (double &v : values)
     v = normal(rng);
   return fromDoubles(dtype, std::move(shape), values.data());
+}
+
+/// A copy of an array in another memory layout, and the strided view of it
+/// that the kernel gets.
+struct StridedBuffer {
+  std::vector<uint8_t> storage;
+  HostKernelArg arg;
+};
+
+/// Elements of padding before a relaid array, so that its offset is not 0.
+constexpr int64_t kLayoutPad = 3;
+
+/// Visits every index of `shape` in row-major order with its offset in a
+/// row-major array and in the view `strides`.
+template <typename Fn>
+void forEachIndex(llvm::ArrayRef<int64_t> shape,
+                  llvm::ArrayRef<int64_t> strides, Fn fn) {
+  int64_t rank = shape.size(), total = countElements(shape);
+  llvm::SmallVector<int64_t> index(rank, 0);
+  for (int64_t linear = 0; linear < total; ++linear) {
+    int64_t strided = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      strided += index[i] * strides[i];
+    fn(linear, strided);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++index[i] < shape[i])
+        break;
+      index[i] = 0;
+    }
+  }
+}
+
+/// `array` ([B, H, N, ...]) stored as [B, N, H, ...] after kLayoutPad
+/// elements.
+StridedBuffer toHeadsInnerLayout(const NpyArray &array) {
+  StridedBuffer buffer;
+  size_t eb = getDTypeSize(array.dtype);
+  llvm::SmallVector<int64_t> memShape(array.shape.begin(), array.shape.end());
+  std::swap(memShape[1], memShape[2]);
+  llvm::SmallVector<int64_t> memStrides(memShape.size(), 1);
+  for (int64_t i = memShape.size() - 2; i >= 0; --i)
+    memStrides[i] = memStrides[i + 1] * memShape[i + 1];
+  std::swap(memStrides[1], memStrides[2]);
+  buffer.storage.assign((kLayoutPad + array.getNumElements()) * eb, 0);
+  forEachIndex(array.shape, memStrides, [&](int64_t linear, int64_t strided) {
+    std::memcpy(&buffer.storage[(kLayoutPad + strided) * eb],
+                &array.data[linear * eb], eb);
+  });
+  buffer.arg.data = buffer.storage.data();
+  buffer.arg.offset = kLayoutPad;
+  buffer.arg.sizes.assign(array.shape.begin(), array.shape.end());
+  buffer.arg.strides.assign(memStrides.begin(), memStrides.end());
+  return buffer;
+}
+
+/// Copies a buffer made by toHeadsInnerLayout back into `array`.
+void fromHeadsInnerLayout(const StridedBuffer &buffer, NpyArray &array) {
+  size_t eb = getDTypeSize(array.dtype);
+  forEachIndex(array.shape, buffer.arg.strides,
+               [&](int64_t linear, int64_t strided) {
+                 std::memcpy(&array.data[linear * eb],
+                             &buffer.storage[(kLayoutPad + strided) * eb], eb);
+               });
 }
 
 int64_t peakRssMegabytes() {
@@ -437,11 +507,9 @@ bool mergeShape(Dims &dims, llvm::ArrayRef<int64_t> shape,
   bool ok = shape.size() == which.size();
   for (size_t i = 0; ok && i < which.size(); ++i)
     ok = expected[i] == kUnknown || expected[i] == shape[i];
-  if (!ok) {
-    fail(name + ": expected shape " + formatShape(expected) + ", got " +
-         formatShape(shape));
-    return false;
-  }
+  if (!ok)
+    return fail(name + ": expected shape " + formatShape(expected) + ", got " +
+                formatShape(shape));
   for (size_t i = 0; i < which.size(); ++i)
     dims[which[i]] = shape[i];
   return true;
@@ -450,9 +518,8 @@ bool mergeShape(Dims &dims, llvm::ArrayRef<int64_t> shape,
 bool checkDType(const NpyArray &array, DType expected, llvm::StringRef name) {
   if (array.dtype == expected)
     return true;
-  fail(name + ": expected dtype " + getDTypeName(expected) + ", got " +
-       getDTypeName(array.dtype));
-  return false;
+  return fail(name + ": expected dtype " + getDTypeName(expected) + ", got " +
+              getDTypeName(array.dtype));
 }
 
 /// The static dims of the op's tensors.
@@ -481,10 +548,8 @@ bool buildRegionCallbacks(AttentionOp op, AttentionOptions &options) {
   if (!op.getScoreMod().empty()) {
     FailureOr<RegionEvaluator> eval =
         RegionEvaluator::compile(op.getScoreMod(), error);
-    if (failed(eval)) {
-      fail("--check: score_mod: " + error);
-      return false;
-    }
+    if (failed(eval))
+      return fail("--check: score_mod: " + error);
     options.scoreMod = [eval = *eval](double s, int64_t b, int64_t h, int64_t i,
                                       int64_t j) {
       double args[5] = {s, double(b), double(h), double(i), double(j)};
@@ -494,10 +559,8 @@ bool buildRegionCallbacks(AttentionOp op, AttentionOptions &options) {
   if (!op.getMaskMod().empty()) {
     FailureOr<RegionEvaluator> eval =
         RegionEvaluator::compile(op.getMaskMod(), error);
-    if (failed(eval)) {
-      fail("--check: mask_mod: " + error);
-      return false;
-    }
+    if (failed(eval))
+      return fail("--check: mask_mod: " + error);
     options.maskMod = [eval = *eval](int64_t b, int64_t h, int64_t i,
                                      int64_t j) {
       double args[4] = {double(b), double(h), double(i), double(j)};
@@ -522,7 +585,67 @@ double defaultBound(DType dtype) {
 // The driver
 //===----------------------------------------------------------------------===//
 
-int runFaJit() {
+/// One fa-jit run. Each step reports its own errors and returns false on
+/// failure.
+class Driver {
+public:
+  Driver() : ctx(makeRegistry()), diagHandler(&ctx, handleDiagnostic) {
+    ctx.loadAllAvailableDialects();
+    // A failing pass would dump its whole op in generic form: too noisy.
+    ctx.printOpOnDiagnostic(false);
+  }
+
+  bool parseFlags();
+  bool readInputs();
+  bool loadOp();
+  bool emit();
+  bool resolveDims();
+  bool prepareData();
+  bool compileAndRun();
+  bool writeOutputs();
+  bool check();
+
+private:
+  static DialectRegistry makeRegistry() {
+    DialectRegistry registry;
+    registerDialects(registry);
+    return registry;
+  }
+  static LogicalResult handleDiagnostic(Diagnostic &diag) {
+    printDiagnostic(diag);
+    return success();
+  }
+  std::vector<int64_t> shapeOf(const std::vector<Dim> &which) const {
+    std::vector<int64_t> shape;
+    for (Dim d : which)
+      shape.push_back(dims[d]);
+    return shape;
+  }
+  bool buildOpFromFlags();
+
+  MLIRContext ctx;
+  ScopedDiagnosticHandler diagHandler;
+  llvm::SourceMgr sourceMgr;
+
+  // From the flags.
+  std::optional<DType> flagDType;
+  Dims shapeDims;
+
+  // The op and its kernel.
+  OwningOpRef<ModuleOp> source;
+  AttentionOp op;
+  DType dtype = DType::F32;
+  OwningOpRef<ModuleOp> kernelModule;
+  HostPipelineOptions pipelineOptions;
+
+  // Sizes and data. `inputs` holds Q, K, V and the bias file if any.
+  Dims dims;
+  llvm::SmallVector<std::string> inputPaths;
+  std::vector<NpyArray> inputs;
+  NpyArray bias, slopes, out, lse;
+};
+
+bool Driver::parseFlags() {
   if (targetOpt != "host")
     return fail("--target=" + targetOpt + " is not supported yet (host only)");
   if (!emitOpt.empty() && emitOpt != "kernel" && emitOpt != "mlir" &&
@@ -538,13 +661,11 @@ int runFaJit() {
       return fail("--window expects L,R with L, R >= 0, got '" + windowOpt +
                   "'");
   }
-  std::optional<DType> flagDType;
   if (dtypeOpt.getNumOccurrences()) {
     flagDType = parseDType(dtypeOpt);
     if (!flagDType)
       return fail("--dtype must be f32, f16 or bf16, got '" + dtypeOpt + "'");
   }
-  Dims shapeDims;
   shapeDims.fill(kUnknown);
   if (shapeOpt.getNumOccurrences()) {
     llvm::SmallVector<int64_t> v;
@@ -558,43 +679,80 @@ int runFaJit() {
     if (v.size() == 6)
       shapeDims[kDv] = v[kD];
   }
+  if (layoutOpt != "bhsd" && layoutOpt != "bshd")
+    return fail("--layout must be bhsd or bshd, got '" + layoutOpt + "'");
   if (blockQOpt < 0 || blockKVOpt < 0)
     return fail("--block-q and --block-kv must be >= 0");
+  pipelineOptions.reference = referenceOpt;
+  pipelineOptions.blockQ = blockQOpt;
+  pipelineOptions.blockKV = blockKVOpt;
+  return true;
+}
 
-  // Read the .npy inputs first: without a file they may give the shape.
-  llvm::SmallVector<std::string> inputPaths;
-  std::vector<NpyArray> inputs;
-  if (!inputsOpt.empty()) {
-    llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(inputsOpt).split(parts, ',');
-    if (parts.size() != 3 && parts.size() != 4)
-      return fail("--inputs expects q.npy,k.npy,v.npy[,bias.npy], got '" +
-                  inputsOpt + "'");
-    for (llvm::StringRef path : parts) {
-      inputPaths.push_back(path.str());
-      inputs.emplace_back();
-      std::string error;
-      if (!readNpy(path.str(), inputs.back(), error))
-        return fail(error);
+bool Driver::readInputs() {
+  if (inputsOpt.empty())
+    return true;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(inputsOpt).split(parts, ',');
+  if (parts.size() != 3 && parts.size() != 4)
+    return fail("--inputs expects q.npy,k.npy,v.npy[,bias.npy], got '" +
+                inputsOpt + "'");
+  // Reserve: buildOpFromFlags keeps a pointer to the bias file.
+  inputs.reserve(4);
+  for (llvm::StringRef path : parts) {
+    inputPaths.push_back(path.str());
+    inputs.emplace_back();
+    std::string error;
+    if (!readNpy(path.str(), inputs.back(), error))
+      return fail(error);
+  }
+  return true;
+}
+
+bool Driver::buildOpFromFlags() {
+  FlagVariant variant;
+  if (flagDType)
+    variant.dtype = *flagDType;
+  else if (!inputs.empty() && isAttentionDType(inputs[0].dtype))
+    variant.dtype = inputs[0].dtype;
+  // Heads and head dims: --shape, else the files, else the default.
+  if (!shapeOpt.getNumOccurrences() && inputs.empty())
+    shapeDims = {1, 4, 4, 128, 128, 64, 64};
+  variant.dims = shapeDims;
+  if (!shapeOpt.getNumOccurrences() && !inputs.empty()) {
+    const char *names[3] = {"Q", "K", "V"};
+    const std::vector<Dim> *which[3] = {&kQDims, &kKDims, &kVDims};
+    for (int t = 0; t < 3; ++t) {
+      if (inputs[t].shape.size() != 4)
+        return fail(inputPaths[t] + ": expected a rank-4 " + names[t] +
+                    ", got shape " + formatShape(inputs[t].shape));
+      // First come, first served: resolveDims reports the file that
+      // disagrees.
+      for (int i = 0; i < 4; ++i)
+        if (variant.dims[(*which[t])[i]] == kUnknown)
+          variant.dims[(*which[t])[i]] = inputs[t].shape[i];
     }
   }
-  const char *kInputNames[4] = {"Q", "K", "V", "bias"};
+  variant.bias = biasOpt || inputs.size() == 4;
+  if (inputs.size() == 4) {
+    if (inputs[3].shape.size() != 4)
+      return fail(inputPaths[3] + ": expected a rank-4 bias, got shape " +
+                  formatShape(inputs[3].shape));
+    if (!isAttentionDType(inputs[3].dtype))
+      return fail(inputPaths[3] + ": expected dtype f32, f16 or bf16, got " +
+                  getDTypeName(inputs[3].dtype));
+    variant.biasFile = &inputs[3];
+  }
+  variant.lse = lseOpt || !lseOutputOpt.empty();
+  source = buildFromFlags(ctx, variant);
+  return succeeded(verify(*source));
+}
 
-  DialectRegistry registry;
-  registerDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  // A failing pass would dump its whole op in generic form: too noisy here.
-  ctx.printOpOnDiagnostic(false);
-  ScopedDiagnosticHandler diagHandler(&ctx, [](Diagnostic &diag) {
-    printDiagnostic(diag);
-    return success();
-  });
-
-  // The op: from the file or from the flags.
-  OwningOpRef<ModuleOp> source;
-  llvm::SourceMgr sourceMgr;
-  if (!inputFile.empty()) {
+bool Driver::loadOp() {
+  if (inputFile.empty()) {
+    if (!buildOpFromFlags())
+      return false;
+  } else {
     llvm::SmallVector<llvm::StringRef> flags = givenVariantFlags();
     if (!flags.empty())
       return fail("--" + flags.front() +
@@ -608,90 +766,44 @@ int runFaJit() {
     sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     source = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
     if (!source)
-      return 1;
-  } else {
-    FlagVariant variant;
-    variant.dtype = DType::F32;
-    if (flagDType)
-      variant.dtype = *flagDType;
-    else if (!inputs.empty() && isAttentionDType(inputs[0].dtype))
-      variant.dtype = inputs[0].dtype;
-    // Heads and head dims: --shape, else the files, else the default.
-    variant.dims = shapeDims;
-    if (!shapeOpt.getNumOccurrences()) {
-      if (inputs.empty()) {
-        shapeDims = {1, 4, 4, 128, 128, 64, 64};
-        variant.dims = shapeDims;
-      } else {
-        const std::vector<Dim> *which[3] = {&kQDims, &kKDims, &kVDims};
-        for (int t = 0; t < 3; ++t) {
-          if (inputs[t].shape.size() != 4)
-            return fail(inputPaths[t] + ": expected a rank-4 " +
-                        kInputNames[t] + ", got shape " +
-                        formatShape(inputs[t].shape));
-          // First come, first served: mismatches are reported below,
-          // naming the file that disagrees with Q.
-          for (int i = 0; i < 4; ++i)
-            if (variant.dims[(*which[t])[i]] == kUnknown)
-              variant.dims[(*which[t])[i]] = inputs[t].shape[i];
-        }
-      }
-    }
-    variant.bias = biasOpt || inputs.size() == 4;
-    if (inputs.size() == 4) {
-      if (inputs[3].shape.size() != 4)
-        return fail(inputPaths[3] + ": expected a rank-4 bias, got shape " +
-                    formatShape(inputs[3].shape));
-      if (!isAttentionDType(inputs[3].dtype))
-        return fail(inputPaths[3] + ": expected dtype f32, f16 or bf16, got " +
-                    getDTypeName(inputs[3].dtype));
-      variant.biasFile = &inputs[3];
-    }
-    variant.lse = lseOpt || !lseOutputOpt.empty();
-    source = buildFromFlags(ctx, variant);
-    if (failed(verify(*source)))
-      return 1;
+      return false;
   }
 
   FailureOr<AttentionOp> found = findSingleAttention(*source);
   if (failed(found))
-    return 1;
-  AttentionOp op = *found;
-  std::optional<DType> dtype = toDType(op.getElementType());
-  if (!dtype)
+    return false;
+  op = *found;
+  std::optional<DType> elementType = toDType(op.getElementType());
+  if (!elementType)
     return fail("unsupported element type");
+  dtype = *elementType;
   if (inputs.size() == 4 && !op.getBias())
     return fail("--inputs: " + inputPaths[3] +
                 " is a bias, but the op has no bias operand");
   if (!lseOutputOpt.empty() && !op.getLse())
     return fail("--lse-output: the op has no lse result");
 
-  OwningOpRef<ModuleOp> kernelModule = buildHostKernelModule(op);
-  if (failed(verify(*kernelModule)))
-    return 1;
-  HostPipelineOptions pipelineOptions;
-  pipelineOptions.reference = referenceOpt;
-  pipelineOptions.blockQ = blockQOpt;
-  pipelineOptions.blockKV = blockKVOpt;
-  if (emitOpt == "kernel") {
-    kernelModule->print(llvm::outs());
-    llvm::outs() << "\n";
-    return 0;
-  }
-  if (!emitOpt.empty()) {
-    if (failed(lowerHostKernelModule(*kernelModule, pipelineOptions)))
-      return fail("fa-pipeline-host failed");
-    if (emitOpt == "mlir") {
-      kernelModule->print(llvm::outs());
-      llvm::outs() << "\n";
-    } else if (failed(printHostLLVMIR(*kernelModule, llvm::outs()))) {
-      return fail("cannot translate the kernel to LLVM IR");
-    }
-    return 0;
-  }
+  kernelModule = buildHostKernelModule(op);
+  return succeeded(verify(*kernelModule));
+}
 
-  // Concrete sizes: the op's static dims, then --shape, then the files.
-  Dims dims = staticDims(op);
+bool Driver::emit() {
+  if (emitOpt != "kernel" &&
+      failed(lowerHostKernelModule(*kernelModule, pipelineOptions)))
+    return fail("fa-pipeline-host failed");
+  if (emitOpt == "llvm") {
+    if (failed(printHostLLVMIR(*kernelModule, llvm::outs())))
+      return fail("cannot translate the kernel to LLVM IR");
+    return true;
+  }
+  kernelModule->print(llvm::outs());
+  llvm::outs() << "\n";
+  return true;
+}
+
+bool Driver::resolveDims() {
+  // The op's static dims, then --shape, then the files.
+  dims = staticDims(op);
   for (int i = 0; i < kNumDims; ++i) {
     if (shapeDims[i] == kUnknown)
       continue;
@@ -702,43 +814,38 @@ int runFaJit() {
     dims[i] = shapeDims[i];
   }
   const std::vector<Dim> *inputDims[3] = {&kQDims, &kKDims, &kVDims};
-  for (size_t t = 0; t < std::min<size_t>(inputs.size(), 3); ++t) {
-    if (!checkDType(inputs[t], *dtype, inputPaths[t]) ||
+  for (size_t t = 0; t < std::min<size_t>(inputs.size(), 3); ++t)
+    if (!checkDType(inputs[t], dtype, inputPaths[t]) ||
         !mergeShape(dims, inputs[t].shape, *inputDims[t], inputPaths[t]))
-      return 1;
+      return false;
+  for (int i = 0; i < kNumDims; ++i) {
+    if (dims[i] == kUnknown)
+      return fail(llvm::Twine("the op's ") + kDimNames[i] +
+                  " is dynamic; give the sizes with --shape or --inputs");
+    if (dims[i] < 1)
+      return fail(llvm::Twine("size ") + kDimNames[i] + " must be positive");
   }
-  if (inputs.empty() && !inputFile.empty() && !shapeOpt.getNumOccurrences())
-    for (int i = 0; i < kNumDims; ++i)
-      if (dims[i] == kUnknown)
-        return fail(llvm::Twine("the op's ") + kDimNames[i] +
-                    " is dynamic; give the sizes with --shape or --inputs");
-  for (int i = 0; i < kNumDims; ++i)
-    if (dims[i] == kUnknown || dims[i] < 1)
-      return fail(llvm::Twine("size ") + kDimNames[i] +
-                  " must be known and positive");
   if (dims[kHq] % dims[kHkv] != 0)
     return fail("Hq (" + llvm::Twine(dims[kHq]) +
                 ") must be a multiple of Hkv (" + llvm::Twine(dims[kHkv]) +
                 ")");
-  auto shapeOf = [&](const std::vector<Dim> &which) {
-    std::vector<int64_t> shape;
-    for (Dim d : which)
-      shape.push_back(dims[d]);
-    return shape;
-  };
-  // The scores are materialized for now: keep B*Hq*Nq*Nk in check too.
+  // The scores may be materialized: keep B*Hq*Nq*Nk in check too.
   for (const std::vector<int64_t> &shape :
        {shapeOf(kQDims), shapeOf(kKDims), shapeOf(kVDims), shapeOf(kODims),
         std::vector<int64_t>{dims[kB], dims[kHq], dims[kNq], dims[kNk]}})
     if (countElements(shape) < 0)
       return fail("the problem is too large: " + formatShape(shape));
+  return true;
+}
 
+bool Driver::prepareData() {
   // Inputs, random where no file gives them.
   std::mt19937_64 rng(seedOpt);
+  const std::vector<Dim> *inputDims[3] = {&kQDims, &kKDims, &kVDims};
   for (size_t t = inputs.size(); t < 3; ++t)
-    inputs.push_back(randomNormal(*dtype, shapeOf(*inputDims[t]), rng));
-  NpyArray bias, slopes;
+    inputs.push_back(randomNormal(dtype, shapeOf(*inputDims[t]), rng));
   if (Value biasValue = op.getBias()) {
+    // Static dims as declared (1 broadcasts), dynamic ones full size.
     auto type = cast<RankedTensorType>(biasValue.getType());
     const int64_t full[4] = {dims[kB], dims[kHq], dims[kNq], dims[kNk]};
     std::vector<int64_t> shape;
@@ -749,7 +856,7 @@ int runFaJit() {
     DType biasDType = *toDType(type.getElementType());
     if (inputs.size() == 4) {
       if (!checkDType(inputs[3], biasDType, inputPaths[3]))
-        return 1;
+        return false;
       if (inputs[3].shape != shape)
         return fail(inputPaths[3] + ": expected shape " + formatShape(shape) +
                     ", got " + formatShape(inputs[3].shape));
@@ -770,12 +877,13 @@ int runFaJit() {
         values.push_back(std::exp2(-8.0 * double(h + 1) / double(dims[kHq])));
     slopes = fromDoubles(DType::F32, shape, values.data());
   }
-  NpyArray out = makeOutput(*dtype, shapeOf(kODims));
-  NpyArray lse;
+  out = makeOutput(dtype, shapeOf(kODims));
   if (op.getLse())
     lse = makeOutput(DType::F32, shapeOf(kLseDims));
+  return true;
+}
 
-  // Compile and run.
+bool Driver::compileAndRun() {
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<std::unique_ptr<HostKernel>> kernel =
       HostKernel::compile(*kernelModule, pipelineOptions);
@@ -783,43 +891,63 @@ int runFaJit() {
     return fail(llvm::toString(kernel.takeError()));
   auto compiled = std::chrono::steady_clock::now();
 
+  // Q, K, V, O and lse in the requested layout; bias and slopes stay
+  // row-major.
+  bool headsInner = layoutOpt == "bshd";
+  std::vector<StridedBuffer> relaid;
+  relaid.reserve(5);
+  auto view = [&](NpyArray &array) {
+    if (!headsInner)
+      return HostKernelArg::contiguous(array.data.data(), array.shape);
+    relaid.push_back(toHeadsInnerLayout(array));
+    return relaid.back().arg;
+  };
   llvm::SmallVector<HostKernelArg> args;
   for (int t = 0; t < 3; ++t)
-    args.push_back(
-        HostKernelArg::contiguous(inputs[t].data.data(), inputs[t].shape));
+    args.push_back(view(inputs[t]));
   if (op.getBias())
     args.push_back(HostKernelArg::contiguous(bias.data.data(), bias.shape));
   if (op.getAlibiSlopes())
     args.push_back(HostKernelArg::contiguous(slopes.data.data(), slopes.shape));
   if (op.getDropoutSeed())
     args.push_back(HostKernelArg::i64(static_cast<int64_t>(seedOpt)));
-  args.push_back(HostKernelArg::contiguous(out.data.data(), out.shape));
+  args.push_back(view(out));
   if (op.getLse())
-    args.push_back(HostKernelArg::contiguous(lse.data.data(), lse.shape));
+    args.push_back(view(lse));
+  auto started = std::chrono::steady_clock::now();
   if (llvm::Error error = (*kernel)->run(args))
     return fail(llvm::toString(std::move(error)));
   auto ran = std::chrono::steady_clock::now();
+  if (headsInner) {
+    fromHeadsInnerLayout(relaid[3], out);
+    if (op.getLse())
+      fromHeadsInnerLayout(relaid[4], lse);
+  }
 
   using Ms = std::chrono::duration<double, std::milli>;
-  llvm::outs() << "fa-jit: ran fa.attention on host: " << getDTypeName(*dtype);
+  llvm::outs() << "fa-jit: ran fa.attention on host: " << getDTypeName(dtype);
   for (int i = 0; i < kNumDims; ++i)
     llvm::outs() << " " << kDimNames[i] << "=" << dims[i];
   llvm::outs() << " variant=" << describeVariant(op, dims)
                << llvm::formatv(" compile={0:f1}ms run={1:f1}ms\n",
                                 Ms(compiled - start).count(),
-                                Ms(ran - compiled).count());
+                                Ms(ran - started).count());
   if (peakMemoryOpt)
     llvm::outs() << "peak_rss_mb=" << peakRssMegabytes() << "\n";
+  return true;
+}
 
+bool Driver::writeOutputs() {
   std::string error;
   if (!outputOpt.empty() && !writeNpy(outputOpt, out, error))
     return fail(error);
   if (!lseOutputOpt.empty() && !writeNpy(lseOutputOpt, lse, error))
     return fail(error);
-  if (!checkOpt)
-    return 0;
+  return true;
+}
 
-  // The reference on the same (rounded) inputs.
+bool Driver::check() {
+  // The reference on the same inputs, as rounded to their dtypes.
   if (op.getDropoutPAttr())
     return fail("--check does not support dropout (the reference has none)");
   std::vector<double> q = toDoubles(inputs[0]), k = toDoubles(inputs[1]),
@@ -844,9 +972,10 @@ int runFaJit() {
   if (auto window = op.getWindowAttr())
     options.window = SlidingWindow{window[0], window[1]};
   if (!buildRegionCallbacks(op, options))
-    return 1;
+    return false;
   options.numThreads = 0;
   std::vector<double> refOut, refLse;
+  std::string error;
   if (!attentionReference(
           {q.data(), inputs[0].shape}, {k.data(), inputs[1].shape},
           {v.data(), inputs[2].shape}, options, refOut, refLse, error))
@@ -867,10 +996,22 @@ int runFaJit() {
     passed &= ok;
   };
   double tolerance = toleranceOpt;
-  compare("O", out, refOut, tolerance > 0 ? tolerance : defaultBound(*dtype));
+  compare("O", out, refOut, tolerance > 0 ? tolerance : defaultBound(dtype));
   if (op.getLse())
     compare("lse", lse, refLse, tolerance > 0 ? tolerance : 1e-5);
-  return passed ? 0 : 1;
+  return passed;
+}
+
+int runFaJit() {
+  Driver driver;
+  if (!driver.parseFlags() || !driver.readInputs() || !driver.loadOp())
+    return 1;
+  if (!emitOpt.empty())
+    return driver.emit() ? 0 : 1;
+  if (!driver.resolveDims() || !driver.prepareData() ||
+      !driver.compileAndRun() || !driver.writeOutputs())
+    return 1;
+  return !checkOpt || driver.check() ? 0 : 1;
 }
 
 } // namespace

@@ -16,7 +16,7 @@
 #include <limits>
 #include <sstream>
 
-using namespace fa;
+using namespace fa::support;
 
 namespace {
 

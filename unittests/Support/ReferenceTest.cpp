@@ -15,7 +15,7 @@
 #include <limits>
 #include <random>
 
-using namespace fa;
+using namespace fa::support;
 
 namespace {
 

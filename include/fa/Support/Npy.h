@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace fa {
+namespace fa::support {
 
 enum class DType { F16, BF16, F32, F64, I32, I64 };
 
@@ -87,6 +87,6 @@ std::vector<double> toDoubles(const NpyArray &array);
 NpyArray fromDoubles(DType dtype, std::vector<int64_t> shape,
                      const double *values);
 
-} // namespace fa
+} // namespace fa::support
 
 #endif // FA_SUPPORT_NPY_H

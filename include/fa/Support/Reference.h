@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-namespace fa {
+namespace fa::support {
 
 /// A read-only row-major float64 tensor: `data` holds the product of `shape`
 /// elements.
@@ -94,6 +94,6 @@ bool attentionReference(const TensorRef &q, const TensorRef &k,
 /// ||out||_2, the absolute error.
 double relativeError(const double *out, const double *ref, size_t n);
 
-} // namespace fa
+} // namespace fa::support
 
 #endif // FA_SUPPORT_REFERENCE_H

@@ -1,0 +1,355 @@
+//===- KernelTest.cpp - fa::compile / fa::Kernel against the reference ----===//
+//
+// Built like a user's program (fa.h and libfa.so); the float64 reference
+// comes from FASupport, which shares no code with the compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Support/Npy.h"
+#include "fa/Support/Reference.h"
+#include "fa/fa.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace {
+
+/// A host tensor stored in `dtype`, with its values as the kernel sees them
+/// (rounded to the dtype) kept in double for the reference.
+struct HostTensor {
+  fa::DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+  std::vector<double> values;
+
+  HostTensor(fa::DType dtype, std::vector<int64_t> shape)
+      : dtype(dtype), shape(std::move(shape)) {
+    int64_t n = 1;
+    for (int64_t d : this->shape)
+      n *= d;
+    bytes.resize(n * elementSize());
+    values.resize(n);
+  }
+  size_t elementSize() const { return dtype == fa::DType::F32 ? 4 : 2; }
+  void set(size_t i, double x) {
+    if (dtype == fa::DType::F32) {
+      float f = static_cast<float>(x);
+      std::memcpy(&bytes[4 * i], &f, 4);
+      values[i] = f;
+      return;
+    }
+    uint16_t bits = dtype == fa::DType::BF16
+                        ? fa::support::floatToBFloat16(static_cast<float>(x))
+                        : fa::support::floatToHalf(static_cast<float>(x));
+    std::memcpy(&bytes[2 * i], &bits, 2);
+    values[i] = dtype == fa::DType::BF16 ? fa::support::bfloat16ToFloat(bits)
+                                         : fa::support::halfToFloat(bits);
+  }
+  double get(size_t i) const {
+    if (dtype == fa::DType::F32) {
+      float f;
+      std::memcpy(&f, &bytes[4 * i], 4);
+      return f;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, &bytes[2 * i], 2);
+    return dtype == fa::DType::BF16 ? fa::support::bfloat16ToFloat(bits)
+                                    : fa::support::halfToFloat(bits);
+  }
+  void randomize(std::mt19937 &rng, double stddev = 1.0) {
+    std::normal_distribution<double> normal(0.0, stddev);
+    for (size_t i = 0; i < values.size(); ++i)
+      set(i, normal(rng));
+  }
+  fa::TensorView view() {
+    return {bytes.data(), dtype, shape, {}, fa::Device::CPU};
+  }
+  fa::support::TensorRef ref() const { return {values.data(), shape}; }
+  std::vector<double> read() const {
+    std::vector<double> out(values.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = get(i);
+    return out;
+  }
+};
+
+/// Relative L2 error bound of O for each dtype (O is rounded to it).
+double boundFor(fa::DType dtype) {
+  switch (dtype) {
+  case fa::DType::F32:
+    return 1e-5;
+  case fa::DType::F16:
+    return 5e-3;
+  case fa::DType::BF16:
+    return 2e-2;
+  }
+  return 0;
+}
+
+struct Case {
+  int64_t b, hq, hkv, nq, nk, d;
+};
+
+/// Runs `kernel` on random inputs of `c` and compares O (and lse) with the
+/// reference computed with `options`.
+void checkAgainstReference(const fa::Kernel &kernel, const Case &c,
+                           fa::support::AttentionOptions options,
+                           HostTensor *bias = nullptr,
+                           HostTensor *slopes = nullptr) {
+  const fa::AttentionSpec &spec = kernel.spec();
+  std::mt19937 rng(42);
+  HostTensor q(spec.dtype, {c.b, c.hq, c.nq, c.d});
+  HostTensor k(spec.dtype, {c.b, c.hkv, c.nk, c.d});
+  HostTensor v(spec.dtype, {c.b, c.hkv, c.nk, c.d});
+  HostTensor o(spec.dtype, {c.b, c.hq, c.nq, c.d});
+  HostTensor lse(fa::DType::F32, {c.b, c.hq, c.nq});
+  q.randomize(rng);
+  k.randomize(rng);
+  v.randomize(rng);
+  fa::TensorView lseView = lse.view(), biasView, slopesView;
+  if (bias) {
+    biasView = bias->view();
+    options.bias = bias->ref();
+  }
+  if (slopes) {
+    slopesView = slopes->view();
+    options.alibiSlopes = slopes->ref();
+  }
+  kernel.forward(q.view(), k.view(), v.view(), o.view(),
+                 spec.returnLse ? &lseView : nullptr,
+                 bias ? &biasView : nullptr, slopes ? &slopesView : nullptr);
+
+  std::vector<double> refO, refLse;
+  std::string error;
+  ASSERT_TRUE(fa::support::attentionReference(q.ref(), k.ref(), v.ref(),
+                                              options, refO, refLse, error))
+      << error;
+  std::vector<double> gotO = o.read();
+  EXPECT_LT(fa::support::relativeError(gotO.data(), refO.data(), refO.size()),
+            boundFor(spec.dtype));
+  if (spec.returnLse) {
+    std::vector<double> gotLse = lse.read();
+    EXPECT_LT(
+        fa::support::relativeError(gotLse.data(), refLse.data(), refLse.size()),
+        1e-5);
+  }
+}
+
+TEST(KernelTest, CausalGQAInBF16) {
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::BF16;
+  spec.headDim = 64;
+  spec.causal = fa::Causal::BottomRight;
+  spec.returnLse = true;
+  fa::Kernel kernel = fa::compile(spec);
+  fa::support::AttentionOptions options;
+  options.causal = fa::support::CausalMask::BottomRight;
+  // One kernel, several batch sizes, head counts and lengths.
+  checkAgainstReference(kernel, {2, 8, 2, 100, 130, 64}, options);
+  checkAgainstReference(kernel, {1, 4, 4, 17, 17, 64}, options);
+  checkAgainstReference(kernel, {3, 2, 1, 65, 33, 64}, options);
+}
+
+TEST(KernelTest, WindowSoftcapBiasAlibiInF32) {
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::F32;
+  spec.headDim = 32;
+  spec.numHeadsQ = 4;
+  spec.numHeadsKV = 2;
+  spec.window = {{8, 2}};
+  spec.softcap = 20.0;
+  spec.scale = 0.3;
+  spec.alibi = true;
+  spec.bias = true;
+  spec.biasBroadcast = {true, false, false, false};
+  spec.returnLse = true;
+  fa::Kernel kernel = fa::compile(spec);
+
+  Case c{2, 4, 2, 40, 50, 32};
+  std::mt19937 rng(7);
+  HostTensor bias(fa::DType::F32, {1, 4, 40, 50});
+  bias.randomize(rng);
+  HostTensor slopes(fa::DType::F32, {4});
+  for (int h = 0; h < 4; ++h)
+    slopes.set(h, std::pow(2.0, -2.0 * (h + 1)));
+  fa::support::AttentionOptions options;
+  options.window = fa::support::SlidingWindow{8, 2};
+  options.softcap = 20.0;
+  options.scale = 0.3;
+  checkAgainstReference(kernel, c, options, &bias, &slopes);
+}
+
+TEST(KernelTest, ScoreModAndMaskModFromText) {
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::F16;
+  spec.headDim = 16;
+  // Relative-position bias and a document mask (documents of 8 tokens).
+  spec.scoreMod = R"mlir(
+    %qi = arith.index_cast %q_idx : index to i64
+    %ki = arith.index_cast %kv_idx : index to i64
+    %d = arith.subi %qi, %ki : i64
+    %df = arith.sitofp %d : i64 to f32
+    %c = arith.constant 0.05 : f32
+    %m = arith.mulf %df, %c : f32
+    %r = arith.subf %score, %m : f32
+    fa.yield %r : f32
+  )mlir";
+  spec.maskMod = R"mlir(
+    %c8 = arith.constant 8 : index
+    %dq = arith.divui %q_idx, %c8 : index
+    %dk = arith.divui %kv_idx, %c8 : index
+    %same = arith.cmpi eq, %dq, %dk : index
+    fa.yield %same : i1
+  )mlir";
+  fa::Kernel kernel = fa::compile(spec);
+  fa::support::AttentionOptions options;
+  options.scoreMod = [](double s, int64_t, int64_t, int64_t i, int64_t j) {
+    return s - 0.05 * static_cast<double>(i - j);
+  };
+  options.maskMod = [](int64_t, int64_t, int64_t i, int64_t j) {
+    return i / 8 == j / 8;
+  };
+  checkAgainstReference(kernel, {1, 2, 2, 30, 30, 16}, options);
+}
+
+TEST(KernelTest, AcceptsAnyStrides) {
+  // Q, K, V and O stored as [B, N, H, D] (the usual activation layout) and
+  // viewed as [B, H, N, D] through strides.
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::F32;
+  spec.headDim = 8;
+  fa::Kernel kernel = fa::compile(spec);
+  const int64_t b = 2, h = 3, n = 11, d = 8;
+  std::mt19937 rng(3);
+  HostTensor q(fa::DType::F32, {b, n, h, d}), k(fa::DType::F32, {b, n, h, d}),
+      v(fa::DType::F32, {b, n, h, d}), o(fa::DType::F32, {b, n, h, d});
+  q.randomize(rng);
+  k.randomize(rng);
+  v.randomize(rng);
+  std::vector<int64_t> strides = {n * h * d, d, h * d, 1};
+  auto bhnd = [&](HostTensor &t) {
+    return fa::TensorView{
+        t.bytes.data(), fa::DType::F32, {b, h, n, d}, strides, fa::Device::CPU};
+  };
+  kernel.forward(bhnd(q), bhnd(k), bhnd(v), bhnd(o));
+
+  // The reference takes contiguous [B, H, N, D].
+  auto toBHND = [&](const std::vector<double> &x) {
+    std::vector<double> y(x.size());
+    for (int64_t i0 = 0; i0 < b; ++i0)
+      for (int64_t i1 = 0; i1 < h; ++i1)
+        for (int64_t i2 = 0; i2 < n; ++i2)
+          for (int64_t i3 = 0; i3 < d; ++i3)
+            y[((i0 * h + i1) * n + i2) * d + i3] =
+                x[((i0 * n + i2) * h + i1) * d + i3];
+    return y;
+  };
+  std::vector<double> qr = toBHND(q.values), kr = toBHND(k.values),
+                      vr = toBHND(v.values), refO, refLse;
+  std::string error;
+  ASSERT_TRUE(fa::support::attentionReference(
+      {qr.data(), {b, h, n, d}}, {kr.data(), {b, h, n, d}},
+      {vr.data(), {b, h, n, d}}, {}, refO, refLse, error));
+  std::vector<double> got = toBHND(o.read());
+  EXPECT_LT(fa::support::relativeError(got.data(), refO.data(), refO.size()),
+            1e-5);
+}
+
+/// The message of the fa::Error that `fn` throws.
+template <typename Fn> std::string errorOf(Fn fn) {
+  try {
+    fn();
+  } catch (const fa::Error &e) {
+    return e.what();
+  }
+  return "(no fa::Error)";
+}
+
+TEST(KernelTest, RejectsBadArgumentsBeforeRunning) {
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::F16;
+  spec.headDim = 16;
+  fa::Kernel kernel = fa::compile(spec);
+  HostTensor q(fa::DType::F16, {1, 2, 4, 16}), k(fa::DType::F16, {1, 2, 4, 16}),
+      v(fa::DType::F16, {1, 2, 4, 16}), o(fa::DType::F16, {1, 2, 4, 16});
+  HostTensor qf32(fa::DType::F32, {1, 2, 4, 16});
+  HostTensor k3(fa::DType::F16, {1, 3, 4, 16}),
+      v3(fa::DType::F16, {1, 3, 4, 16});
+  HostTensor q8(fa::DType::F16, {1, 2, 4, 8});
+
+  EXPECT_EQ(errorOf([&] {
+              kernel.forward(qf32.view(), k.view(), v.view(), o.view());
+            }),
+            "fa::Kernel::forward: q must have dtype f16, got f32");
+  EXPECT_EQ(
+      errorOf([&] { kernel.forward(q8.view(), k.view(), v.view(), o.view()); }),
+      "fa::Kernel::forward: q head dim (q.shape[3]): expected 16, got 8");
+  EXPECT_EQ(errorOf([&] {
+              kernel.forward(q.view(), k3.view(), v3.view(), o.view());
+            }),
+            "fa::Kernel::forward: q heads (2) must be a multiple of k/v heads "
+            "(3)");
+  fa::TensorView rank3 = q.view();
+  rank3.shape = {2, 4, 16};
+  EXPECT_EQ(
+      errorOf([&] { kernel.forward(rank3, k.view(), v.view(), o.view()); }),
+      "fa::Kernel::forward: q must have rank 4, got shape [2, 4, 16]");
+  fa::TensorView onGpu = k.view();
+  onGpu.device = fa::Device::CUDA;
+  EXPECT_EQ(
+      errorOf([&] { kernel.forward(q.view(), onGpu, v.view(), o.view()); }),
+      "fa::Kernel::forward: k is a CUDA tensor, but the kernel was "
+      "compiled for the host");
+  fa::TensorView broadcastOut = o.view();
+  broadcastOut.strides = {0, 0, 0, 1};
+  EXPECT_EQ(errorOf([&] {
+              kernel.forward(q.view(), k.view(), v.view(), broadcastOut);
+            }),
+            "fa::Kernel::forward: out is an output but has stride 0 in dim 1 "
+            "(its elements would overlap)");
+  HostTensor lse(fa::DType::F32, {1, 2, 4});
+  fa::TensorView lseView = lse.view();
+  EXPECT_EQ(errorOf([&] {
+              kernel.forward(q.view(), k.view(), v.view(), o.view(), &lseView);
+            }),
+            "fa::Kernel::forward: the kernel was compiled without the lse; "
+            "recompile with spec.returnLse = true");
+  // O written over Q would race with the reads of Q.
+  EXPECT_EQ(
+      errorOf([&] { kernel.forward(q.view(), k.view(), v.view(), q.view()); })
+          .rfind("fa::Kernel::forward: argument 3 of @fa_forward (an "
+                 "output) overlaps argument 0",
+                 0),
+      0u);
+}
+
+TEST(KernelTest, RejectsBadSpecs) {
+  fa::AttentionSpec spec;
+  spec.headDim = 0;
+  EXPECT_EQ(errorOf([&] { fa::compile(spec); }),
+            "fa::compile: head dims must be positive, got D = 0, Dv = 0");
+  spec.headDim = 64;
+  EXPECT_EQ(errorOf([&] { fa::compile(spec, "sm_90a"); }),
+            "fa::compile: target 'sm_90a' is not supported yet (supported: "
+            "host)");
+  spec.softcap = -1.0;
+  EXPECT_EQ(errorOf([&] {
+              fa::compile(spec);
+            }).rfind("fa::compile: invalid attention spec\n<spec>:2:", 0),
+            0u);
+  EXPECT_NE(errorOf([&] { fa::compile(spec); })
+                .find("error: 'fa.attention' op softcap must be finite and "
+                      "positive, got -1.000000e+00"),
+            std::string::npos);
+  spec.softcap.reset();
+  spec.scoreMod = "%r = arith.cmpf olt, %score, %score : f32\n"
+                  "fa.yield %r : i1";
+  EXPECT_EQ(errorOf([&] { fa::compile(spec); }),
+            "fa::compile: invalid attention spec\n<spec>:2:8: error: "
+            "'fa.attention' op score_mod region must yield one 'f32'\n");
+}
+
+} // namespace
