@@ -28,8 +28,9 @@ llvm_config.add_tool_substitutions(
 )
 
 # %python: the python3 on PATH, resolved to the interpreter itself (not a
-# pyenv shim). Tests that write or read .npy files need numpy and ml_dtypes
-# (bf16) and say `REQUIRES: numpy`.
+# pyenv shim), rather than the one running lit (use_default_substitutions
+# binds %python to that). Tests that write or read .npy files need numpy and
+# ml_dtypes (bf16) and say `REQUIRES: numpy`.
 python = shutil.which("python3")
 if python:
     try:
@@ -44,5 +45,6 @@ if python:
         config.available_features.add("numpy")
     except (OSError, subprocess.CalledProcessError):
         pass
+    config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
     config.substitutions.append(("%python", python))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -49,10 +49,11 @@ FailureOr<AttentionOp> findSingleAttention(Operation *root);
 ///
 /// Every tensor becomes a memref with the op's shape (static dims stay
 /// static) and a fully dynamic strided layout, so callers may pass any
-/// strides. The body reads the inputs with `bufferization.to_tensor
-/// restrict`, runs a clone of `op` (attributes and regions included) and
-/// writes each result with `bufferization.materialize_in_destination ...
-/// restrict writable`.
+/// strides. Memref arguments are `llvm.noalias`: the outputs must not
+/// overlap any other argument (HostKernel::run checks). The body reads the
+/// inputs with `bufferization.to_tensor restrict`, runs a clone of `op`
+/// (attributes and regions included) and writes each result with
+/// `bufferization.materialize_in_destination ... restrict writable`.
 OwningOpRef<ModuleOp> buildHostKernelModule(AttentionOp op);
 
 /// Runs fa-pipeline-host on `module`; failures are reported through the
@@ -93,7 +94,8 @@ public:
   ~HostKernel();
 
   /// Calls @fa_forward. `args` follow its signature: memrefs of the declared
-  /// ranks, the seed as a scalar.
+  /// ranks, the seed as a scalar. Fails, without calling, when an output
+  /// overlaps another argument.
   llvm::Error run(llvm::ArrayRef<HostKernelArg> args);
 
 private:
@@ -102,6 +104,10 @@ private:
   std::unique_ptr<ExecutionEngine> engine;
   /// Per argument of @fa_forward: its memref rank, or -1 for an i64.
   llvm::SmallVector<int64_t> argRanks;
+  /// Per argument: bytes per element (0 for an i64).
+  llvm::SmallVector<int64_t> argElementBytes;
+  /// The trailing memref arguments that the kernel writes (O, lse).
+  int64_t numOutputs = 0;
 };
 
 /// A score_mod or mask_mod region compiled into a small program that

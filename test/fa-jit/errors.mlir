@@ -1,0 +1,85 @@
+// REQUIRES: numpy
+// Every error is one `fa-jit: error: ...` line (plus notes) and exit code 1.
+
+// RUN: rm -rf %t && mkdir -p %t
+
+// RUN: not fa-jit %t/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: fa-jit: error: cannot open input file '{{.*}}missing.mlir': No such file or directory
+
+// RUN: not fa-jit --target=sm_90a 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: fa-jit: error: --target=sm_90a is not supported yet (host only)
+
+// RUN: not fa-jit --window=-1,2 2>&1 | FileCheck %s --check-prefix=WINDOW
+// WINDOW: fa-jit: error: --window expects L,R with L, R >= 0, got '-1,2'
+// RUN: not fa-jit --window=3 2>&1 | FileCheck %s --check-prefix=WINDOW1
+// WINDOW1: fa-jit: error: --window expects L,R with L, R >= 0, got '3'
+
+// RUN: not fa-jit --shape=1,2,2,16 2>&1 | FileCheck %s --check-prefix=SHAPE
+// SHAPE: fa-jit: error: --shape expects B,Hq,Hkv,Nq,Nk,D[,Dv] of positive sizes, got '1,2,2,16'
+// RUN: not fa-jit --shape=1,3,2,16,16,32 2>&1 | FileCheck %s --check-prefix=HEADS
+// HEADS: fa-jit: error: 'fa.attention' op query heads (3) must be a multiple of key/value heads (2)
+// RUN: not fa-jit --dtype=f64 2>&1 | FileCheck %s --check-prefix=DTYPE
+// DTYPE: fa-jit: error: --dtype must be f32, f16 or bf16, got 'f64'
+// RUN: not fa-jit --causal=diagonal 2>&1 | FileCheck %s --check-prefix=CAUSAL
+// CAUSAL: fa-jit: error: --causal must be top-left or bottom-right, got 'diagonal'
+// RUN: not fa-jit --emit=ptx 2>&1 | FileCheck %s --check-prefix=EMIT
+// EMIT: fa-jit: error: --emit must be kernel, mlir or llvm, got 'ptx'
+// RUN: not fa-jit --scale=-1 2>&1 | FileCheck %s --check-prefix=SCALE
+// SCALE: fa-jit: error: 'fa.attention' op scale must be finite and positive, got -1
+
+// .npy files: unreadable, wrong dtype, wrong shape, wrong count.
+// RUN: %python %S/Inputs/npy_util.py array %t/q.npy --shape=1,2,8,32
+// RUN: %python %S/Inputs/npy_util.py array %t/k.npy --shape=1,2,9,32
+// RUN: %python %S/Inputs/npy_util.py array %t/v.npy --shape=1,2,9,32
+// RUN: %python %S/Inputs/npy_util.py array %t/k16.npy --shape=1,2,9,32 --dtype=f16
+// RUN: %python %S/Inputs/npy_util.py array %t/k-d16.npy --shape=1,2,9,16
+// RUN: %python %S/Inputs/npy_util.py array %t/q-bf16.npy --shape=2,2,64,32 --dtype=bf16
+// RUN: echo "not an array" > %t/garbage.npy
+
+// RUN: not fa-jit --inputs=%t/garbage.npy,%t/k.npy,%t/v.npy 2>&1 | FileCheck %s --check-prefix=GARBAGE
+// GARBAGE: fa-jit: error: {{.*}}garbage.npy: not a NumPy .npy file
+// RUN: not fa-jit --inputs=%t/q.npy,%t/none.npy,%t/v.npy 2>&1 | FileCheck %s --check-prefix=NONE
+// NONE: fa-jit: error: {{.*}}none.npy: {{.*}}
+// RUN: not fa-jit --inputs=%t/q.npy,%t/k16.npy,%t/v.npy 2>&1 | FileCheck %s --check-prefix=NPY-DTYPE
+// NPY-DTYPE: fa-jit: error: {{.*}}k16.npy: expected dtype f32, got f16
+// RUN: not fa-jit --dtype=bf16 --inputs=%t/q.npy,%t/k.npy,%t/v.npy 2>&1 | FileCheck %s --check-prefix=NPY-DTYPE-FLAG
+// NPY-DTYPE-FLAG: fa-jit: error: {{.*}}q.npy: expected dtype bf16, got f32
+// RUN: not fa-jit --inputs=%t/q.npy,%t/k-d16.npy,%t/v.npy 2>&1 | FileCheck %s --check-prefix=NPY-SHAPE
+// NPY-SHAPE: fa-jit: error: {{.*}}k-d16.npy: expected shape [1, 2, ?, 32], got [1, 2, 9, 16]
+// RUN: not fa-jit --shape=1,2,2,8,10,32 --inputs=%t/q.npy,%t/k.npy,%t/v.npy 2>&1 | FileCheck %s --check-prefix=NPY-SHAPE-FLAG
+// NPY-SHAPE-FLAG: fa-jit: error: {{.*}}k.npy: expected shape [1, 2, 10, 32], got [1, 2, 9, 32]
+// RUN: not fa-jit --inputs=%t/q.npy,%t/k.npy 2>&1 | FileCheck %s --check-prefix=NPY-COUNT
+// NPY-COUNT: fa-jit: error: --inputs expects q.npy,k.npy,v.npy[,bias.npy], got '{{.*}}'
+
+// Against an op from a file: its element type and static shape rule.
+// RUN: not fa-jit %S/Inputs/mask-mod.mlir --inputs=%t/q.npy,%t/k.npy,%t/v.npy 2>&1 | FileCheck %s --check-prefix=FILE-DTYPE
+// FILE-DTYPE: fa-jit: error: {{.*}}q.npy: expected dtype bf16, got f32
+// RUN: not fa-jit %S/Inputs/mask-mod.mlir --inputs=%t/q-bf16.npy,%t/k.npy,%t/v.npy 2>&1 | FileCheck %s --check-prefix=FILE-SHAPE
+// FILE-SHAPE: fa-jit: error: {{.*}}k.npy: expected dtype bf16, got f32
+// RUN: not fa-jit %S/Inputs/mask-mod.mlir --shape=2,2,2,64,60,32 2>&1 | FileCheck %s --check-prefix=FILE-SHAPE-FLAG
+// FILE-SHAPE-FLAG: fa-jit: error: --shape gives Nk=60 but the op has Nk=64
+// RUN: not fa-jit %S/Inputs/score-mod.mlir 2>&1 | FileCheck %s --check-prefix=DYNAMIC
+// DYNAMIC: fa-jit: error: the op's B is dynamic; give the sizes with --shape or --inputs
+// RUN: not fa-jit %S/Inputs/mask-mod.mlir --causal=top-left 2>&1 | FileCheck %s --check-prefix=FILE-FLAG
+// FILE-FLAG: fa-jit: error: --causal cannot be combined with an input file; the file gives the variant
+// RUN: not fa-jit %S/Inputs/sin-mod.mlir --lse-output=%t/lse.npy 2>&1 | FileCheck %s --check-prefix=NO-LSE
+// NO-LSE: fa-jit: error: --lse-output: the op has no lse result
+
+// Files that do not hold exactly one valid fa.attention.
+// RUN: not fa-jit %S/Inputs/two-ops.mlir 2>&1 | FileCheck %s --check-prefix=TWO
+// TWO: fa-jit: error: {{.*}}two-ops.mlir: expected exactly one fa.attention, found 2
+// TWO-NEXT: fa-jit: note: {{.*}}two-ops.mlir:3:8: fa.attention here
+// TWO-NEXT: fa-jit: note: {{.*}}two-ops.mlir:6:9: fa.attention here
+// RUN: not fa-jit %S/Inputs/no-op.mlir 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZERO: fa-jit: error: {{.*}}no-op.mlir: expected exactly one fa.attention, found 0
+// RUN: not fa-jit %S/Inputs/invalid.mlir 2>&1 | FileCheck %s --check-prefix=INVALID
+// INVALID: fa-jit: error: {{.*}}invalid.mlir:3:8: 'fa.attention' op window sizes must be non-negative, got [-1, 2]
+// RUN: echo "func.func @f(" > %t/syntax.mlir
+// RUN: not fa-jit %t/syntax.mlir 2>&1 | FileCheck %s --check-prefix=SYNTAX
+// SYNTAX: fa-jit: error: {{.*}}syntax.mlir:{{[0-9]+}}:{{[0-9]+}}: {{.*}}
+
+// Variants the host pipeline does not support: its diagnostic, then ours.
+// RUN: not fa-jit %S/Inputs/dropout.mlir --shape=1,2,2,16,16,32 2>&1 | FileCheck %s --check-prefix=DROPOUT
+// RUN: not fa-jit --dropout=0.1 --dtype=f16 --shape=1,2,2,16,16,32 2>&1 | FileCheck %s --check-prefix=DROPOUT
+// DROPOUT: fa-jit: error: {{.*}}'fa.attention' op dropout is not supported
+// DROPOUT: fa-jit: error: fa-pipeline-host failed
