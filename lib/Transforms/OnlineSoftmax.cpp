@@ -62,6 +62,13 @@ FailureOr<scf::ForOp> findSumLoop(scf::ForOp maxLoop) {
       return maxLoop.emitOpError(
           "fa-online-softmax: the row-max and row-sum loops must run over "
           "the same K/V tiles in the same block");
+    for (Operation *other : maxLoop.getResult(0).getUsers()) {
+      Operation *inBlock = maxLoop->getBlock()->findAncestorOpInBlock(*other);
+      if (inBlock && inBlock != sumLoop.getOperation() &&
+          inBlock->isBeforeInBlock(sumLoop))
+        return other->emitOpError(
+            "fa-online-softmax: uses the row max before the row-sum loop");
+    }
     if (sumLoop.getNumRegionIterArgs() != 2)
       return sumLoop.emitOpError("fa-online-softmax: a row-sum loop must carry "
                                  "exactly the running sum and accumulator");

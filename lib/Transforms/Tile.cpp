@@ -291,7 +291,8 @@ struct FATilePass : public fa::impl::FATileBase<FATilePass> {
     if (blockQ <= 0 || blockKV <= 0) {
       getOperation()->emitError("fa-tile: block-q and block-kv must be "
                                 "positive, got ")
-          << blockQ << " and " << blockKV;
+          << static_cast<int64_t>(blockQ) << " and "
+          << static_cast<int64_t>(blockKV);
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;

@@ -1,7 +1,8 @@
 // RUN: fa-opt %s -split-input-file -verify-diagnostics
 
-// One case per verifier error of fa.attention and fa.attention_grad
-// (lib/Dialect/FA/IR/FAOps.cpp), and fa.yield outside of an fa op.
+// One case per verifier error of fa.attention, fa.attention_grad and
+// fa.score_tile (lib/Dialect/FA/IR/FAOps.cpp), and fa.yield outside of an fa
+// op.
 
 //===----------------------------------------------------------------------===//
 // Q, K and V: ranks and element types
@@ -767,6 +768,189 @@ func.func @grad_mask_mod(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %
     %t = arith.constant true
     fa.yield %t : i1
   }
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// fa.score_tile (ScoreTileOp::verify and the shared region checks)
+//===----------------------------------------------------------------------===//
+
+// Tiles are [rows, D] and [cols, D]: one head of one batch.
+func.func @score_tile_query_rank(%qt: tensor<1x16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op query and key tiles must be rank 2, got 'tensor<1x16x8xf32>' and 'tensor<32x8xf32>'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<1x16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_key_rank(%qt: tensor<16x8xf32>, %kt: tensor<1x32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op query and key tiles must be rank 2, got 'tensor<16x8xf32>' and 'tensor<1x32x8xf32>'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<1x32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_element_type(%qt: tensor<16x8xf64>, %kt: tensor<32x8xf64>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op query and key tiles must share an f16, bf16 or f32 element type, got 'f64' and 'f64'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf64>, tensor<32x8xf64> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_element_type_mismatch(%qt: tensor<16x8xf16>, %kt: tensor<32x8xbf16>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op query and key tiles must share an f16, bf16 or f32 element type, got 'f16' and 'bf16'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf16>, tensor<32x8xbf16> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_head_dim(%qt: tensor<16x8xf32>, %kt: tensor<32x16xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op key head dim (16) does not match query head dim (8)}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x16xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+// The result is [rows, cols]: rows of Q, rows of K.
+func.func @score_tile_result_shape(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op result must be compatible with 'tensor<16x32xf32>', got 'tensor<32x16xf32>'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<32x16xf32>
+  return
+}
+
+// -----
+
+// Scores are f32 whatever the element type of the tiles.
+func.func @score_tile_result_element_type(%qt: tensor<16x8xf16>, %kt: tensor<32x8xf16>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op result must be compatible with 'tensor<16x32xf32>', got 'tensor<16x32xf16>'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf16>, tensor<32x8xf16> -> tensor<16x32xf16>
+  return
+}
+
+// -----
+
+func.func @score_tile_result_rank(%qt: tensor<?x8xf32>, %kt: tensor<?x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op result must be compatible with 'tensor<?x?xf32>', got 'tensor<?xf32>'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// fa-tile resolves the default scale: the attribute is required.
+func.func @score_tile_scale_missing(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op requires attribute 'scale'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_scale_zero(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op scale must be finite and positive, got 0.000000e+00}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.0 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_scale_nan(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op scale must be finite and positive, got nan}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0x7FC00000 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_softcap_negative(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op softcap must be finite and positive, got -3.000000e+01}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32, softcap = -30.0 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_softcap_inf(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op softcap must be finite and positive, got INF}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32, softcap = 0x7F800000 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_window_one_entry(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op window must be two non-negative sizes}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32, window = array<i64: 4>} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_window_negative(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op window must be two non-negative sizes}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32, window = array<i64: 4, -1>} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_score_mod_args(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op score_mod region must have arguments (f32, index, index, index, index)}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32> score_mod {
+  ^bb0(%sc: f32, %ii: index, %j: index):
+    fa.yield %sc : f32
+  }
+  return
+}
+
+// -----
+
+func.func @score_tile_score_mod_yield(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op score_mod region must yield one 'f32'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32> score_mod {
+  ^bb0(%sc: f32, %b: index, %h: index, %ii: index, %j: index):
+    %t = arith.truncf %sc : f32 to f16
+    fa.yield %t : f16
+  }
+  return
+}
+
+// -----
+
+func.func @score_tile_mask_mod_args(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op mask_mod region must have arguments (index, index, index, index)}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32> mask_mod {
+  ^bb0(%sc: f32, %b: index, %h: index, %ii: index, %j: index):
+    %t = arith.constant true
+    fa.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @score_tile_mask_mod_yield(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op mask_mod region must yield one 'i1'}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32> mask_mod {
+  ^bb0(%b: index, %h: index, %ii: index, %j: index):
+    fa.yield
+  }
+  return
+}
+
+// -----
+
+// Positions are indices (the custom form implies it; the generic one does not).
+func.func @score_tile_position_type(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index, %x: i64) {
+  // expected-error @+1 {{'fa.score_tile' op operand #2 must be index, but got 'i64'}}
+  %s = "fa.score_tile"(%qt, %kt, %x, %i, %i, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 0>, scale = 5.000000e-01 : f32}> ({}, {}) : (tensor<16x8xf32>, tensor<32x8xf32>, i64, index, index, index, index, index) -> tensor<16x32xf32>
   return
 }
 

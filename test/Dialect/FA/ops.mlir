@@ -1,9 +1,10 @@
 // RUN: fa-opt %s | fa-opt | FileCheck %s
 // RUN: fa-opt %s -mlir-print-op-generic | fa-opt | FileCheck %s
 
-// Round trip of fa.attention and fa.attention_grad in the custom form, and
-// through the generic form. Result names (%output, %lse, %grad_*) come from
-// the ODS result names; attributes print sorted by name.
+// Round trip of fa.attention, fa.attention_grad and fa.score_tile in the
+// custom form, and through the generic form. Result names (%output, %lse,
+// %grad_*) come from the ODS result names (fa.score_tile's `result` prints
+// as a number); attributes print sorted by name.
 
 //===----------------------------------------------------------------------===//
 // fa.attention
@@ -306,4 +307,73 @@ func.func @forward_backward(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>
   %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<top_left>} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
   %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse {causal = #fa.causal<top_left>} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
   return %dq, %dk, %dv : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+}
+
+//===----------------------------------------------------------------------===//
+// fa.score_tile
+//===----------------------------------------------------------------------===//
+
+// The scores of a static f32 tile pair with only the (resolved) scale.
+// CHECK-LABEL: func.func @score_tile_static(
+// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] {scale = 5.000000e-01 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+// CHECK-NEXT: return %0 : tensor<16x32xf32>
+func.func @score_tile_static(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<16x32xf32> {
+  %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return %s : tensor<16x32xf32>
+}
+
+// Ragged tiles as fa-tile makes them: dynamic rows and columns, bf16, causal.
+// CHECK-LABEL: func.func @score_tile_dynamic_causal(
+// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] {causal = #fa.causal<top_left>, scale = 1.250000e-01 : f32} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32>
+// CHECK-NEXT: return %0 : tensor<?x?xf32>
+func.func @score_tile_dynamic_causal(%qt: tensor<?x64xbf16>, %kt: tensor<?x64xbf16>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<?x?xf32> {
+  %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk] {causal = #fa.causal<top_left>, scale = 0.125 : f32} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}
+
+// A static result is compatible with dynamic tiles; the same SSA value may
+// be used for several positions.
+// CHECK-LABEL: func.func @score_tile_static_result(
+// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg2, %arg2, %arg2] of[%arg2, %arg2] {scale = 1.000000e+00 : f32} : tensor<?x16xf16>, tensor<?x16xf16> -> tensor<64x32xf32>
+// CHECK-NEXT: return %0 : tensor<64x32xf32>
+func.func @score_tile_static_result(%qt: tensor<?x16xf16>, %kt: tensor<?x16xf16>, %i: index) -> tensor<64x32xf32> {
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 1.0 : f32} : tensor<?x16xf16>, tensor<?x16xf16> -> tensor<64x32xf32>
+  return %s : tensor<64x32xf32>
+}
+
+// ALiBi slopes per query head only.
+// CHECK-LABEL: func.func @score_tile_alibi(
+// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] alibi_slopes(%arg8 : tensor<8xf32>) {scale = 1.250000e-01 : f32} : tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x?xf32>
+// CHECK-NEXT: return %0 : tensor<?x?xf32>
+func.func @score_tile_alibi(%qt: tensor<?x64xf16>, %kt: tensor<?x64xf16>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index, %slopes: tensor<8xf32>) -> tensor<?x?xf32> {
+  %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk] alibi_slopes(%slopes : tensor<8xf32>) {scale = 0.125 : f32} : tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}
+
+// Every variant at once: the whole bias and slopes operands, the compile-time
+// attributes and both regions.
+// CHECK-LABEL: func.func @score_tile_all_at_once(
+// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] bias(%arg8 : tensor<2x1x128x256xbf16>) alibi_slopes(%arg9 : tensor<2x8xf32>) {causal = #fa.causal<bottom_right>, scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32, window = array<i64: 64, 0>} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32> score_mod {
+// CHECK-NEXT: ^bb0(%arg10: f32, %arg11: index, %arg12: index, %arg13: index, %arg14: index):
+// CHECK-NEXT: %cst = arith.constant 5.000000e-01 : f32
+// CHECK-NEXT: %1 = arith.mulf %arg10, %cst : f32
+// CHECK-NEXT: fa.yield %1 : f32
+// CHECK-NEXT: } mask_mod {
+// CHECK-NEXT: ^bb0(%arg10: index, %arg11: index, %arg12: index, %arg13: index):
+// CHECK-NEXT: %1 = arith.cmpi ne, %arg12, %arg13 : index
+// CHECK-NEXT: fa.yield %1 : i1
+// CHECK-NEXT: }
+// CHECK-NEXT: return %0 : tensor<?x?xf32>
+func.func @score_tile_all_at_once(%qt: tensor<?x64xbf16>, %kt: tensor<?x64xbf16>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index, %bias: tensor<2x1x128x256xbf16>, %slopes: tensor<2x8xf32>) -> tensor<?x?xf32> {
+  %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk] bias(%bias : tensor<2x1x128x256xbf16>) alibi_slopes(%slopes : tensor<2x8xf32>) {scale = 0.125 : f32, causal = #fa.causal<bottom_right>, window = array<i64: 64, 0>, softcap = 30.0 : f32} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32> score_mod {
+  ^bb0(%s0: f32, %bb: index, %hh: index, %i: index, %j: index):
+    %half = arith.constant 5.000000e-01 : f32
+    %r = arith.mulf %s0, %half : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%bb: index, %hh: index, %i: index, %j: index):
+    %keep = arith.cmpi ne, %i, %j : index
+    fa.yield %keep : i1
+  }
+  return %s : tensor<?x?xf32>
 }

@@ -329,6 +329,23 @@ LogicalResult ScoreTileOp::verify() {
   if (auto window = getWindowAttr())
     if (window.size() != 2 || window[0] < 0 || window[1] < 0)
       return emitOpError() << "window must be two non-negative sizes";
+  // bias and alibi_slopes are the whole operands of the fa.attention.
+  if (Value bias = getBias()) {
+    auto type = cast<RankedTensorType>(bias.getType());
+    if (type.getRank() != 4 || !isAttentionElementType(type.getElementType()))
+      return emitOpError() << "bias must be a rank-4 f16, bf16 or f32 tensor, "
+                              "got "
+                           << type;
+  }
+  if (Value slopes = getAlibiSlopes()) {
+    auto type = cast<RankedTensorType>(slopes.getType());
+    if ((type.getRank() != 1 && type.getRank() != 2) ||
+        !type.getElementType().isF32())
+      return emitOpError()
+             << "alibi_slopes must be an f32 tensor of shape [Hq] or [B, "
+                "Hq], got "
+             << type;
+  }
   return success();
 }
 
