@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -57,7 +59,25 @@ void mlir::fa::buildHostPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mlir::fa::buildCudaPipeline(OpPassManager &pm,
+                                 const CudaPipelineOptions &options) {
+  ConvertFAToNVVMOptions toNVVM;
+  toNVVM.chip = options.chip;
+  pm.addPass(createConvertFAToNVVM(toNVVM));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertToLLVMPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions toBinary;
+  toBinary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(toBinary));
+}
+
 void mlir::fa::registerPipelines() {
+  PassPipelineRegistration<CudaPipelineOptions>(
+      "fa-pipeline-cuda",
+      "Lower fa.attention to PTX: an FA2-style mma.sync kernel per op",
+      buildCudaPipeline);
   PassPipelineRegistration<HostPipelineOptions>(
       "fa-pipeline-host",
       "Lower fa ops to LLVM for the host CPU (fa-tile, fa-online-softmax, "

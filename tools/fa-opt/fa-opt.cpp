@@ -5,6 +5,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
@@ -13,6 +14,8 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary translates to LLVM IR (PTX for NVVM targets).
+  mlir::registerAllToLLVMIRTranslations(registry);
   mlir::fa::registerDialects(registry);
   mlir::registerAllPasses();
   mlir::fa::registerPasses();

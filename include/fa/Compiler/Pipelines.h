@@ -30,6 +30,17 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
 /// call them through ExecutionEngine.
 void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 
+struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Target chip: sm_80, sm_90a, ..."),
+                           llvm::cl::init("sm_80")};
+};
+
+/// fa-pipeline-cuda: fa.attention to a gpu.binary holding the PTX of an
+/// FA2-style kernel per op (convert-fa-to-nvvm, LLVM lowering inside the
+/// gpu.module, NVPTX through gpu-module-to-binary).
+void buildCudaPipeline(OpPassManager &pm, const CudaPipelineOptions &options);
+
 /// Registers fa-pipeline-host (and later pipelines) with the pass registry.
 void registerPipelines();
 

@@ -22,4 +22,36 @@ def ConvertFAToLinalg : Pass<"convert-fa-to-linalg"> {
   ];
 }
 
+def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
+  let summary = "Lower fa.attention to an FA2-style mma.sync kernel (NVVM)";
+  let description = [{
+    Adds a `gpu.module @fa_kernels` (NVVM target `chip`) holding, for each
+    fa.attention, an `llvm.func @fa_forward_<i>` kernel: one CTA per (Q tile
+    of 64 rows, query head, batch), 4 warps of 16 rows each, K/V tiles of
+    64 rows copied with cp.async into XOR-swizzled shared memory, ldmatrix +
+    mma.sync m16n8k16 for Q K^T and P V, and the online softmax on the
+    accumulator fragments (exp2, scale * log2(e) folded). The kernel's ABI:
+    q, k, v, o, lse pointers; element strides (batch, head, row) of q, k, v,
+    o and (batch, head) of lse (rows contiguous); Nq, Nk, Hq / Hkv (i32);
+    scale * log2(e) (f32). Grid (ceil(Nq / 64), Hq, B), 128 threads,
+    `fa.shared_bytes` of dynamic shared memory.
+
+    Supported: f16 and bf16; D = Dv in {32, 64, 96, 128}; scale, causal
+    (both alignments), window, softcap, GQA/MQA, lse. Anything else is an
+    error naming what is not supported.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
+           "Target chip (sm_80, sm_90a, ...)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // FA_CONVERSION_PASSES_TD
