@@ -14,7 +14,7 @@ DEBIAN_PACKAGES=(
   zlib1g-dev libzstd-dev libgtest-dev pybind11-dev
   python3 python3-pip python3-venv
 )
-PYTHON_PACKAGES=(numpy ml_dtypes)
+PYTHON_PACKAGES=(numpy ml_dtypes pytest)
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "bootstrap: run as root (it installs Debian packages)" >&2
@@ -35,10 +35,11 @@ else
   say "Debian packages already installed"
 fi
 
-# Python packages for the test scripts (numpy .npy files, bf16 via ml_dtypes),
-# installed into the python3 found first on PATH.
+# Python packages for the test scripts (numpy .npy files, bf16 via ml_dtypes)
+# and the Python package's tests (pytest), installed into the python3 found
+# first on PATH.
 py=$(command -v python3)
-if ! "$py" -c 'import numpy, ml_dtypes' 2>/dev/null; then
+if ! "$py" -c 'import numpy, ml_dtypes, pytest' 2>/dev/null; then
   say "installing Python packages into $py: ${PYTHON_PACKAGES[*]}"
   "$py" -m pip install -q --disable-pip-version-check \
     ${PIP_BREAK_SYSTEM_PACKAGES:+--break-system-packages} "${PYTHON_PACKAGES[@]}" ||

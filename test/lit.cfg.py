@@ -48,3 +48,11 @@ if python:
     config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
     config.substitutions.append(("%python", python))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# ptxas (CUDA toolkit) assembles the PTX of the GPU path where it is installed.
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None
+)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

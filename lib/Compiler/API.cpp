@@ -9,6 +9,7 @@
 
 #include "fa/Compiler/HostJit.h"
 #include "fa/Compiler/Registration.h"
+#include "fa/Version.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
@@ -22,10 +23,6 @@
 
 #include <cstdio>
 #include <mutex>
-
-#ifndef FA_VERSION
-#define FA_VERSION "0.1.0"
-#endif
 
 namespace {
 

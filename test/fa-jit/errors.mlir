@@ -6,8 +6,17 @@
 // RUN: not fa-jit %t/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: fa-jit: error: cannot open input file '{{.*}}missing.mlir': No such file or directory
 
-// RUN: not fa-jit --target=sm_90a 2>&1 | FileCheck %s --check-prefix=TARGET
-// TARGET: fa-jit: error: --target=sm_90a is not supported yet (host only)
+// RUN: not fa-jit --target=gpu 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: fa-jit: error: --target must be host, auto or a GPU chip such as sm_80 or sm_90a, got 'gpu'
+// RUN: not fa-jit --emit=ptx 2>&1 | FileCheck %s --check-prefix=PTX-HOST
+// PTX-HOST: fa-jit: error: --emit=ptx needs a GPU target (--target=sm_80, sm_90a, or auto on a machine with a GPU)
+// RUN: not fa-jit --target=sm_90a --emit=llvm 2>&1 | FileCheck %s --check-prefix=GPU-EMIT
+// GPU-EMIT: fa-jit: error: --emit=llvm shows the host pipeline; for a GPU target use --emit=ptx
+// RUN: not fa-jit --bench --shape=1,1,1,4,4,8 2>&1 | FileCheck %s --check-prefix=BENCH-HOST
+// BENCH-HOST: fa-jit: error: --bench times GPU kernels; give --target=auto or a chip
+// RUN: not fa-jit --target=sm_90a --emit=ptx --dtype=f32 --shape=1,1,1,4,4,64 2>&1 | FileCheck %s --check-prefix=GPU-F32
+// GPU-F32: error: 'fa.attention' op convert-fa-to-nvvm: element type must be f16 or bf16 on the GPU
+// GPU-F32: fa-jit: error: fa-pipeline-cuda failed
 
 // RUN: not fa-jit --window=-1,2 2>&1 | FileCheck %s --check-prefix=WINDOW
 // WINDOW: fa-jit: error: --window expects L,R with L, R >= 0, got '-1,2'
@@ -22,8 +31,8 @@
 // DTYPE: fa-jit: error: --dtype must be f32, f16 or bf16, got 'f64'
 // RUN: not fa-jit --causal=diagonal 2>&1 | FileCheck %s --check-prefix=CAUSAL
 // CAUSAL: fa-jit: error: --causal must be top-left or bottom-right, got 'diagonal'
-// RUN: not fa-jit --emit=ptx 2>&1 | FileCheck %s --check-prefix=EMIT
-// EMIT: fa-jit: error: --emit must be kernel, mlir or llvm, got 'ptx'
+// RUN: not fa-jit --emit=sass 2>&1 | FileCheck %s --check-prefix=EMIT
+// EMIT: fa-jit: error: --emit must be kernel, mlir, llvm or ptx, got 'sass'
 // RUN: not fa-jit --scale=-1 2>&1 | FileCheck %s --check-prefix=SCALE
 // SCALE: fa-jit: error: 'fa.attention' op scale must be finite and positive, got -1
 

@@ -6,10 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Compiler/CudaJit.h"
 #include "fa/Compiler/HostJit.h"
 #include "fa/Compiler/Registration.h"
+#include "fa/Runtime/Cuda.h"
+#include "fa/Runtime/KernelCache.h"
 #include "fa/Support/Npy.h"
 #include "fa/Support/Reference.h"
+#include "fa/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -131,11 +135,23 @@ static cl::opt<std::string>
     emitOpt("emit",
             cl::desc("Print IR instead of running: kernel (the @fa_forward "
                      "module before the pipeline), mlir (after it, in the "
-                     "LLVM dialect) or llvm (LLVM IR)"),
+                     "LLVM dialect), llvm (LLVM IR) or, for a GPU target, "
+                     "ptx"),
             cl::cat(faCategory));
-static cl::opt<std::string> targetOpt("target",
-                                      cl::desc("Where to run: host (only)"),
-                                      cl::init("host"), cl::cat(faCategory));
+static cl::opt<bool> benchOpt(
+    "bench",
+    cl::desc("GPU: time the kernel with CUDA events after warm-up and print "
+             "`bench: median_ms=<ms> tflops=<TFLOP/s>` (4*B*Hq*Nq*Nk*D FLOPs, "
+             "half when causal)"),
+    cl::cat(faCategory));
+static cl::opt<int> benchItersOpt("bench-iters",
+                                  cl::desc("Timed runs of --bench"),
+                                  cl::init(50), cl::cat(faCategory));
+static cl::opt<std::string>
+    targetOpt("target",
+              cl::desc("Where to run: host, or a GPU chip (sm_80, sm_90a; "
+                       "auto: the GPU found, else the host)"),
+              cl::init("host"), cl::cat(faCategory));
 static cl::opt<int64_t> blockQOpt("block-q",
                                   cl::desc("Query rows per tile (0: default)"),
                                   cl::init(0), cl::cat(faCategory));
@@ -587,6 +603,13 @@ double defaultBound(DType dtype) {
 
 /// One fa-jit run. Each step reports its own errors and returns false on
 /// failure.
+/// The chip of the first CUDA device, or "" (host) when there is none.
+std::string detectChip() {
+  ::fa::runtime::Expected<::fa::runtime::Device> device =
+      ::fa::runtime::Device::get(0);
+  return device.ok() ? device.value().getChip() : std::string();
+}
+
 class Driver {
 public:
   Driver() : ctx(makeRegistry()), diagHandler(&ctx, handleDiagnostic) {
@@ -602,6 +625,7 @@ public:
   bool resolveDims();
   bool prepareData();
   bool compileAndRun();
+  bool compileAndRunOnGpu();
   bool writeOutputs();
   bool check();
 
@@ -643,14 +667,30 @@ private:
   llvm::SmallVector<std::string> inputPaths;
   std::vector<NpyArray> inputs;
   NpyArray bias, slopes, out, lse;
+  /// The GPU chip to compile for; empty for the host.
+  std::string chip;
 };
 
 bool Driver::parseFlags() {
-  if (targetOpt != "host")
-    return fail("--target=" + targetOpt + " is not supported yet (host only)");
+  if (targetOpt != "host" && targetOpt != "auto" &&
+      !llvm::StringRef(targetOpt).starts_with("sm_"))
+    return fail("--target must be host, auto or a GPU chip such as sm_80 or "
+                "sm_90a, got '" +
+                targetOpt + "'");
+  chip = targetOpt == "host" ? std::string() : std::string(targetOpt);
+  if (targetOpt == "auto")
+    chip = detectChip();
   if (!emitOpt.empty() && emitOpt != "kernel" && emitOpt != "mlir" &&
-      emitOpt != "llvm")
-    return fail("--emit must be kernel, mlir or llvm, got '" + emitOpt + "'");
+      emitOpt != "llvm" && emitOpt != "ptx")
+    return fail("--emit must be kernel, mlir, llvm or ptx, got '" + emitOpt +
+                "'");
+  if (emitOpt == "ptx" && chip.empty())
+    return fail("--emit=ptx needs a GPU target (--target=sm_80, sm_90a, or "
+                "auto on a machine with a GPU)");
+  if (!chip.empty() && !emitOpt.empty() && emitOpt != "ptx")
+    return fail("--emit=" + emitOpt +
+                " shows the host pipeline; for a GPU "
+                "target use --emit=ptx");
   if (causalOpt.getNumOccurrences() && causalOpt != "top-left" &&
       causalOpt != "bottom-right")
     return fail("--causal must be top-left or bottom-right, got '" + causalOpt +
@@ -788,6 +828,13 @@ bool Driver::loadOp() {
 }
 
 bool Driver::emit() {
+  if (emitOpt == "ptx") {
+    FailureOr<CudaKernelImage> image = compileCudaKernel(op, chip);
+    if (failed(image))
+      return fail("fa-pipeline-cuda failed");
+    llvm::outs() << image->ptx;
+    return true;
+  }
   if (emitOpt != "kernel" &&
       failed(lowerHostKernelModule(*kernelModule, pipelineOptions)))
     return fail("fa-pipeline-host failed");
@@ -884,6 +931,10 @@ bool Driver::prepareData() {
 }
 
 bool Driver::compileAndRun() {
+  if (!chip.empty())
+    return compileAndRunOnGpu();
+  if (benchOpt)
+    return fail("--bench times GPU kernels; give --target=auto or a chip");
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<std::unique_ptr<HostKernel>> kernel =
       HostKernel::compile(*kernelModule, pipelineOptions);
@@ -934,6 +985,151 @@ bool Driver::compileAndRun() {
                                 Ms(ran - started).count());
   if (peakMemoryOpt)
     llvm::outs() << "peak_rss_mb=" << peakRssMegabytes() << "\n";
+  return true;
+}
+
+bool Driver::compileAndRunOnGpu() {
+  namespace rt = ::fa::runtime;
+  if (layoutOpt != "bhsd")
+    return fail("--layout=" + layoutOpt + " is host-only for now");
+  rt::Expected<rt::Device> device = rt::Device::get(0);
+  if (device.failed())
+    return fail("--target=" + chip + ": " + device.getMessage());
+  auto start = std::chrono::steady_clock::now();
+
+  // The kernel: from the cache (memory, then $FA_CACHE_DIR), else compiled.
+  std::string irText;
+  llvm::raw_string_ostream irOS(irText);
+  op->print(irOS, OpPrintingFlags().printGenericOpForm());
+  std::string key = rt::makeKey(irText, chip, FA_VERSION);
+  bool compiledNow = false;
+  rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
+      rt::KernelCache::global().getOrCompile(
+          key, [&]() -> rt::Expected<rt::CachedKernel> {
+            compiledNow = true;
+            FailureOr<CudaKernelImage> image = compileCudaKernel(op, chip);
+            if (failed(image))
+              return rt::Status::error("fa-pipeline-cuda failed");
+            rt::CachedKernel kernel;
+            kernel.kernelName = image->name;
+            kernel.blockX = image->threads;
+            kernel.dynamicSharedBytes = image->sharedBytes;
+            kernel.gridRule =
+                "ceil(Nq/" + std::to_string(image->blockQ) + "),Hq,B";
+            kernel.paramLayout = "q,k,v,o,lse,strides[14],nq,nk,group,scale";
+            kernel.chip = chip;
+            kernel.image = image->ptx;
+            return kernel;
+          });
+  if (cached.failed())
+    return fail(cached.getMessage());
+  const rt::CachedKernel &kernel = *cached.value();
+  auto compiled = std::chrono::steady_clock::now();
+
+  rt::Expected<rt::Module> module =
+      rt::Module::load(device.value(), kernel.image);
+  if (module.failed())
+    return fail(module.getMessage());
+  rt::Expected<rt::Function> function =
+      rt::Function::get(module.value(), kernel.kernelName);
+  if (function.failed())
+    return fail(function.getMessage());
+  if (rt::Status st =
+          function.value().setMaxDynamicSharedMemory(kernel.dynamicSharedBytes);
+      st.failed())
+    return fail(st.getMessage());
+
+  // Inputs and outputs, contiguous [B, H, N, D] on the device.
+  auto upload = [&](const NpyArray &array, rt::DeviceBuffer &buffer) {
+    rt::Expected<rt::DeviceBuffer> allocated = rt::DeviceBuffer::allocate(
+        device.value(), std::max<size_t>(array.data.size(), 4));
+    if (allocated.failed())
+      return fail(allocated.getMessage());
+    buffer = std::move(allocated.value());
+    if (array.data.empty())
+      return true;
+    rt::Status st = buffer.copyFromHost(array.data.data(), array.data.size());
+    return st.ok() || fail(st.getMessage());
+  };
+  rt::DeviceBuffer dq, dk, dv, dout, dlse;
+  if (!upload(inputs[0], dq) || !upload(inputs[1], dk) ||
+      !upload(inputs[2], dv) || !upload(out, dout) || !upload(lse, dlse))
+    return false;
+
+  int64_t b = dims[kB], hq = dims[kHq], hkv = dims[kHkv], nq = dims[kNq],
+          nk = dims[kNk], d = dims[kD], dvDim = dims[kDv];
+  uint64_t pq = dq.getPointer(), pk = dk.getPointer(), pv = dv.getPointer(),
+           po = dout.getPointer(), pl = dlse.getPointer();
+  int64_t strides[14] = {
+      hq * nq * d,      nq * d,     d,     hkv * nk * d,    nk * d,     d,
+      hkv * nk * dvDim, nk * dvDim, dvDim, hq * nq * dvDim, nq * dvDim, dvDim,
+      hq * nq,          nq};
+  int32_t nq32 = nq, nk32 = nk, group = hq / hkv;
+  float scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
+  void *args[] = {&pq,          &pk,          &pv,          &po,
+                  &pl,          &strides[0],  &strides[1],  &strides[2],
+                  &strides[3],  &strides[4],  &strides[5],  &strides[6],
+                  &strides[7],  &strides[8],  &strides[9],  &strides[10],
+                  &strides[11], &strides[12], &strides[13], &nq32,
+                  &nk32,        &group,       &scaleLog2};
+  rt::Dim3 grid{static_cast<unsigned>((nq + 63) / 64),
+                static_cast<unsigned>(hq), static_cast<unsigned>(b)};
+  rt::Dim3 block{kernel.blockX, 1, 1};
+  auto launch = [&]() {
+    return rt::launch(function.value(), grid, block, kernel.dynamicSharedBytes,
+                      nullptr, args);
+  };
+  auto started = std::chrono::steady_clock::now();
+  if (rt::Status st = launch(); st.failed())
+    return fail(st.getMessage());
+  if (rt::Status st = device.value().synchronize(); st.failed())
+    return fail(st.getMessage());
+  auto ran = std::chrono::steady_clock::now();
+  if (rt::Status st = dout.copyToHost(out.data.data(), out.data.size());
+      st.failed())
+    return fail(st.getMessage());
+  if (op.getLse())
+    if (rt::Status st = dlse.copyToHost(lse.data.data(), lse.data.size());
+        st.failed())
+      return fail(st.getMessage());
+
+  using Ms = std::chrono::duration<double, std::milli>;
+  llvm::outs() << "fa-jit: ran fa.attention on " << chip << " ("
+               << device.value().getName() << "): " << getDTypeName(dtype);
+  for (int i = 0; i < kNumDims; ++i)
+    llvm::outs() << " " << kDimNames[i] << "=" << dims[i];
+  llvm::outs() << " variant=" << describeVariant(op, dims)
+               << llvm::formatv(" compile={0:f1}ms ({1}) run={2:f1}ms\n",
+                                Ms(compiled - start).count(),
+                                compiledNow ? "compiled" : "cached",
+                                Ms(ran - started).count());
+
+  if (benchOpt) {
+    rt::Expected<rt::Event> e0 = rt::Event::create(device.value());
+    rt::Expected<rt::Event> e1 = rt::Event::create(device.value());
+    if (e0.failed() || e1.failed())
+      return fail("cannot create CUDA events");
+    for (int i = 0; i < 5; ++i)
+      if (rt::Status st = launch(); st.failed())
+        return fail(st.getMessage());
+    std::vector<float> times;
+    for (int i = 0; i < std::max(1, benchItersOpt.getValue()); ++i) {
+      if (e0.value().record().failed() || launch().failed() ||
+          e1.value().record().failed() || e1.value().synchronize().failed())
+        return fail("timing the kernel failed");
+      rt::Expected<float> ms = rt::Event::elapsedMs(e0.value(), e1.value());
+      if (ms.failed())
+        return fail(ms.getMessage());
+      times.push_back(ms.value());
+    }
+    std::sort(times.begin(), times.end());
+    double median = times[times.size() / 2];
+    double flops = 4.0 * b * hq * double(nq) * double(nk) * d;
+    if (op.getCausalAttr())
+      flops /= 2;
+    llvm::outs() << llvm::formatv("bench: median_ms={0:f4} tflops={1:f1}\n",
+                                  median, flops / (median * 1e9));
+  }
   return true;
 }
 

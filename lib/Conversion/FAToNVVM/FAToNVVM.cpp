@@ -126,9 +126,13 @@ private:
   /// chunks XOR-ed with the row so the 8 rows one ldmatrix reads hit
   /// distinct banks.
   Value swizzled(Value row, Value col) {
-    int64_t chunks = d / 8;
+    // XOR within aligned groups of a power-of-two number of chunks (8 at
+    // most), so the swizzled chunk stays inside the row (d = 96: 12 chunks).
+    int64_t chunks = d / 8, group = 1;
+    while (group < 8 && chunks % (group * 2) == 0)
+      group *= 2;
     Value chunk = shr(col, 3);
-    Value swz = xori(chunk, andi(row, std::min<int64_t>(chunks, 8) - 1));
+    Value swz = xori(chunk, andi(row, group - 1));
     return add(mul(row, c32(d * 2)), add(shl(swz, 4), shl(andi(col, 7), 1)));
   }
   Value smemAt(Value tile, Value byteOffset) {
@@ -245,6 +249,10 @@ void FlashKernelBuilder::build(StringRef name) {
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
   fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  // One CTA of 128 threads may use every register: ptxas would otherwise
+  // trade registers for occupancy and spill the accumulators.
+  fn->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+              b.getI32IntegerAttr(255));
   fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
               b.getDenseI32ArrayAttr({kThreads, 1, 1}));
   Block *entry = fn.addEntryBlock(b);

@@ -1,0 +1,203 @@
+//===- CudaApi.h - The CUDA driver API subset FA uses -----------*- C++ -*-===//
+//
+// FA's own declarations of the part of the CUDA driver API (cuda.h) that the
+// runtime calls, so that the runtime builds where no CUDA toolkit is
+// installed and links nothing from CUDA: libcuda.so.1 is dlopen'ed at run
+// time (see Cuda.h). The names are cuda.h's, inside namespace fa::runtime::cu;
+// the handle types are pointers to cuda.h's own struct tags, so they are the
+// very types cuda.h declares and a program may include both headers.
+//
+// The values and signatures below are part of the driver's stable ABI. Where
+// CMake finds cuda.h, runtime/CudaHeaderCheck.cpp static_asserts every value,
+// every entry point's existence and every signature's shape against it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_RUNTIME_CUDAAPI_H
+#define FA_RUNTIME_CUDAAPI_H
+
+#include <cstddef>
+
+// cuda.h's struct tags (global namespace), so cu::Context is CUcontext.
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+struct CUevent_st;
+
+namespace fa::runtime::cu {
+
+using Result = int;                   // CUresult
+using Device = int;                   // CUdevice
+using DevicePtr = unsigned long long; // CUdeviceptr (64-bit hosts)
+using Context = ::CUctx_st *;         // CUcontext
+using Module = ::CUmod_st *;          // CUmodule
+using Function = ::CUfunc_st *;       // CUfunction
+using Stream = ::CUstream_st *;       // CUstream
+using Event = ::CUevent_st *;         // CUevent
+using DeviceAttribute = int;          // CUdevice_attribute
+using FunctionAttribute = int;        // CUfunction_attribute
+using JitOption = int;                // CUjit_option
+using PointerAttribute = int;         // CUpointer_attribute
+
+// CUresult values the runtime names itself (the driver names the rest).
+enum : Result {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_INVALID_PTX = 218,
+  CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+};
+
+// CUdevice_attribute.
+enum : DeviceAttribute {
+  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+  CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+  CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK = 12,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+};
+
+// CUfunction_attribute.
+enum : FunctionAttribute {
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
+
+// CUjit_option.
+enum : JitOption {
+  CU_JIT_WALL_TIME = 2,
+  CU_JIT_INFO_LOG_BUFFER = 3,
+  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  CU_JIT_LOG_VERBOSE = 12,
+};
+
+// CUpointer_attribute and CUmemorytype.
+enum : PointerAttribute {
+  CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+  CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+};
+enum : unsigned {
+  CU_MEMORYTYPE_HOST = 1,
+  CU_MEMORYTYPE_DEVICE = 2,
+  CU_MEMORYTYPE_ARRAY = 3,
+  CU_MEMORYTYPE_UNIFIED = 4,
+};
+
+// CUevent_flags.
+enum : unsigned {
+  CU_EVENT_DEFAULT = 0,
+  CU_EVENT_BLOCKING_SYNC = 1,
+  CU_EVENT_DISABLE_TIMING = 2,
+};
+
+// The entry points, as pointer types (CUDAAPI is empty on Linux).
+using PFN_cuInit = Result (*)(unsigned flags);
+using PFN_cuDriverGetVersion = Result (*)(int *version);
+using PFN_cuDeviceGet = Result (*)(Device *device, int ordinal);
+using PFN_cuDeviceGetCount = Result (*)(int *count);
+using PFN_cuDeviceGetAttribute = Result (*)(int *value,
+                                            DeviceAttribute attribute,
+                                            Device device);
+using PFN_cuDeviceGetName = Result (*)(char *name, int length, Device device);
+using PFN_cuDeviceTotalMem = Result (*)(size_t *bytes, Device device);
+using PFN_cuDevicePrimaryCtxRetain = Result (*)(Context *context,
+                                                Device device);
+using PFN_cuCtxSetCurrent = Result (*)(Context context);
+using PFN_cuCtxGetCurrent = Result (*)(Context *context);
+using PFN_cuCtxSynchronize = Result (*)();
+using PFN_cuModuleLoadDataEx = Result (*)(Module *module, const void *image,
+                                          unsigned numOptions,
+                                          JitOption *options, void **values);
+using PFN_cuModuleGetFunction = Result (*)(Function *function, Module module,
+                                           const char *name);
+using PFN_cuModuleUnload = Result (*)(Module module);
+using PFN_cuFuncSetAttribute = Result (*)(Function function,
+                                          FunctionAttribute attribute,
+                                          int value);
+using PFN_cuLaunchKernel = Result (*)(Function function, unsigned gridX,
+                                      unsigned gridY, unsigned gridZ,
+                                      unsigned blockX, unsigned blockY,
+                                      unsigned blockZ, unsigned sharedBytes,
+                                      Stream stream, void **params,
+                                      void **extra);
+using PFN_cuMemAlloc = Result (*)(DevicePtr *pointer, size_t bytes);
+using PFN_cuMemFree = Result (*)(DevicePtr pointer);
+using PFN_cuMemcpyHtoD = Result (*)(DevicePtr destination, const void *source,
+                                    size_t bytes);
+using PFN_cuMemcpyDtoH = Result (*)(void *destination, DevicePtr source,
+                                    size_t bytes);
+using PFN_cuMemsetD8 = Result (*)(DevicePtr destination, unsigned char value,
+                                  size_t count);
+using PFN_cuStreamSynchronize = Result (*)(Stream stream);
+using PFN_cuEventCreate = Result (*)(Event *event, unsigned flags);
+using PFN_cuEventRecord = Result (*)(Event event, Stream stream);
+using PFN_cuEventSynchronize = Result (*)(Event event);
+using PFN_cuEventElapsedTime = Result (*)(float *milliseconds, Event start,
+                                          Event end);
+using PFN_cuEventDestroy = Result (*)(Event event);
+using PFN_cuGetErrorName = Result (*)(Result error, const char **name);
+using PFN_cuGetErrorString = Result (*)(Result error, const char **string);
+using PFN_cuPointerGetAttribute = Result (*)(void *data,
+                                             PointerAttribute attribute,
+                                             DevicePtr pointer);
+
+/// X(member, symbol): every entry point the runtime resolves, by the member of
+/// `Api` that holds it and the versioned symbol libcuda.so.1 exports (what
+/// cuda.h's macros map the plain name to). cuEventElapsedTime_v2 (drivers of
+/// CUDA 12.8 and later) falls back to cuEventElapsedTime on older drivers.
+#define FA_CUDA_DRIVER_FUNCTIONS(X)                                            \
+  X(cuInit, cuInit)                                                            \
+  X(cuDriverGetVersion, cuDriverGetVersion)                                    \
+  X(cuDeviceGet, cuDeviceGet)                                                  \
+  X(cuDeviceGetCount, cuDeviceGetCount)                                        \
+  X(cuDeviceGetAttribute, cuDeviceGetAttribute)                                \
+  X(cuDeviceGetName, cuDeviceGetName)                                          \
+  X(cuDeviceTotalMem, cuDeviceTotalMem_v2)                                     \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)                        \
+  X(cuCtxSetCurrent, cuCtxSetCurrent)                                          \
+  X(cuCtxGetCurrent, cuCtxGetCurrent)                                          \
+  X(cuCtxSynchronize, cuCtxSynchronize)                                        \
+  X(cuModuleLoadDataEx, cuModuleLoadDataEx)                                    \
+  X(cuModuleGetFunction, cuModuleGetFunction)                                  \
+  X(cuModuleUnload, cuModuleUnload)                                            \
+  X(cuFuncSetAttribute, cuFuncSetAttribute)                                    \
+  X(cuLaunchKernel, cuLaunchKernel)                                            \
+  X(cuMemAlloc, cuMemAlloc_v2)                                                 \
+  X(cuMemFree, cuMemFree_v2)                                                   \
+  X(cuMemcpyHtoD, cuMemcpyHtoD_v2)                                             \
+  X(cuMemcpyDtoH, cuMemcpyDtoH_v2)                                             \
+  X(cuMemsetD8, cuMemsetD8_v2)                                                 \
+  X(cuStreamSynchronize, cuStreamSynchronize)                                  \
+  X(cuEventCreate, cuEventCreate)                                              \
+  X(cuEventRecord, cuEventRecord)                                              \
+  X(cuEventSynchronize, cuEventSynchronize)                                    \
+  X(cuEventElapsedTime, cuEventElapsedTime_v2)                                 \
+  X(cuEventDestroy, cuEventDestroy_v2)                                         \
+  X(cuGetErrorName, cuGetErrorName)                                            \
+  X(cuGetErrorString, cuGetErrorString)                                        \
+  X(cuPointerGetAttribute, cuPointerGetAttribute)
+
+/// The resolved entry points of one loaded driver library.
+struct Api {
+#define FA_CUDA_API_MEMBER(member, symbol) PFN_##member member = nullptr;
+  FA_CUDA_DRIVER_FUNCTIONS(FA_CUDA_API_MEMBER)
+#undef FA_CUDA_API_MEMBER
+};
+
+} // namespace fa::runtime::cu
+
+#endif // FA_RUNTIME_CUDAAPI_H

@@ -1,0 +1,71 @@
+"""Type stubs of fa._C (python/src/bindings.cpp)."""
+
+from typing import Any, ClassVar
+
+RawTensor = tuple[int, str | DType, tuple[int, ...], tuple[int, ...] | None, str | Device]
+
+class FAError(RuntimeError): ...
+
+class DType:
+    f16: ClassVar[DType]
+    bf16: ClassVar[DType]
+    f32: ClassVar[DType]
+    name: str
+    value: int
+
+class Device:
+    cpu: ClassVar[Device]
+    cuda: ClassVar[Device]
+    name: str
+    value: int
+
+class Causal:
+    none: ClassVar[Causal]
+    top_left: ClassVar[Causal]
+    bottom_right: ClassVar[Causal]
+    name: str
+    value: int
+
+class AttentionSpec:
+    dtype: DType
+    head_dim: int
+    head_dim_v: int
+    num_heads_q: int
+    num_heads_kv: int
+    scale: float | None
+    causal: Causal
+    window: tuple[int, int] | None
+    softcap: float | None
+    alibi: bool
+    alibi_per_batch: bool
+    bias: bool
+    bias_dtype: DType
+    bias_broadcast: list[bool]
+    dropout_p: float
+    score_mod: str
+    mask_mod: str
+    return_lse: bool
+    def __init__(self) -> None: ...
+
+class Kernel:
+    @property
+    def mlir(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def spec(self) -> AttentionSpec: ...
+    def forward(
+        self,
+        q: Any,
+        k: Any,
+        v: Any,
+        out: Any,
+        lse: Any = None,
+        bias: Any = None,
+        alibi_slopes: Any = None,
+        dropout_seed: int = 0,
+    ) -> None: ...
+
+def compile(spec: AttentionSpec, target: str = "host") -> Kernel: ...
+def version() -> str: ...
+def run_pipeline(mlir: str, pipeline: str) -> str: ...

@@ -1,0 +1,646 @@
+"""``fa.attention`` and ``fa.compile``: validation, kernel cache, calls into ``fa._C``."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import random
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Union
+
+import numpy as np
+
+from fa import _C
+from fa._tensor import DTYPE_NAMES, Tensor, as_tensor, dtype_code, dtype_name, empty, is_tensor
+from fa._trace import trace_mask_mod, trace_score_mod
+
+__all__ = ["Kernel", "attention", "compile"]
+
+CausalLike = Union[bool, str, None]
+ScoreMod = Union[Callable[[Any, Any, Any, Any, Any], Any], str]
+MaskMod = Union[Callable[[Any, Any, Any, Any], Any], str]
+
+_CAUSAL = {
+    "none": _C.Causal.none,
+    "top_left": _C.Causal.top_left,
+    "bottom_right": _C.Causal.bottom_right,
+}
+_C_DTYPES = {"f16": _C.DType.f16, "bf16": _C.DType.bf16, "f32": _C.DType.f32}
+
+
+@dataclass(frozen=True)
+class _Variant:
+    """Everything a kernel is compiled for; the key of the kernel cache."""
+
+    dtype: str
+    head_dim: int
+    head_dim_v: int
+    num_heads_q: int = 0  # 0: any
+    num_heads_kv: int = 0
+    causal: str = "none"
+    scale: float | None = None
+    window: tuple[int, int] | None = None
+    softcap: float | None = None
+    alibi: str | None = None  # None, "heads" ([Hq]) or "per_batch" ([B, Hq])
+    bias: tuple[str, tuple[bool, bool, bool, bool]] | None = None  # dtype, broadcast dims
+    dropout_p: float = 0.0
+    score_mod: str = ""
+    mask_mod: str = ""
+    return_lse: bool = False
+
+    def spec(self) -> _C.AttentionSpec:
+        spec = _C.AttentionSpec()
+        spec.dtype = _C_DTYPES[self.dtype]
+        spec.head_dim = self.head_dim
+        spec.head_dim_v = self.head_dim_v if self.head_dim_v != self.head_dim else 0
+        spec.num_heads_q = self.num_heads_q
+        spec.num_heads_kv = self.num_heads_kv
+        spec.scale = self.scale
+        spec.causal = _CAUSAL[self.causal]
+        spec.window = self.window
+        spec.softcap = self.softcap
+        spec.alibi = self.alibi is not None
+        spec.alibi_per_batch = self.alibi == "per_batch"
+        if self.bias is not None:
+            spec.bias = True
+            spec.bias_dtype = _C_DTYPES[self.bias[0]]
+            spec.bias_broadcast = list(self.bias[1])
+        spec.dropout_p = self.dropout_p
+        spec.score_mod = self.score_mod
+        spec.mask_mod = self.mask_mod
+        spec.return_lse = self.return_lse
+        return spec
+
+
+# Checks of the options. Each raises TypeError / ValueError naming the argument.
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _check_causal(api: str, causal: Any) -> str:
+    message = (
+        f"{api}: causal must be False, True (top-left), 'top_left' or 'bottom_right', got "
+        f"{causal!r}"
+    )
+    if causal is None or causal is False:
+        return "none"
+    if causal is True:
+        return "top_left"
+    if isinstance(causal, _C.Causal):
+        return causal.name
+    if not isinstance(causal, str):
+        raise TypeError(message)
+    if causal not in ("top_left", "bottom_right"):
+        raise ValueError(message)
+    return causal
+
+
+def _check_positive(api: str, name: str, value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    message = f"{api}: {name} must be {what}, got {value!r}"
+    if not _is_number(value):
+        raise TypeError(message)
+    if not (math.isfinite(float(value)) and float(value) > 0):
+        raise ValueError(message)
+    return float(value)
+
+
+def _check_window(api: str, window: Any) -> tuple[int, int] | None:
+    if window is None:
+        return None
+    message = f"{api}: window must be None or a pair (left, right) of integers >= 0, got {window!r}"
+    if (
+        not isinstance(window, (tuple, list))
+        or len(window) != 2
+        or not all(isinstance(w, numbers.Integral) and not isinstance(w, bool) for w in window)
+    ):
+        raise TypeError(message)
+    left, right = int(window[0]), int(window[1])
+    if left < 0 or right < 0:
+        raise ValueError(message)
+    return left, right
+
+
+def _check_dropout(api: str, dropout_p: Any) -> float:
+    message = f"{api}: dropout_p must be a number in [0, 1), got {dropout_p!r}"
+    if not _is_number(dropout_p):
+        raise TypeError(message)
+    if not 0.0 <= float(dropout_p) < 1.0:
+        raise ValueError(message)
+    return float(dropout_p)
+
+
+def _check_seed(api: str, seed: Any) -> int | None:
+    if seed is None:
+        return None
+    if (
+        not isinstance(seed, numbers.Integral)
+        or isinstance(seed, bool)
+        or not -(2**63) <= int(seed) < 2**63
+    ):
+        raise ValueError(f"{api}: dropout_seed must be None or a 64-bit integer, got {seed!r}")
+    return int(seed)
+
+
+def _check_dtype_like(api: str, name: str, dtype: Any) -> str:
+    code = dtype_code(dtype)
+    if code is None:
+        raise TypeError(
+            f"{api}: {name} must be float16, bfloat16 or float32, got {dtype_name(dtype)}"
+        )
+    return code
+
+
+def _check_head_count(api: str, name: str, value: Any) -> int:
+    if value is None:
+        return 0
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or int(value) <= 0:
+        raise ValueError(f"{api}: {name} must be None or an integer > 0, got {value!r}")
+    return int(value)
+
+
+# Checks of the tensors.
+
+
+def _tensor(api: str, name: str, x: Any) -> Tensor:
+    t = as_tensor(x)
+    if t is None:
+        raise TypeError(
+            f"{api}: {name} must be a numpy array or a torch tensor, got {type(x).__name__}"
+        )
+    if not t.is_cpu:
+        raise ValueError(
+            f"{api}: {name} must be on the CPU (the CUDA backend is not available yet), got a "
+            f"tensor on {t.device}"
+        )
+    return t
+
+
+def _check_float_dtype(api: str, name: str, t: Tensor) -> None:
+    if t.code is None:
+        raise TypeError(
+            f"{api}: {name} must have dtype float16, bfloat16 or float32, got {t.dtype_name}"
+        )
+
+
+@dataclass
+class _Inputs:
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    bias: Tensor | None
+    slopes: Tensor | None
+
+    @property
+    def dtype(self) -> str:
+        assert self.q.code is not None
+        return self.q.code
+
+    @property
+    def batch(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def heads_q(self) -> int:
+        return self.q.shape[1]
+
+    @property
+    def heads_kv(self) -> int:
+        return self.k.shape[1]
+
+    @property
+    def head_dim(self) -> int:
+        return self.q.shape[3]
+
+    @property
+    def head_dim_v(self) -> int:
+        return self.v.shape[3]
+
+    @property
+    def bias_layout(self) -> tuple[str, tuple[bool, bool, bool, bool]] | None:
+        if self.bias is None:
+            return None
+        assert self.bias.code is not None
+        b0, b1, b2, b3 = (d == 1 for d in self.bias.shape)
+        return self.bias.code, (b0, b1, b2, b3)
+
+    @property
+    def alibi_layout(self) -> str | None:
+        if self.slopes is None:
+            return None
+        return "per_batch" if len(self.slopes.shape) == 2 else "heads"
+
+
+def _expect_equal(
+    api: str, what: str, want_name: str, want: int, name: str, dim: int, t: Tensor
+) -> None:
+    if t.shape[dim] != want:
+        raise ValueError(
+            f"{api}: {what} ({want_name} = {want}), got {name}.shape[{dim}] = {t.shape[dim]}"
+        )
+
+
+def _check_inputs(
+    api: str, q: Any, k: Any, v: Any, bias: Any = None, alibi_slopes: Any = None
+) -> _Inputs:
+    """Checks Q, K, V (and bias, ALiBi slopes) against each other."""
+    tq, tk, tv = _tensor(api, "q", q), _tensor(api, "k", k), _tensor(api, "v", v)
+    _check_float_dtype(api, "q", tq)
+    for name, t in (("k", tk), ("v", tv)):
+        if t.code != tq.code:
+            raise TypeError(
+                f"{api}: {name} must have the dtype of q ({tq.dtype_name}), got {t.dtype_name}"
+            )
+    for name, t, dims in (
+        ("q", tq, "[B, Hq, Nq, D]"),
+        ("k", tk, "[B, Hkv, Nk, D]"),
+        ("v", tv, "[B, Hkv, Nk, Dv]"),
+    ):
+        if len(t.shape) != 4:
+            raise ValueError(f"{api}: {name} must have rank 4 {dims}, got shape {t.shape}")
+    b, hq, nq, d = tq.shape
+    hkv, nk = tk.shape[1], tk.shape[2]
+    _expect_equal(api, "k must have the batch size of q", "q.shape[0]", b, "k", 0, tk)
+    _expect_equal(api, "v must have the batch size of q", "q.shape[0]", b, "v", 0, tv)
+    _expect_equal(api, "k must have the head dim of q", "q.shape[3]", d, "k", 3, tk)
+    _expect_equal(api, "v must have the heads of k", "k.shape[1]", hkv, "v", 1, tv)
+    _expect_equal(api, "v must have the sequence length of k", "k.shape[2]", nk, "v", 2, tv)
+    if d == 0 or tv.shape[3] == 0:
+        raise ValueError(
+            f"{api}: head dims must be > 0, got q.shape[3] = {d}, v.shape[3] = {tv.shape[3]}"
+        )
+    if hkv == 0 or hq % hkv != 0:
+        raise ValueError(
+            f"{api}: q heads (q.shape[1] = {hq}) must be a multiple of k/v heads (k.shape[1] = "
+            f"{hkv})"
+        )
+
+    tbias = None
+    if bias is not None:
+        tbias = _tensor(api, "bias", bias)
+        _check_float_dtype(api, "bias", tbias)
+        full = (b, hq, nq, nk)
+        if len(tbias.shape) > 4 or any(
+            got not in (1, want) for got, want in zip(tbias.shape[::-1], full[::-1])
+        ):
+            raise ValueError(
+                f"{api}: bias of shape {tbias.shape} does not broadcast to [B, Hq, Nq, Nk] = "
+                f"{list(full)}"
+            )
+        tbias = tbias.broadcast_to_rank(4)
+
+    tslopes = None
+    if alibi_slopes is not None:
+        if isinstance(alibi_slopes, (list, tuple)):
+            alibi_slopes = np.asarray(alibi_slopes, dtype=np.float32)
+        tslopes = _tensor(api, "alibi_slopes", alibi_slopes)
+        if tslopes.code != "f32":
+            raise TypeError(
+                f"{api}: alibi_slopes must have dtype float32, got {tslopes.dtype_name}"
+            )
+        if tslopes.shape not in ((hq,), (b, hq)):
+            raise ValueError(
+                f"{api}: alibi_slopes must have shape [Hq] = [{hq}] or [B, Hq] = [{b}, {hq}], got "
+                f"{tslopes.shape}"
+            )
+    return _Inputs(tq, tk, tv, tbias, tslopes)
+
+
+# The kernel cache of fa.attention: one kernel per variant, any shapes.
+
+_CACHE_SIZE = 64
+_cache: OrderedDict[_Variant, Kernel] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _compile(api: str, variant: _Variant, target: str = "host") -> Kernel:
+    try:
+        ckernel = _C.compile(variant.spec(), target)
+    except _C.FAError as e:
+        if variant.dropout_p > 0 and "dropout is not supported" in str(e):
+            raise NotImplementedError(
+                f"{api}: dropout is not supported on the host yet (dropout_p = {variant.dropout_p})"
+            ) from e
+        raise
+    return Kernel(variant, ckernel)
+
+
+def _cached_kernel(api: str, variant: _Variant) -> Kernel:
+    with _cache_lock:
+        kernel = _cache.get(variant)
+        if kernel is not None:
+            _cache.move_to_end(variant)
+            return kernel
+    kernel = _compile(api, variant)  # outside the lock: compiling takes a while
+    with _cache_lock:
+        kernel = _cache.setdefault(variant, kernel)
+        _cache.move_to_end(variant)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return kernel
+
+
+def clear_cache() -> None:
+    """Forgets the kernels ``fa.attention`` compiled."""
+    with _cache_lock:
+        _cache.clear()
+
+
+class Kernel:
+    """A compiled attention variant; call it with Q, K, V of any B, H, N.
+
+    Made by :func:`fa.compile`. ``kernel(q, k, v, bias=..., alibi_slopes=...)``
+    returns O, or (O, lse) when compiled with ``return_lse=True``.
+    """
+
+    def __init__(self, variant: _Variant, kernel: _C.Kernel) -> None:
+        self._variant = variant
+        self._kernel = kernel
+
+    @property
+    def mlir(self) -> str:
+        """The ``fa.attention`` (MLIR text) the kernel was compiled from."""
+        return self._kernel.mlir
+
+    @property
+    def target(self) -> str:
+        """Where the kernel runs ("host")."""
+        return self._kernel.target
+
+    @property
+    def spec(self) -> _C.AttentionSpec:
+        return self._kernel.spec
+
+    def __repr__(self) -> str:
+        return f"<fa.Kernel {self.target} {self.spec!r}>"
+
+    def __call__(
+        self,
+        q: Any,
+        k: Any,
+        v: Any,
+        *,
+        bias: Any = None,
+        alibi_slopes: Any = None,
+        dropout_seed: int | None = None,
+    ) -> Any:
+        api = "fa.Kernel"
+        inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
+        self._check(api, inputs)
+        return self._run(inputs, _check_seed(api, dropout_seed))
+
+    def _check(self, api: str, inputs: _Inputs) -> None:
+        """Checks inputs (already consistent with each other) against the kernel."""
+        var = self._variant
+        if inputs.dtype != var.dtype:
+            raise TypeError(
+                f"{api}: q must have dtype {DTYPE_NAMES[var.dtype]} (the kernel's), got "
+                f"{inputs.q.dtype_name}"
+            )
+        for name, dim, want, what in (
+            ("q", 3, var.head_dim, "head dim {}"),
+            ("v", 3, var.head_dim_v, "head dim {}"),
+            ("q", 1, var.num_heads_q, "{} heads"),  # 0: any
+            ("k", 1, var.num_heads_kv, "{} heads"),
+        ):
+            got = getattr(inputs, name).shape[dim]
+            if want and got != want:
+                raise ValueError(
+                    f"{api}: {name} must have {what.format(want)} (the kernel's), "
+                    f"got {name}.shape[{dim}] = {got}"
+                )
+        if var.bias is None and inputs.bias is not None:
+            raise ValueError(
+                f"{api}: the kernel was compiled without a bias; compile one with bias=..."
+            )
+        if var.bias is not None:
+            want_dtype, want_broadcast = var.bias
+            dims = _bias_dims(want_broadcast)
+            if inputs.bias is None:
+                raise ValueError(f"{api}: the kernel was compiled with a bias {dims}; pass bias=")
+            layout = inputs.bias_layout
+            assert layout is not None
+            got_dtype, got_broadcast = layout
+            if got_dtype != want_dtype:
+                raise TypeError(
+                    f"{api}: bias must have dtype {DTYPE_NAMES[want_dtype]} (the kernel's), got "
+                    f"{inputs.bias.dtype_name}"
+                )
+            if any(bc and not got for bc, got in zip(want_broadcast, got_broadcast)):
+                raise ValueError(
+                    f"{api}: bias must have shape {dims} (the kernel's), got {inputs.bias.shape}"
+                )
+        if var.alibi is None and inputs.slopes is not None:
+            raise ValueError(
+                f"{api}: the kernel was compiled without ALiBi; compile one with alibi_slopes=..."
+            )
+        if var.alibi is not None:
+            want_shape = "[B, Hq]" if var.alibi == "per_batch" else "[Hq]"
+            if inputs.slopes is None:
+                raise ValueError(
+                    f"{api}: the kernel was compiled with ALiBi; pass alibi_slopes= {want_shape}"
+                )
+            if inputs.alibi_layout != var.alibi:
+                raise ValueError(
+                    f"{api}: alibi_slopes must have shape {want_shape} (the kernel's), got "
+                    f"{inputs.slopes.shape}"
+                )
+
+    def _run(self, inputs: _Inputs, dropout_seed: int | None) -> Any:
+        var = self._variant
+        b, hq, nq = inputs.q.shape[:3]
+        out = empty(inputs.q, (b, hq, nq, var.head_dim_v), var.dtype)
+        lse = empty(inputs.q, (b, hq, nq), "f32") if var.return_lse else None
+        if b * hq * nq == 0:  # nothing to compute (numpy gives such arrays stride 0)
+            return (out.obj, lse.obj) if lse is not None else out.obj
+        if dropout_seed is None:
+            dropout_seed = random.getrandbits(63) if var.dropout_p > 0 else 0
+        bias = inputs.bias
+        if bias is not None and var.bias is not None:
+            full = (b, hq, nq, inputs.k.shape[2])
+            bias = _expand(bias, var.bias[1], full)
+        self._kernel.forward(
+            inputs.q.raw(),
+            inputs.k.raw(),
+            inputs.v.raw(),
+            out.raw(),
+            lse.raw() if lse is not None else None,
+            bias.raw() if bias is not None else None,
+            inputs.slopes.raw() if inputs.slopes is not None else None,
+            int(dropout_seed),
+        )
+        return (out.obj, lse.obj) if lse is not None else out.obj
+
+
+def _bias_dims(broadcast: tuple[bool, ...]) -> str:
+    """ "[1, Hq, Nq, Nk]" for a bias broadcast over B."""
+    names = ("B", "Hq", "Nq", "Nk")
+    return "[" + ", ".join("1" if bc else name for bc, name in zip(broadcast, names)) + "]"
+
+
+def _expand(bias: Tensor, broadcast: tuple[bool, ...], full: tuple[int, ...]) -> Tensor:
+    """``bias`` with its size-1 dims that the kernel does not broadcast expanded (stride 0)."""
+    shape, strides = list(bias.shape), list(bias.strides)
+    for i, (bc, size) in enumerate(zip(broadcast, full)):
+        if not bc and shape[i] == 1:
+            shape[i], strides[i] = size, 0
+    return replace(bias, shape=tuple(shape), strides=tuple(strides))
+
+
+def attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    causal: CausalLike = False,
+    scale: float | None = None,
+    window: tuple[int, int] | None = None,
+    softcap: float | None = None,
+    alibi_slopes: Any = None,
+    bias: Any = None,
+    dropout_p: float = 0.0,
+    score_mod: ScoreMod | None = None,
+    mask_mod: MaskMod | None = None,
+    return_lse: bool = False,
+    dropout_seed: int | None = None,
+) -> Any:
+    """Exact attention ``softmax(mask(mod(scale * Q K^T))) V``; see docs/python.md.
+
+    Q is ``[B, Hq, Nq, D]``, K ``[B, Hkv, Nk, D]``, V ``[B, Hkv, Nk, Dv]``
+    (numpy arrays or CPU torch tensors of float16, bfloat16 or float32, any
+    strides). Returns O ``[B, Hq, Nq, Dv]`` (contiguous, dtype of Q), or
+    ``(O, lse)`` with ``return_lse=True`` (lse ``[B, Hq, Nq]``, float32).
+    Kernels are compiled once per variant and cached.
+    """
+    api = "fa.attention"
+    inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
+    variant = _Variant(
+        dtype=inputs.dtype,
+        head_dim=inputs.head_dim,
+        head_dim_v=inputs.head_dim_v,
+        causal=_check_causal(api, causal),
+        scale=_check_positive(api, "scale", scale, "None or a finite number > 0"),
+        window=_check_window(api, window),
+        softcap=_check_positive(api, "softcap", softcap, "None or a finite number > 0"),
+        alibi=inputs.alibi_layout,
+        bias=inputs.bias_layout,
+        dropout_p=_check_dropout(api, dropout_p),
+        score_mod=trace_score_mod(score_mod, api) if score_mod is not None else "",
+        mask_mod=trace_mask_mod(mask_mod, api) if mask_mod is not None else "",
+        return_lse=bool(return_lse),
+    )
+    seed = _check_seed(api, dropout_seed)
+    return _cached_kernel(api, variant)._run(inputs, seed)
+
+
+def _bias_layout(api: str, bias: Any) -> tuple[str, tuple[bool, bool, bool, bool]] | None:
+    """fa.compile's bias: None, a dtype (full [B, Hq, Nq, Nk]) or an example tensor."""
+    if bias is None or bias is False:
+        return None
+    if is_tensor(bias):
+        t = _tensor(api, "bias", bias)
+        _check_float_dtype(api, "bias", t)
+        if len(t.shape) > 4:
+            raise ValueError(
+                f"{api}: bias must have rank <= 4 (broadcastable to [B, Hq, Nq, Nk]), got shape "
+                f"{t.shape}"
+            )
+        t = t.broadcast_to_rank(4)
+        assert t.code is not None
+        b0, b1, b2, b3 = (d == 1 for d in t.shape)
+        return t.code, (b0, b1, b2, b3)
+    code = dtype_code(bias)
+    if code is None:
+        raise TypeError(
+            f"{api}: bias must be None, a dtype (float16, bfloat16, float32) or an example array, "
+            f"got {bias!r}"
+        )
+    return code, (False, False, False, False)
+
+
+def _alibi_layout(api: str, alibi_slopes: Any) -> str | None:
+    """fa.compile's alibi_slopes: None/False, True ([Hq]), "per_batch" ([B, Hq]) or an example."""
+    if alibi_slopes is None or alibi_slopes is False:
+        return None
+    if alibi_slopes is True:
+        return "heads"
+    if isinstance(alibi_slopes, str) and alibi_slopes == "per_batch":
+        return "per_batch"
+    if is_tensor(alibi_slopes):
+        t = _tensor(api, "alibi_slopes", alibi_slopes)
+        if t.code != "f32":
+            raise TypeError(f"{api}: alibi_slopes must have dtype float32, got {t.dtype_name}")
+        if len(t.shape) in (1, 2):
+            return "heads" if len(t.shape) == 1 else "per_batch"
+        raise ValueError(f"{api}: alibi_slopes must have shape [Hq] or [B, Hq], got {t.shape}")
+    raise ValueError(
+        f"{api}: alibi_slopes must be None, True ([Hq]), 'per_batch' ([B, Hq]) or an example "
+        f"array, got {alibi_slopes!r}"
+    )
+
+
+def compile(  # noqa: A001 - fa.compile, like torch.compile
+    dtype: Any,
+    head_dim: int,
+    head_dim_v: int | None = None,
+    *,
+    num_heads_q: int | None = None,
+    num_heads_kv: int | None = None,
+    causal: CausalLike = False,
+    scale: float | None = None,
+    window: tuple[int, int] | None = None,
+    softcap: float | None = None,
+    alibi_slopes: Any = None,
+    bias: Any = None,
+    dropout_p: float = 0.0,
+    score_mod: ScoreMod | None = None,
+    mask_mod: MaskMod | None = None,
+    return_lse: bool = False,
+    target: str = "host",
+) -> Kernel:
+    """Compiles one attention variant into a reusable :class:`Kernel`.
+
+    ``dtype`` is the dtype of Q, K, V (float16, bfloat16, float32: a name,
+    numpy/ml_dtypes or torch dtype). ``bias`` is None, a dtype (bias of full
+    shape ``[B, Hq, Nq, Nk]``) or an example array whose size-1 dims mark the
+    broadcast ones; ``alibi_slopes`` is None, True (``[Hq]``), ``"per_batch"``
+    (``[B, Hq]``) or an example array. The other keywords are those of
+    :func:`fa.attention`.
+    """
+    api = "fa.compile"
+    code = _check_dtype_like(api, "dtype", dtype)
+    for name, value in (("head_dim", head_dim), ("head_dim_v", head_dim_v)):
+        if value is None and name == "head_dim_v":
+            continue
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or int(value) <= 0:
+            raise ValueError(f"{api}: {name} must be an integer > 0, got {value!r}")
+    variant = _Variant(
+        dtype=code,
+        head_dim=int(head_dim),
+        head_dim_v=int(head_dim_v) if head_dim_v is not None else int(head_dim),
+        num_heads_q=_check_head_count(api, "num_heads_q", num_heads_q),
+        num_heads_kv=_check_head_count(api, "num_heads_kv", num_heads_kv),
+        causal=_check_causal(api, causal),
+        scale=_check_positive(api, "scale", scale, "None or a finite number > 0"),
+        window=_check_window(api, window),
+        softcap=_check_positive(api, "softcap", softcap, "None or a finite number > 0"),
+        alibi=_alibi_layout(api, alibi_slopes),
+        bias=_bias_layout(api, bias),
+        dropout_p=_check_dropout(api, dropout_p),
+        score_mod=trace_score_mod(score_mod, api) if score_mod is not None else "",
+        mask_mod=trace_mask_mod(mask_mod, api) if mask_mod is not None else "",
+        return_lse=bool(return_lse),
+    )
+    if variant.num_heads_q and variant.num_heads_kv and variant.num_heads_q % variant.num_heads_kv:
+        raise ValueError(
+            f"{api}: num_heads_q ({variant.num_heads_q}) must be a multiple of num_heads_kv "
+            f"({variant.num_heads_kv})"
+        )
+    if not isinstance(target, str):
+        raise TypeError(f"{api}: target must be a string, got {type(target).__name__}")
+    return _compile(api, variant, target)

@@ -1,0 +1,41 @@
+"""The Python example of README.md runs and computes what it says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reference import reference, rel_error
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def example() -> str:
+    text = README.read_text()
+    match = re.search(
+        r"<!-- python-example -->\s*```python\n(.*?)```\s*<!-- /python-example -->", text, re.DOTALL
+    )
+    assert match, "README.md has no <!-- python-example --> block"
+    return match.group(1)
+
+
+def test_readme_example() -> None:
+    code = example()
+    assert "fa.attention" in code
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(README), "exec"), namespace)
+    q, k, v, o, lse = (namespace[name] for name in ("q", "k", "v", "o", "lse"))
+    assert o.shape == q.shape and o.dtype == np.float32
+    _, want_lse = reference(q, k, v, causal="top_left")
+    assert rel_error(lse, want_lse) < 1e-5
+    want_o, _ = reference(
+        q,
+        k,
+        v,
+        score_mod=lambda s, b, h, i, j: s - 0.1 * np.abs(i - j),
+        mask_mod=lambda b, h, i, j: i >= j,
+    )
+    assert rel_error(o, want_o) < 1e-5

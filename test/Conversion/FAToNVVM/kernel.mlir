@@ -1,0 +1,66 @@
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | FileCheck %s
+
+// bf16, D = 128, GQA, causal bottom-right, with lse: one kernel in a
+// gpu.module for the chip; the host function is left as it is.
+
+// CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}, gpu.container_module}
+// CHECK: func.func @causal_gqa
+// CHECK-NEXT: fa.attention
+// CHECK: gpu.module @fa_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
+// CHECK-NEXT: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// CHECK-NEXT: llvm.func @fa_forward_0(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>,
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{.+}}: i32, %[[SCALE:[^:]+]]: f32)
+// CHECK-SAME: attributes {fa.block_q = 64 : i64, fa.shared_bytes = 49152 : i64, fa.threads = 128 : i64, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// The Q tile: 64 rows x 16 chunks of 16 bytes over 128 threads.
+// CHECK-COUNT-8: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache =  cg, %{{.+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// Q fragments: one x4 ldmatrix per 16 columns.
+// CHECK-COUNT-8: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// Causal bottom-right: the K/V loop stops at min(Nk, q0 + 64 + Nk - Nq).
+// CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK: scf.for
+// K then V, each its own cp.async group; S waits for K only.
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NEXT: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: nvvm.barrier0
+// S = Q K^T: 8 k-steps x 8 n-tiles of m16n8k16 in bf16.
+// CHECK-COUNT-64: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// Row max across the quad, then exp2 of the rescaled scores.
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: llvm.intr.exp2
+// V is read transposed.
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32
+// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK: scf.yield
+// lse = (m + lg2 l) * ln 2 by the first lane of each quad.
+// CHECK: llvm.inline_asm "lg2.approx.f32 $0, $1;", "=f,f"
+// CHECK: llvm.return
+func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
+  return %o, %lse : tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
+}
+
+// -----
+
+// f16, D = 64, softcap: half the shared memory, f16 operands as
+// vector<2xf16>, tanh.approx for the cap.
+
+// CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 24576 : i64, threads = 128 : i64}
+// CHECK: #nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK: scf.for
+// CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
+// CHECK-NOT: lg2.approx
+func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tensor<2x4x?x64xf16>) -> tensor<2x4x?x64xf16> {
+  %o = fa.attention %q, %k, %v {softcap = 30.0 : f32} : tensor<2x4x?x64xf16>, tensor<2x4x?x64xf16>, tensor<2x4x?x64xf16> -> tensor<2x4x?x64xf16>
+  return %o : tensor<2x4x?x64xf16>
+}

@@ -1,0 +1,21 @@
+// The GPU kernels assemble with ptxas for sm_80 and sm_90a, and the main
+// variants (D = 64 and 128, bf16 and f16, causal) use no local memory.
+// REQUIRES: ptxas
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --lse > %t.90.128.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.90.128.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,32,32,1,1,64 --causal=bottom-right > %t.90.64.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.90.64.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_80 --emit=ptx --dtype=bf16 --shape=1,16,4,1,1,128 --causal=top-left --lse > %t.80.128.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.80.128.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,8,8,1,1,64 --window=128,0 > %t.80.64.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.80.64.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=PTX < %t.90.128.ptx
+// CHECK: Compiling entry function 'fa_forward_0'
+// CHECK: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTX: .target sm_90a
+// PTX: .visible .entry fa_forward_0(
+// PTX: cp.async.cg.shared.global
+// PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX: ex2.approx
+// PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The GPU half of the suite: fa-jit --target=auto runs every supported variant
+# on the GPU and checks it against the float64 reference. Exits 77 (skipped)
+# where there is no GPU. Usage: gpu-tests.sh [path/to/fa-jit]
+set -uo pipefail
+fajit=${1:-$(dirname "$0")/../../build/bin/fa-jit}
+
+probe=$("$fajit" --target=auto --emit=ptx --shape=1,1,1,1,1,64 --dtype=bf16 2>&1)
+if [[ "$probe" == *"needs a GPU target"* ]]; then
+  echo "gpu-tests: skipped (no CUDA device: fa-jit --target=auto picks the host)"
+  exit 77
+fi
+
+passed=0 failed=0
+run() {
+  local out
+  if out=$("$fajit" --target=auto --check "$@" 2>&1) && [[ "$out" == *" on sm_"* ]]; then
+    passed=$((passed + 1))
+    echo "PASS: $* | $(echo "$out" | grep -E 'rel_err' | tr '\n' ' ')"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $*"
+    echo "$out" | sed 's/^/    /'
+  fi
+}
+
+for dtype in bf16 f16; do
+  for d in 64 96 128; do
+    run --dtype=$dtype --shape=2,4,4,257,257,$d --lse
+    run --dtype=$dtype --shape=1,8,2,100,333,$d --causal=bottom-right --lse
+    run --dtype=$dtype --shape=1,4,1,1000,77,$d --causal=top-left --lse
+  done
+  run --dtype=$dtype --shape=3,2,2,17,17,32 --lse
+  run --dtype=$dtype --shape=1,2,2,1,1,64 --lse
+  run --dtype=$dtype --shape=1,4,4,300,300,64 --window=32,8 --lse
+  run --dtype=$dtype --shape=1,4,4,300,300,128 --softcap=20 --lse
+  run --dtype=$dtype --shape=2,4,4,4096,4096,128 --causal=bottom-right
+  run --dtype=$dtype --shape=1,4,4,64,200,64 --causal=bottom-right --lse
+  run --dtype=$dtype --shape=1,2,2,200,64,64 --causal=bottom-right --lse
+done
+# Scores as large as +-1e4 stay finite.
+run --dtype=bf16 --shape=1,2,2,128,128,64 --scale=150 --lse
+
+# The kernel cache: a second process finds the kernel on disk.
+cache=$(mktemp -d)
+first=$(FA_CACHE_DIR=$cache "$fajit" --target=auto --shape=1,2,2,64,64,64 --dtype=bf16 2>&1)
+second=$(FA_CACHE_DIR=$cache "$fajit" --target=auto --shape=1,2,2,64,64,64 --dtype=bf16 2>&1)
+rm -rf "$cache"
+echo "cache, first process:  $(echo "$first" | grep -o 'compile=[^ ]* ([a-z]*)')"
+echo "cache, second process: $(echo "$second" | grep -o 'compile=[^ ]* ([a-z]*)')"
+if [[ "$first" == *"(compiled)"* && "$second" == *"(cached)"* ]]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL: kernel cache"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,415 @@
+//===- FakeCuda.cpp - A stand-in libcuda for the runtime's tests ----------===//
+//
+// A shared library that exports the driver entry points FA's runtime resolves
+// (by the same versioned names as libcuda.so.1) and emulates one or more
+// devices in host memory, so that the runtime's loading, error reporting,
+// context handling and RAII are tested on machines without a GPU.
+//
+// - Device memory is host memory (a CUdeviceptr is a host address).
+// - cuModuleLoadDataEx accepts text with ".entry <name>(" lines; text holding
+//   "syntax error" fails with CUDA_ERROR_INVALID_PTX and a ptxas-like log.
+// - cuLaunchKernel runs one kernel natively: add_one(float *data, int n)
+//   adds 1 to data[i] for each thread i < n. Others do nothing.
+// - Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when the
+//   calling thread has none current.
+// - Environment, read by cuInit and cuDeviceGetCount: FA_FAKE_CUDA_DEVICES
+//   (default 1), FA_FAKE_CUDA_INIT_RESULT (cuInit's result, default 0),
+//   FA_FAKE_CUDA_CC (compute capability as major*10+minor, default 90).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Runtime/CudaApi.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+using namespace fa::runtime;
+
+struct CUctx_st {
+  int ordinal;
+};
+struct CUfunc_st {
+  std::string name;
+  int maxDynamicShared = 0;
+};
+struct CUmod_st {
+  std::map<std::string, CUfunc_st> functions;
+};
+struct CUevent_st {
+  bool recorded = false;
+  std::chrono::steady_clock::time_point time;
+};
+
+namespace {
+constexpr int kMaxDevices = 8;
+constexpr int kSharedPerBlock = 48 * 1024;
+constexpr int kSharedPerBlockOptin = 227 * 1024;
+constexpr cu::Result kInvalidDevice = 101;
+constexpr cu::Result kInvalidContext = 201;
+
+CUctx_st contexts[kMaxDevices] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
+thread_local CUctx_st *current = nullptr;
+
+std::mutex allocationsMutex;
+std::map<uint64_t, size_t> allocations; // Base address -> size.
+
+int envInt(const char *name, int fallback) {
+  const char *value = std::getenv(name);
+  return value && *value ? std::atoi(value) : fallback;
+}
+
+int deviceCount() {
+  int count = envInt("FA_FAKE_CUDA_DEVICES", 1);
+  return count < 0 ? 0 : (count > kMaxDevices ? kMaxDevices : count);
+}
+
+/// The allocation holding [pointer, pointer + bytes), or none.
+bool inAllocation(uint64_t pointer, size_t bytes) {
+  std::lock_guard<std::mutex> lock(allocationsMutex);
+  auto it = allocations.upper_bound(pointer);
+  if (it == allocations.begin())
+    return false;
+  --it;
+  return pointer - it->first <= it->second &&
+         bytes <= it->second - (pointer - it->first);
+}
+
+struct ErrorText {
+  cu::Result code;
+  const char *name;
+  const char *string;
+};
+constexpr ErrorText kErrors[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
+};
+
+void writeOption(unsigned count, cu::JitOption *options, void **values,
+                 cu::JitOption buffer, cu::JitOption size,
+                 const std::string &text) {
+  char *out = nullptr;
+  size_t capacity = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    if (options[i] == buffer)
+      out = static_cast<char *>(values[i]);
+    if (options[i] == size)
+      capacity = reinterpret_cast<uintptr_t>(values[i]);
+  }
+  if (!out || capacity == 0)
+    return;
+  size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+} // namespace
+
+extern "C" {
+
+/// For the tests: the number of live allocations.
+__attribute__((visibility("default"))) int faFakeCudaLiveAllocations() {
+  std::lock_guard<std::mutex> lock(allocationsMutex);
+  return int(allocations.size());
+}
+
+#define FA_FAKE_API __attribute__((visibility("default"))) cu::Result
+
+FA_FAKE_API cuInit(unsigned) { return envInt("FA_FAKE_CUDA_INIT_RESULT", 0); }
+
+FA_FAKE_API cuDriverGetVersion(int *version) {
+  *version = 13000;
+  return 0;
+}
+
+FA_FAKE_API cuDeviceGetCount(int *count) {
+  *count = deviceCount();
+  return 0;
+}
+
+FA_FAKE_API cuDeviceGet(cu::Device *device, int ordinal) {
+  if (ordinal < 0 || ordinal >= deviceCount())
+    return kInvalidDevice;
+  *device = ordinal;
+  return 0;
+}
+
+FA_FAKE_API cuDeviceGetAttribute(int *value, cu::DeviceAttribute attribute,
+                                 cu::Device device) {
+  if (device < 0 || device >= deviceCount())
+    return kInvalidDevice;
+  int cc = envInt("FA_FAKE_CUDA_CC", 90);
+  switch (attribute) {
+  case cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *value = cc / 10;
+    return 0;
+  case cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *value = cc % 10;
+    return 0;
+  case cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *value = 132;
+    return 0;
+  case cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *value = 1024;
+    return 0;
+  case cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+    *value = kSharedPerBlock;
+    return 0;
+  case cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *value = kSharedPerBlockOptin;
+    return 0;
+  case cu::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+    *value = 50 * 1024 * 1024;
+    return 0;
+  default:
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+FA_FAKE_API cuDeviceGetName(char *name, int length, cu::Device device) {
+  if (device < 0 || device >= deviceCount())
+    return kInvalidDevice;
+  std::snprintf(name, size_t(length), "FA Fake GPU %d", device);
+  return 0;
+}
+
+FA_FAKE_API cuDeviceTotalMem_v2(size_t *bytes, cu::Device device) {
+  if (device < 0 || device >= deviceCount())
+    return kInvalidDevice;
+  *bytes = size_t(80) << 30;
+  return 0;
+}
+
+FA_FAKE_API cuDevicePrimaryCtxRetain(cu::Context *context, cu::Device device) {
+  if (device < 0 || device >= deviceCount())
+    return kInvalidDevice;
+  *context = &contexts[device];
+  return 0;
+}
+
+FA_FAKE_API cuCtxSetCurrent(cu::Context context) {
+  current = context;
+  return 0;
+}
+
+FA_FAKE_API cuCtxGetCurrent(cu::Context *context) {
+  *context = current;
+  return 0;
+}
+
+FA_FAKE_API cuCtxSynchronize() { return current ? 0 : kInvalidContext; }
+
+FA_FAKE_API cuModuleLoadDataEx(cu::Module *module, const void *image,
+                               unsigned numOptions, cu::JitOption *options,
+                               void **values) {
+  if (!current)
+    return kInvalidContext;
+  std::string text(static_cast<const char *>(image));
+  if (text.find("syntax error") != std::string::npos) {
+    writeOption(numOptions, options, values, cu::CU_JIT_ERROR_LOG_BUFFER,
+                cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                "ptxas application ptx input, line 1; error   : fake syntax "
+                "error\nptxas fatal   : Ptx assembly aborted due to errors\n");
+    return cu::CUDA_ERROR_INVALID_PTX;
+  }
+  auto *loaded = new CUmod_st;
+  for (size_t at = text.find(".entry "); at != std::string::npos;
+       at = text.find(".entry ", at + 1)) {
+    size_t begin = at + 7, end = text.find_first_of("( \n", begin);
+    std::string name = text.substr(begin, end - begin);
+    loaded->functions[name].name = name;
+  }
+  writeOption(numOptions, options, values, cu::CU_JIT_INFO_LOG_BUFFER,
+              cu::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+              "ptxas info    : fake: " +
+                  std::to_string(loaded->functions.size()) + " entries\n");
+  *module = loaded;
+  return 0;
+}
+
+FA_FAKE_API cuModuleGetFunction(cu::Function *function, cu::Module module,
+                                const char *name) {
+  auto it = module->functions.find(name);
+  if (it == module->functions.end())
+    return cu::CUDA_ERROR_NOT_FOUND;
+  *function = &it->second;
+  return 0;
+}
+
+FA_FAKE_API cuModuleUnload(cu::Module module) {
+  delete module;
+  return 0;
+}
+
+FA_FAKE_API cuFuncSetAttribute(cu::Function function,
+                               cu::FunctionAttribute attribute, int value) {
+  if (attribute != cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
+      value < 0 || value > kSharedPerBlockOptin)
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  function->maxDynamicShared = value;
+  return 0;
+}
+
+FA_FAKE_API cuLaunchKernel(cu::Function function, unsigned gridX,
+                           unsigned gridY, unsigned gridZ, unsigned blockX,
+                           unsigned blockY, unsigned blockZ,
+                           unsigned sharedBytes, cu::Stream, void **params,
+                           void **) {
+  if (!current)
+    return kInvalidContext;
+  if (int(sharedBytes) > kSharedPerBlock &&
+      int(sharedBytes) > function->maxDynamicShared)
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  if (function->name != "add_one")
+    return 0;
+  uint64_t pointer = *static_cast<uint64_t *>(params[0]);
+  int n = *static_cast<int *>(params[1]);
+  uint64_t threads = uint64_t(gridX) * gridY * gridZ * blockX * blockY * blockZ;
+  if (n > 0 && !inAllocation(pointer, size_t(n) * sizeof(float)))
+    return 700; // CUDA_ERROR_ILLEGAL_ADDRESS
+  float *data = reinterpret_cast<float *>(pointer);
+  for (uint64_t i = 0; i < threads && i < uint64_t(n > 0 ? n : 0); ++i)
+    data[i] += 1.0f;
+  return 0;
+}
+
+FA_FAKE_API cuMemAlloc_v2(cu::DevicePtr *pointer, size_t bytes) {
+  if (!current)
+    return kInvalidContext;
+  if (bytes == 0)
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  if (bytes > (size_t(1) << 40))
+    return cu::CUDA_ERROR_OUT_OF_MEMORY;
+  void *memory = std::malloc(bytes);
+  if (!memory)
+    return cu::CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(allocationsMutex);
+  *pointer = reinterpret_cast<uintptr_t>(memory);
+  allocations[*pointer] = bytes;
+  return 0;
+}
+
+FA_FAKE_API cuMemFree_v2(cu::DevicePtr pointer) {
+  if (!current)
+    return kInvalidContext;
+  std::lock_guard<std::mutex> lock(allocationsMutex);
+  auto it = allocations.find(pointer);
+  if (it == allocations.end())
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  std::free(reinterpret_cast<void *>(pointer));
+  allocations.erase(it);
+  return 0;
+}
+
+FA_FAKE_API cuMemcpyHtoD_v2(cu::DevicePtr destination, const void *source,
+                            size_t bytes) {
+  if (!current)
+    return kInvalidContext;
+  if (!inAllocation(destination, bytes))
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<void *>(destination), source, bytes);
+  return 0;
+}
+
+FA_FAKE_API cuMemcpyDtoH_v2(void *destination, cu::DevicePtr source,
+                            size_t bytes) {
+  if (!current)
+    return kInvalidContext;
+  if (!inAllocation(source, bytes))
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(destination, reinterpret_cast<void *>(source), bytes);
+  return 0;
+}
+
+FA_FAKE_API cuMemsetD8_v2(cu::DevicePtr destination, unsigned char value,
+                          size_t count) {
+  if (!current)
+    return kInvalidContext;
+  if (!inAllocation(destination, count))
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  std::memset(reinterpret_cast<void *>(destination), value, count);
+  return 0;
+}
+
+FA_FAKE_API cuStreamSynchronize(cu::Stream) { return 0; }
+
+FA_FAKE_API cuEventCreate(cu::Event *event, unsigned) {
+  if (!current)
+    return kInvalidContext;
+  *event = new CUevent_st;
+  return 0;
+}
+
+FA_FAKE_API cuEventRecord(cu::Event event, cu::Stream) {
+  event->recorded = true;
+  event->time = std::chrono::steady_clock::now();
+  return 0;
+}
+
+FA_FAKE_API cuEventSynchronize(cu::Event) { return 0; }
+
+FA_FAKE_API cuEventElapsedTime_v2(float *milliseconds, cu::Event start,
+                                  cu::Event end) {
+  if (!start->recorded || !end->recorded)
+    return cu::CUDA_ERROR_INVALID_HANDLE;
+  *milliseconds =
+      std::chrono::duration<float, std::milli>(end->time - start->time).count();
+  return 0;
+}
+
+FA_FAKE_API cuEventDestroy_v2(cu::Event event) {
+  delete event;
+  return 0;
+}
+
+FA_FAKE_API cuGetErrorName(cu::Result error, const char **name) {
+  for (const ErrorText &e : kErrors)
+    if (e.code == error) {
+      *name = e.name;
+      return 0;
+    }
+  *name = nullptr;
+  return cu::CUDA_ERROR_INVALID_VALUE;
+}
+
+FA_FAKE_API cuGetErrorString(cu::Result error, const char **string) {
+  for (const ErrorText &e : kErrors)
+    if (e.code == error) {
+      *string = e.string;
+      return 0;
+    }
+  *string = nullptr;
+  return cu::CUDA_ERROR_INVALID_VALUE;
+}
+
+FA_FAKE_API cuPointerGetAttribute(void *data, cu::PointerAttribute attribute,
+                                  cu::DevicePtr pointer) {
+  if (!inAllocation(pointer, 0))
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+  case cu::CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    *static_cast<unsigned *>(data) = cu::CU_MEMORYTYPE_DEVICE;
+    return 0;
+  case cu::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    *static_cast<int *>(data) = 0;
+    return 0;
+  default:
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+} // extern "C"
