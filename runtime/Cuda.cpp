@@ -42,24 +42,33 @@ Driver::Driver(std::string libraryName) : library(std::move(libraryName)) {
   if (!handle) {
     const char *error = dlerror();
     reason = library + " not found: " + (error ? error : "unknown error");
-    return;
+    // Where containers and WSL put the driver when the loader's path lacks
+    // it; the reason stays the first error.
+    if (library == "libcuda.so.1")
+      for (const char *path : {"/usr/local/nvidia/lib64/libcuda.so.1",
+                               "/usr/lib/wsl/lib/libcuda.so.1"})
+        if ((handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+          break;
+    if (!handle)
+      return;
+    reason.clear();
   }
 
   // Resolve every entry point by its versioned symbol.
-#define FA_RESOLVE(member, symbol)                                             \
-  entryPoints.member =                                                         \
-      reinterpret_cast<cu::PFN_##member>(dlsym(handle, #symbol));
+#define FA_RESOLVE(symbol)                                                     \
+  entryPoints.symbol =                                                         \
+      reinterpret_cast<cu::PFN_##symbol>(dlsym(handle, #symbol));
   FA_CUDA_DRIVER_FUNCTIONS(FA_RESOLVE)
 #undef FA_RESOLVE
   // Drivers before CUDA 12.8 have only the first version.
-  if (!entryPoints.cuEventElapsedTime)
-    entryPoints.cuEventElapsedTime =
-        reinterpret_cast<cu::PFN_cuEventElapsedTime>(
+  if (!entryPoints.cuEventElapsedTime_v2)
+    entryPoints.cuEventElapsedTime_v2 =
+        reinterpret_cast<cu::PFN_cuEventElapsedTime_v2>(
             dlsym(handle, "cuEventElapsedTime"));
 
   std::string missing;
-#define FA_CHECK_RESOLVED(member, symbol)                                      \
-  if (!entryPoints.member)                                                     \
+#define FA_CHECK_RESOLVED(symbol)                                              \
+  if (!entryPoints.symbol)                                                     \
     missing += std::string(missing.empty() ? "" : ", ") + #symbol;
   FA_CUDA_DRIVER_FUNCTIONS(FA_CHECK_RESOLVED)
 #undef FA_CHECK_RESOLVED
@@ -168,7 +177,7 @@ Expected<Device> Driver::getDevice(int ordinal) {
         check(cu.cuDeviceGetAttribute(value, attribute, device.handle),
               "cuDeviceGetAttribute"));
   FA_RETURN_IF_ERROR(
-      check(cu.cuDeviceTotalMem(&device.totalMemoryBytes, device.handle),
+      check(cu.cuDeviceTotalMem_v2(&device.totalMemoryBytes, device.handle),
             "cuDeviceTotalMem_v2"));
   FA_RETURN_IF_ERROR(
       check(cu.cuDevicePrimaryCtxRetain(&device.context, device.handle),
@@ -407,8 +416,8 @@ Expected<DeviceBuffer> DeviceBuffer::allocate(const Device &device,
   FA_RETURN_IF_ERROR(device.makeCurrent());
   Driver &driver = device.getDriver();
   cu::DevicePtr pointer = 0;
-  Status status =
-      driver.check(driver.api().cuMemAlloc(&pointer, bytes), "cuMemAlloc_v2");
+  Status status = driver.check(driver.api().cuMemAlloc_v2(&pointer, bytes),
+                               "cuMemAlloc_v2");
   if (status.failed())
     return Status::error(status.getMessage() + " allocating " +
                          std::to_string(bytes) + " bytes on " +
@@ -440,7 +449,7 @@ Status DeviceBuffer::release() {
   size = 0;
   FA_RETURN_IF_ERROR(device.makeCurrent());
   Driver &driver = device.getDriver();
-  return driver.check(driver.api().cuMemFree(std::exchange(pointer, 0)),
+  return driver.check(driver.api().cuMemFree_v2(std::exchange(pointer, 0)),
                       "cuMemFree_v2");
 }
 
@@ -462,7 +471,7 @@ Status DeviceBuffer::copyFromHost(const void *source, size_t bytes,
   FA_RETURN_IF_ERROR(device.makeCurrent());
   Driver &driver = device.getDriver();
   return driver.check(
-      driver.api().cuMemcpyHtoD(pointer + offset, source, bytes),
+      driver.api().cuMemcpyHtoD_v2(pointer + offset, source, bytes),
       "cuMemcpyHtoD_v2");
 }
 
@@ -474,7 +483,7 @@ Status DeviceBuffer::copyToHost(void *destination, size_t bytes,
   FA_RETURN_IF_ERROR(device.makeCurrent());
   Driver &driver = device.getDriver();
   return driver.check(
-      driver.api().cuMemcpyDtoH(destination, pointer + offset, bytes),
+      driver.api().cuMemcpyDtoH_v2(destination, pointer + offset, bytes),
       "cuMemcpyDtoH_v2");
 }
 
@@ -483,7 +492,7 @@ Status DeviceBuffer::fill(unsigned char value) {
     return Status::success();
   FA_RETURN_IF_ERROR(device.makeCurrent());
   Driver &driver = device.getDriver();
-  return driver.check(driver.api().cuMemsetD8(pointer, value, size),
+  return driver.check(driver.api().cuMemsetD8_v2(pointer, value, size),
                       "cuMemsetD8_v2");
 }
 
@@ -507,7 +516,7 @@ Event::Event(Event &&other) noexcept
 Event &Event::operator=(Event &&other) noexcept {
   if (this != &other) {
     if (handle && device.makeCurrent().ok())
-      (void)device.getDriver().api().cuEventDestroy(handle);
+      (void)device.getDriver().api().cuEventDestroy_v2(handle);
     device = other.device;
     handle = std::exchange(other.handle, nullptr);
   }
@@ -516,7 +525,7 @@ Event &Event::operator=(Event &&other) noexcept {
 
 Event::~Event() {
   if (handle && device.makeCurrent().ok())
-    (void)device.getDriver().api().cuEventDestroy(handle);
+    (void)device.getDriver().api().cuEventDestroy_v2(handle);
 }
 
 Status Event::record(void *stream) {
@@ -528,6 +537,7 @@ Status Event::record(void *stream) {
 }
 
 Status Event::synchronize() const {
+  FA_RETURN_IF_ERROR(device.makeCurrent());
   Driver &driver = device.getDriver();
   return driver.check(driver.api().cuEventSynchronize(handle),
                       "cuEventSynchronize");
@@ -538,7 +548,7 @@ Expected<float> Event::elapsedMs(const Event &start, const Event &end) {
   Driver &driver = end.device.getDriver();
   float ms = 0;
   FA_RETURN_IF_ERROR(driver.check(
-      driver.api().cuEventElapsedTime(&ms, start.handle, end.handle),
+      driver.api().cuEventElapsedTime_v2(&ms, start.handle, end.handle),
       "cuEventElapsedTime"));
   return ms;
 }

@@ -47,8 +47,8 @@ struct SameShape<RA (*)(A...), RB (*)(B...)> {
 
 namespace fa::runtime::cu {
 
-#define FA_CHECK_SIGNATURE(member, symbol)                                     \
-  static_assert(SameShape<decltype(&::symbol), PFN_##member>::value,           \
+#define FA_CHECK_SIGNATURE(symbol)                                             \
+  static_assert(SameShape<decltype(&::symbol), PFN_##symbol>::value,           \
                 #symbol " in CudaApi.h does not match cuda.h");
 FA_CUDA_DRIVER_FUNCTIONS(FA_CHECK_SIGNATURE)
 #undef FA_CHECK_SIGNATURE

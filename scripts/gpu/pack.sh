@@ -22,7 +22,8 @@
 #                                          (@FA_ROOT@ for run.sh to fill in)
 #   tools/                                 lit, FileCheck, not, count,
 #                                          split-file (and their libraries)
-#   include/, python/, bench/, examples/   sources, where present
+#   include/, python/, bench/, examples/,  sources, where present
+#   pyproject.toml, README.md
 #   MANIFEST.txt                           commit, build, every file's sha256
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -115,7 +116,10 @@ for dir in test include python bench examples; do
       "$dir" | tar -xf - -C "$stage"
   fi
 done
-if [ -f pyproject.toml ]; then cp pyproject.toml "$stage/"; fi
+# README.md: python/tests/test_readme.py runs its example.
+for file in pyproject.toml README.md; do
+  if [ -f "$file" ]; then cp "$file" "$stage/"; fi
+done
 
 # lit's site configuration, relocated: paths into the build tree, the source
 # tree and LLVM's tools become @FA_ROOT@/..., which run.sh fills in.

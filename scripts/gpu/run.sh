@@ -144,8 +144,8 @@ for entry in "${steps[@]}"; do
   note=""
   case $name in
   runtime | api)
-    note=$(grep -hoE '^\[  (PASSED|SKIPPED|FAILED)  \] [0-9]+ tests?' "$step_log" |
-      sed -E 's/^\[  ([A-Z]+)  \] ([0-9]+).*/\2 \L\1/' | paste -sd, - | sed 's/,/, /g')
+    note=$(grep -hoE '^\[ +(PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?' "$step_log" |
+      sed -E 's/^\[ +([A-Z]+) +\] ([0-9]+).*/\2 \L\1/' | paste -sd, - | sed 's/,/, /g')
     ;;
   lit)
     note=$(grep -hE '^ *(Passed|Failed|Unsupported|Expectedly Failed|Unresolved|Timed Out) *:' "$step_log" |

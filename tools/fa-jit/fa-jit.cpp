@@ -1072,7 +1072,16 @@ bool Driver::compileAndRunOnGpu() {
                   &strides[7],  &strides[8],  &strides[9],  &strides[10],
                   &strides[11], &strides[12], &strides[13], &nq32,
                   &nk32,        &group,       &scaleLog2};
-  rt::Dim3 grid{static_cast<unsigned>((nq + 63) / 64),
+  // gridRule is "ceil(Nq/<block_q>),Hq,B".
+  int64_t blockQ = 0;
+  llvm::StringRef(kernel.gridRule)
+      .drop_front(std::strlen("ceil(Nq/"))
+      .take_until([](char c) { return c == ')'; })
+      .getAsInteger(10, blockQ);
+  if (blockQ <= 0)
+    return fail("kernel cache entry has a bad grid rule '" + kernel.gridRule +
+                "'");
+  rt::Dim3 grid{static_cast<unsigned>((nq + blockQ - 1) / blockQ),
                 static_cast<unsigned>(hq), static_cast<unsigned>(b)};
   rt::Dim3 block{kernel.blockX, 1, 1};
   auto launch = [&]() {

@@ -113,7 +113,7 @@ using PFN_cuDeviceGetAttribute = Result (*)(int *value,
                                             DeviceAttribute attribute,
                                             Device device);
 using PFN_cuDeviceGetName = Result (*)(char *name, int length, Device device);
-using PFN_cuDeviceTotalMem = Result (*)(size_t *bytes, Device device);
+using PFN_cuDeviceTotalMem_v2 = Result (*)(size_t *bytes, Device device);
 using PFN_cuDevicePrimaryCtxRetain = Result (*)(Context *context,
                                                 Device device);
 using PFN_cuCtxSetCurrent = Result (*)(Context context);
@@ -134,66 +134,70 @@ using PFN_cuLaunchKernel = Result (*)(Function function, unsigned gridX,
                                       unsigned blockZ, unsigned sharedBytes,
                                       Stream stream, void **params,
                                       void **extra);
-using PFN_cuMemAlloc = Result (*)(DevicePtr *pointer, size_t bytes);
-using PFN_cuMemFree = Result (*)(DevicePtr pointer);
-using PFN_cuMemcpyHtoD = Result (*)(DevicePtr destination, const void *source,
-                                    size_t bytes);
-using PFN_cuMemcpyDtoH = Result (*)(void *destination, DevicePtr source,
-                                    size_t bytes);
-using PFN_cuMemsetD8 = Result (*)(DevicePtr destination, unsigned char value,
-                                  size_t count);
+using PFN_cuMemAlloc_v2 = Result (*)(DevicePtr *pointer, size_t bytes);
+using PFN_cuMemFree_v2 = Result (*)(DevicePtr pointer);
+using PFN_cuMemcpyHtoD_v2 = Result (*)(DevicePtr destination,
+                                       const void *source, size_t bytes);
+using PFN_cuMemcpyDtoH_v2 = Result (*)(void *destination, DevicePtr source,
+                                       size_t bytes);
+using PFN_cuMemsetD8_v2 = Result (*)(DevicePtr destination, unsigned char value,
+                                     size_t count);
 using PFN_cuStreamSynchronize = Result (*)(Stream stream);
 using PFN_cuEventCreate = Result (*)(Event *event, unsigned flags);
 using PFN_cuEventRecord = Result (*)(Event event, Stream stream);
 using PFN_cuEventSynchronize = Result (*)(Event event);
-using PFN_cuEventElapsedTime = Result (*)(float *milliseconds, Event start,
-                                          Event end);
-using PFN_cuEventDestroy = Result (*)(Event event);
+using PFN_cuEventElapsedTime_v2 = Result (*)(float *milliseconds, Event start,
+                                             Event end);
+using PFN_cuEventDestroy_v2 = Result (*)(Event event);
 using PFN_cuGetErrorName = Result (*)(Result error, const char **name);
 using PFN_cuGetErrorString = Result (*)(Result error, const char **string);
 using PFN_cuPointerGetAttribute = Result (*)(void *data,
                                              PointerAttribute attribute,
                                              DevicePtr pointer);
 
-/// X(member, symbol): every entry point the runtime resolves, by the member of
-/// `Api` that holds it and the versioned symbol libcuda.so.1 exports (what
-/// cuda.h's macros map the plain name to). cuEventElapsedTime_v2 (drivers of
-/// CUDA 12.8 and later) falls back to cuEventElapsedTime on older drivers.
+/// X(symbol): every entry point the runtime resolves, by the versioned symbol
+/// libcuda.so.1 exports (what cuda.h's macros map the plain name to, e.g.
+/// cuMemAlloc -> cuMemAlloc_v2). `Api` holds each in a member of that name
+/// (which no cuda.h macro renames, so a file may include cuda.h before or
+/// after this header; only cuLaunchKernel, cuEventRecord and
+/// cuStreamSynchronize are macros, and only with
+/// CUDA_API_PER_THREAD_DEFAULT_STREAM). cuEventElapsedTime_v2 (drivers of
+/// CUDA 12.8 and later) holds cuEventElapsedTime on older drivers.
 #define FA_CUDA_DRIVER_FUNCTIONS(X)                                            \
-  X(cuInit, cuInit)                                                            \
-  X(cuDriverGetVersion, cuDriverGetVersion)                                    \
-  X(cuDeviceGet, cuDeviceGet)                                                  \
-  X(cuDeviceGetCount, cuDeviceGetCount)                                        \
-  X(cuDeviceGetAttribute, cuDeviceGetAttribute)                                \
-  X(cuDeviceGetName, cuDeviceGetName)                                          \
-  X(cuDeviceTotalMem, cuDeviceTotalMem_v2)                                     \
-  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)                        \
-  X(cuCtxSetCurrent, cuCtxSetCurrent)                                          \
-  X(cuCtxGetCurrent, cuCtxGetCurrent)                                          \
-  X(cuCtxSynchronize, cuCtxSynchronize)                                        \
-  X(cuModuleLoadDataEx, cuModuleLoadDataEx)                                    \
-  X(cuModuleGetFunction, cuModuleGetFunction)                                  \
-  X(cuModuleUnload, cuModuleUnload)                                            \
-  X(cuFuncSetAttribute, cuFuncSetAttribute)                                    \
-  X(cuLaunchKernel, cuLaunchKernel)                                            \
-  X(cuMemAlloc, cuMemAlloc_v2)                                                 \
-  X(cuMemFree, cuMemFree_v2)                                                   \
-  X(cuMemcpyHtoD, cuMemcpyHtoD_v2)                                             \
-  X(cuMemcpyDtoH, cuMemcpyDtoH_v2)                                             \
-  X(cuMemsetD8, cuMemsetD8_v2)                                                 \
-  X(cuStreamSynchronize, cuStreamSynchronize)                                  \
-  X(cuEventCreate, cuEventCreate)                                              \
-  X(cuEventRecord, cuEventRecord)                                              \
-  X(cuEventSynchronize, cuEventSynchronize)                                    \
-  X(cuEventElapsedTime, cuEventElapsedTime_v2)                                 \
-  X(cuEventDestroy, cuEventDestroy_v2)                                         \
-  X(cuGetErrorName, cuGetErrorName)                                            \
-  X(cuGetErrorString, cuGetErrorString)                                        \
-  X(cuPointerGetAttribute, cuPointerGetAttribute)
+  X(cuInit)                                                                    \
+  X(cuDriverGetVersion)                                                        \
+  X(cuDeviceGet)                                                               \
+  X(cuDeviceGetCount)                                                          \
+  X(cuDeviceGetAttribute)                                                      \
+  X(cuDeviceGetName)                                                           \
+  X(cuDeviceTotalMem_v2)                                                       \
+  X(cuDevicePrimaryCtxRetain)                                                  \
+  X(cuCtxSetCurrent)                                                           \
+  X(cuCtxGetCurrent)                                                           \
+  X(cuCtxSynchronize)                                                          \
+  X(cuModuleLoadDataEx)                                                        \
+  X(cuModuleGetFunction)                                                       \
+  X(cuModuleUnload)                                                            \
+  X(cuFuncSetAttribute)                                                        \
+  X(cuLaunchKernel)                                                            \
+  X(cuMemAlloc_v2)                                                             \
+  X(cuMemFree_v2)                                                              \
+  X(cuMemcpyHtoD_v2)                                                           \
+  X(cuMemcpyDtoH_v2)                                                           \
+  X(cuMemsetD8_v2)                                                             \
+  X(cuStreamSynchronize)                                                       \
+  X(cuEventCreate)                                                             \
+  X(cuEventRecord)                                                             \
+  X(cuEventSynchronize)                                                        \
+  X(cuEventElapsedTime_v2)                                                     \
+  X(cuEventDestroy_v2)                                                         \
+  X(cuGetErrorName)                                                            \
+  X(cuGetErrorString)                                                          \
+  X(cuPointerGetAttribute)
 
 /// The resolved entry points of one loaded driver library.
 struct Api {
-#define FA_CUDA_API_MEMBER(member, symbol) PFN_##member member = nullptr;
+#define FA_CUDA_API_MEMBER(symbol) PFN_##symbol symbol = nullptr;
   FA_CUDA_DRIVER_FUNCTIONS(FA_CUDA_API_MEMBER)
 #undef FA_CUDA_API_MEMBER
 };
