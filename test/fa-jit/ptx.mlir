@@ -14,8 +14,9 @@
 // CHECK: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTX: .target sm_90a
 // PTX: .visible .entry fa_forward_0(
-// PTX: cp.async.cg.shared.global
-// PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// PTX: ex2.approx
-// PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX-DAG: cp.async.cg.shared.global
+// PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-DAG: ex2.approx
+// PTX-DAG: fma.rn.f32
+// PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16

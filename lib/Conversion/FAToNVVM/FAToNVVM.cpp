@@ -377,43 +377,88 @@ void FlashKernelBuilder::build(StringRef name) {
           }
         }
 
-        // Scores in the log2 domain, masked: keys past Nk, causal, window.
-        Value rowMax[2] = {cf(negInf), cf(negInf)};
-        for (int64_t nt = 0; nt < nTilesS; ++nt) {
-          for (int64_t e = 0; e < 4; ++e) {
-            Value key = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
-            Value row = rows[e / 2];
-            Value x = s[nt][e];
-            if (softcap) {
+        // Softcap transforms each score (into the log2 domain); otherwise the
+        // scale is folded into the exponent below: p = exp2(s * c - m).
+        if (softcap) {
+          for (auto &t : s)
+            for (Value &x : t) {
               // softcap * tanh(s * scale / softcap), then * log2(e).
               Value scaled = fmul(x, cf(op.getScaleOrDefault() / *softcap));
-              Value t = approx("tanh.approx.f32", scaled);
-              x = fmul(t, cf(*softcap * M_LOG2E));
-            } else {
-              x = fmul(x, scaleLog2);
+              Value th = approx("tanh.approx.f32", scaled);
+              x = fmul(th, cf(*softcap * M_LOG2E));
             }
-            Value keep = cmp(arith::CmpIPredicate::slt, key, nk);
-            auto both = [&](Value m) {
-              keep = arith::AndIOp::create(b, loc, keep, m);
-            };
-            if (causal) {
-              Value lim = causal.getValue() == CausalKind::TopLeft
-                              ? row
-                              : add(row, diag);
-              both(cmp(arith::CmpIPredicate::sle, key, lim));
-            }
-            if (window) {
-              Value aligned = add(row, diag);
-              both(cmp(arith::CmpIPredicate::sge, key,
-                       sub(aligned, c32(window[0]))));
-              both(cmp(arith::CmpIPredicate::sle, key,
-                       add(aligned, c32(window[1]))));
-            }
-            x = sel(keep, x, cf(negInf));
-            s[nt][e] = x;
-            rowMax[e / 2] = fmax(rowMax[e / 2], x);
-          }
         }
+
+        // Masks (keys past Nk, causal, window) only on tiles that cross a
+        // boundary; the test is uniform across the CTA, so the branch is.
+        Value tileEnd = add(kv0, c32(kBlockKV));
+        Value needMask = cmp(arith::CmpIPredicate::sgt, tileEnd, nk);
+        auto orMask = [&](Value m) {
+          needMask = arith::OrIOp::create(b, loc, needMask, m);
+        };
+        Value lastRow = add(q0, c32(kBlockQ - 1));
+        if (causal) {
+          // The CTA's first query row sees keys up to q0 (+ Nk - Nq).
+          Value lim =
+              causal.getValue() == CausalKind::TopLeft ? q0 : add(q0, diag);
+          orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)), lim));
+        }
+        if (window) {
+          orMask(cmp(arith::CmpIPredicate::slt, kv0,
+                     sub(add(lastRow, diag), c32(window[0]))));
+          orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)),
+                     add(add(q0, diag), c32(window[1]))));
+        }
+        SmallVector<Type> scoreTypes(nTilesS * 4, f32);
+        auto masked = scf::IfOp::create(b, loc, scoreTypes, needMask,
+                                        /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(masked.thenBlock());
+          SmallVector<Value> values;
+          for (int64_t nt = 0; nt < nTilesS; ++nt) {
+            for (int64_t e = 0; e < 4; ++e) {
+              Value key =
+                  add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+              Value row = rows[e / 2];
+              Value keep = cmp(arith::CmpIPredicate::slt, key, nk);
+              auto both = [&](Value m) {
+                keep = arith::AndIOp::create(b, loc, keep, m);
+              };
+              if (causal) {
+                Value lim = causal.getValue() == CausalKind::TopLeft
+                                ? row
+                                : add(row, diag);
+                both(cmp(arith::CmpIPredicate::sle, key, lim));
+              }
+              if (window) {
+                Value aligned = add(row, diag);
+                both(cmp(arith::CmpIPredicate::sge, key,
+                         sub(aligned, c32(window[0]))));
+                both(cmp(arith::CmpIPredicate::sle, key,
+                         add(aligned, c32(window[1]))));
+              }
+              values.push_back(sel(keep, s[nt][e], cf(negInf)));
+            }
+          }
+          scf::YieldOp::create(b, loc, values);
+          b.setInsertionPointToStart(masked.elseBlock());
+          SmallVector<Value> plain;
+          for (auto &t : s)
+            plain.append(t.begin(), t.end());
+          scf::YieldOp::create(b, loc, plain);
+        }
+        Value rowMax[2] = {cf(negInf), cf(negInf)};
+        for (int64_t nt = 0; nt < nTilesS; ++nt)
+          for (int64_t e = 0; e < 4; ++e) {
+            s[nt][e] = masked.getResult(nt * 4 + e);
+            rowMax[e / 2] = fmax(rowMax[e / 2], s[nt][e]);
+          }
+        // Into the log2 domain (the scale is positive, so it commutes with
+        // max).
+        Value scoreScale = softcap ? cf(1.0) : scaleLog2;
+        for (int64_t r = 0; r < 2; ++r)
+          rowMax[r] = fmul(rowMax[r], scoreScale);
 
         // Online softmax: new max, rescale factor, probabilities, sums.
         SmallVector<Value> next;
@@ -429,7 +474,10 @@ void FlashKernelBuilder::build(StringRef name) {
         Value partial[2] = {cf(0.0), cf(0.0)};
         for (int64_t nt = 0; nt < nTilesS; ++nt)
           for (int64_t e = 0; e < 4; ++e) {
-            s[nt][e] = exp2(fsub(s[nt][e], mSafe[e / 2]));
+            // exp2(s * c - m) as one fma.
+            Value negM = arith::NegFOp::create(b, loc, mSafe[e / 2]);
+            Value arg = math::FmaOp::create(b, loc, s[nt][e], scoreScale, negM);
+            s[nt][e] = exp2(arg);
             partial[e / 2] = fadd(partial[e / 2], s[nt][e]);
           }
         for (int64_t r = 0; r < 2; ++r)

@@ -31,9 +31,16 @@
 // CHECK-NEXT: nvvm.barrier0
 // S = Q K^T: 8 k-steps x 8 n-tiles of m16n8k16 in bf16.
 // CHECK-COUNT-64: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-// Row max across the quad, then exp2 of the rescaled scores.
+// Masks only on tiles that cross Nk or the diagonal: one uniform branch
+// yields the 32 scores of a thread, masked or as they are.
+// CHECK: %[[NEED:.+]] = arith.ori
+// CHECK-NEXT: %[[S:.+]]:32 = scf.if %[[NEED]] -> (f32, f32,
+// CHECK: arith.select
+// CHECK: } else {
+// Row max across the quad, then p = exp2(s * scale * log2(e) - m) as an fma.
 // CHECK: nvvm.shfl.sync bfly
-// CHECK: llvm.intr.exp2
+// CHECK: math.fma %[[S]]#0, %[[SCALE]], %{{.+}} : f32
+// CHECK-NEXT: llvm.intr.exp2
 // V is read transposed.
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.barrier0
