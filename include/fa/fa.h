@@ -103,15 +103,18 @@ public:
   /// V [B, Hkv, Nk, Dv], out [B, Hq, Nq, Dv]; lse [B, Hq, Nq] f32 when the
   /// spec returns it. Checks every view against the spec and the others
   /// before running and throws fa::Error naming the argument otherwise.
+  /// A GPU kernel takes CUDA views (rows contiguous and 16-byte aligned) and
+  /// runs on `stream` (a CUstream; null: the default stream) without
+  /// synchronizing.
   void forward(const TensorView &q, const TensorView &k, const TensorView &v,
                const TensorView &out, const TensorView *lse = nullptr,
                const TensorView *bias = nullptr,
-               const TensorView *alibiSlopes = nullptr,
-               int64_t dropoutSeed = 0) const;
+               const TensorView *alibiSlopes = nullptr, int64_t dropoutSeed = 0,
+               void *stream = nullptr) const;
 
   /// The fa.attention the kernel was compiled from.
   const std::string &mlir() const;
-  /// Where it runs: "host" for now.
+  /// Where it runs: "host" or the GPU chip ("sm_80", "sm_90a", ...).
   const std::string &target() const;
   const AttentionSpec &spec() const;
 
@@ -122,8 +125,11 @@ private:
   std::shared_ptr<const Impl> impl;
 };
 
-/// Compiles `spec` for `target` ("host"; GPU targets come with the CUDA
-/// backend). Throws fa::Error when the spec is invalid or compilation fails.
+/// Compiles `spec` for `target`: "host", a GPU chip ("sm_80", "sm_90a"), or
+/// "auto" (the first CUDA device's chip, else the host). GPU kernels come
+/// from the kernel cache ($FA_CACHE_DIR) when compiled before. Throws
+/// fa::Error when the spec is invalid, not supported on the target, or
+/// compilation fails.
 Kernel compile(const AttentionSpec &spec, const std::string &target = "host");
 
 } // namespace fa

@@ -7,8 +7,11 @@
 
 #include "fa/fa.h"
 
+#include "fa/Compiler/CudaJit.h"
 #include "fa/Compiler/HostJit.h"
 #include "fa/Compiler/Registration.h"
+#include "fa/Runtime/Cuda.h"
+#include "fa/Runtime/KernelCache.h"
 #include "fa/Version.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -21,8 +24,10 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 
 namespace {
 
@@ -184,11 +189,27 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 } // namespace
 
+namespace {
+namespace rt = ::fa::runtime;
+
+/// A compiled GPU kernel; its module is loaded on the first call.
+struct GpuKernel {
+  std::shared_ptr<const rt::CachedKernel> image;
+  int64_t blockQ = 0;
+  std::mutex loadMutex;
+  std::optional<rt::Device> device;
+  std::optional<rt::Module> module;
+  std::optional<rt::Function> function;
+  std::string loadError;
+};
+} // namespace
+
 struct fa::Kernel::Impl {
   AttentionSpec spec;
   std::string target;
   std::string mlir;
   std::unique_ptr<mlir::fa::HostKernel> host;
+  std::unique_ptr<GpuKernel> gpu;
 };
 
 std::string fa::version() { return FA_VERSION; }
@@ -231,10 +252,18 @@ std::string fa::runPipeline(const std::string &mlir,
   return result;
 }
 
-fa::Kernel fa::compile(const AttentionSpec &spec, const std::string &target) {
-  if (target != "host")
-    throw Error("fa::compile: target '" + target +
-                "' is not supported yet (supported: host)");
+fa::Kernel fa::compile(const AttentionSpec &spec,
+                       const std::string &requested) {
+  // "auto": the first CUDA device when there is one, else the host.
+  std::string target = requested;
+  if (target == "auto") {
+    rt::Expected<rt::Device> device = rt::Device::get(0);
+    target = device.ok() ? device.value().getChip() : "host";
+  }
+  if (target != "host" && llvm::StringRef(target).starts_with("sm_") == false)
+    throw Error("fa::compile: target '" + requested +
+                "' is not supported (host, auto, or a GPU chip such as sm_80 "
+                "or sm_90a)");
   if (spec.headDim <= 0 || spec.headDimV < 0)
     throw Error("fa::compile: head dims must be positive, got D = " +
                 std::to_string(spec.headDim) +
@@ -255,6 +284,19 @@ fa::Kernel fa::compile(const AttentionSpec &spec, const std::string &target) {
       mlir::fa::findSingleAttention(*module);
   if (mlir::failed(op))
     throw Error("fa::compile: invalid attention spec\n" + ctx.text);
+  if (target != "host") {
+    auto gpu = std::make_unique<GpuKernel>();
+    bool compiled = false;
+    std::string error;
+    gpu->image = mlir::fa::getOrCompileCudaKernel(*op, target, compiled, error);
+    if (!gpu->image)
+      throw Error("fa::compile: " + error + "\n" + ctx.text);
+    gpu->blockQ = mlir::fa::getBlockQ(*gpu->image);
+    impl->gpu = std::move(gpu);
+    Kernel kernel;
+    kernel.impl = std::move(impl);
+    return kernel;
+  }
   mlir::OwningOpRef<mlir::ModuleOp> kernelModule =
       mlir::fa::buildHostKernelModule(*op);
   auto host = mlir::fa::HostKernel::compile(*kernelModule,
@@ -277,12 +319,15 @@ namespace {
 
 /// Checks one view and turns it into a kernel argument.
 mlir::fa::HostKernelArg toArg(const fa::TensorView &t, const char *name,
-                              fa::DType dtype, size_t rank, bool isOutput) {
+                              fa::DType dtype, size_t rank, bool isOutput,
+                              fa::Device device) {
   if (!t.data)
     fail(std::string(name) + " has no data (null pointer)");
-  if (t.device != fa::Device::CPU)
+  if (t.device != device)
     fail(std::string(name) +
-         " is a CUDA tensor, but the kernel was compiled for the host");
+         (device == fa::Device::CPU
+              ? " is a CUDA tensor, but the kernel was compiled for the host"
+              : " is a CPU tensor, but the kernel was compiled for a GPU"));
   if (t.dtype != dtype)
     fail(std::string(name) + " must have dtype " + fa::toString(dtype) +
          ", got " + fa::toString(t.dtype));
@@ -328,16 +373,118 @@ void checkDim(int64_t got, int64_t want, const std::string &what) {
 
 } // namespace
 
+namespace {
+
+/// Runs the GPU kernel on device views, after the checks its ABI needs:
+/// rows contiguous (stride 1 in the head dim) and 16-byte aligned rows for
+/// cp.async.
+void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
+               const std::vector<mlir::fa::HostKernelArg> &args, void *stream) {
+  const char *names[5] = {"q", "k", "v", "out", "lse"};
+  size_t elementBytes = spec.dtype == fa::DType::F32 ? 4 : 2;
+  for (int i = 0; i < 4; ++i) {
+    const mlir::fa::HostKernelArg &a = args[i];
+    if (a.strides[3] != 1)
+      fail(std::string(names[i]) +
+           " must have stride 1 in its last dim on the GPU, got " +
+           std::to_string(a.strides[3]));
+    bool aligned = reinterpret_cast<uintptr_t>(a.data) % 16 == 0;
+    for (int d = 0; d < 3; ++d)
+      aligned &= (a.strides[d] * elementBytes) % 16 == 0;
+    if (!aligned)
+      fail(std::string(names[i]) +
+           " must be 16-byte aligned, with batch, head and row strides that "
+           "are multiples of 16 bytes, on the GPU");
+  }
+  bool hasLse = args.size() == 5;
+  if (hasLse && args[4].strides[2] != 1)
+    fail("lse must have stride 1 in its last dim on the GPU, got " +
+         std::to_string(args[4].strides[2]));
+  {
+    std::lock_guard<std::mutex> lock(gpu.loadMutex);
+    if (!gpu.function) {
+      rt::Expected<rt::Device> device = rt::Device::get(0);
+      if (device.failed())
+        fail(device.getMessage());
+      if (device.value().getChip() != gpu.image->chip &&
+          !(gpu.image->chip == "sm_80" &&
+            device.value().getComputeCapabilityMajor() >= 8))
+        fail("the kernel was compiled for " + gpu.image->chip +
+             ", but device 0 is " + device.value().getChip());
+      rt::Expected<rt::Module> module =
+          rt::Module::load(device.value(), gpu.image->image);
+      if (module.failed())
+        fail(module.getMessage());
+      gpu.device.emplace(device.value());
+      gpu.module.emplace(std::move(module.value()));
+      rt::Expected<rt::Function> function =
+          rt::Function::get(*gpu.module, gpu.image->kernelName);
+      if (function.failed())
+        fail(function.getMessage());
+      gpu.function.emplace(function.value());
+      if (rt::Status st = gpu.function->setMaxDynamicSharedMemory(
+              gpu.image->dynamicSharedBytes);
+          st.failed())
+        fail(st.getMessage());
+    }
+  }
+  const mlir::fa::HostKernelArg &q = args[0], &k = args[1], &v = args[2],
+                                &o = args[3];
+  uint64_t pointers[5] = {
+      reinterpret_cast<uint64_t>(q.data), reinterpret_cast<uint64_t>(k.data),
+      reinterpret_cast<uint64_t>(v.data), reinterpret_cast<uint64_t>(o.data),
+      hasLse ? reinterpret_cast<uint64_t>(args[4].data) : 0};
+  int64_t strides[14] = {q.strides[0],
+                         q.strides[1],
+                         q.strides[2],
+                         k.strides[0],
+                         k.strides[1],
+                         k.strides[2],
+                         v.strides[0],
+                         v.strides[1],
+                         v.strides[2],
+                         o.strides[0],
+                         o.strides[1],
+                         o.strides[2],
+                         hasLse ? args[4].strides[0] : 0,
+                         hasLse ? args[4].strides[1] : 0};
+  int32_t nq = q.sizes[2], nk = k.sizes[2], group = q.sizes[1] / k.sizes[1];
+  double scale =
+      spec.scale ? *spec.scale : 1.0 / std::sqrt(double(spec.headDim));
+  float scaleLog2 = static_cast<float>(scale * M_LOG2E);
+  void *params[23] = {&pointers[0], &pointers[1], &pointers[2], &pointers[3],
+                      &pointers[4]};
+  for (int i = 0; i < 14; ++i)
+    params[5 + i] = &strides[i];
+  params[19] = &nq;
+  params[20] = &nk;
+  params[21] = &group;
+  params[22] = &scaleLog2;
+  if (nq == 0 || q.sizes[0] == 0 || q.sizes[1] == 0)
+    return;
+  rt::Dim3 grid{static_cast<unsigned>((nq + gpu.blockQ - 1) / gpu.blockQ),
+                static_cast<unsigned>(q.sizes[1]),
+                static_cast<unsigned>(q.sizes[0])};
+  if (rt::Status st =
+          rt::launch(*gpu.function, grid, rt::Dim3{gpu.image->blockX, 1, 1},
+                     gpu.image->dynamicSharedBytes, stream, params);
+      st.failed())
+    fail(st.getMessage());
+}
+
+} // namespace
+
 void fa::Kernel::forward(const TensorView &q, const TensorView &k,
                          const TensorView &v, const TensorView &out,
                          const TensorView *lse, const TensorView *bias,
-                         const TensorView *alibiSlopes,
-                         int64_t dropoutSeed) const {
+                         const TensorView *alibiSlopes, int64_t dropoutSeed,
+                         void *stream) const {
   const AttentionSpec &spec = impl->spec;
+  Device device = impl->gpu ? Device::CUDA : Device::CPU;
   std::vector<mlir::fa::HostKernelArg> args;
-  args.push_back(toArg(q, "q", spec.dtype, 4, false));
-  args.push_back(toArg(k, "k", spec.dtype, 4, false));
-  args.push_back(toArg(v, "v", spec.dtype, 4, false));
+  args.push_back(toArg(q, "q", spec.dtype, 4, false, device));
+  args.push_back(toArg(k, "k", spec.dtype, 4, false, device));
+  args.push_back(toArg(v, "v", spec.dtype, 4, false, device));
 
   int64_t b = q.shape[0], hq = q.shape[1], nq = q.shape[2];
   int64_t hkv = k.shape[1], nk = k.shape[2];
@@ -360,7 +507,7 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
   if (spec.bias) {
     if (!bias)
       fail("the kernel was compiled with a bias; pass one");
-    args.push_back(toArg(*bias, "bias", spec.biasDType, 4, false));
+    args.push_back(toArg(*bias, "bias", spec.biasDType, 4, false, device));
     const int64_t full[4] = {b, hq, nq, nk};
     for (int i = 0; i < 4; ++i)
       checkDim(bias->shape[i], spec.biasBroadcast[i] ? 1 : full[i],
@@ -373,7 +520,7 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
     if (!alibiSlopes)
       fail("the kernel was compiled with ALiBi; pass alibiSlopes");
     args.push_back(toArg(*alibiSlopes, "alibiSlopes", DType::F32,
-                         spec.alibiPerBatch ? 2 : 1, false));
+                         spec.alibiPerBatch ? 2 : 1, false, device));
     if (spec.alibiPerBatch)
       checkDim(alibiSlopes->shape[0], b, "alibiSlopes batch size");
     checkDim(alibiSlopes->shape.back(), hq, "alibiSlopes heads");
@@ -384,7 +531,7 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
   if (spec.dropoutP != 0.0)
     args.push_back(mlir::fa::HostKernelArg::i64(dropoutSeed));
 
-  args.push_back(toArg(out, "out", spec.dtype, 4, true));
+  args.push_back(toArg(out, "out", spec.dtype, 4, true, device));
   checkDim(out.shape[0], b, "out batch size (out.shape[0])");
   checkDim(out.shape[1], hq, "out heads (out.shape[1])");
   checkDim(out.shape[2], nq, "out sequence length (out.shape[2])");
@@ -392,7 +539,7 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
   if (spec.returnLse) {
     if (!lse)
       fail("the kernel was compiled to return the lse; pass one");
-    args.push_back(toArg(*lse, "lse", DType::F32, 3, true));
+    args.push_back(toArg(*lse, "lse", DType::F32, 3, true, device));
     checkDim(lse->shape[0], b, "lse batch size (lse.shape[0])");
     checkDim(lse->shape[1], hq, "lse heads (lse.shape[1])");
     checkDim(lse->shape[2], nq, "lse sequence length (lse.shape[2])");
@@ -401,6 +548,8 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
          "spec.returnLse = true");
   }
 
+  if (impl->gpu)
+    return launchGpu(*impl->gpu, spec, args, stream);
   if (llvm::Error err = impl->host->run(args))
     fail(llvm::toString(std::move(err)));
 }

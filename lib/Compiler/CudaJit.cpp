@@ -2,6 +2,8 @@
 
 #include "fa/Compiler/CudaJit.h"
 #include "fa/Compiler/Pipelines.h"
+#include "fa/Runtime/KernelCache.h"
+#include "fa/Version.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -55,4 +57,50 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
   image.blockQ = cast<IntegerAttr>(meta.get("block_q")).getInt();
   image.threads = cast<IntegerAttr>(meta.get("threads")).getInt();
   return image;
+}
+
+std::shared_ptr<const ::fa::runtime::CachedKernel>
+mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
+                                 std::string &error) {
+  namespace rt = ::fa::runtime;
+  // The key: the op in generic form (attributes, regions, types), the chip
+  // and the compiler version.
+  std::string irText;
+  llvm::raw_string_ostream irOS(irText);
+  op->print(irOS, OpPrintingFlags().printGenericOpForm());
+  std::string key = rt::makeKey(irText, chip, FA_VERSION);
+  compiled = false;
+  rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
+      rt::KernelCache::global().getOrCompile(
+          key, [&]() -> rt::Expected<rt::CachedKernel> {
+            compiled = true;
+            FailureOr<CudaKernelImage> image = compileCudaKernel(op, chip);
+            if (failed(image))
+              return rt::Status::error("fa-pipeline-cuda failed");
+            rt::CachedKernel kernel;
+            kernel.kernelName = image->name;
+            kernel.blockX = image->threads;
+            kernel.dynamicSharedBytes = image->sharedBytes;
+            kernel.gridRule =
+                "ceil(Nq/" + std::to_string(image->blockQ) + "),Hq,B";
+            kernel.paramLayout = "q,k,v,o,lse,strides[14],nq,nk,group,scale";
+            kernel.chip = chip.str();
+            kernel.image = image->ptx;
+            return kernel;
+          });
+  if (cached.failed()) {
+    error = cached.getMessage();
+    return nullptr;
+  }
+  return cached.value();
+}
+
+int64_t mlir::fa::getBlockQ(const ::fa::runtime::CachedKernel &kernel) {
+  StringRef rule(kernel.gridRule);
+  if (!rule.consume_front("ceil(Nq/"))
+    return 0;
+  int64_t blockQ = 0;
+  if (rule.take_until([](char c) { return c == ')'; }).getAsInteger(10, blockQ))
+    return 0;
+  return blockQ;
 }

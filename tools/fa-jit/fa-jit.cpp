@@ -998,32 +998,13 @@ bool Driver::compileAndRunOnGpu() {
   auto start = std::chrono::steady_clock::now();
 
   // The kernel: from the cache (memory, then $FA_CACHE_DIR), else compiled.
-  std::string irText;
-  llvm::raw_string_ostream irOS(irText);
-  op->print(irOS, OpPrintingFlags().printGenericOpForm());
-  std::string key = rt::makeKey(irText, chip, FA_VERSION);
   bool compiledNow = false;
-  rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
-      rt::KernelCache::global().getOrCompile(
-          key, [&]() -> rt::Expected<rt::CachedKernel> {
-            compiledNow = true;
-            FailureOr<CudaKernelImage> image = compileCudaKernel(op, chip);
-            if (failed(image))
-              return rt::Status::error("fa-pipeline-cuda failed");
-            rt::CachedKernel kernel;
-            kernel.kernelName = image->name;
-            kernel.blockX = image->threads;
-            kernel.dynamicSharedBytes = image->sharedBytes;
-            kernel.gridRule =
-                "ceil(Nq/" + std::to_string(image->blockQ) + "),Hq,B";
-            kernel.paramLayout = "q,k,v,o,lse,strides[14],nq,nk,group,scale";
-            kernel.chip = chip;
-            kernel.image = image->ptx;
-            return kernel;
-          });
-  if (cached.failed())
-    return fail(cached.getMessage());
-  const rt::CachedKernel &kernel = *cached.value();
+  std::string error;
+  std::shared_ptr<const rt::CachedKernel> cached =
+      getOrCompileCudaKernel(op, chip, compiledNow, error);
+  if (!cached)
+    return fail(error);
+  const rt::CachedKernel &kernel = *cached;
   auto compiled = std::chrono::steady_clock::now();
 
   rt::Expected<rt::Module> module =
@@ -1072,12 +1053,7 @@ bool Driver::compileAndRunOnGpu() {
                   &strides[7],  &strides[8],  &strides[9],  &strides[10],
                   &strides[11], &strides[12], &strides[13], &nq32,
                   &nk32,        &group,       &scaleLog2};
-  // gridRule is "ceil(Nq/<block_q>),Hq,B".
-  int64_t blockQ = 0;
-  llvm::StringRef(kernel.gridRule)
-      .drop_front(std::strlen("ceil(Nq/"))
-      .take_until([](char c) { return c == ')'; })
-      .getAsInteger(10, blockQ);
+  int64_t blockQ = getBlockQ(kernel);
   if (blockQ <= 0)
     return fail("kernel cache entry has a bad grid rule '" + kernel.gridRule +
                 "'");

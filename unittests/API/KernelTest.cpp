@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Runtime/Cuda.h"
 #include "fa/Support/Npy.h"
 #include "fa/Support/Reference.h"
 #include "fa/fa.h"
@@ -332,9 +333,9 @@ TEST(KernelTest, RejectsBadSpecs) {
   EXPECT_EQ(errorOf([&] { fa::compile(spec); }),
             "fa::compile: head dims must be positive, got D = 0, Dv = 0");
   spec.headDim = 64;
-  EXPECT_EQ(errorOf([&] { fa::compile(spec, "sm_90a"); }),
-            "fa::compile: target 'sm_90a' is not supported yet (supported: "
-            "host)");
+  EXPECT_EQ(errorOf([&] { fa::compile(spec, "tpu"); }),
+            "fa::compile: target 'tpu' is not supported (host, auto, or a GPU "
+            "chip such as sm_80 or sm_90a)");
   spec.softcap = -1.0;
   EXPECT_EQ(errorOf([&] {
               fa::compile(spec);
@@ -350,6 +351,107 @@ TEST(KernelTest, RejectsBadSpecs) {
   EXPECT_EQ(errorOf([&] { fa::compile(spec); }),
             "fa::compile: invalid attention spec\n<spec>:2:8: error: "
             "'fa.attention' op score_mod region must yield one 'f32'\n");
+}
+
+TEST(KernelTest, GpuKernelsCompileWithoutAGpuAndCheckTheirViews) {
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::BF16;
+  spec.headDim = 64;
+  spec.causal = fa::Causal::BottomRight;
+  // PTX needs no GPU; the module is loaded on the first call.
+  fa::Kernel kernel = fa::compile(spec, "sm_90a");
+  EXPECT_EQ(kernel.target(), "sm_90a");
+  HostTensor q(fa::DType::BF16, {1, 2, 8, 64});
+  EXPECT_EQ(
+      errorOf([&] { kernel.forward(q.view(), q.view(), q.view(), q.view()); }),
+      "fa::Kernel::forward: q is a CPU tensor, but the kernel was "
+      "compiled for a GPU");
+  // What the GPU kernel does not do yet is refused at compile time.
+  spec.bias = true;
+  EXPECT_NE(errorOf([&] { fa::compile(spec, "sm_80"); })
+                .find("error: 'fa.attention' op convert-fa-to-nvvm: bias, "
+                      "ALiBi, dropout, score_mod and mask_mod are not "
+                      "supported on the GPU yet"),
+            std::string::npos);
+}
+
+TEST(KernelTest, RunsOnTheGpuWithStridedViews) {
+  namespace rt = fa::runtime;
+  rt::Expected<rt::Device> device = rt::Device::get(0);
+  if (device.failed())
+    GTEST_SKIP() << "no GPU: " << device.getMessage();
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::BF16;
+  spec.headDim = 128;
+  spec.causal = fa::Causal::BottomRight;
+  spec.returnLse = true;
+  fa::Kernel kernel = fa::compile(spec, "auto");
+  ASSERT_NE(kernel.target(), "host");
+
+  // Q, K, V and O stored as [B, N, H, D], seen as [B, H, N, D].
+  const int64_t b = 2, hq = 4, hkv = 2, nq = 100, nk = 150, d = 128;
+  std::mt19937 rng(5);
+  HostTensor q(fa::DType::BF16, {b, nq, hq, d}),
+      k(fa::DType::BF16, {b, nk, hkv, d}), v(fa::DType::BF16, {b, nk, hkv, d}),
+      o(fa::DType::BF16, {b, nq, hq, d});
+  HostTensor lse(fa::DType::F32, {b, hq, nq});
+  q.randomize(rng);
+  k.randomize(rng);
+  v.randomize(rng);
+  auto upload = [&](HostTensor &t) {
+    rt::Expected<rt::DeviceBuffer> buffer =
+        rt::DeviceBuffer::allocate(device.value(), t.bytes.size());
+    EXPECT_TRUE(buffer.ok()) << buffer.getMessage();
+    EXPECT_TRUE(
+        buffer.value().copyFromHost(t.bytes.data(), t.bytes.size()).ok());
+    return std::move(buffer.value());
+  };
+  rt::DeviceBuffer dq = upload(q), dk = upload(k), dv = upload(v),
+                   dout = upload(o), dlse = upload(lse);
+  auto bnhd = [](rt::DeviceBuffer &buffer, int64_t h, int64_t n) {
+    return fa::TensorView{reinterpret_cast<void *>(buffer.getPointer()),
+                          fa::DType::BF16,
+                          {2, h, n, 128},
+                          {n * h * 128, 128, h * 128, 1},
+                          fa::Device::CUDA};
+  };
+  fa::TensorView lseView{reinterpret_cast<void *>(dlse.getPointer()),
+                         fa::DType::F32,
+                         {b, hq, nq},
+                         {},
+                         fa::Device::CUDA};
+  kernel.forward(bnhd(dq, hq, nq), bnhd(dk, hkv, nk), bnhd(dv, hkv, nk),
+                 bnhd(dout, hq, nq), &lseView);
+  ASSERT_TRUE(device.value().synchronize().ok());
+  ASSERT_TRUE(dout.copyToHost(o.bytes.data(), o.bytes.size()).ok());
+  ASSERT_TRUE(dlse.copyToHost(lse.bytes.data(), lse.bytes.size()).ok());
+
+  auto toBHND = [&](const std::vector<double> &x, int64_t h, int64_t n) {
+    std::vector<double> y(x.size());
+    for (int64_t i0 = 0; i0 < b; ++i0)
+      for (int64_t i1 = 0; i1 < h; ++i1)
+        for (int64_t i2 = 0; i2 < n; ++i2)
+          for (int64_t i3 = 0; i3 < d; ++i3)
+            y[((i0 * h + i1) * n + i2) * d + i3] =
+                x[((i0 * n + i2) * h + i1) * d + i3];
+    return y;
+  };
+  std::vector<double> qr = toBHND(q.values, hq, nq),
+                      kr = toBHND(k.values, hkv, nk),
+                      vr = toBHND(v.values, hkv, nk), refO, refLse;
+  fa::support::AttentionOptions options;
+  options.causal = fa::support::CausalMask::BottomRight;
+  std::string error;
+  ASSERT_TRUE(fa::support::attentionReference(
+      {qr.data(), {b, hq, nq, d}}, {kr.data(), {b, hkv, nk, d}},
+      {vr.data(), {b, hkv, nk, d}}, options, refO, refLse, error));
+  std::vector<double> got = toBHND(o.read(), hq, nq);
+  EXPECT_LT(fa::support::relativeError(got.data(), refO.data(), refO.size()),
+            2e-2);
+  std::vector<double> gotLse = lse.read();
+  EXPECT_LT(
+      fa::support::relativeError(gotLse.data(), refLse.data(), refLse.size()),
+      1e-5);
 }
 
 } // namespace

@@ -12,7 +12,12 @@
 #include "mlir/Support/LLVM.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+namespace fa::runtime {
+struct CachedKernel;
+} // namespace fa::runtime
 
 namespace mlir::fa {
 
@@ -30,6 +35,17 @@ struct CudaKernelImage {
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and
 /// returns the PTX. Failures are reported through the context's diagnostics.
 FailureOr<CudaKernelImage> compileCudaKernel(AttentionOp op, StringRef chip);
+
+/// The kernel of `op` for `chip` from the kernel cache (memory, then
+/// $FA_CACHE_DIR), compiled and stored on a miss. Sets `compiled` when it was
+/// compiled now. Returns null, with the reason in `error`, on failure.
+std::shared_ptr<const ::fa::runtime::CachedKernel>
+getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
+                       std::string &error);
+
+/// The Q rows per CTA of a cached kernel (its grid is (ceil(Nq / that), Hq,
+/// B)), or 0 when its grid rule is not FA's.
+int64_t getBlockQ(const ::fa::runtime::CachedKernel &kernel);
 
 } // namespace mlir::fa
 
