@@ -502,7 +502,16 @@ def test_compile_checks() -> None:
 
 def test_unsupported_target_is_an_fa_error() -> None:
     with pytest.raises(
-        fa.FAError, match=r"^fa::compile: target 'sm_90a' is not supported yet \(supported: host\)$"
+        fa.FAError,
+        match=r"^fa::compile: target 'tpu' is not supported \(host, auto, or a GPU "
+        r"chip such as sm_80 or sm_90a\)$",
+    ):
+        fa.compile("f32", 16, target="tpu")
+    # The GPU kernel takes f16 and bf16 only: a compile error, no GPU needed.
+    with pytest.raises(
+        fa.FAError,
+        match=r"'fa.attention' op convert-fa-to-nvvm: element type must be f16 or "
+        r"bf16 on the GPU",
     ):
         fa.compile("f32", 16, target="sm_90a")
     assert issubclass(fa.FAError, RuntimeError)
