@@ -173,11 +173,8 @@ def _tensor(api: str, name: str, x: Any) -> Tensor:
         raise TypeError(
             f"{api}: {name} must be a numpy array or a torch tensor, got {type(x).__name__}"
         )
-    if not t.is_cpu:
-        raise ValueError(
-            f"{api}: {name} must be on the CPU (the CUDA backend is not available yet), got a "
-            f"tensor on {t.device}"
-        )
+    if not t.is_cpu and not t.device.startswith("cuda"):
+        raise ValueError(f"{api}: {name} must be on the CPU or a CUDA device, got {t.device}")
     return t
 
 
@@ -252,6 +249,11 @@ def _check_inputs(
     tq, tk, tv = _tensor(api, "q", q), _tensor(api, "k", k), _tensor(api, "v", v)
     _check_float_dtype(api, "q", tq)
     for name, t in (("k", tk), ("v", tv)):
+        if t.device != tq.device:
+            raise ValueError(
+                f"{api}: {name} must be on the device of q ({tq.device}), got {t.device}"
+            )
+    for name, t in (("k", tk), ("v", tv)):
         if t.code != tq.code:
             raise TypeError(
                 f"{api}: {name} must have the dtype of q ({tq.dtype_name}), got {t.dtype_name}"
@@ -314,7 +316,7 @@ def _check_inputs(
 # The kernel cache of fa.attention: one kernel per variant, any shapes.
 
 _CACHE_SIZE = 64
-_cache: OrderedDict[_Variant, Kernel] = OrderedDict()
+_cache: OrderedDict[tuple[_Variant, str], Kernel] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -330,16 +332,17 @@ def _compile(api: str, variant: _Variant, target: str = "host") -> Kernel:
     return Kernel(variant, ckernel)
 
 
-def _cached_kernel(api: str, variant: _Variant) -> Kernel:
+def _cached_kernel(api: str, variant: _Variant, target: str = "host") -> Kernel:
+    key = (variant, target)
     with _cache_lock:
-        kernel = _cache.get(variant)
+        kernel = _cache.get(key)
         if kernel is not None:
-            _cache.move_to_end(variant)
+            _cache.move_to_end(key)
             return kernel
-    kernel = _compile(api, variant)  # outside the lock: compiling takes a while
+    kernel = _compile(api, variant, target)  # outside the lock: compiling takes a while
     with _cache_lock:
-        kernel = _cache.setdefault(variant, kernel)
-        _cache.move_to_end(variant)
+        kernel = _cache.setdefault(key, kernel)
+        _cache.move_to_end(key)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return kernel
@@ -473,8 +476,18 @@ class Kernel:
             bias.raw() if bias is not None else None,
             inputs.slopes.raw() if inputs.slopes is not None else None,
             int(dropout_seed),
+            _current_stream(inputs.q),
         )
         return (out.obj, lse.obj) if lse is not None else out.obj
+
+
+def _current_stream(t: Tensor) -> int:
+    """torch's current CUDA stream for a CUDA tensor (the kernel runs on it), else 0."""
+    if t.is_cpu:
+        return 0
+    import torch  # only CUDA torch tensors get here
+
+    return int(torch.cuda.current_stream(t.obj.device).cuda_stream)
 
 
 def _bias_dims(broadcast: tuple[bool, ...]) -> str:
@@ -512,8 +525,9 @@ def attention(
     """Exact attention ``softmax(mask(mod(scale * Q K^T))) V``; see docs/python.md.
 
     Q is ``[B, Hq, Nq, D]``, K ``[B, Hkv, Nk, D]``, V ``[B, Hkv, Nk, Dv]``
-    (numpy arrays or CPU torch tensors of float16, bfloat16 or float32, any
-    strides). Returns O ``[B, Hq, Nq, Dv]`` (contiguous, dtype of Q), or
+    (numpy arrays or torch tensors of float16, bfloat16 or float32, any
+    strides; CUDA tensors run the GPU kernel on torch's current stream).
+    Returns O ``[B, Hq, Nq, Dv]`` (contiguous, dtype of Q), or
     ``(O, lse)`` with ``return_lse=True`` (lse ``[B, Hq, Nq]``, float32).
     Kernels are compiled once per variant and cached.
     """
@@ -535,7 +549,9 @@ def attention(
         return_lse=bool(return_lse),
     )
     seed = _check_seed(api, dropout_seed)
-    return _cached_kernel(api, variant)._run(inputs, seed)
+    # CUDA tensors run the GPU kernel of the device's chip ("auto").
+    target = "host" if inputs.q.is_cpu else "auto"
+    return _cached_kernel(api, variant, target)._run(inputs, seed)
 
 
 def _bias_layout(api: str, bias: Any) -> tuple[str, tuple[bool, bool, bool, bool]] | None:

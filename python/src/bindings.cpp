@@ -180,7 +180,7 @@ toOptionalView(const py::object &obj, const std::string &name, bool output) {
 void forward(const fa::Kernel &kernel, const py::object &q, const py::object &k,
              const py::object &v, const py::object &out, const py::object &lse,
              const py::object &bias, const py::object &alibiSlopes,
-             int64_t dropoutSeed) {
+             int64_t dropoutSeed, uintptr_t stream) {
   fa::TensorView qView = toView(q, "q", false);
   fa::TensorView kView = toView(k, "k", false);
   fa::TensorView vView = toView(v, "v", false);
@@ -193,7 +193,8 @@ void forward(const fa::Kernel &kernel, const py::object &q, const py::object &k,
   py::gil_scoped_release release;
   kernel.forward(qView, kView, vView, outView, lseView ? &*lseView : nullptr,
                  biasView ? &*biasView : nullptr,
-                 slopesView ? &*slopesView : nullptr, dropoutSeed);
+                 slopesView ? &*slopesView : nullptr, dropoutSeed,
+                 reinterpret_cast<void *>(stream));
 }
 
 std::string causalName(fa::Causal causal) {
@@ -306,8 +307,9 @@ PYBIND11_MODULE(_C, m) {
       .def("forward", &forward, py::arg("q"), py::arg("k"), py::arg("v"),
            py::arg("out"), py::arg("lse") = py::none(),
            py::arg("bias") = py::none(), py::arg("alibi_slopes") = py::none(),
-           py::arg("dropout_seed") = 0,
-           "Runs the kernel: O (and lse) are written into `out` (and `lse`).")
+           py::arg("dropout_seed") = 0, py::arg("stream") = 0,
+           "Runs the kernel: O (and lse) are written into `out` (and `lse`); "
+           "a GPU kernel runs on `stream` (a CUstream as an int).")
       .def_property_readonly("mlir", &fa::Kernel::mlir,
                              "The fa.attention the kernel was compiled from.")
       .def_property_readonly("target", &fa::Kernel::target)

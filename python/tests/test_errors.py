@@ -88,10 +88,10 @@ def test_dtypes() -> None:
 
 
 def test_device() -> None:
+    # Q on a GPU, K and V on the host: refused before anything is compiled.
     raises(
         ValueError,
-        "fa.attention: q must be on the CPU (the CUDA backend is not available yet), got a tensor "
-        "on cuda:0",
+        "fa.attention: k must be on the device of q (cuda:0), got cpu",
         Gpu(),
         K,
         V,

@@ -1,0 +1,69 @@
+"""fa.attention on CUDA torch tensors (the GPU kernel), against float64.
+
+Runs where torch with a CUDA device is importable (the GPU machine); skipped
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import fa  # noqa: E402
+
+
+def reference(q, k, v, causal: str | None):
+    """Attention in float64 on the CPU, bottom-right causal like fa."""
+    q, k, v = (t.detach().double().cpu() for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    nq, nk = q.shape[2], k.shape[2]
+    if causal:
+        i = torch.arange(nq).view(-1, 1)
+        j = torch.arange(nk).view(1, -1)
+        keep = j <= i + (nk - nq if causal == "bottom_right" else 0)
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v, torch.logsumexp(s, dim=-1)
+
+
+def rel(a, b) -> float:
+    return float((a.double().cpu() - b).norm() / b.norm())
+
+
+@pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])
+@pytest.mark.parametrize("causal", [False, "top_left", "bottom_right"])
+def test_matches_float64(dtype, bound, causal) -> None:
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    # [B, N, H, D] storage seen as [B, H, N, D]: any batch/head/row strides.
+    q = torch.randn(2, 100, 8, 128, device="cuda", dtype=dtype, generator=gen).transpose(1, 2)
+    k = torch.randn(2, 150, 2, 128, device="cuda", dtype=dtype, generator=gen).transpose(1, 2)
+    v = torch.randn(2, 150, 2, 128, device="cuda", dtype=dtype, generator=gen).transpose(1, 2)
+    o, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
+    assert o.device.type == "cuda" and o.dtype == dtype and lse.dtype == torch.float32
+    ref_o, ref_lse = reference(q, k, v, causal)
+    assert rel(o, ref_o) < bound
+    assert rel(lse, ref_lse) < 1e-5
+
+
+def test_runs_on_the_current_stream() -> None:
+    q = torch.randn(1, 4, 256, 64, device="cuda", dtype=torch.bfloat16)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        o = fa.attention(q, q, q)
+    stream.synchronize()
+    assert rel(o, reference(q, q, q, None)[0]) < 2e-2
+
+
+def test_gpu_kernel_object() -> None:
+    kernel = fa.compile(torch.float16, 64, causal="bottom_right", target="auto")
+    assert kernel.target.startswith("sm_")
+    q = torch.randn(1, 2, 70, 64, device="cuda", dtype=torch.float16)
+    o = kernel(q, q, q)
+    assert rel(o, reference(q, q, q, "bottom_right")[0]) < 5e-3
