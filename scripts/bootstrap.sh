@@ -12,7 +12,7 @@ DEBIAN_PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-format-22
   # Libraries LLVM links against, unit tests, Python bindings.
   zlib1g-dev libzstd-dev libgtest-dev pybind11-dev
-  python3 python3-pip python3-venv
+  python3 python3-dev python3-pip python3-venv
 )
 PYTHON_PACKAGES=(numpy ml_dtypes pytest)
 
