@@ -13,3 +13,16 @@
 // RUN: fa-jit --check --dtype=f16 --shape=1,6,3,17,1000,32 | FileCheck %s --check-prefix=GQA3
 // GQA3: Hq=6 Hkv=3 Nq=17 Nk=1000
 // GQA3-NEXT: {{^}}O rel_err={{.*}} ok
+
+// --gqa=G sets Hkv = Hq / G (G = Hq: MQA).
+// RUN: fa-jit --check --lse --gqa=4 --shape=1,8,8,33,40,64 | FileCheck %s --check-prefix=FLAG
+// FLAG: B=1 Hq=8 Hkv=2 Nq=33 Nk=40 D=64 Dv=64 variant=gqa,lse
+// FLAG-NEXT: {{^}}O rel_err={{.*}} ok
+// RUN: fa-jit --check --gqa=8 --dtype=f16 --shape=1,8,8,20,20,32 | FileCheck %s --check-prefix=FLAG-MQA
+// FLAG-MQA: f16 B=1 Hq=8 Hkv=1 Nq=20 Nk=20 D=32 Dv=32 variant=mqa
+// RUN: not fa-jit --gqa=3 --shape=1,8,8,4,4,16 2>&1 | FileCheck %s --check-prefix=FLAG-DIVIDE
+// FLAG-DIVIDE: fa-jit: error: --gqa=3 does not divide Hq (8)
+// RUN: not fa-jit --gqa=8 --shape=1,8,4,4,4,16 2>&1 | FileCheck %s --check-prefix=FLAG-CONFLICT
+// FLAG-CONFLICT: fa-jit: error: --gqa=8 gives Hkv = 1, but --shape gives Hkv = 4
+// RUN: not fa-jit --gqa=2 2>&1 | FileCheck %s --check-prefix=FLAG-SHAPE
+// FLAG-SHAPE: fa-jit: error: --gqa needs Hq: give --shape=B,Hq,Hkv,Nq,Nk,D

@@ -62,6 +62,11 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[FILE.mlir]"),
                                       cl::init(""), cl::cat(faCategory));
 
 // The variant, when there is no input file.
+static cl::opt<int64_t> gqaOpt(
+    "gqa",
+    cl::desc("Query heads per key/value head (GQA; = Hq for MQA): sets Hkv "
+             "to Hq / G, Hq from --shape (B,Hq,Hq,Nq,Nk,D is fine)"),
+    cl::init(0), cl::value_desc("G"), cl::cat(faCategory));
 static cl::opt<std::string>
     shapeOpt("shape",
              cl::desc("B,Hq,Hkv,Nq,Nk,D[,Dv] (default 1,4,4,128,128,64, or "
@@ -718,6 +723,23 @@ bool Driver::parseFlags() {
       shapeDims[i] = v[i];
     if (v.size() == 6)
       shapeDims[kDv] = v[kD];
+  }
+  if (gqaOpt.getNumOccurrences()) {
+    int64_t hq = shapeDims[kHq];
+    if (gqaOpt < 1)
+      return fail("--gqa expects a group size >= 1, got " +
+                  std::to_string(gqaOpt));
+    if (hq == kUnknown)
+      return fail("--gqa needs Hq: give --shape=B,Hq,Hkv,Nq,Nk,D");
+    if (hq % gqaOpt != 0)
+      return fail("--gqa=" + std::to_string(gqaOpt) + " does not divide Hq (" +
+                  std::to_string(hq) + ")");
+    int64_t hkv = hq / gqaOpt;
+    if (shapeDims[kHkv] != hq && shapeDims[kHkv] != hkv)
+      return fail("--gqa=" + std::to_string(gqaOpt) + " gives Hkv = " +
+                  std::to_string(hkv) + ", but --shape gives Hkv = " +
+                  std::to_string(shapeDims[kHkv]));
+    shapeDims[kHkv] = hkv;
   }
   if (layoutOpt != "bhsd" && layoutOpt != "bshd")
     return fail("--layout must be bhsd or bshd, got '" + layoutOpt + "'");
