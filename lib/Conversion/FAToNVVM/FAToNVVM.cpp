@@ -62,13 +62,17 @@ public:
         d(op.getQuery().getType().getDimSize(3)), i32(b.getI32Type()),
         i64(b.getI64Type()), f32(b.getF32Type()),
         gptr(LLVM::LLVMPointerType::get(b.getContext(), kGlobal)),
-        sptr(LLVM::LLVMPointerType::get(b.getContext(), kShared)) {}
+        sptr(LLVM::LLVMPointerType::get(b.getContext(), kShared)),
+        mTiles(d <= 64 ? 2 : 1), blockQ(kBlockQ * mTiles) {}
+
+  /// Query rows per CTA: 64 x mTiles.
+  int64_t getBlockQ() const { return blockQ; }
 
   /// Emits `llvm.func @name` into the current insertion point (a gpu.module).
   void build(StringRef name);
 
   /// Dynamic shared memory the kernel needs, in bytes.
-  int64_t sharedBytes() const { return (kBlockQ + 2 * kBlockKV) * d * 2; }
+  int64_t sharedBytes() const { return (blockQ + 2 * kBlockKV) * d * 2; }
 
 private:
   // Constants and arithmetic.
@@ -161,6 +165,10 @@ private:
   Type et;
   int64_t d;
   Type i32, i64, f32, gptr, sptr;
+  /// 16-row query tiles per warp. Two (for D <= 64, where the registers
+  /// allow) let each K and V fragment read from shared memory feed two mmas.
+  int64_t mTiles;
+  int64_t blockQ;
 };
 
 void FlashKernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
@@ -275,7 +283,7 @@ void FlashKernelBuilder::build(StringRef name) {
   Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
   Value warp = shr(tid, 5), lane = andi(tid, 31);
   Value g = shr(lane, 2), tq = andi(lane, 3);
-  Value q0 = mul(qTileIdx, c32(kBlockQ));
+  Value q0 = mul(qTileIdx, c32(blockQ));
   Value headKV = divu(head, group);
 
   Value qBase =
@@ -289,32 +297,34 @@ void FlashKernelBuilder::build(StringRef name) {
   auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
   Value smem = LLVM::AddressOfOp::create(b, loc, sptr, "fa_smem");
   (void)smemType;
-  int64_t qBytes = kBlockQ * d * 2, kvBytes = kBlockKV * d * 2;
+  int64_t qBytes = blockQ * d * 2, kvBytes = kBlockKV * d * 2;
   Value sQ = smem, sK = smemAt(smem, c32(qBytes)),
         sV = smemAt(smem, c32(qBytes + kvBytes));
 
   // Q tile -> shared -> registers (A fragments, one x4 ldmatrix per 16 cols).
-  copyTile(kBlockQ, sQ, qBase, q0, nq, qs[2], tid);
+  copyTile(blockQ, sQ, qBase, q0, nq, qs[2], tid);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   NVVM::Barrier0Op::create(b, loc);
   int64_t kSteps = d / 16;
+  // Warp w owns rows mt * 64 + w * 16 + [0, 16) for each of its m-tiles.
   Value warpRow0 = mul(warp, c32(16));
-  SmallVector<SmallVector<Value, 4>> qFrag(kSteps);
-  {
-    Value row =
-        add(warpRow0, add(andi(lane, 7), shl(andi(shr(lane, 3), 1), 3)));
+  SmallVector<SmallVector<SmallVector<Value, 4>>> qFrag(mTiles);
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    qFrag[mt].resize(kSteps);
+    Value row = add(add(c32(mt * 64), warpRow0),
+                    add(andi(lane, 7), shl(andi(shr(lane, 3), 1), 3)));
     for (int64_t kk = 0; kk < kSteps; ++kk) {
       Value col = add(c32(kk * 16), shl(shr(lane, 4), 3));
       Value frag = ldmatrix(smemAt(sQ, swizzled(row, col)), false);
       for (int64_t i = 0; i < 4; ++i)
-        qFrag[kk].push_back(LLVM::ExtractValueOp::create(b, loc, frag, i));
+        qFrag[mt][kk].push_back(LLVM::ExtractValueOp::create(b, loc, frag, i));
     }
   }
 
   // The K/V rows this CTA's queries can see.
   Value kvBegin = c32(0), kvEnd = nk;
-  Value qEnd = add(q0, c32(kBlockQ));
+  Value qEnd = add(q0, c32(blockQ));
   Value diag = sub(nk, nq);
   auto causal = op.getCausalAttr();
   auto window = op.getWindowAttr();
@@ -330,16 +340,24 @@ void FlashKernelBuilder::build(StringRef name) {
   }
 
   int64_t nTilesS = kBlockKV / 8, nTilesO = d / 8;
+  // Per m-tile loop state: m (rows g, g + 8), l (same), acc (nTilesO x 4).
+  int64_t stateSize = 4 + nTilesO * 4;
   double negInf = -std::numeric_limits<double>::infinity();
-  SmallVector<Value> inits = {cf(negInf), cf(negInf), cf(0.0), cf(0.0)};
-  for (int64_t i = 0; i < nTilesO * 4; ++i)
-    inits.push_back(cf(0.0));
+  SmallVector<Value> inits;
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    inits.append({cf(negInf), cf(negInf), cf(0.0), cf(0.0)});
+    for (int64_t i = 0; i < nTilesO * 4; ++i)
+      inits.push_back(cf(0.0));
+  }
   // Loop bounds as index for scf.for.
   auto toIndex = [&](Value x) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
   };
-  Value rowG = add(add(q0, warpRow0), g);
-  Value rows[2] = {rowG, add(rowG, c32(8))};
+  SmallVector<std::array<Value, 2>> rows(mTiles);
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    Value rowG = add(add(q0, add(c32(mt * 64), warpRow0)), g);
+    rows[mt] = {rowG, add(rowG, c32(8))};
+  }
   std::optional<double> softcap;
   if (auto attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
@@ -358,10 +376,14 @@ void FlashKernelBuilder::build(StringRef name) {
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
         NVVM::Barrier0Op::create(b, loc);
 
-        // S = Q K^T: 8 n-tiles of 8 keys, x4 ldmatrix gives two at once.
-        SmallVector<SmallVector<Value, 4>> s(nTilesS);
-        for (auto &t : s)
-          t.assign(4, cf(0.0));
+        // S = Q K^T: 8 n-tiles of 8 keys, x4 ldmatrix gives two at once, and
+        // each K fragment serves every m-tile.
+        SmallVector<SmallVector<SmallVector<Value, 4>>> s(mTiles);
+        for (auto &tiles : s) {
+          tiles.resize(nTilesS);
+          for (auto &t : tiles)
+            t.assign(4, cf(0.0));
+        }
         Value keyInPair = add(andi(lane, 7), shl(shr(lane, 4), 3));
         Value dimHalf = shl(andi(shr(lane, 3), 1), 3);
         for (int64_t kk = 0; kk < kSteps; ++kk) {
@@ -372,21 +394,26 @@ void FlashKernelBuilder::build(StringRef name) {
             Value r[4];
             for (int64_t i = 0; i < 4; ++i)
               r[i] = LLVM::ExtractValueOp::create(b, loc, frag, i);
-            s[2 * pair] = mma(qFrag[kk], {r[0], r[1]}, s[2 * pair]);
-            s[2 * pair + 1] = mma(qFrag[kk], {r[2], r[3]}, s[2 * pair + 1]);
+            for (int64_t mt = 0; mt < mTiles; ++mt) {
+              s[mt][2 * pair] =
+                  mma(qFrag[mt][kk], {r[0], r[1]}, s[mt][2 * pair]);
+              s[mt][2 * pair + 1] =
+                  mma(qFrag[mt][kk], {r[2], r[3]}, s[mt][2 * pair + 1]);
+            }
           }
         }
 
         // Softcap transforms each score (into the log2 domain); otherwise the
         // scale is folded into the exponent below: p = exp2(s * c - m).
         if (softcap) {
-          for (auto &t : s)
-            for (Value &x : t) {
-              // softcap * tanh(s * scale / softcap), then * log2(e).
-              Value scaled = fmul(x, cf(op.getScaleOrDefault() / *softcap));
-              Value th = approx("tanh.approx.f32", scaled);
-              x = fmul(th, cf(*softcap * M_LOG2E));
-            }
+          for (auto &tiles : s)
+            for (auto &t : tiles)
+              for (Value &x : t) {
+                // softcap * tanh(s * scale / softcap), then * log2(e).
+                Value scaled = fmul(x, cf(op.getScaleOrDefault() / *softcap));
+                Value th = approx("tanh.approx.f32", scaled);
+                x = fmul(th, cf(*softcap * M_LOG2E));
+              }
         }
 
         // Masks (keys past Nk, causal, window) only on tiles that cross a
@@ -396,7 +423,7 @@ void FlashKernelBuilder::build(StringRef name) {
         auto orMask = [&](Value m) {
           needMask = arith::OrIOp::create(b, loc, needMask, m);
         };
-        Value lastRow = add(q0, c32(kBlockQ - 1));
+        Value lastRow = add(q0, c32(blockQ - 1));
         if (causal) {
           // The CTA's first query row sees keys up to q0 (+ Nk - Nq).
           Value lim =
@@ -409,94 +436,105 @@ void FlashKernelBuilder::build(StringRef name) {
           orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)),
                      add(add(q0, diag), c32(window[1]))));
         }
-        SmallVector<Type> scoreTypes(nTilesS * 4, f32);
+        SmallVector<Type> scoreTypes(mTiles * nTilesS * 4, f32);
         auto masked = scf::IfOp::create(b, loc, scoreTypes, needMask,
                                         /*withElse=*/true);
         {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(masked.thenBlock());
           SmallVector<Value> values;
-          for (int64_t nt = 0; nt < nTilesS; ++nt) {
-            for (int64_t e = 0; e < 4; ++e) {
-              Value key =
-                  add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
-              Value row = rows[e / 2];
-              Value keep = cmp(arith::CmpIPredicate::slt, key, nk);
-              auto both = [&](Value m) {
-                keep = arith::AndIOp::create(b, loc, keep, m);
-              };
-              if (causal) {
-                Value lim = causal.getValue() == CausalKind::TopLeft
-                                ? row
-                                : add(row, diag);
-                both(cmp(arith::CmpIPredicate::sle, key, lim));
+          for (int64_t mt = 0; mt < mTiles; ++mt) {
+            for (int64_t nt = 0; nt < nTilesS; ++nt) {
+              for (int64_t e = 0; e < 4; ++e) {
+                Value key =
+                    add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+                Value row = rows[mt][e / 2];
+                Value keep = cmp(arith::CmpIPredicate::slt, key, nk);
+                auto both = [&](Value m) {
+                  keep = arith::AndIOp::create(b, loc, keep, m);
+                };
+                if (causal) {
+                  Value lim = causal.getValue() == CausalKind::TopLeft
+                                  ? row
+                                  : add(row, diag);
+                  both(cmp(arith::CmpIPredicate::sle, key, lim));
+                }
+                if (window) {
+                  Value aligned = add(row, diag);
+                  both(cmp(arith::CmpIPredicate::sge, key,
+                           sub(aligned, c32(window[0]))));
+                  both(cmp(arith::CmpIPredicate::sle, key,
+                           add(aligned, c32(window[1]))));
+                }
+                values.push_back(sel(keep, s[mt][nt][e], cf(negInf)));
               }
-              if (window) {
-                Value aligned = add(row, diag);
-                both(cmp(arith::CmpIPredicate::sge, key,
-                         sub(aligned, c32(window[0]))));
-                both(cmp(arith::CmpIPredicate::sle, key,
-                         add(aligned, c32(window[1]))));
-              }
-              values.push_back(sel(keep, s[nt][e], cf(negInf)));
             }
           }
           scf::YieldOp::create(b, loc, values);
           b.setInsertionPointToStart(masked.elseBlock());
           SmallVector<Value> plain;
-          for (auto &t : s)
-            plain.append(t.begin(), t.end());
+          for (auto &tiles : s)
+            for (auto &t : tiles)
+              plain.append(t.begin(), t.end());
           scf::YieldOp::create(b, loc, plain);
         }
-        Value rowMax[2] = {cf(negInf), cf(negInf)};
-        for (int64_t nt = 0; nt < nTilesS; ++nt)
-          for (int64_t e = 0; e < 4; ++e) {
-            s[nt][e] = masked.getResult(nt * 4 + e);
-            rowMax[e / 2] = fmax(rowMax[e / 2], s[nt][e]);
-          }
         // Into the log2 domain (the scale is positive, so it commutes with
         // max).
         Value scoreScale = softcap ? cf(1.0) : scaleLog2;
-        for (int64_t r = 0; r < 2; ++r)
-          rowMax[r] = fmul(rowMax[r], scoreScale);
-
-        // Online softmax: new max, rescale factor, probabilities, sums.
         SmallVector<Value> next;
-        Value alpha[2], mSafe[2];
-        for (int64_t r = 0; r < 2; ++r) {
-          Value mNew = fmax(iters[r], quadReduce(rowMax[r], true));
-          Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                             mNew, cf(negInf));
-          mSafe[r] = sel(none, cf(0.0), mNew);
-          alpha[r] = exp2(fsub(iters[r], mSafe[r]));
-          next.push_back(mNew);
-        }
-        Value partial[2] = {cf(0.0), cf(0.0)};
-        for (int64_t nt = 0; nt < nTilesS; ++nt)
-          for (int64_t e = 0; e < 4; ++e) {
-            // exp2(s * c - m) as one fma.
-            Value negM = arith::NegFOp::create(b, loc, mSafe[e / 2]);
-            Value arg = math::FmaOp::create(b, loc, s[nt][e], scoreScale, negM);
-            s[nt][e] = exp2(arg);
-            partial[e / 2] = fadd(partial[e / 2], s[nt][e]);
+        SmallVector<SmallVector<SmallVector<Value, 4>>> acc(mTiles);
+        for (int64_t mt = 0; mt < mTiles; ++mt) {
+          ValueRange state = iters.slice(mt * stateSize, stateSize);
+          Value rowMax[2] = {cf(negInf), cf(negInf)};
+          for (int64_t nt = 0; nt < nTilesS; ++nt)
+            for (int64_t e = 0; e < 4; ++e) {
+              s[mt][nt][e] = masked.getResult((mt * nTilesS + nt) * 4 + e);
+              rowMax[e / 2] = fmax(rowMax[e / 2], s[mt][nt][e]);
+            }
+          // Online softmax: new max, rescale factor, probabilities, sums.
+          Value alpha[2], mSafe[2];
+          for (int64_t r = 0; r < 2; ++r) {
+            Value tileMax = fmul(quadReduce(rowMax[r], true), scoreScale);
+            Value mNew = fmax(state[r], tileMax);
+            Value none = arith::CmpFOp::create(
+                b, loc, arith::CmpFPredicate::OEQ, mNew, cf(negInf));
+            mSafe[r] = sel(none, cf(0.0), mNew);
+            alpha[r] = exp2(fsub(state[r], mSafe[r]));
+            next.push_back(mNew);
           }
-        for (int64_t r = 0; r < 2; ++r)
-          next.push_back(fadd(fmul(iters[2 + r], alpha[r]), partial[r]));
-        SmallVector<SmallVector<Value, 4>> acc(nTilesO);
-        for (int64_t nt = 0; nt < nTilesO; ++nt)
-          for (int64_t e = 0; e < 4; ++e)
-            acc[nt].push_back(fmul(iters[4 + nt * 4 + e], alpha[e / 2]));
+          Value partial[2] = {cf(0.0), cf(0.0)};
+          for (int64_t nt = 0; nt < nTilesS; ++nt)
+            for (int64_t e = 0; e < 4; ++e) {
+              // exp2(s * c - m) as one fma.
+              Value negM = arith::NegFOp::create(b, loc, mSafe[e / 2]);
+              Value arg =
+                  math::FmaOp::create(b, loc, s[mt][nt][e], scoreScale, negM);
+              s[mt][nt][e] = exp2(arg);
+              partial[e / 2] = fadd(partial[e / 2], s[mt][nt][e]);
+            }
+          for (int64_t r = 0; r < 2; ++r)
+            next.push_back(fadd(fmul(state[2 + r], alpha[r]), partial[r]));
+          acc[mt].resize(nTilesO);
+          for (int64_t nt = 0; nt < nTilesO; ++nt)
+            for (int64_t e = 0; e < 4; ++e)
+              acc[mt][nt].push_back(fmul(state[4 + nt * 4 + e], alpha[e / 2]));
+        }
 
-        // O += P V: P's accumulator layout is the A layout of the next mma.
+        // O += P V: P's accumulator layout is the A layout of the next mma;
+        // each V fragment serves every m-tile.
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
         NVVM::Barrier0Op::create(b, loc);
         Value keyInStep = add(andi(lane, 7), shl(andi(shr(lane, 3), 1), 3));
         Value dvHalf = shl(shr(lane, 4), 3);
         for (int64_t j = 0; j < kBlockKV / 16; ++j) {
-          SmallVector<Value, 4> a = {pack(s[2 * j][0], s[2 * j][1]),
-                                     pack(s[2 * j][2], s[2 * j][3]),
-                                     pack(s[2 * j + 1][0], s[2 * j + 1][1]),
-                                     pack(s[2 * j + 1][2], s[2 * j + 1][3])};
+          SmallVector<SmallVector<Value, 4>> a(mTiles);
+          for (int64_t mt = 0; mt < mTiles; ++mt) {
+            auto &p = s[mt];
+            a[mt] = {pack(p[2 * j][0], p[2 * j][1]),
+                     pack(p[2 * j][2], p[2 * j][3]),
+                     pack(p[2 * j + 1][0], p[2 * j + 1][1]),
+                     pack(p[2 * j + 1][2], p[2 * j + 1][3])};
+          }
           Value key = add(c32(j * 16), keyInStep);
           for (int64_t pair = 0; pair < nTilesO / 2; ++pair) {
             Value dv = add(c32(pair * 16), dvHalf);
@@ -504,46 +542,58 @@ void FlashKernelBuilder::build(StringRef name) {
             Value r[4];
             for (int64_t i = 0; i < 4; ++i)
               r[i] = LLVM::ExtractValueOp::create(b, loc, frag, i);
-            acc[2 * pair] = mma(a, {r[0], r[1]}, acc[2 * pair]);
-            acc[2 * pair + 1] = mma(a, {r[2], r[3]}, acc[2 * pair + 1]);
+            for (int64_t mt = 0; mt < mTiles; ++mt) {
+              acc[mt][2 * pair] = mma(a[mt], {r[0], r[1]}, acc[mt][2 * pair]);
+              acc[mt][2 * pair + 1] =
+                  mma(a[mt], {r[2], r[3]}, acc[mt][2 * pair + 1]);
+            }
           }
         }
-        for (auto &t : acc)
-          next.append(t.begin(), t.end());
-        scf::YieldOp::create(b, loc, next);
+        // The yield follows the init layout: per m-tile m, l, then acc.
+        SmallVector<Value> yielded;
+        for (int64_t mt = 0; mt < mTiles; ++mt) {
+          yielded.append(next.begin() + mt * 4, next.begin() + mt * 4 + 4);
+          for (auto &t : acc[mt])
+            yielded.append(t.begin(), t.end());
+        }
+        scf::YieldOp::create(b, loc, yielded);
       });
 
   // O = acc / l (0 for an empty row); lse = (m + log2 l) * ln 2.
   Value oBase =
       gep(o, add(mul(ext64(batch), os[0]), mul(ext64(head), os[1])), et);
-  for (int64_t r = 0; r < 2; ++r) {
-    Value l = quadReduce(loop.getResult(2 + r), false);
-    Value empty =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, cf(0.0));
-    Value inv = sel(empty, cf(0.0), arith::DivFOp::create(b, loc, cf(1.0), l));
-    Value row = rows[r];
-    Value inRange = cmp(arith::CmpIPredicate::slt, row, nq);
-    auto store = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(store.thenBlock());
-    Value rowBase = gep(oBase, mul(ext64(row), os[2]), et);
-    for (int64_t nt = 0; nt < nTilesO; ++nt) {
-      Value lo = fmul(loop.getResult(4 + nt * 4 + 2 * r), inv);
-      Value hi = fmul(loop.getResult(4 + nt * 4 + 2 * r + 1), inv);
-      Value col = add(c32(nt * 8), shl(tq, 1));
-      Value ptr = gep(rowBase, ext64(col), et);
-      LLVM::StoreOp::create(b, loc, pack(lo, hi), ptr, /*alignment=*/4);
-    }
-    if (op.getLse()) {
-      Value first = cmp(arith::CmpIPredicate::eq, tq, c32(0));
-      auto write = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-      b.setInsertionPointToStart(write.thenBlock());
-      Value log2l = approx("lg2.approx.f32", l);
-      Value value = fmul(fadd(loop.getResult(r), log2l), cf(M_LN2));
-      value = sel(empty, cf(negInf), value);
-      Value lseBase = add(
-          add(mul(ext64(batch), ls[0]), mul(ext64(head), ls[1])), ext64(row));
-      LLVM::StoreOp::create(b, loc, value, gep(lse, lseBase, f32));
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    ValueRange state = loop.getResults().slice(mt * stateSize, stateSize);
+    for (int64_t r = 0; r < 2; ++r) {
+      Value l = quadReduce(state[2 + r], false);
+      Value empty =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, cf(0.0));
+      Value inv =
+          sel(empty, cf(0.0), arith::DivFOp::create(b, loc, cf(1.0), l));
+      Value row = rows[mt][r];
+      Value inRange = cmp(arith::CmpIPredicate::slt, row, nq);
+      auto store = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(store.thenBlock());
+      Value rowBase = gep(oBase, mul(ext64(row), os[2]), et);
+      for (int64_t nt = 0; nt < nTilesO; ++nt) {
+        Value lo = fmul(state[4 + nt * 4 + 2 * r], inv);
+        Value hi = fmul(state[4 + nt * 4 + 2 * r + 1], inv);
+        Value col = add(c32(nt * 8), shl(tq, 1));
+        Value ptr = gep(rowBase, ext64(col), et);
+        LLVM::StoreOp::create(b, loc, pack(lo, hi), ptr, /*alignment=*/4);
+      }
+      if (op.getLse()) {
+        Value first = cmp(arith::CmpIPredicate::eq, tq, c32(0));
+        auto write = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+        b.setInsertionPointToStart(write.thenBlock());
+        Value log2l = approx("lg2.approx.f32", l);
+        Value value = fmul(fadd(state[r], log2l), cf(M_LN2));
+        value = sel(empty, cf(negInf), value);
+        Value lseBase = add(
+            add(mul(ext64(batch), ls[0]), mul(ext64(head), ls[1])), ext64(row));
+        LLVM::StoreOp::create(b, loc, value, gep(lse, lseBase, f32));
+      }
     }
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
@@ -600,7 +650,7 @@ struct ConvertFAToNVVMPass
       // The launch contract, read by the runtime.
       auto fn = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name);
       fn->setAttr("fa.shared_bytes", b.getI64IntegerAttr(kernel.sharedBytes()));
-      fn->setAttr("fa.block_q", b.getI64IntegerAttr(kBlockQ));
+      fn->setAttr("fa.block_q", b.getI64IntegerAttr(kernel.getBlockQ()));
       fn->setAttr("fa.threads", b.getI64IntegerAttr(kThreads));
       if (i == 0)
         module->setAttr(
@@ -608,7 +658,8 @@ struct ConvertFAToNVVMPass
             b.getDictionaryAttr({
                 b.getNamedAttr("shared_bytes",
                                b.getI64IntegerAttr(kernel.sharedBytes())),
-                b.getNamedAttr("block_q", b.getI64IntegerAttr(kBlockQ)),
+                b.getNamedAttr("block_q",
+                               b.getI64IntegerAttr(kernel.getBlockQ())),
                 b.getNamedAttr("threads", b.getI64IntegerAttr(kThreads)),
             }));
     }

@@ -57,12 +57,16 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 
 // -----
 
-// f16, D = 64, softcap: half the shared memory, f16 operands as
-// vector<2xf16>, tanh.approx for the cap.
+// f16, D = 64, softcap: two 16-row m-tiles per warp (a Q tile of 128 rows,
+// each K/V fragment feeding two mmas), f16 operands as vector<2xf16>,
+// tanh.approx for the cap.
 
-// CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 24576 : i64, threads = 128 : i64}
+// CHECK: module attributes {fa.kernel = {block_q = 128 : i64, shared_bytes = 32768 : i64, threads = 128 : i64}
 // CHECK: #nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
-// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// The Q tile: 128 rows x 8 chunks over 128 threads; Q fragments for both
+// m-tiles (4 k-steps each).
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK-COUNT-8: nvvm.ldmatrix
 // CHECK: scf.for
 // CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
