@@ -27,13 +27,14 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
   let description = [{
     Adds a `gpu.module @fa_kernels` (NVVM target `chip`) holding, for each
     fa.attention, an `llvm.func @fa_forward_<i>` kernel: one CTA per (Q tile
-    of 64 rows, query head, batch), 4 warps of 16 rows each, K/V tiles of
+    of 64 rows, or 128 for D <= 64, query head, batch), 4 warps of 16 rows
+    per m-tile (two m-tiles for D <= 64), K/V tiles of
     64 rows copied with cp.async into XOR-swizzled shared memory, ldmatrix +
     mma.sync m16n8k16 for Q K^T and P V, and the online softmax on the
     accumulator fragments (exp2, scale * log2(e) folded). The kernel's ABI:
     q, k, v, o, lse pointers; element strides (batch, head, row) of q, k, v,
     o and (batch, head) of lse (rows contiguous); Nq, Nk, Hq / Hkv (i32);
-    scale * log2(e) (f32). Grid (ceil(Nq / 64), Hq, B), 128 threads,
+    scale * log2(e) (f32). Grid (ceil(Nq / block_q), Hq, B), 128 threads,
     `fa.shared_bytes` of dynamic shared memory.
 
     Supported: f16 and bf16; D = Dv in {32, 64, 96, 128}; scale, causal

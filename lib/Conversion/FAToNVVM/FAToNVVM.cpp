@@ -3,8 +3,9 @@
 // Emits, for each supported fa.attention, a kernel in a gpu.module that
 // follows FlashAttention-2's work partitioning on mma.sync tensor cores:
 //
-//  - one CTA per (Q tile of 64 rows, query head, batch); 4 warps, each
-//    owning 16 query rows whose Q fragments stay in registers;
+//  - one CTA per (Q tile, query head, batch); 4 warps, each owning one or two
+//    m-tiles of 16 query rows (two for D <= 64: a Q tile of 128 rows) whose
+//    Q fragments stay in registers;
 //  - a loop over K/V tiles of 64 rows, copied global -> shared with cp.async
 //    (16-byte chunks, XOR-swizzled so ldmatrix is bank-conflict free; rows
 //    past the end are zero-filled);
