@@ -195,7 +195,6 @@ namespace rt = ::fa::runtime;
 /// A compiled GPU kernel; its module is loaded on the first call.
 struct GpuKernel {
   std::shared_ptr<const rt::CachedKernel> image;
-  int64_t blockQ = 0;
   std::mutex loadMutex;
   std::optional<rt::Device> device;
   std::optional<rt::Module> module;
@@ -291,7 +290,6 @@ fa::Kernel fa::compile(const AttentionSpec &spec,
     gpu->image = mlir::fa::getOrCompileCudaKernel(*op, target, compiled, error);
     if (!gpu->image)
       throw Error("fa::compile: " + error + "\n" + ctx.text);
-    gpu->blockQ = mlir::fa::getBlockQ(*gpu->image);
     impl->gpu = std::move(gpu);
     Kernel kernel;
     kernel.impl = std::move(impl);
@@ -430,44 +428,28 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   }
   const mlir::fa::HostKernelArg &q = args[0], &k = args[1], &v = args[2],
                                 &o = args[3];
-  uint64_t pointers[5] = {
-      reinterpret_cast<uint64_t>(q.data), reinterpret_cast<uint64_t>(k.data),
-      reinterpret_cast<uint64_t>(v.data), reinterpret_cast<uint64_t>(o.data),
-      hasLse ? reinterpret_cast<uint64_t>(args[4].data) : 0};
-  int64_t strides[14] = {q.strides[0],
-                         q.strides[1],
-                         q.strides[2],
-                         k.strides[0],
-                         k.strides[1],
-                         k.strides[2],
-                         v.strides[0],
-                         v.strides[1],
-                         v.strides[2],
-                         o.strides[0],
-                         o.strides[1],
-                         o.strides[2],
-                         hasLse ? args[4].strides[0] : 0,
-                         hasLse ? args[4].strides[1] : 0};
-  int32_t nq = q.sizes[2], nk = k.sizes[2], group = q.sizes[1] / k.sizes[1];
+  mlir::fa::CudaAttentionCall call;
+  const mlir::fa::HostKernelArg *tensors[4] = {&q, &k, &v, &o};
+  for (int i = 0; i < 4; ++i) {
+    call.pointers[i] = reinterpret_cast<uint64_t>(tensors[i]->data);
+    for (int d = 0; d < 3; ++d)
+      call.strides[3 * i + d] = tensors[i]->strides[d];
+  }
+  if (hasLse) {
+    call.pointers[4] = reinterpret_cast<uint64_t>(args[4].data);
+    call.strides[12] = args[4].strides[0];
+    call.strides[13] = args[4].strides[1];
+  }
+  call.batch = q.sizes[0];
+  call.headsQ = q.sizes[1];
+  call.headsKV = k.sizes[1];
+  call.seqQ = q.sizes[2];
+  call.seqKV = k.sizes[2];
   double scale =
       spec.scale ? *spec.scale : 1.0 / std::sqrt(double(spec.headDim));
-  float scaleLog2 = static_cast<float>(scale * M_LOG2E);
-  void *params[23] = {&pointers[0], &pointers[1], &pointers[2], &pointers[3],
-                      &pointers[4]};
-  for (int i = 0; i < 14; ++i)
-    params[5 + i] = &strides[i];
-  params[19] = &nq;
-  params[20] = &nk;
-  params[21] = &group;
-  params[22] = &scaleLog2;
-  if (nq == 0 || q.sizes[0] == 0 || q.sizes[1] == 0)
-    return;
-  rt::Dim3 grid{static_cast<unsigned>((nq + gpu.blockQ - 1) / gpu.blockQ),
-                static_cast<unsigned>(q.sizes[1]),
-                static_cast<unsigned>(q.sizes[0])};
+  call.scaleLog2 = static_cast<float>(scale * M_LOG2E);
   if (rt::Status st =
-          rt::launch(*gpu.function, grid, rt::Dim3{gpu.image->blockX, 1, 1},
-                     gpu.image->dynamicSharedBytes, stream, params);
+          mlir::fa::launchCudaKernel(*gpu.image, *gpu.function, call, stream);
       st.failed())
     fail(st.getMessage());
 }

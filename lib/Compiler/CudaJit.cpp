@@ -2,6 +2,7 @@
 
 #include "fa/Compiler/CudaJit.h"
 #include "fa/Compiler/Pipelines.h"
+#include "fa/Runtime/Cuda.h"
 #include "fa/Runtime/KernelCache.h"
 #include "fa/Version.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -103,4 +104,34 @@ int64_t mlir::fa::getBlockQ(const ::fa::runtime::CachedKernel &kernel) {
   if (rule.take_until([](char c) { return c == ')'; }).getAsInteger(10, blockQ))
     return 0;
   return blockQ;
+}
+
+::fa::runtime::Status
+mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
+                           const ::fa::runtime::Function &function,
+                           const CudaAttentionCall &call, void *stream) {
+  namespace rt = ::fa::runtime;
+  int64_t blockQ = getBlockQ(kernel);
+  if (blockQ <= 0)
+    return rt::Status::error("kernel cache entry has a bad grid rule '" +
+                             kernel.gridRule + "'");
+  if (call.batch == 0 || call.headsQ == 0 || call.seqQ == 0)
+    return rt::Status::success();
+  CudaAttentionCall c = call; // the driver reads parameters through pointers
+  int32_t seqQ = c.seqQ, seqKV = c.seqKV,
+          group = static_cast<int32_t>(c.headsQ / c.headsKV);
+  void *params[23];
+  for (int i = 0; i < 5; ++i)
+    params[i] = &c.pointers[i];
+  for (int i = 0; i < 14; ++i)
+    params[5 + i] = &c.strides[i];
+  params[19] = &seqQ;
+  params[20] = &seqKV;
+  params[21] = &group;
+  params[22] = &c.scaleLog2;
+  rt::Dim3 grid{static_cast<unsigned>((c.seqQ + blockQ - 1) / blockQ),
+                static_cast<unsigned>(c.headsQ),
+                static_cast<unsigned>(c.batch)};
+  return rt::launch(function, grid, rt::Dim3{kernel.blockX, 1, 1},
+                    kernel.dynamicSharedBytes, stream, params);
 }

@@ -1061,30 +1061,23 @@ bool Driver::compileAndRunOnGpu() {
 
   int64_t b = dims[kB], hq = dims[kHq], hkv = dims[kHkv], nq = dims[kNq],
           nk = dims[kNk], d = dims[kD], dvDim = dims[kDv];
-  uint64_t pq = dq.getPointer(), pk = dk.getPointer(), pv = dv.getPointer(),
-           po = dout.getPointer(), pl = dlse.getPointer();
+  CudaAttentionCall call;
+  uint64_t pointers[5] = {dq.getPointer(), dk.getPointer(), dv.getPointer(),
+                          dout.getPointer(), dlse.getPointer()};
   int64_t strides[14] = {
       hq * nq * d,      nq * d,     d,     hkv * nk * d,    nk * d,     d,
       hkv * nk * dvDim, nk * dvDim, dvDim, hq * nq * dvDim, nq * dvDim, dvDim,
       hq * nq,          nq};
-  int32_t nq32 = nq, nk32 = nk, group = hq / hkv;
-  float scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
-  void *args[] = {&pq,          &pk,          &pv,          &po,
-                  &pl,          &strides[0],  &strides[1],  &strides[2],
-                  &strides[3],  &strides[4],  &strides[5],  &strides[6],
-                  &strides[7],  &strides[8],  &strides[9],  &strides[10],
-                  &strides[11], &strides[12], &strides[13], &nq32,
-                  &nk32,        &group,       &scaleLog2};
-  int64_t blockQ = getBlockQ(kernel);
-  if (blockQ <= 0)
-    return fail("kernel cache entry has a bad grid rule '" + kernel.gridRule +
-                "'");
-  rt::Dim3 grid{static_cast<unsigned>((nq + blockQ - 1) / blockQ),
-                static_cast<unsigned>(hq), static_cast<unsigned>(b)};
-  rt::Dim3 block{kernel.blockX, 1, 1};
+  std::copy(std::begin(pointers), std::end(pointers), call.pointers);
+  std::copy(std::begin(strides), std::end(strides), call.strides);
+  call.batch = b;
+  call.headsQ = hq;
+  call.headsKV = hkv;
+  call.seqQ = nq;
+  call.seqKV = nk;
+  call.scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
   auto launch = [&]() {
-    return rt::launch(function.value(), grid, block, kernel.dynamicSharedBytes,
-                      nullptr, args);
+    return launchCudaKernel(kernel, function.value(), call, nullptr);
   };
   auto started = std::chrono::steady_clock::now();
   if (rt::Status st = launch(); st.failed())

@@ -77,6 +77,20 @@ struct HostTensor {
   }
 };
 
+/// A contiguous [B, N, H, D] tensor reordered to contiguous [B, H, N, D]
+/// (the reference's layout).
+std::vector<double> bnhdToBhnd(const std::vector<double> &x, int64_t b,
+                               int64_t h, int64_t n, int64_t d) {
+  std::vector<double> y(x.size());
+  for (int64_t i0 = 0; i0 < b; ++i0)
+    for (int64_t i1 = 0; i1 < h; ++i1)
+      for (int64_t i2 = 0; i2 < n; ++i2)
+        for (int64_t i3 = 0; i3 < d; ++i3)
+          y[((i0 * h + i1) * n + i2) * d + i3] =
+              x[((i0 * n + i2) * h + i1) * d + i3];
+  return y;
+}
+
 /// Relative L2 error bound of O for each dtype (O is rounded to it).
 double boundFor(fa::DType dtype) {
   switch (dtype) {
@@ -239,14 +253,7 @@ TEST(KernelTest, AcceptsAnyStrides) {
 
   // The reference takes contiguous [B, H, N, D].
   auto toBHND = [&](const std::vector<double> &x) {
-    std::vector<double> y(x.size());
-    for (int64_t i0 = 0; i0 < b; ++i0)
-      for (int64_t i1 = 0; i1 < h; ++i1)
-        for (int64_t i2 = 0; i2 < n; ++i2)
-          for (int64_t i3 = 0; i3 < d; ++i3)
-            y[((i0 * h + i1) * n + i2) * d + i3] =
-                x[((i0 * n + i2) * h + i1) * d + i3];
-    return y;
+    return bnhdToBhnd(x, b, h, n, d);
   };
   std::vector<double> qr = toBHND(q.values), kr = toBHND(k.values),
                       vr = toBHND(v.values), refO, refLse;
@@ -427,14 +434,7 @@ TEST(KernelTest, RunsOnTheGpuWithStridedViews) {
   ASSERT_TRUE(dlse.copyToHost(lse.bytes.data(), lse.bytes.size()).ok());
 
   auto toBHND = [&](const std::vector<double> &x, int64_t h, int64_t n) {
-    std::vector<double> y(x.size());
-    for (int64_t i0 = 0; i0 < b; ++i0)
-      for (int64_t i1 = 0; i1 < h; ++i1)
-        for (int64_t i2 = 0; i2 < n; ++i2)
-          for (int64_t i3 = 0; i3 < d; ++i3)
-            y[((i0 * h + i1) * n + i2) * d + i3] =
-                x[((i0 * n + i2) * h + i1) * d + i3];
-    return y;
+    return bnhdToBhnd(x, b, h, n, d);
   };
   std::vector<double> qr = toBHND(q.values, hq, nq),
                       kr = toBHND(k.values, hkv, nk),

@@ -17,6 +17,8 @@
 
 namespace fa::runtime {
 struct CachedKernel;
+class Function;
+class Status;
 } // namespace fa::runtime
 
 namespace mlir::fa {
@@ -42,6 +44,23 @@ FailureOr<CudaKernelImage> compileCudaKernel(AttentionOp op, StringRef chip);
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
                        std::string &error);
+
+/// One call of the kernel, in the ABI convert-fa-to-nvvm defines: device
+/// pointers of q, k, v, o, lse; element strides (batch, head, row) of q, k,
+/// v, o and (batch, head) of lse (rows contiguous); sizes; scale * log2(e).
+struct CudaAttentionCall {
+  uint64_t pointers[5] = {0, 0, 0, 0, 0};
+  int64_t strides[14] = {};
+  int64_t batch = 0, headsQ = 0, headsKV = 0, seqQ = 0, seqKV = 0;
+  float scaleLog2 = 0;
+};
+
+/// Launches `kernel` (loaded as `function`) on `stream` with its grid
+/// (ceil(Nq / blockQ), Hq, B); nothing is launched for an empty output.
+::fa::runtime::Status
+launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
+                 const ::fa::runtime::Function &function,
+                 const CudaAttentionCall &call, void *stream);
 
 /// The Q rows per CTA of a cached kernel (its grid is (ceil(Nq / that), Hq,
 /// B)), or 0 when its grid rule is not FA's.
