@@ -4,6 +4,13 @@
 // max-subtracted softmax weights V's rows into the output. Keys that causal
 // or window masks exclude are never scored; they would be -inf, adding 0.
 //
+// The backward pass rescores each row the same way (so its P is exactly the
+// forward's) and forms dS from P and dO . V_j. Its workers own a (b, kv head)
+// each, so dK and dV need no locks; a bias that several of them share gets
+// its gradient in a second pass over query rows, whose workers own the bias
+// rows. Either way each sum runs in an order that does not depend on the
+// thread count, so every thread count gives the same bits.
+//
 //===----------------------------------------------------------------------===//
 
 #include "fa/Support/Reference.h"
@@ -13,6 +20,7 @@
 #include <cmath>
 #include <limits>
 #include <thread>
+#include <utility>
 
 using namespace fa::support;
 
@@ -54,8 +62,12 @@ struct Problem {
   int64_t slopesBatchStride = 0;
   const double *bias = nullptr;
   int64_t biasStrides[4] = {0, 0, 0, 0};
-  double *out;
-  double *lse;
+  // Forward outputs.
+  double *out = nullptr;
+  double *lse = nullptr;
+  // Backward input and outputs.
+  const double *dOut = nullptr;
+  double *dq = nullptr, *dk = nullptr, *dv = nullptr, *dBias = nullptr;
 };
 
 /// The dot product with four partial sums, so that it pipelines.
@@ -73,15 +85,10 @@ double dot(const double *a, const double *b, int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-/// Computes O[b, h, i, :] and lse[b, h, i]. `scores` has room for Nk values
-/// and `acc` for Dv.
-void computeRow(const Problem &p, int64_t b, int64_t h, int64_t i,
-                double *scores, double *acc) {
+/// The keys that the causal and window masks leave row i, as [begin, end).
+std::pair<int64_t, int64_t> keyRange(const Problem &p, int64_t i) {
   const AttentionOptions &options = *p.options;
-  const int64_t kvHead = h / p.groupSize;
   const int64_t diagonal = i + p.seqK - p.seqQ;
-
-  // The keys the causal and window masks leave, as [jBegin, jEnd).
   int64_t jBegin = 0, jEnd = p.seqK;
   if (options.causal == CausalMask::TopLeft)
     jEnd = std::min(jEnd, i + 1);
@@ -92,11 +99,22 @@ void computeRow(const Problem &p, int64_t b, int64_t h, int64_t i,
     jEnd = std::min(
         jEnd, saturatingAdd(saturatingAdd(diagonal, options.window->right), 1));
   }
-  jEnd = std::max(jEnd, jBegin);
+  return {jBegin, std::max(jEnd, jBegin)};
+}
 
+/// Scores row (b, h, i) against the keys [jBegin, jEnd) into
+/// scores[j - jBegin], -inf where a mask excludes the key, and returns their
+/// max. When `preMod` is set, preMod[j - jBegin] also gets the score before
+/// score_mod and dPreMod[j - jBegin] its derivative with respect to q.k: the
+/// scale times softcap's derivative.
+double scoreRow(const Problem &p, int64_t b, int64_t h, int64_t i,
+                int64_t jBegin, int64_t jEnd, double *scores,
+                double *preMod = nullptr, double *dPreMod = nullptr) {
+  const AttentionOptions &options = *p.options;
+  const int64_t diagonal = i + p.seqK - p.seqQ;
   const double *qRow = p.q + ((b * p.headsQ + h) * p.seqQ + i) * p.headDim;
-  const double *kHead = p.k + (b * p.headsKV + kvHead) * p.seqK * p.headDim;
-  const double *vHead = p.v + (b * p.headsKV + kvHead) * p.seqK * p.headDimV;
+  const double *kHead =
+      p.k + (b * p.headsKV + h / p.groupSize) * p.seqK * p.headDim;
   const double slope = p.slopes ? p.slopes[b * p.slopesBatchStride + h] : 0.0;
   const double *biasRow = p.bias
                               ? p.bias + b * p.biasStrides[0] +
@@ -110,18 +128,37 @@ void computeRow(const Problem &p, int64_t b, int64_t h, int64_t i,
       continue;
     }
     double s = p.scale * dot(qRow, kHead + j * p.headDim, p.headDim);
-    if (options.softcap)
-      s = *options.softcap * std::tanh(s / *options.softcap);
+    double ds = p.scale;
+    if (options.softcap) {
+      double t = std::tanh(s / *options.softcap);
+      s = *options.softcap * t;
+      ds *= 1.0 - t * t;
+    }
     if (p.slopes)
       s -= slope * std::fabs(static_cast<double>(diagonal - j));
     if (biasRow)
       s += biasRow[j * p.biasStrides[3]];
+    if (preMod) {
+      preMod[j - jBegin] = s;
+      dPreMod[j - jBegin] = ds;
+    }
     if (options.scoreMod)
       s = options.scoreMod(s, b, h, i, j);
     scores[j - jBegin] = s;
     if (s > rowMax)
       rowMax = s;
   }
+  return rowMax;
+}
+
+/// Computes O[b, h, i, :] and lse[b, h, i]. `scores` has room for Nk values
+/// and `acc` for Dv.
+void computeRow(const Problem &p, int64_t b, int64_t h, int64_t i,
+                double *scores, double *acc) {
+  auto [jBegin, jEnd] = keyRange(p, i);
+  const double rowMax = scoreRow(p, b, h, i, jBegin, jEnd, scores);
+  const double *vHead =
+      p.v + (b * p.headsKV + h / p.groupSize) * p.seqK * p.headDimV;
 
   double *outRow = p.out + ((b * p.headsQ + h) * p.seqQ + i) * p.headDimV;
   double *lse = p.lse + (b * p.headsQ + h) * p.seqQ + i;
@@ -149,6 +186,103 @@ void computeRow(const Problem &p, int64_t b, int64_t h, int64_t i,
   *lse = rowMax + std::log(sum);
 }
 
+/// d scoreMod / d score at `score`, by a central difference with step
+/// 1e-6 * max(1, |score|), divided by the step as actually represented.
+double scoreModDerivative(const ScoreModFn &scoreMod, double score, int64_t b,
+                          int64_t h, int64_t i, int64_t j) {
+  const double step = 1e-6 * std::max(1.0, std::fabs(score));
+  const double above = score + step, below = score - step;
+  return (scoreMod(above, b, h, i, j) - scoreMod(below, b, h, i, j)) /
+         (above - below);
+}
+
+/// One worker's rows of Nk values for gradientRow.
+struct GradientBuffers {
+  std::vector<double> probs, preMod, dPreMod, dScore;
+  explicit GradientBuffers(int64_t seqK)
+      : probs(seqK), preMod(seqK), dPreMod(seqK), dScore(seqK) {}
+};
+
+/// Adds row (b, h, i)'s share of the gradients: dQ[b, h, i, :] (which only
+/// this row writes), dK and dV of kv head h / G when `toQKV`, dBias when
+/// `toBias`. A fully masked row adds nothing.
+void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
+                 GradientBuffers &buffers, bool toQKV, bool toBias) {
+  const AttentionOptions &options = *p.options;
+  auto [jBegin, jEnd] = keyRange(p, i);
+  double *probs = buffers.probs.data();
+  double *preMod = buffers.preMod.data();
+  double *dPreMod = buffers.dPreMod.data();
+  double *dScore = buffers.dScore.data();
+  const double rowMax =
+      scoreRow(p, b, h, i, jBegin, jEnd, probs, preMod, dPreMod);
+  if (rowMax == kNegInf)
+    return;
+  const int64_t n = jEnd - jBegin;
+
+  // P = softmax(s), in place; masked keys get P = 0.
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    probs[j] = probs[j] == kNegInf ? 0.0 : std::exp(probs[j] - rowMax);
+    sum += probs[j];
+  }
+  for (int64_t j = 0; j < n; ++j)
+    probs[j] /= sum;
+
+  // dP_j = dO_i . V_j, D_i = sum_j P_j dP_j; then the gradient with respect
+  // to the score before score_mod: P_j (dP_j - D_i) d scoreMod / d score.
+  const int64_t rowIndex = (b * p.headsQ + h) * p.seqQ + i;
+  const int64_t kvIndex = b * p.headsKV + h / p.groupSize;
+  const double *dORow = p.dOut + rowIndex * p.headDimV;
+  const double *vHead = p.v + kvIndex * p.seqK * p.headDimV;
+  double rowD = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    if (probs[j] == 0.0)
+      continue;
+    dScore[j] = dot(dORow, vHead + (jBegin + j) * p.headDimV, p.headDimV);
+    rowD += probs[j] * dScore[j];
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    if (probs[j] == 0.0) {
+      dScore[j] = 0.0;
+      continue;
+    }
+    dScore[j] = probs[j] * (dScore[j] - rowD);
+    if (options.scoreMod)
+      dScore[j] *=
+          scoreModDerivative(options.scoreMod, preMod[j], b, h, i, jBegin + j);
+  }
+
+  if (toBias) {
+    double *dBiasRow = p.dBias + b * p.biasStrides[0] + h * p.biasStrides[1] +
+                       i * p.biasStrides[2];
+    for (int64_t j = 0; j < n; ++j)
+      if (probs[j] != 0.0)
+        dBiasRow[(jBegin + j) * p.biasStrides[3]] += dScore[j];
+  }
+  if (!toQKV)
+    return;
+  const double *qRow = p.q + rowIndex * p.headDim;
+  const double *kHead = p.k + kvIndex * p.seqK * p.headDim;
+  double *dqRow = p.dq + rowIndex * p.headDim;
+  double *dkHead = p.dk + kvIndex * p.seqK * p.headDim;
+  double *dvHead = p.dv + kvIndex * p.seqK * p.headDimV;
+  for (int64_t j = 0; j < n; ++j) {
+    if (probs[j] == 0.0)
+      continue;
+    const double dDot = dScore[j] * dPreMod[j];
+    const double *kRow = kHead + (jBegin + j) * p.headDim;
+    double *dkRow = dkHead + (jBegin + j) * p.headDim;
+    for (int64_t d = 0; d < p.headDim; ++d) {
+      dqRow[d] += dDot * kRow[d];
+      dkRow[d] += dDot * qRow[d];
+    }
+    double *dvRow = dvHead + (jBegin + j) * p.headDimV;
+    for (int64_t d = 0; d < p.headDimV; ++d)
+      dvRow[d] += probs[j] * dORow[d];
+  }
+}
+
 bool product(const std::vector<int64_t> &shape, int64_t &result) {
   result = 1;
   for (int64_t dim : shape)
@@ -157,31 +291,34 @@ bool product(const std::vector<int64_t> &shape, int64_t &result) {
   return true;
 }
 
-} // namespace
+/// Checks that `tensor` has rank 4, a representable element count and data
+/// unless it is empty. Sets `error` otherwise.
+bool checkRank4(const char *name, const TensorRef &tensor, std::string &error) {
+  int64_t count;
+  if (tensor.shape.size() != 4 || !product(tensor.shape, count)) {
+    error = std::string(name) + " has shape " + formatShape(tensor.shape) +
+            ", expected rank 4";
+    return false;
+  }
+  if (count != 0 && !tensor.data) {
+    error = std::string(name) + " has no data";
+    return false;
+  }
+  return true;
+}
 
-bool fa::support::attentionReference(const TensorRef &q, const TensorRef &k,
-                                     const TensorRef &v,
-                                     const AttentionOptions &options,
-                                     std::vector<double> &out,
-                                     std::vector<double> &lse,
-                                     std::string &error) {
+/// Validates q, k, v and the options and fills in everything in `p` but the
+/// outputs and dO. Sets `error` (without a prefix) when they are invalid.
+bool setUpProblem(const TensorRef &q, const TensorRef &k, const TensorRef &v,
+                  const AttentionOptions &options, Problem &p,
+                  std::string &error) {
   auto fail = [&](const std::string &message) {
-    error = "attention reference: " + message;
+    error = message;
     return false;
   };
-  struct Named {
-    const char *name;
-    const TensorRef *tensor;
-  };
-  for (Named t : {Named{"Q", &q}, Named{"K", &k}, Named{"V", &v}}) {
-    int64_t count;
-    if (t.tensor->shape.size() != 4 || !product(t.tensor->shape, count))
-      return fail(std::string(t.name) + " has shape " +
-                  formatShape(t.tensor->shape) + ", expected rank 4");
-    if (count != 0 && !t.tensor->data)
-      return fail(std::string(t.name) + " has no data");
-  }
-  Problem p;
+  if (!checkRank4("Q", q, error) || !checkRank4("K", k, error) ||
+      !checkRank4("V", v, error))
+    return false;
   p.batch = q.shape[0];
   p.headsQ = q.shape[1];
   p.seqQ = q.shape[2];
@@ -245,6 +382,45 @@ bool fa::support::attentionReference(const TensorRef &q, const TensorRef &k,
     }
     p.bias = options.bias.data;
   }
+  return true;
+}
+
+/// Runs `worker` on min(numThreads, numItems) threads, the calling one among
+/// them; numThreads = 0 means one per hardware thread. Each worker takes its
+/// items from a shared counter.
+template <typename Worker>
+void runWorkers(int64_t numThreads, int64_t numItems, Worker worker) {
+  if (numThreads == 0)
+    numThreads = std::max(1u, std::thread::hardware_concurrency());
+  numThreads = std::min(numThreads, numItems);
+  if (numThreads <= 1) {
+    worker();
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (int64_t t = 1; t < numThreads; ++t)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread &thread : threads)
+    thread.join();
+}
+
+} // namespace
+
+bool fa::support::attentionReference(const TensorRef &q, const TensorRef &k,
+                                     const TensorRef &v,
+                                     const AttentionOptions &options,
+                                     std::vector<double> &out,
+                                     std::vector<double> &lse,
+                                     std::string &error) {
+  auto fail = [&](const std::string &message) {
+    error = "attention reference: " + message;
+    return false;
+  };
+  Problem p;
+  std::string message;
+  if (!setUpProblem(q, k, v, options, p, message))
+    return fail(message);
 
   int64_t outSize;
   if (!product({p.batch, p.headsQ, p.seqQ, p.headDimV}, outSize))
@@ -260,7 +436,7 @@ bool fa::support::attentionReference(const TensorRef &q, const TensorRef &k,
   const int64_t blocksPerHead = (p.seqQ + kRowsPerItem - 1) / kRowsPerItem;
   const int64_t numItems = p.batch * p.headsQ * blocksPerHead;
   std::atomic<int64_t> nextItem{0};
-  auto worker = [&]() {
+  runWorkers(options.numThreads, numItems, [&]() {
     std::vector<double> scores(static_cast<size_t>(p.seqK));
     std::vector<double> acc(static_cast<size_t>(p.headDimV));
     for (int64_t item = nextItem++; item < numItems; item = nextItem++) {
@@ -271,22 +447,87 @@ bool fa::support::attentionReference(const TensorRef &q, const TensorRef &k,
         computeRow(p, bh / p.headsQ, bh % p.headsQ, i, scores.data(),
                    acc.data());
     }
-  };
+  });
+  return true;
+}
 
-  int64_t numThreads = options.numThreads;
-  if (numThreads == 0)
-    numThreads = std::max(1u, std::thread::hardware_concurrency());
-  numThreads = std::min(numThreads, numItems);
-  if (numThreads <= 1) {
-    worker();
-    return true;
+bool fa::support::attentionGradReference(
+    const TensorRef &q, const TensorRef &k, const TensorRef &v,
+    const TensorRef &dOut, const AttentionOptions &options,
+    std::vector<double> &dq, std::vector<double> &dk, std::vector<double> &dv,
+    std::string &error, std::vector<double> *dBias) {
+  auto fail = [&](const std::string &message) {
+    error = "attention gradient reference: " + message;
+    return false;
+  };
+  Problem p;
+  std::string message;
+  if (!setUpProblem(q, k, v, options, p, message))
+    return fail(message);
+  if (!checkRank4("dO", dOut, message))
+    return fail(message);
+  const std::vector<int64_t> outShape = {p.batch, p.headsQ, p.seqQ, p.headDimV};
+  if (dOut.shape != outShape)
+    return fail("dO has shape " + formatShape(dOut.shape) +
+                ", expected [B, Hq, Nq, Dv] = " + formatShape(outShape));
+  p.dOut = dOut.data;
+
+  // Q, K and V's element counts were checked to fit in int64_t.
+  auto count = [](const TensorRef &t) {
+    return static_cast<size_t>(t.shape[0] * t.shape[1] * t.shape[2] *
+                               t.shape[3]);
+  };
+  dq.assign(count(q), 0.0);
+  dk.assign(count(k), 0.0);
+  dv.assign(count(v), 0.0);
+  p.dq = dq.data();
+  p.dk = dk.data();
+  p.dv = dv.data();
+  // Bias elements that two (b, kv head) items read get their gradient in a
+  // second pass.
+  bool biasPass = false;
+  if (dBias) {
+    dBias->clear();
+    if (p.bias) {
+      dBias->assign(count(options.bias), 0.0);
+      p.dBias = dBias->data();
+      biasPass = (p.biasStrides[0] == 0 && p.batch > 1) ||
+                 (p.biasStrides[1] == 0 && p.headsKV > 1);
+    }
   }
-  std::vector<std::thread> threads;
-  for (int64_t t = 1; t < numThreads; ++t)
-    threads.emplace_back(worker);
-  worker();
-  for (std::thread &thread : threads)
-    thread.join();
+
+  // Pass 1: each item is one (b, kv head), all the query heads of its group
+  // and all their rows, so it alone writes its dK, dV and dQ rows (and the
+  // bias rows it reads, unless biasPass).
+  const int64_t numItems = p.batch * p.headsKV;
+  std::atomic<int64_t> nextItem{0};
+  runWorkers(options.numThreads, numItems, [&]() {
+    GradientBuffers buffers(p.seqK);
+    for (int64_t item = nextItem++; item < numItems; item = nextItem++) {
+      const int64_t b = item / p.headsKV, kvHead = item % p.headsKV;
+      for (int64_t h = kvHead * p.groupSize; h < (kvHead + 1) * p.groupSize;
+           ++h)
+        for (int64_t i = 0; i < p.seqQ; ++i)
+          gradientRow(p, b, h, i, buffers, /*toQKV=*/true,
+                      /*toBias=*/p.dBias && !biasPass);
+    }
+  });
+  if (!biasPass)
+    return true;
+
+  // Pass 2: rescore every row for dBias alone. Each item is query row i of
+  // every (b, h), so it alone writes bias row i; when the bias broadcasts
+  // over rows too, one worker does them all.
+  nextItem = 0;
+  const int64_t numThreads =
+      p.biasStrides[2] == 0 && p.seqQ > 1 ? 1 : options.numThreads;
+  runWorkers(numThreads, p.seqQ, [&]() {
+    GradientBuffers buffers(p.seqK);
+    for (int64_t i = nextItem++; i < p.seqQ; i = nextItem++)
+      for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t h = 0; h < p.headsQ; ++h)
+          gradientRow(p, b, h, i, buffers, /*toQKV=*/false, /*toBias=*/true);
+  });
   return true;
 }
 

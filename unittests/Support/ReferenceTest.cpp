@@ -12,8 +12,10 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
+#include <utility>
 
 using namespace fa::support;
 
@@ -629,6 +631,363 @@ TEST(Reference, RejectsInvalidProblems) {
   EXPECT_FALSE(
       attentionReference(q2.ref(), k.ref(), v.ref(), options, out, lse, error));
   EXPECT_EQ(error, "attention reference: softcap is 0");
+}
+
+//===----------------------------------------------------------------------===//
+// attentionGradReference, checked against central differences of the
+// forward reference's loss sum(O * dO).
+//===----------------------------------------------------------------------===//
+
+struct Gradients {
+  std::vector<double> dq, dk, dv, dBias;
+};
+
+Gradients runGradient(const Tensor &q, const Tensor &k, const Tensor &v,
+                      const Tensor &dOut, const AttentionOptions &options) {
+  Gradients g;
+  std::string error;
+  EXPECT_TRUE(attentionGradReference(q.ref(), k.ref(), v.ref(), dOut.ref(),
+                                     options, g.dq, g.dk, g.dv, error,
+                                     &g.dBias))
+      << error;
+  return g;
+}
+
+/// sum(O * dO), O from the forward reference.
+double loss(const Tensor &q, const Tensor &k, const Tensor &v,
+            const Tensor &dOut, const AttentionOptions &options) {
+  std::vector<double> out, lse;
+  std::string error;
+  EXPECT_TRUE(
+      attentionReference(q.ref(), k.ref(), v.ref(), options, out, lse, error))
+      << error;
+  double sum = 0;
+  for (size_t n = 0; n < out.size(); ++n)
+    sum += out[n] * dOut.data[n];
+  return sum;
+}
+
+/// Expects `grad` to be finite and to match (loss(x + e) - loss(x - e)) / 2e,
+/// e = 1e-6, over every element x of `tensor` (perturbed in place, then
+/// restored), with a relative error over the whole tensor below 1e-6.
+void expectFiniteDifferences(const char *name, Tensor &tensor,
+                             const std::vector<double> &grad,
+                             const std::function<double()> &lossFn) {
+  ASSERT_EQ(grad.size(), tensor.data.size()) << name;
+  std::vector<double> numeric(grad.size());
+  for (size_t n = 0; n < grad.size(); ++n) {
+    const double x = tensor.data[n], above = x + 1e-6, below = x - 1e-6;
+    tensor.data[n] = above;
+    const double lossAbove = lossFn();
+    tensor.data[n] = below;
+    const double lossBelow = lossFn();
+    tensor.data[n] = x;
+    numeric[n] = (lossAbove - lossBelow) / (above - below);
+    EXPECT_TRUE(std::isfinite(grad[n])) << name << "[" << n << "]";
+  }
+  EXPECT_LT(relativeError(grad.data(), numeric.data(), grad.size()), 1e-6)
+      << name;
+}
+
+/// Checks dQ, dK, dV (and dBias when `bias` is set, which becomes
+/// options.bias) against central differences, with a random dO.
+Gradients checkGradients(Tensor q, Tensor k, Tensor v, AttentionOptions options,
+                         Tensor *bias = nullptr) {
+  Tensor dOut = random({q.shape[0], q.shape[1], q.shape[2], v.shape[3]}, 99);
+  if (bias)
+    options.bias = bias->ref();
+  Gradients g = runGradient(q, k, v, dOut, options);
+  auto lossFn = [&] { return loss(q, k, v, dOut, options); };
+  expectFiniteDifferences("dQ", q, g.dq, lossFn);
+  expectFiniteDifferences("dK", k, g.dk, lossFn);
+  expectFiniteDifferences("dV", v, g.dv, lossFn);
+  if (bias)
+    expectFiniteDifferences("dBias", *bias, g.dBias, lossFn);
+  else
+    EXPECT_TRUE(g.dBias.empty());
+  return g;
+}
+
+TEST(ReferenceGrad, Plain) {
+  checkGradients(random({2, 2, 5, 4}, 50), random({2, 2, 7, 4}, 51),
+                 random({2, 2, 7, 3}, 52), {});
+}
+
+TEST(ReferenceGrad, SingleKeyByHand) {
+  // One key: P = 1 whatever the score, so dQ = dK = 0 and dV of kv head g is
+  // the sum of dO over its query heads' rows.
+  Tensor q = random({2, 4, 3, 2}, 53), k = random({2, 2, 1, 2}, 54),
+         v = random({2, 2, 1, 3}, 55), dOut = random({2, 4, 3, 3}, 56);
+  Gradients g = runGradient(q, k, v, dOut, {});
+  for (double value : g.dq)
+    EXPECT_EQ(value, 0.0);
+  for (double value : g.dk)
+    EXPECT_EQ(value, 0.0);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t hk = 0; hk < 2; ++hk)
+      for (int64_t d = 0; d < 3; ++d) {
+        double expected = 0;
+        for (int64_t h = 2 * hk; h < 2 * hk + 2; ++h)
+          for (int64_t i = 0; i < 3; ++i)
+            expected += dOut.at({b, h, i, d});
+        EXPECT_NEAR(g.dv[(b * 2 + hk) * 3 + d], expected, 1e-14);
+      }
+}
+
+TEST(ReferenceGrad, CausalWithNqDifferentFromNk) {
+  for (CausalMask causal : {CausalMask::TopLeft, CausalMask::BottomRight})
+    for (auto [nq, nk] : {std::pair<int64_t, int64_t>{4, 7}, {7, 4}, {6, 6}}) {
+      SCOPED_TRACE(testing::Message()
+                   << "causal=" << int(causal) << " Nq=" << nq << " Nk=" << nk);
+      AttentionOptions options;
+      options.causal = causal;
+      checkGradients(random({2, 2, nq, 4}, 57), random({2, 2, nk, 4}, 58),
+                     random({2, 2, nk, 3}, 59), options);
+    }
+}
+
+TEST(ReferenceGrad, Window) {
+  Tensor q = random({1, 2, 5, 4}, 60), k = random({1, 2, 8, 4}, 61),
+         v = random({1, 2, 8, 3}, 62);
+  AttentionOptions options;
+  options.window = SlidingWindow{2, 1};
+  checkGradients(q, k, v, options);
+  options.causal = CausalMask::BottomRight;
+  options.window = SlidingWindow{3, 2};
+  checkGradients(q, k, v, options);
+  options.causal = CausalMask::None;
+  options.window = SlidingWindow{0, 0};
+  checkGradients(q, k, v, options);
+}
+
+TEST(ReferenceGrad, Softcap) {
+  Tensor q = random({2, 2, 5, 4}, 63), k = random({2, 2, 6, 4}, 64),
+         v = random({2, 2, 6, 3}, 65);
+  AttentionOptions options;
+  options.softcap = 5.0;
+  checkGradients(q, k, v, options);
+  // Scores of a few units through a cap of 0.75 reach tanh's flat part.
+  options.scale = 3.0;
+  options.softcap = 0.75;
+  checkGradients(q, k, v, options);
+}
+
+TEST(ReferenceGrad, Alibi) {
+  Tensor q = random({2, 2, 5, 4}, 66), k = random({2, 2, 7, 4}, 67),
+         v = random({2, 2, 7, 3}, 68);
+  Tensor slopes({2}), batchSlopes({2, 2});
+  slopes.data = {0.5, 0.25};
+  batchSlopes.data = {0.5, 0.25, 1.0, 2.0};
+  AttentionOptions options;
+  options.alibiSlopes = slopes.ref();
+  checkGradients(q, k, v, options);
+  options.alibiSlopes = batchSlopes.ref();
+  options.causal = CausalMask::BottomRight;
+  checkGradients(q, k, v, options);
+}
+
+TEST(ReferenceGrad, BiasWithBroadcastDims) {
+  // GQA with B = 2, so that broadcasting over b or h shares bias elements
+  // between (b, kv head) work items.
+  Tensor q = random({2, 4, 5, 3}, 69), k = random({2, 2, 6, 3}, 70),
+         v = random({2, 2, 6, 2}, 71);
+  const std::vector<std::vector<int64_t>> shapes = {
+      {2, 4, 5, 6}, {1, 4, 5, 6}, {2, 1, 5, 6}, {2, 4, 1, 6},
+      {1, 1, 5, 6}, {1, 1, 1, 6}, {2, 1, 1, 1}};
+  unsigned seed = 72;
+  for (const std::vector<int64_t> &shape : shapes) {
+    SCOPED_TRACE(testing::Message()
+                 << "bias [" << shape[0] << ", " << shape[1] << ", " << shape[2]
+                 << ", " << shape[3] << "]");
+    Tensor bias = random(shape, seed++);
+    AttentionOptions options;
+    options.causal = CausalMask::BottomRight;
+    checkGradients(q, k, v, options, &bias);
+  }
+  // A bias constant along each row leaves the softmax unchanged: its
+  // gradient is 0.
+  Tensor rowBias = random({1, 4, 5, 1}, 80);
+  Gradients g = checkGradients(q, k, v, {}, &rowBias);
+  for (double value : g.dBias)
+    EXPECT_NEAR(value, 0.0, 1e-14);
+}
+
+TEST(ReferenceGrad, ScoreMod) {
+  Tensor q = random({2, 2, 5, 4}, 81), k = random({2, 2, 6, 4}, 82),
+         v = random({2, 2, 6, 3}, 83), bias = random({1, 2, 1, 6}, 84);
+  AttentionOptions options;
+  options.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
+    return s * 0.5 + std::tanh(s);
+  };
+  checkGradients(q, k, v, options, &bias);
+  // Index-dependent, after a softcap.
+  options.scale = 2.0;
+  options.softcap = 1.5;
+  options.scoreMod = [](double s, int64_t b, int64_t h, int64_t i, int64_t j) {
+    return (1.0 + 0.25 * h) * s * s * 0.5 + 0.1 * (b + i - j);
+  };
+  checkGradients(q, k, v, options, &bias);
+}
+
+TEST(ReferenceGrad, MaskMod) {
+  AttentionOptions options;
+  options.maskMod = [](int64_t b, int64_t h, int64_t i, int64_t j) {
+    return (b + h + i + j) % 3 != 0;
+  };
+  checkGradients(random({2, 2, 5, 4}, 85), random({2, 2, 6, 4}, 86),
+                 random({2, 2, 6, 3}, 87), options);
+}
+
+TEST(ReferenceGrad, GroupedAndMultiQuery) {
+  AttentionOptions options;
+  options.causal = CausalMask::TopLeft;
+  for (int64_t headsKV : {2, 1}) {
+    SCOPED_TRACE(testing::Message() << "Hkv=" << headsKV);
+    checkGradients(random({2, 4, 6, 4}, 88), random({2, headsKV, 7, 4}, 89),
+                   random({2, headsKV, 7, 5}, 90), options);
+  }
+}
+
+TEST(ReferenceGrad, EverythingAtOnce) {
+  Tensor q = random({2, 4, 7, 5}, 91), k = random({2, 2, 9, 5}, 92),
+         v = random({2, 2, 9, 3}, 93), bias = random({1, 4, 7, 9}, 94);
+  Tensor slopes({2, 4});
+  slopes.data = {0.5, 0.25, 0.125, 0.0625, 1.0, 0.5, 0.25, 0.125};
+  AttentionOptions options;
+  options.causal = CausalMask::BottomRight;
+  options.window = SlidingWindow{4, 1};
+  options.softcap = 0.9;
+  options.alibiSlopes = slopes.ref();
+  options.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
+    return s * 0.5 + std::tanh(s);
+  };
+  options.maskMod = [](int64_t, int64_t h, int64_t i, int64_t j) {
+    return (h + i + j) % 4 != 1;
+  };
+  checkGradients(q, k, v, options, &bias);
+}
+
+TEST(ReferenceGrad, FullyMaskedRowsAddNothing) {
+  // Bottom-right causal with Nq = 6 > Nk = 3 masks rows 0-2; mask_mod masks
+  // row 4 of head 1 too.
+  Tensor q = random({1, 2, 6, 4}, 95), k = random({1, 2, 3, 4}, 96),
+         v = random({1, 2, 3, 3}, 97);
+  AttentionOptions options;
+  options.causal = CausalMask::BottomRight;
+  options.maskMod = [](int64_t, int64_t h, int64_t i, int64_t) {
+    return !(h == 1 && i == 4);
+  };
+  Gradients g = checkGradients(q, k, v, options);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 6; ++i) {
+      if (i >= 3 && !(h == 1 && i == 4))
+        continue;
+      for (int64_t d = 0; d < 4; ++d)
+        EXPECT_EQ(g.dq[(h * 6 + i) * 4 + d], 0.0) << "h=" << h << " i=" << i;
+    }
+
+  // Nothing kept at all, by mask_mod or by a score_mod of -inf: every
+  // gradient is 0.
+  Tensor dOut = random({1, 2, 6, 3}, 98), bias = random({1, 2, 6, 3}, 99);
+  AttentionOptions none;
+  none.maskMod = [](int64_t, int64_t, int64_t, int64_t) { return false; };
+  AttentionOptions minusInf;
+  minusInf.scoreMod = [](double, int64_t, int64_t, int64_t, int64_t) {
+    return -kInf;
+  };
+  for (AttentionOptions *empty : {&none, &minusInf}) {
+    empty->bias = bias.ref();
+    g = runGradient(q, k, v, dOut, *empty);
+    for (const std::vector<double> *grad : {&g.dq, &g.dk, &g.dv, &g.dBias})
+      for (double value : *grad)
+        EXPECT_EQ(value, 0.0);
+    EXPECT_EQ(g.dBias.size(), bias.data.size());
+  }
+}
+
+TEST(ReferenceGrad, ThreadsGiveIdenticalResults) {
+  Tensor q = random({2, 4, 9, 8}, 100), k = random({2, 2, 8, 8}, 101),
+         v = random({2, 2, 8, 8}, 102), dOut = random({2, 4, 9, 8}, 103);
+  // Bias gradients in pass 1 (full), in the row-parallel pass 2 (shared by
+  // (b, kv head) items) and in the serial pass 2 (shared by rows too).
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{
+           {2, 4, 9, 8}, {1, 1, 9, 8}, {1, 4, 1, 8}}) {
+    SCOPED_TRACE(testing::Message()
+                 << "bias [" << shape[0] << ", " << shape[1] << ", " << shape[2]
+                 << ", " << shape[3] << "]");
+    Tensor bias = random(shape, 104);
+    AttentionOptions options;
+    options.causal = CausalMask::BottomRight;
+    options.bias = bias.ref();
+    options.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      return s * 0.5 + std::tanh(s);
+    };
+    Gradients one = runGradient(q, k, v, dOut, options);
+    for (int threads : {4, 0}) {
+      options.numThreads = threads;
+      Gradients many = runGradient(q, k, v, dOut, options);
+      EXPECT_EQ(many.dq, one.dq);
+      EXPECT_EQ(many.dk, one.dk);
+      EXPECT_EQ(many.dv, one.dv);
+      EXPECT_EQ(many.dBias, one.dBias);
+    }
+  }
+}
+
+TEST(ReferenceGrad, WithoutBiasOrDBias) {
+  Tensor q = random({1, 2, 3, 4}, 105), k = random({1, 2, 4, 4}, 106),
+         v = random({1, 2, 4, 2}, 107), dOut = random({1, 2, 3, 2}, 108);
+  std::vector<double> dq, dk, dv, dBias = {1.0, 2.0};
+  std::string error;
+  // No bias: dBias is emptied.
+  ASSERT_TRUE(attentionGradReference(q.ref(), k.ref(), v.ref(), dOut.ref(), {},
+                                     dq, dk, dv, error, &dBias));
+  EXPECT_TRUE(dBias.empty());
+  // A bias but no dBias requested: the same dQ, dK, dV as with one.
+  Tensor bias = random({1, 2, 3, 4}, 109);
+  AttentionOptions options;
+  options.bias = bias.ref();
+  ASSERT_TRUE(attentionGradReference(q.ref(), k.ref(), v.ref(), dOut.ref(),
+                                     options, dq, dk, dv, error));
+  Gradients g = runGradient(q, k, v, dOut, options);
+  EXPECT_EQ(dq, g.dq);
+  EXPECT_EQ(dk, g.dk);
+  EXPECT_EQ(dv, g.dv);
+  EXPECT_EQ(dq.size(), q.data.size());
+  EXPECT_EQ(dk.size(), k.data.size());
+  EXPECT_EQ(dv.size(), v.data.size());
+}
+
+TEST(ReferenceGrad, RejectsInvalidProblems) {
+  Tensor q({1, 2, 2, 4}), k({1, 2, 3, 4}), v({1, 2, 3, 5});
+  std::vector<double> dq, dk, dv;
+  std::string error;
+  Tensor dOut({1, 2, 2, 4});
+  EXPECT_FALSE(attentionGradReference(q.ref(), k.ref(), v.ref(), dOut.ref(), {},
+                                      dq, dk, dv, error));
+  EXPECT_EQ(error, "attention gradient reference: dO has shape [1, 2, 2, 4], "
+                   "expected [B, Hq, Nq, Dv] = [1, 2, 2, 5]");
+
+  Tensor dOut3({2, 2, 5});
+  EXPECT_FALSE(attentionGradReference(q.ref(), k.ref(), v.ref(), dOut3.ref(),
+                                      {}, dq, dk, dv, error));
+  EXPECT_EQ(error,
+            "attention gradient reference: dO has shape [2, 2, 5], expected "
+            "rank 4");
+
+  Tensor dOutGood({1, 2, 2, 5});
+  TensorRef noData{nullptr, dOutGood.shape};
+  EXPECT_FALSE(attentionGradReference(q.ref(), k.ref(), v.ref(), noData, {}, dq,
+                                      dk, dv, error));
+  EXPECT_EQ(error, "attention gradient reference: dO has no data");
+
+  // The forward's checks, under this function's name.
+  Tensor q3({1, 3, 2, 4});
+  EXPECT_FALSE(attentionGradReference(q3.ref(), k.ref(), v.ref(),
+                                      dOutGood.ref(), {}, dq, dk, dv, error));
+  EXPECT_EQ(
+      error,
+      "attention gradient reference: Hq = 3 is not a multiple of Hkv = 2");
 }
 
 TEST(RelativeError, Basics) {

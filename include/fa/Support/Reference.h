@@ -1,17 +1,18 @@
 //===- Reference.h - float64 attention reference ----------------*- C++ -*-===//
 //
-// An independent float64 implementation of attention forward, the ground
-// truth FA's compiled kernels are checked against. It follows the definition
-// step by step and shares no code with the compiler.
+// An independent float64 implementation of attention, forward and
+// backward, the ground truth FA's compiled kernels are checked against. It
+// follows the definition step by step and shares no code with the compiler.
 //
 // Q is [B, Hq, Nq, D], K is [B, Hkv, Nk, D], V is [B, Hkv, Nk, Dv], all
 // row-major; query head h reads kv head h / (Hq / Hkv). With off = Nk - Nq,
 // for each b, h, i, j:
-//   s = scale * dot(Q[b,h,i,:], K[b,hkv,j,:])      (scale: 1/sqrt(D) unless
-//   set) softcap:      s = softcap * tanh(s / softcap) alibi slopes: s -=
-//   slope[b?][h] * |i + off - j|   (slopes [Hq] or [B, Hq]) bias:         s +=
-//   bias[b,h,i,j]   (rank 4; each dim 1 or the full size) score_mod:    s =
-//   scoreMod(s, b, h, i, j) masks, each keeping only:
+//   s = scale * dot(Q[b,h,i,:], K[b,hkv,j,:])   (scale: 1/sqrt(D) unless set)
+//   softcap:    s = softcap * tanh(s / softcap)
+//   alibi:      s -= slope[b?][h] * |i + off - j|   (slopes [Hq] or [B, Hq])
+//   bias:       s += bias[b,h,i,j]   (rank 4; each dim 1 or the full size)
+//   score_mod:  s = scoreMod(s, b, h, i, j)
+//   masks, each keeping only:
 //     causal top-left      j <= i
 //     causal bottom-right  j <= i + off
 //     window [left, right] i + off - left <= j <= i + off + right
@@ -20,6 +21,17 @@
 // Then O[b,h,i,:] = softmax_j(s) @ V[b,hkv] and lse[b,h,i] = log(sum_j
 // exp(s)), both max-subtracted; a row with every score -inf gets O = 0 and
 // lse = -inf.
+//
+// The backward pass, given dO, rescores each row and with P = softmax_j(s):
+//   dP_j = dot(dO[b,h,i,:], V[b,hkv,j,:]),  D = sum_j P_j dP_j,
+//   dS_j = P_j (dP_j - D),
+//   dT_j = dS_j * scoreMod'(t_j)   (t_j: the score before score_mod),
+//   dDot_j = dT_j * scale * (softcap ? 1 - tanh^2(scale q.k / softcap) : 1),
+//   dQ[b,h,i,:] += dDot_j K[b,hkv,j,:],  dK[b,hkv,j,:] += dDot_j Q[b,h,i,:],
+//   dV[b,hkv,j,:] += P_j dO[b,h,i,:],    dBias[b,h,i,j] += dT_j
+// (dBias summed over its broadcast dims). scoreMod' is a central difference
+// in float64 (step 1e-6 * max(1, |t|)), independent of any symbolic
+// derivative. Masked keys and fully masked rows add nothing.
 //
 // Memory stays O(Nk) per thread: one row of scores at a time, never the
 // Nq x Nk matrix.
@@ -75,8 +87,9 @@ struct AttentionOptions {
   CausalMask causal = CausalMask::None;
   std::optional<SlidingWindow> window;
   MaskModFn maskMod;
-  /// Worker threads over (b, h, row blocks); 0 means one per hardware
-  /// thread. With more than one, scoreMod and maskMod run concurrently.
+  /// Worker threads over (b, h, row blocks) forward and (b, kv head)
+  /// backward; 0 means one per hardware thread. With more than one, scoreMod
+  /// and maskMod run concurrently.
   int numThreads = 1;
 };
 
@@ -87,6 +100,23 @@ bool attentionReference(const TensorRef &q, const TensorRef &k,
                         const TensorRef &v, const AttentionOptions &options,
                         std::vector<double> &out, std::vector<double> &lse,
                         std::string &error);
+
+/// Gradients of attention (as attentionReference defines it) with respect to
+/// q, k and v, given the output gradient dO ([B, Hq, Nq, Dv]). Computes
+/// everything in float64 from q, k, v and dO alone (O, P and lse are
+/// recomputed exactly, never taken from a kernel). dK/dV of a kv head shared
+/// by several query heads (GQA) are summed over them. Resizes dq/dk/dv to
+/// q/k/v's sizes. When `dBias` is set it gets the gradient with respect to
+/// options.bias, of the bias's shape (summed over broadcast dims), or is
+/// emptied when there is no bias. Threads split the work by (b, kv head);
+/// every thread count gives the same bits. Returns false, with `error` saying
+/// why, when the shapes are inconsistent or an option is invalid.
+bool attentionGradReference(const TensorRef &q, const TensorRef &k,
+                            const TensorRef &v, const TensorRef &dOut,
+                            const AttentionOptions &options,
+                            std::vector<double> &dq, std::vector<double> &dk,
+                            std::vector<double> &dv, std::string &error,
+                            std::vector<double> *dBias = nullptr);
 
 /// ||out - ref||_2 / ||ref||_2 over `n` elements. An infinity in ref matched
 /// by the same infinity in out (a masked row's lse) contributes 0; any other
