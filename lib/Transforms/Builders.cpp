@@ -61,14 +61,25 @@ Value mlir::fa::buildGeneric(OpBuilder &b, Location loc, Value init,
 
 Value mlir::fa::buildScore(OpBuilder &b, Location loc,
                            const ScoreVariant &variant, Value dot, Value bias,
-                           Value slope, const ScorePositions &pos) {
+                           Value slope, const ScorePositions &pos,
+                           Value *derivative, Region *scoreModGrad) {
   Type f32 = b.getF32Type();
   Value s = arith::MulFOp::create(b, loc, dot, f32Const(b, loc, variant.scale));
+  // d s / d dot, by the chain rule through each step that is not additive.
+  Value ds;
+  if (derivative)
+    ds = f32Const(b, loc, variant.scale);
   if (variant.softcap) {
     Value cap = f32Const(b, loc, variant.softcap.getValueAsDouble());
     Value t =
         math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, s, cap));
     s = arith::MulFOp::create(b, loc, cap, t);
+    if (derivative) {
+      Value one = f32Const(b, loc, 1.0);
+      Value t2 = arith::MulFOp::create(b, loc, t, t);
+      ds = arith::MulFOp::create(b, loc, ds,
+                                 arith::SubFOp::create(b, loc, one, t2));
+    }
   }
   if (slope) {
     Value dist = arith::SubIOp::create(b, loc, pos.queryAligned, pos.key);
@@ -80,9 +91,15 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
   }
   if (bias)
     s = arith::AddFOp::create(b, loc, s, extToF32(b, loc, bias));
-  if (variant.scoreMod)
-    s = inlineVariantRegion(b, *variant.scoreMod,
-                            {s, pos.batch, pos.head, pos.query, pos.key});
+  if (variant.scoreMod) {
+    SmallVector<Value> args = {s, pos.batch, pos.head, pos.query, pos.key};
+    s = inlineVariantRegion(b, *variant.scoreMod, args);
+    if (derivative) {
+      assert(scoreModGrad && "a score_mod derivative needs its region");
+      ds = arith::MulFOp::create(b, loc, ds,
+                                 inlineVariantRegion(b, *scoreModGrad, args));
+    }
+  }
 
   Value keep;
   auto addMask = [&](Value m) {
@@ -108,9 +125,143 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
   if (variant.maskMod)
     addMask(inlineVariantRegion(b, *variant.maskMod,
                                 {pos.batch, pos.head, pos.query, pos.key}));
-  if (keep)
+  if (keep) {
     s = arith::SelectOp::create(
         b, loc, keep, s,
         f32Const(b, loc, -std::numeric_limits<double>::infinity()));
+    if (derivative)
+      ds = arith::SelectOp::create(b, loc, keep, ds, f32Const(b, loc, 0.0));
+  }
+  if (derivative)
+    *derivative = ds;
   return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Tiles
+//===----------------------------------------------------------------------===//
+
+Value mlir::fa::extractRows(OpBuilder &b, Location loc, Value t, Value batch,
+                            Value head, Value offset, Value size) {
+  auto type = cast<RankedTensorType>(t.getType());
+  int64_t d = type.getDimSize(3);
+  SmallVector<OpFoldResult> offsets = {batch, head, offset, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1), size,
+                                     b.getIndexAttr(d)};
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  auto sliceType =
+      RankedTensorType::get({ShapedType::kDynamic, d}, type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, sliceType, t, offsets, sizes,
+                                        strides);
+}
+
+namespace {
+/// The variant operands and attributes both attention ops share.
+template <typename OpT>
+ScoreTileOp createScoreTile(OpBuilder &b, Location loc, OpT op, Value qTile,
+                            Value kTile, Value batch, Value head, Value q0,
+                            Value k0, Value seqQ, Value seqKV,
+                            bool withDerivative) {
+  auto tileType = RankedTensorType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
+  return ScoreTileOp::create(
+      b, loc, tileType, withDerivative ? Type(tileType) : Type(), qTile, kTile,
+      batch, head, q0, k0, seqQ, seqKV, op.getBias(), op.getAlibiSlopes(),
+      b.getF32FloatAttr(op.getScaleOrDefault()), op.getCausalAttr(),
+      op.getWindowAttr(), op.getSoftcapAttr());
+}
+} // namespace
+
+ScoreTileOp mlir::fa::buildScoreTile(OpBuilder &b, Location loc,
+                                     Operation *attention, Value qTile,
+                                     Value kTile, Value batch, Value head,
+                                     Value q0, Value k0, Value seqQ,
+                                     Value seqKV, bool withDerivative) {
+  ScoreTileOp tile;
+  IRMapping mapping;
+  if (auto op = dyn_cast<AttentionOp>(attention)) {
+    tile = createScoreTile(b, loc, op, qTile, kTile, batch, head, q0, k0, seqQ,
+                           seqKV, withDerivative);
+    op.getScoreMod().cloneInto(&tile.getScoreMod(), mapping);
+    op.getMaskMod().cloneInto(&tile.getMaskMod(), mapping);
+    return tile;
+  }
+  auto op = cast<AttentionGradOp>(attention);
+  tile = createScoreTile(b, loc, op, qTile, kTile, batch, head, q0, k0, seqQ,
+                         seqKV, withDerivative);
+  op.getScoreMod().cloneInto(&tile.getScoreMod(), mapping);
+  op.getMaskMod().cloneInto(&tile.getMaskMod(), mapping);
+  if (withDerivative)
+    op.getScoreModGrad().cloneInto(&tile.getScoreModGrad(), mapping);
+  return tile;
+}
+
+static Value constIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// Nk - Nq, where the bottom-right diagonal or a window needs it.
+static Value diagonalOffset(OpBuilder &b, Location loc, CausalKindAttr causal,
+                            DenseI64ArrayAttr window, Value seqQ, Value seqKV) {
+  if (window || (causal && causal.getValue() == CausalKind::BottomRight))
+    return arith::SubIOp::create(b, loc, seqKV, seqQ);
+  return Value();
+}
+
+std::pair<Value, Value>
+mlir::fa::buildVisibleKeys(OpBuilder &b, Location loc, CausalKindAttr causal,
+                           DenseI64ArrayAttr window, Value q0, Value rows,
+                           Value seqQ, Value seqKV, int64_t blockKV) {
+  Value begin = constIndex(b, loc, 0), end = seqKV;
+  Value qEnd = arith::AddIOp::create(b, loc, q0, rows);
+  Value off = diagonalOffset(b, loc, causal, window, seqQ, seqKV);
+  if (causal) {
+    Value last = causal.getValue() == CausalKind::TopLeft
+                     ? qEnd
+                     : arith::AddIOp::create(b, loc, qEnd, off);
+    end = arith::MinSIOp::create(b, loc, end, last);
+  }
+  if (window) {
+    Value lo =
+        arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, q0, off),
+                              constIndex(b, loc, window[0]));
+    Value hi =
+        arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, qEnd, off),
+                              constIndex(b, loc, window[1]));
+    begin = arith::MaxSIOp::create(b, loc, begin, lo);
+    end = arith::MinSIOp::create(b, loc, end, hi);
+    // Start on a tile boundary so K/V tiles are the same for every Q tile.
+    Value block = constIndex(b, loc, blockKV);
+    begin = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, begin, block), block);
+  }
+  return {begin, end};
+}
+
+std::pair<Value, Value>
+mlir::fa::buildVisibleQueries(OpBuilder &b, Location loc, CausalKindAttr causal,
+                              DenseI64ArrayAttr window, Value k0, Value cols,
+                              Value seqQ, Value seqKV) {
+  // Query i sees key j when j <= i (+ off) and, with a window,
+  // i + off - left <= j <= i + off + right.
+  Value begin = constIndex(b, loc, 0), end = seqQ;
+  Value kEnd = arith::AddIOp::create(b, loc, k0, cols);
+  Value off = diagonalOffset(b, loc, causal, window, seqQ, seqKV);
+  if (causal) {
+    Value first = causal.getValue() == CausalKind::TopLeft
+                      ? k0
+                      : arith::SubIOp::create(b, loc, k0, off);
+    begin = arith::MaxSIOp::create(b, loc, begin, first);
+  }
+  if (window) {
+    Value lo =
+        arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, k0, off),
+                              constIndex(b, loc, window[1]));
+    Value hi =
+        arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, kEnd, off),
+                              constIndex(b, loc, window[0]));
+    begin = arith::MaxSIOp::create(b, loc, begin, lo);
+    end = arith::MinSIOp::create(b, loc, end, hi);
+  }
+  return {begin, end};
 }

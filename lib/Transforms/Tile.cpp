@@ -15,7 +15,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -51,49 +50,12 @@ private:
   Value minIdx(Value a, Value c) {
     return arith::MinSIOp::create(b, loc, a, c);
   }
-  Value maxIdx(Value a, Value c) {
-    return arith::MaxSIOp::create(b, loc, a, c);
-  }
-  /// Rows [offset, offset + size) of head `head` of a [B, H, N, D] tensor,
-  /// as a [size, D] tensor.
-  Value rowSlice(Value t, Value batch, Value head, Value offset, Value size) {
-    auto type = cast<RankedTensorType>(t.getType());
-    int64_t d = type.getDimSize(3);
-    SmallVector<OpFoldResult> offsets = {batch, head, offset,
-                                         b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
-                                       size, b.getIndexAttr(d)};
-    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-    auto sliceType =
-        RankedTensorType::get({ShapedType::kDynamic, d}, type.getElementType());
-    return tensor::ExtractSliceOp::create(b, loc, sliceType, t, offsets, sizes,
-                                          strides);
-  }
-  /// fa.score_tile of the query tile against the key tile at `k0`.
-  Value scoreTile(Value qTile, Value kTile, Value batch, Value head, Value q0,
-                  Value k0);
-
   OpBuilder &b;
   AttentionOp op;
   Location loc;
   int64_t blockQ, blockKV;
   Value seqQ, seqKV;
 };
-
-Value Tiler::scoreTile(Value qTile, Value kTile, Value batch, Value head,
-                       Value q0, Value k0) {
-  auto scores = ScoreTileOp::create(
-      b, loc,
-      RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                            b.getF32Type()),
-      qTile, kTile, batch, head, q0, k0, seqQ, seqKV, op.getBias(),
-      op.getAlibiSlopes(), b.getF32FloatAttr(op.getScaleOrDefault()),
-      op.getCausalAttr(), op.getWindowAttr(), op.getSoftcapAttr());
-  IRMapping mapping;
-  op.getScoreMod().cloneInto(&scores.getScoreMod(), mapping);
-  op.getMaskMod().cloneInto(&scores.getMaskMod(), mapping);
-  return scores;
-}
 
 SmallVector<Value> Tiler::build() {
   MLIRContext *ctx = b.getContext();
@@ -128,37 +90,12 @@ SmallVector<Value> Tiler::build() {
       arith::MulIOp::create(b, loc, forall.getInductionVar(2), cst(blockQ));
   Value rows = minIdx(cst(blockQ), arith::SubIOp::create(b, loc, seqQ, q0));
   Value hk = arith::DivUIOp::create(b, loc, h, group);
-  Value qTile = rowSlice(q, bi, h, q0, rows);
+  Value qTile = extractRows(b, loc, q, bi, h, q0, rows);
 
   // The K/V rows any query of this tile can see; tiles outside are skipped.
-  Value kvBegin = cst(0), kvEnd = seqKV;
-  Value qEnd = arith::AddIOp::create(b, loc, q0, rows);
-  Value diagOffset;
-  auto causal = op.getCausalAttr();
-  auto window = op.getWindowAttr();
-  if (window || (causal && causal.getValue() == CausalKind::BottomRight))
-    diagOffset = arith::SubIOp::create(b, loc, seqKV, seqQ);
-  if (causal) {
-    Value last = causal.getValue() == CausalKind::TopLeft
-                     ? qEnd
-                     : arith::AddIOp::create(b, loc, qEnd, diagOffset);
-    kvEnd = minIdx(kvEnd, last);
-  }
-  if (window) {
-    Value lo = arith::SubIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, q0, diagOffset), cst(window[0]));
-    Value hi = arith::AddIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, qEnd, diagOffset),
-        cst(window[1]));
-    kvBegin = maxIdx(kvBegin, lo);
-    kvEnd = minIdx(kvEnd, hi);
-  }
-  if (window) {
-    // Start on a tile boundary so K/V tiles are the same for every Q tile.
-    kvBegin = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, kvBegin, cst(blockKV)),
-        cst(blockKV));
-  }
+  auto [kvBegin, kvEnd] =
+      buildVisibleKeys(b, loc, op.getCausalAttr(), op.getWindowAttr(), q0, rows,
+                       seqQ, seqKV, blockKV);
 
   auto rowMap = dimsMap(ctx, 2, {0}), tileMap = dimsMap(ctx, 2, {0, 1});
   SmallVector<IteratorType> reduceCols = {kPar, kRed};
@@ -167,8 +104,9 @@ SmallVector<Value> Tiler::build() {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
     cols = minIdx(cst(blockKV), arith::SubIOp::create(b, loc, seqKV, k0));
-    Value kTile = rowSlice(k, bi, hk, k0, cols);
-    return scoreTile(qTile, kTile, bi, h, q0, k0);
+    Value kTile = extractRows(b, loc, k, bi, hk, k0, cols);
+    return buildScoreTile(b, loc, op, qTile, kTile, bi, h, q0, k0, seqQ, seqKV)
+        .getResult();
   };
 
   // Pass 1: m = max_j s.
@@ -214,7 +152,7 @@ SmallVector<Value> Tiler::build() {
             [](OpBuilder &nb, Location bl, ValueRange args) -> Value {
               return arith::AddFOp::create(nb, bl, args[0], args[1]);
             });
-        Value vTile = rowSlice(v, bi, hk, k0, cols);
+        Value vTile = extractRows(b, loc, v, bi, hk, k0, cols);
         Value acc = buildGeneric(
             lb, l, iters[1], {p, vTile},
             // (r, j, e) with the head dim innermost: contiguous in V and

@@ -294,8 +294,7 @@ func.func @causal_bottom_right(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>,
 // CHECK-NEXT: %[[BEGIN:[a-z0-9_]+]] = arith.maxsi %[[C0]], %[[LO]] : index
 // CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[HI]] : index
 // CHECK-NEXT: %[[BKV:[a-z0-9_]+]] = arith.constant 16 : index
-// CHECK-NEXT: %[[BKV2:[a-z0-9_]+]] = arith.constant 16 : index
-// CHECK-NEXT: %[[NT:[a-z0-9_]+]] = arith.divui %[[BEGIN]], %[[BKV2]] : index
+// CHECK-NEXT: %[[NT:[a-z0-9_]+]] = arith.divui %[[BEGIN]], %[[BKV]] : index
 // CHECK-NEXT: %[[KVBEGIN:[a-z0-9_]+]] = arith.muli %[[NT]], %[[BKV]] : index
 // CHECK-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 16 : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KVBEGIN]] to %[[KVEND]] step %[[STEP]]

@@ -86,9 +86,46 @@ struct ScorePositions {
 
 /// Turns the raw dot product `dot` (f32) into the score of fa.attention's
 /// definition. `bias` (any float type) and `slope` (f32) are the values at
-/// this position, null when the variant has none.
+/// this position, null when the variant has none. With `derivative`, also
+/// sets it to d score / d dot (0 where masked); a variant with a score_mod
+/// then needs `scoreModGrad`, the region of its derivative.
 Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
-                 Value dot, Value bias, Value slope, const ScorePositions &pos);
+                 Value dot, Value bias, Value slope, const ScorePositions &pos,
+                 Value *derivative = nullptr, Region *scoreModGrad = nullptr);
+
+//===----------------------------------------------------------------------===//
+// Tiles
+//===----------------------------------------------------------------------===//
+
+/// Rows [offset, offset + size) of head `head` of batch `batch` of a
+/// [B, H, N, D] tensor, as a [size, D] tensor.
+Value extractRows(OpBuilder &b, Location loc, Value t, Value batch, Value head,
+                  Value offset, Value size);
+
+/// fa.score_tile of `qTile` against `kTile` with the variant of `attention`
+/// (an fa.attention or fa.attention_grad; its regions are cloned). With
+/// `withDerivative` the tile also yields d score / d dot.
+ScoreTileOp buildScoreTile(OpBuilder &b, Location loc, Operation *attention,
+                           Value qTile, Value kTile, Value batch, Value head,
+                           Value q0, Value k0, Value seqQ, Value seqKV,
+                           bool withDerivative = false);
+
+/// The K/V rows [begin, end) that some query of [q0, q0 + rows) may see under
+/// the causal/window masks (both null: every row); begin is a multiple of
+/// `blockKV` so that every Q tile sees the same K/V tiles.
+std::pair<Value, Value> buildVisibleKeys(OpBuilder &b, Location loc,
+                                         CausalKindAttr causal,
+                                         DenseI64ArrayAttr window, Value q0,
+                                         Value rows, Value seqQ, Value seqKV,
+                                         int64_t blockKV);
+
+/// The query rows [begin, end) that may see some key of [k0, k0 + cols) under
+/// the causal/window masks; begin >= end when none does.
+std::pair<Value, Value> buildVisibleQueries(OpBuilder &b, Location loc,
+                                            CausalKindAttr causal,
+                                            DenseI64ArrayAttr window, Value k0,
+                                            Value cols, Value seqQ,
+                                            Value seqKV);
 
 /// Clones the single block of `region` at the builder's insertion point with
 /// its arguments bound to `args`; returns the value it yields.

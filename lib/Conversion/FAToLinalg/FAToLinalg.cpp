@@ -32,7 +32,8 @@ Value extractBroadcast(OpBuilder &b, Location loc, Value t,
   return tensor::ExtractOp::create(b, loc, t, idx);
 }
 
-Value lowerScoreTile(OpBuilder &b, ScoreTileOp op) {
+/// The scores of `op` and, when it has one, their derivative.
+SmallVector<Value> lowerScoreTile(OpBuilder &b, ScoreTileOp op) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
   Value q = op.getQuery(), k = op.getKey();
@@ -63,10 +64,17 @@ Value lowerScoreTile(OpBuilder &b, ScoreTileOp op) {
     diagOffset =
         arith::SubIOp::create(b, loc, op.getKeyLen(), op.getQueryLen());
   Value bias = op.getBias(), slopes = op.getAlibiSlopes();
-  return buildGeneric(
-      b, loc, dot, {}, {dimsMap(ctx, 2, {0, 1})},
+  bool withDerivative = static_cast<bool>(op.getDerivative());
+  SmallVector<Value> inits = {dot};
+  if (withDerivative)
+    inits.push_back(
+        tensor::EmptyOp::create(b, loc, {rows, cols}, b.getF32Type()));
+  AffineMap id = dimsMap(ctx, 2, {0, 1});
+  auto generic = linalg::GenericOp::create(
+      b, loc, ValueRange(inits).getTypes(), ValueRange(), inits,
+      SmallVector<AffineMap>(inits.size(), id),
       {IteratorType::parallel, IteratorType::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+      [&](OpBuilder &nb, Location l, ValueRange args) {
         ScorePositions pos;
         pos.batch = op.getBatch();
         pos.head = op.getHead();
@@ -88,8 +96,17 @@ Value lowerScoreTile(OpBuilder &b, ScoreTileOp op) {
                       ? extractBroadcast(nb, l, slopes, {pos.batch, pos.head})
                       : extractBroadcast(nb, l, slopes, {pos.head});
         }
-        return buildScore(nb, l, variant, args[0], biasValue, slope, pos);
+        Value derivative;
+        Value score = buildScore(
+            nb, l, variant, args[0], biasValue, slope, pos,
+            withDerivative ? &derivative : nullptr,
+            op.getScoreModGrad().empty() ? nullptr : &op.getScoreModGrad());
+        SmallVector<Value> yields = {score};
+        if (withDerivative)
+          yields.push_back(derivative);
+        linalg::YieldOp::create(nb, l, yields);
       });
+  return llvm::to_vector_of<Value>(generic.getResults());
 }
 
 struct ConvertFAToLinalgPass
@@ -100,11 +117,11 @@ struct ConvertFAToLinalgPass
     IRRewriter rewriter(&getContext());
     for (ScoreTileOp op : ops) {
       rewriter.setInsertionPoint(op);
-      Value scores = lowerScoreTile(rewriter, op);
-      if (scores.getType() != op.getType())
-        scores =
-            tensor::CastOp::create(rewriter, op.getLoc(), op.getType(), scores);
-      rewriter.replaceOp(op, scores);
+      SmallVector<Value> results = lowerScoreTile(rewriter, op);
+      for (auto [result, type] : llvm::zip(results, op->getResultTypes()))
+        if (result.getType() != type)
+          result = tensor::CastOp::create(rewriter, op.getLoc(), type, result);
+      rewriter.replaceOp(op, results);
     }
   }
 };

@@ -950,7 +950,7 @@ func.func @score_tile_mask_mod_yield(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32
 // Positions are indices (the custom form implies it; the generic one does not).
 func.func @score_tile_position_type(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index, %x: i64) {
   // expected-error @+1 {{'fa.score_tile' op operand #2 must be index, but got 'i64'}}
-  %s = "fa.score_tile"(%qt, %kt, %x, %i, %i, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 0>, scale = 5.000000e-01 : f32}> ({}, {}) : (tensor<16x8xf32>, tensor<32x8xf32>, i64, index, index, index, index, index) -> tensor<16x32xf32>
+  %s = "fa.score_tile"(%qt, %kt, %x, %i, %i, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 0>, scale = 5.000000e-01 : f32}> ({}, {}, {}) : (tensor<16x8xf32>, tensor<32x8xf32>, i64, index, index, index, index, index) -> tensor<16x32xf32>
   return
 }
 
@@ -1023,6 +1023,62 @@ func.func @score_mod_isolated(%q: tensor<2x8x128x64xf16>, %k: tensor<2x8x128x64x
     // expected-error @+1 {{using value defined outside the region}}
     %r = arith.addf %s, %c : f32
     fa.yield %r : f32
+  }
+  return
+}
+
+func.func @grad_score_mod_grad_without_score_mod(%q: tensor<2x1x8x4xf32>, %o: tensor<2x1x8x4xf32>, %lse: tensor<2x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention_grad' op score_mod_grad needs a score_mod}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %o, %o, %lse : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8xf32> -> tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32> score_mod_grad {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    fa.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @grad_score_mod_grad_signature(%q: tensor<2x1x8x4xf32>, %o: tensor<2x1x8x4xf32>, %lse: tensor<2x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention_grad' op score_mod_grad region must have arguments (f32, index, index, index, index)}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %o, %o, %lse : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8xf32> -> tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    fa.yield %s : f32
+  } score_mod_grad {
+  ^bb0(%s: f32):
+    fa.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @grad_score_mod_grad_yield(%q: tensor<2x1x8x4xf32>, %o: tensor<2x1x8x4xf32>, %lse: tensor<2x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention_grad' op score_mod_grad region must yield one 'f32'}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %o, %o, %lse : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8xf32> -> tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    fa.yield %s : f32
+  } score_mod_grad {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    fa.yield %i : index
+  }
+  return
+}
+
+// -----
+
+func.func @score_tile_derivative_type(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op derivative must be compatible with 'tensor<16x32xf32>', got 'tensor<16x32xf16>'}}
+  %s, %d = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>, tensor<16x32xf16>
+  return
+}
+
+// -----
+
+func.func @score_tile_derivative_needs_score_mod_grad(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op a derivative of a score_mod needs a score_mod_grad region; run fa-differentiate-score-mod}}
+  %s, %d = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>, tensor<16x32xf32> score_mod {
+  ^bb0(%s0: f32, %b: index, %h: index, %q: index, %k: index):
+    fa.yield %s0 : f32
   }
   return
 }

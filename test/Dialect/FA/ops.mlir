@@ -315,8 +315,8 @@ func.func @forward_backward(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>
 
 // The scores of a static f32 tile pair with only the (resolved) scale.
 // CHECK-LABEL: func.func @score_tile_static(
-// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] {scale = 5.000000e-01 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
-// CHECK-NEXT: return %0 : tensor<16x32xf32>
+// CHECK: %result = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] {scale = 5.000000e-01 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+// CHECK-NEXT: return %result : tensor<16x32xf32>
 func.func @score_tile_static(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<16x32xf32> {
   %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
   return %s : tensor<16x32xf32>
@@ -324,8 +324,8 @@ func.func @score_tile_static(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %b: i
 
 // Ragged tiles as fa-tile makes them: dynamic rows and columns, bf16, causal.
 // CHECK-LABEL: func.func @score_tile_dynamic_causal(
-// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] {causal = #fa.causal<top_left>, scale = 1.250000e-01 : f32} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32>
-// CHECK-NEXT: return %0 : tensor<?x?xf32>
+// CHECK: %result = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] {causal = #fa.causal<top_left>, scale = 1.250000e-01 : f32} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32>
+// CHECK-NEXT: return %result : tensor<?x?xf32>
 func.func @score_tile_dynamic_causal(%qt: tensor<?x64xbf16>, %kt: tensor<?x64xbf16>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<?x?xf32> {
   %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk] {causal = #fa.causal<top_left>, scale = 0.125 : f32} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32>
   return %s : tensor<?x?xf32>
@@ -334,8 +334,8 @@ func.func @score_tile_dynamic_causal(%qt: tensor<?x64xbf16>, %kt: tensor<?x64xbf
 // A static result is compatible with dynamic tiles; the same SSA value may
 // be used for several positions.
 // CHECK-LABEL: func.func @score_tile_static_result(
-// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg2, %arg2, %arg2] of[%arg2, %arg2] {scale = 1.000000e+00 : f32} : tensor<?x16xf16>, tensor<?x16xf16> -> tensor<64x32xf32>
-// CHECK-NEXT: return %0 : tensor<64x32xf32>
+// CHECK: %result = fa.score_tile %arg0, %arg1 at[%arg2, %arg2, %arg2, %arg2] of[%arg2, %arg2] {scale = 1.000000e+00 : f32} : tensor<?x16xf16>, tensor<?x16xf16> -> tensor<64x32xf32>
+// CHECK-NEXT: return %result : tensor<64x32xf32>
 func.func @score_tile_static_result(%qt: tensor<?x16xf16>, %kt: tensor<?x16xf16>, %i: index) -> tensor<64x32xf32> {
   %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 1.0 : f32} : tensor<?x16xf16>, tensor<?x16xf16> -> tensor<64x32xf32>
   return %s : tensor<64x32xf32>
@@ -343,8 +343,8 @@ func.func @score_tile_static_result(%qt: tensor<?x16xf16>, %kt: tensor<?x16xf16>
 
 // ALiBi slopes per query head only.
 // CHECK-LABEL: func.func @score_tile_alibi(
-// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] alibi_slopes(%arg8 : tensor<8xf32>) {scale = 1.250000e-01 : f32} : tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x?xf32>
-// CHECK-NEXT: return %0 : tensor<?x?xf32>
+// CHECK: %result = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] alibi_slopes(%arg8 : tensor<8xf32>) {scale = 1.250000e-01 : f32} : tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x?xf32>
+// CHECK-NEXT: return %result : tensor<?x?xf32>
 func.func @score_tile_alibi(%qt: tensor<?x64xf16>, %kt: tensor<?x64xf16>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index, %slopes: tensor<8xf32>) -> tensor<?x?xf32> {
   %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk] alibi_slopes(%slopes : tensor<8xf32>) {scale = 0.125 : f32} : tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x?xf32>
   return %s : tensor<?x?xf32>
@@ -353,17 +353,17 @@ func.func @score_tile_alibi(%qt: tensor<?x64xf16>, %kt: tensor<?x64xf16>, %b: in
 // Every variant at once: the whole bias and slopes operands, the compile-time
 // attributes and both regions.
 // CHECK-LABEL: func.func @score_tile_all_at_once(
-// CHECK: %0 = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] bias(%arg8 : tensor<2x1x128x256xbf16>) alibi_slopes(%arg9 : tensor<2x8xf32>) {causal = #fa.causal<bottom_right>, scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32, window = array<i64: 64, 0>} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32> score_mod {
+// CHECK: %result = fa.score_tile %arg0, %arg1 at[%arg2, %arg3, %arg4, %arg5] of[%arg6, %arg7] bias(%arg8 : tensor<2x1x128x256xbf16>) alibi_slopes(%arg9 : tensor<2x8xf32>) {causal = #fa.causal<bottom_right>, scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32, window = array<i64: 64, 0>} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32> score_mod {
 // CHECK-NEXT: ^bb0(%arg10: f32, %arg11: index, %arg12: index, %arg13: index, %arg14: index):
 // CHECK-NEXT: %cst = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT: %1 = arith.mulf %arg10, %cst : f32
-// CHECK-NEXT: fa.yield %1 : f32
+// CHECK-NEXT: %0 = arith.mulf %arg10, %cst : f32
+// CHECK-NEXT: fa.yield %0 : f32
 // CHECK-NEXT: } mask_mod {
 // CHECK-NEXT: ^bb0(%arg10: index, %arg11: index, %arg12: index, %arg13: index):
-// CHECK-NEXT: %1 = arith.cmpi ne, %arg12, %arg13 : index
-// CHECK-NEXT: fa.yield %1 : i1
+// CHECK-NEXT: %0 = arith.cmpi ne, %arg12, %arg13 : index
+// CHECK-NEXT: fa.yield %0 : i1
 // CHECK-NEXT: }
-// CHECK-NEXT: return %0 : tensor<?x?xf32>
+// CHECK-NEXT: return %result : tensor<?x?xf32>
 func.func @score_tile_all_at_once(%qt: tensor<?x64xbf16>, %kt: tensor<?x64xbf16>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index, %bias: tensor<2x1x128x256xbf16>, %slopes: tensor<2x8xf32>) -> tensor<?x?xf32> {
   %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk] bias(%bias : tensor<2x1x128x256xbf16>) alibi_slopes(%slopes : tensor<2x8xf32>) {scale = 0.125 : f32, causal = #fa.causal<bottom_right>, window = array<i64: 64, 0>, softcap = 30.0 : f32} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x?xf32> score_mod {
   ^bb0(%s0: f32, %bb: index, %hh: index, %i: index, %j: index):
@@ -376,4 +376,35 @@ func.func @score_tile_all_at_once(%qt: tensor<?x64xbf16>, %kt: tensor<?x64xbf16>
     fa.yield %keep : i1
   }
   return %s : tensor<?x?xf32>
+}
+
+// The backward form: score_mod with its derivative; a score tile with one.
+// CHECK-LABEL: func.func @grad_score_mod_grad(
+// CHECK: fa.attention_grad {{.*}} score_mod {
+// CHECK: math.tanh
+// CHECK: } score_mod_grad {
+// CHECK-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK: arith.mulf
+// CHECK: fa.yield
+func.func @grad_score_mod_grad(%q: tensor<2x1x8x4xf32>, %o: tensor<2x1x8x4xf32>, %lse: tensor<2x1x8xf32>) -> tensor<2x1x8x4xf32> {
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %o, %o, %lse : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8xf32> -> tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %t = math.tanh %s : f32
+    fa.yield %t : f32
+  } score_mod_grad {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %t = math.tanh %s : f32
+    %t2 = arith.mulf %t, %t : f32
+    %one = arith.constant 1.0 : f32
+    %d = arith.subf %one, %t2 : f32
+    fa.yield %d : f32
+  }
+  return %dq : tensor<2x1x8x4xf32>
+}
+
+// CHECK-LABEL: func.func @score_tile_derivative(
+// CHECK: %result, %derivative = fa.score_tile %arg0, %arg1 at[%arg2, %arg2, %arg2, %arg2] of[%arg2, %arg2] {scale = 5.000000e-01 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>, tensor<16x32xf32>
+func.func @score_tile_derivative(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) -> tensor<16x32xf32> {
+  %s, %d = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>, tensor<16x32xf32>
+  return %d : tensor<16x32xf32>
 }

@@ -223,6 +223,21 @@ template <typename OpT> LogicalResult verifyVariantRegions(OpT op) {
                      "(index, index, index, index)");
 }
 
+/// The regions of the backward form: the variant's, plus score_mod_grad.
+template <typename OpT> LogicalResult verifyGradRegions(OpT op) {
+  if (failed(verifyVariantRegions(op)))
+    return failure();
+  if (op.getScoreModGrad().empty())
+    return success();
+  if (op.getScoreMod().empty())
+    return op.emitOpError("score_mod_grad needs a score_mod");
+  Builder b(op.getContext());
+  Type f32 = b.getF32Type(), idx = b.getIndexType();
+  return checkRegion(op, op.getScoreModGrad(), "score_mod_grad",
+                     {f32, idx, idx, idx, idx}, f32,
+                     "(f32, index, index, index, index)");
+}
+
 template <typename OpT> int64_t headGroupSize(OpT op) {
   int64_t hq = op.getQuery().getType().getDimSize(1);
   int64_t hkv = op.getKey().getType().getDimSize(1);
@@ -296,7 +311,7 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verifyRegions() {
-  return verifyVariantRegions(*this);
+  return verifyGradRegions(*this);
 }
 
 int64_t AttentionGradOp::getHeadGroupSize() { return headGroupSize(*this); }
@@ -323,6 +338,10 @@ LogicalResult ScoreTileOp::verify() {
       failed(checkResultType(*this, result, "result",
                              {q.getDimSize(0), k.getDimSize(0)},
                              Float32Type::get(getContext()))) ||
+      (getDerivative() &&
+       failed(checkResultType(*this, getDerivative().getType(), "derivative",
+                              result.getShape(),
+                              Float32Type::get(getContext())))) ||
       failed(checkPositiveFinite(*this, getScaleAttr(), "scale")) ||
       failed(checkPositiveFinite(*this, getSoftcapAttr(), "softcap")))
     return failure();
@@ -350,7 +369,12 @@ LogicalResult ScoreTileOp::verify() {
 }
 
 LogicalResult ScoreTileOp::verifyRegions() {
-  return verifyVariantRegions(*this);
+  if (failed(verifyGradRegions(*this)))
+    return failure();
+  if (getDerivative() && !getScoreMod().empty() && getScoreModGrad().empty())
+    return emitOpError("a derivative of a score_mod needs a score_mod_grad "
+                       "region; run fa-differentiate-score-mod");
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -37,6 +37,15 @@ defvar FA_VariantRegions = (region
   MaxSizedRegion<1>:$mask_mod
 );
 
+// The backward form adds the derivative of score_mod with respect to its
+// score argument, (score, b, h, i, j) -> d score_mod / d score, filled in by
+// fa-differentiate-score-mod.
+defvar FA_GradRegions = (region
+  MaxSizedRegion<1>:$score_mod,
+  MaxSizedRegion<1>:$mask_mod,
+  MaxSizedRegion<1>:$score_mod_grad
+);
+
 defvar FA_VariantFormat = [{
   (`bias` `(` $bias^ `:` type($bias) `)`)?
   (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
@@ -47,6 +56,12 @@ defvar FA_VariantFormat = [{
 defvar FA_RegionFormat = [{
   (`score_mod` $score_mod^)?
   (`mask_mod` $mask_mod^)?
+}];
+
+defvar FA_GradRegionFormat = [{
+  (`score_mod` $score_mod^)?
+  (`mask_mod` $mask_mod^)?
+  (`score_mod_grad` $score_mod_grad^)?
 }];
 
 class FA_AttentionBase<string mnemonic, list<Trait> traits = []>
@@ -137,6 +152,10 @@ def FA_AttentionGradOp : FA_AttentionBase<"attention_grad"> {
     the types of Q, K and V. Gradients of K/V heads shared by several query
     heads (GQA) are summed.
 
+    With a `score_mod`, the optional `score_mod_grad` region holds its
+    derivative with respect to the score (same arguments, yields f32);
+    `fa-differentiate-score-mod` derives it, and lowerings need it.
+
     ```mlir
     %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse
         : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>,
@@ -153,14 +172,14 @@ def FA_AttentionGradOp : FA_AttentionBase<"attention_grad"> {
   let results = (outs AnyRankedTensor:$grad_query,
                       AnyRankedTensor:$grad_key,
                       AnyRankedTensor:$grad_value);
-  let regions = FA_VariantRegions;
+  let regions = FA_GradRegions;
 
   let assemblyFormat = !strconcat(
     "$query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse",
     FA_VariantFormat, [{
     `:` type($query) `,` type($key) `,` type($value) `,` type($output) `,`
         type($grad_output) `,` type($lse) `->` type(results)
-  }], FA_RegionFormat);
+  }], FA_GradRegionFormat);
 
   let extraClassDeclaration = variantMethods;
 }
@@ -182,6 +201,11 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [
     masked. `bias` and `alibi_slopes` are the whole operands of the
     `fa.attention`, indexed at absolute positions. `scale` is resolved.
 
+    The optional second result (used by the backward) is the derivative of
+    each score with respect to its raw dot product `dot(q_i, k_j)`: `scale`
+    times the softcap's `1 - tanh^2` times `score_mod_grad` (required with a
+    `score_mod`), and 0 where masked.
+
     ```mlir
     %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk]
         {causal = #fa.causal<top_left>, scale = 1.250000e-01 : f32}
@@ -199,15 +223,16 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [
     OptionalAttr<DenseI64ArrayAttr>:$window,
     OptionalAttr<F32Attr>:$softcap
   );
-  let results = (outs AnyRankedTensor:$result);
-  let regions = FA_VariantRegions;
+  let results = (outs AnyRankedTensor:$result,
+                      Optional<AnyRankedTensor>:$derivative);
+  let regions = FA_GradRegions;
   let assemblyFormat = !strconcat([{
     $query `,` $key `at` `[` $batch `,` $head `,` $query_offset `,`
         $key_offset `]` `of` `[` $query_len `,` $key_len `]`
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
-    attr-dict `:` type($query) `,` type($key) `->` type($result)
-  }], FA_RegionFormat);
+    attr-dict `:` type($query) `,` type($key) `->` type(results)
+  }], FA_GradRegionFormat);
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 }
