@@ -116,6 +116,9 @@ public:
   const std::string &mlir() const;
   /// Where it runs: "host" or the GPU chip ("sm_80", "sm_90a", ...).
   const std::string &target() const;
+  /// The PTX of a GPU kernel (what the CUDA driver loads). Throws fa::Error
+  /// for a host kernel, which has none.
+  const std::string &ptx() const;
   const AttentionSpec &spec() const;
 
   struct Impl;

@@ -313,6 +313,16 @@ const std::string &fa::Kernel::mlir() const { return impl->mlir; }
 const std::string &fa::Kernel::target() const { return impl->target; }
 const fa::AttentionSpec &fa::Kernel::spec() const { return impl->spec; }
 
+const std::string &fa::Kernel::ptx() const {
+  if (!impl->gpu)
+    throw Error("fa::Kernel::ptx: the kernel was compiled for the host, which "
+                "runs no PTX; compile for a GPU target (sm_80, sm_90a, or auto "
+                "on a machine with a GPU) to get it");
+  if (impl->gpu->image->format != rt::CachedKernel::Format::PTX)
+    throw Error("fa::Kernel::ptx: the kernel's image is a cubin, not PTX");
+  return impl->gpu->image->image;
+}
+
 namespace {
 
 /// Checks one view and turns it into a kernel argument.

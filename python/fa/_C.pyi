@@ -53,6 +53,8 @@ class Kernel:
     @property
     def target(self) -> str: ...
     @property
+    def ptx(self) -> str: ...
+    @property
     def spec(self) -> AttentionSpec: ...
     def forward(
         self,
@@ -64,6 +66,7 @@ class Kernel:
         bias: Any = None,
         alibi_slopes: Any = None,
         dropout_seed: int = 0,
+        stream: int = 0,
     ) -> None: ...
 
 def compile(spec: AttentionSpec, target: str = "host") -> Kernel: ...

@@ -372,8 +372,13 @@ class Kernel:
 
     @property
     def target(self) -> str:
-        """Where the kernel runs ("host")."""
+        """Where the kernel runs: "host" or a GPU chip ("sm_80", "sm_90a", ...)."""
         return self._kernel.target
+
+    @property
+    def ptx(self) -> str:
+        """The PTX text of a GPU kernel; :class:`fa.FAError` for a host kernel."""
+        return self._kernel.ptx
 
     @property
     def spec(self) -> _C.AttentionSpec:

@@ -313,6 +313,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("mlir", &fa::Kernel::mlir,
                              "The fa.attention the kernel was compiled from.")
       .def_property_readonly("target", &fa::Kernel::target)
+      .def_property_readonly("ptx", &fa::Kernel::ptx,
+                             "The PTX of a GPU kernel (FAError for a host "
+                             "kernel).")
       .def_property_readonly("spec", &fa::Kernel::spec);
 
   m.def(

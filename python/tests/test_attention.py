@@ -393,6 +393,26 @@ def test_compile_fixed_heads_and_head_dim_v() -> None:
     assert rel_error(kernel(q, k, v), want) < BOUNDS["bfloat16"]
 
 
+def test_gpu_kernel_ptx() -> None:
+    # Compiling for a GPU chip needs no GPU: the PTX comes from LLVM's backend.
+    kernel = fa.compile("float16", 64, causal="bottom_right", softcap=30.0, target="sm_80")
+    assert kernel.target == "sm_80"
+    ptx = kernel.ptx
+    assert ".target sm_80" in ptx and ".visible .entry" in ptx and "mma.sync" in ptx
+    assert fa.compile("bfloat16", 128, target="sm_90a").ptx.count(".target sm_90a") == 1
+
+
+def test_host_kernel_has_no_ptx() -> None:
+    kernel = fa.compile("float32", 16)
+    with pytest.raises(
+        fa.FAError,
+        match=r"^fa::Kernel::ptx: the kernel was compiled for the host, which runs no PTX; "
+        r"compile for a GPU target \(sm_80, sm_90a, or auto on a machine with a GPU\) to get "
+        r"it$",
+    ):
+        kernel.ptx  # noqa: B018 - the property raises
+
+
 def test_score_mod_as_mlir_text() -> None:
     body = """
     %c = arith.constant 2.0 : f32

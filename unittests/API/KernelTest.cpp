@@ -368,6 +368,11 @@ TEST(KernelTest, GpuKernelsCompileWithoutAGpuAndCheckTheirViews) {
   // PTX needs no GPU; the module is loaded on the first call.
   fa::Kernel kernel = fa::compile(spec, "sm_90a");
   EXPECT_EQ(kernel.target(), "sm_90a");
+  EXPECT_NE(kernel.ptx().find(".target sm_90a"), std::string::npos);
+  EXPECT_EQ(errorOf([&] { fa::compile(fa::AttentionSpec()).ptx(); }),
+            "fa::Kernel::ptx: the kernel was compiled for the host, which runs "
+            "no PTX; compile for a GPU target (sm_80, sm_90a, or auto on a "
+            "machine with a GPU) to get it");
   HostTensor q(fa::DType::BF16, {1, 2, 8, 64});
   EXPECT_EQ(
       errorOf([&] { kernel.forward(q.view(), q.view(), q.view(), q.view()); }),
