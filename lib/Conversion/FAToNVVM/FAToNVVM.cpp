@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelBuilder.h"
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -43,28 +44,19 @@ namespace mlir::fa {
 
 using namespace mlir;
 using namespace mlir::fa;
+using namespace mlir::fa::nvvm;
 
 namespace {
 
-// 4 warps of 16 query rows per CTA. (8 warps sharing a K/V tile halve the
-// L2 traffic but measured 10-30% slower on H100: occupancy drops to one CTA
-// per SM at ~210 registers.)
 constexpr int64_t kBlockQ = 64;
-constexpr int64_t kBlockKV = 64;
-constexpr int64_t kWarps = 4;
-constexpr int64_t kThreads = 32 * kWarps;
-constexpr unsigned kGlobal = 1, kShared = 3;
 
-/// Builds one kernel. Values named *32 are i32, the rest follow their type.
-class FlashKernelBuilder {
+/// Builds one forward kernel.
+class FlashKernelBuilder : public KernelBuilder {
 public:
   FlashKernelBuilder(OpBuilder &b, Location loc, AttentionOp op)
-      : b(b), loc(loc), op(op), et(op.getElementType()),
-        d(op.getQuery().getType().getDimSize(3)), i32(b.getI32Type()),
-        i64(b.getI64Type()), f32(b.getF32Type()),
-        gptr(LLVM::LLVMPointerType::get(b.getContext(), kGlobal)),
-        sptr(LLVM::LLVMPointerType::get(b.getContext(), kShared)),
-        mTiles(d <= 64 ? 2 : 1), blockQ(kBlockQ * mTiles) {}
+      : KernelBuilder(b, loc, op.getElementType(),
+                      op.getQuery().getType().getDimSize(3)),
+        op(op), mTiles(d <= 64 ? 2 : 1), blockQ(kBlockQ * mTiles) {}
 
   /// Query rows per CTA: 64 x mTiles.
   int64_t getBlockQ() const { return blockQ; }
@@ -76,199 +68,20 @@ public:
   int64_t sharedBytes() const { return (blockQ + 2 * kBlockKV) * d * 2; }
 
 private:
-  // Constants and arithmetic.
-  Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
-  Value c64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
-  Value cf(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
-  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
-  Value shl(Value x, int64_t s) {
-    return arith::ShLIOp::create(b, loc, x, c32(s));
-  }
-  Value shr(Value x, int64_t s) {
-    return arith::ShRUIOp::create(b, loc, x, c32(s));
-  }
-  Value andi(Value x, int64_t m) {
-    return arith::AndIOp::create(b, loc, x, c32(m));
-  }
-  Value xori(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
-  Value mins(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value maxs(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
-  Value sel(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value ext64(Value x) { return arith::ExtSIOp::create(b, loc, i64, x); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) {
-    return arith::MaximumFOp::create(b, loc, x, y);
-  }
-  Value exp2(Value x) { return LLVM::Exp2Op::create(b, loc, f32, x); }
-
-  /// A one-operand f32 PTX instruction (lg2, tanh have no libcall on NVPTX).
-  Value approx(StringRef instruction, Value x) {
-    std::string asmText = (instruction + " $0, $1;").str();
-    return LLVM::InlineAsmOp::create(b, loc, f32, ValueRange{x}, asmText,
-                                     "=f,f", /*has_side_effects=*/false,
-                                     /*is_align_stack=*/false,
-                                     LLVM::TailCallKind::None,
-                                     LLVM::AsmDialectAttr(), ArrayAttr())
-        .getResult(0);
-  }
-
-  /// Element pointer `base + offset` (offset in elements of `et`, i64).
-  Value gep(Value base, Value offset, Type elementType) {
-    return LLVM::GEPOp::create(b, loc, base.getType(), elementType, base,
-                               ValueRange{offset});
-  }
-  /// Byte offset of element (row, col) in a swizzled [rows][d] tile: 16-byte
-  /// chunks XOR-ed with the row so the 8 rows one ldmatrix reads hit
-  /// distinct banks.
-  Value swizzled(Value row, Value col) {
-    // XOR within aligned groups of a power-of-two number of chunks (8 at
-    // most), so the swizzled chunk stays inside the row (d = 96: 12 chunks).
-    int64_t chunks = d / 8, group = 1;
-    while (group < 8 && chunks % (group * 2) == 0)
-      group *= 2;
-    Value chunk = shr(col, 3);
-    Value swz = xori(chunk, andi(row, group - 1));
-    return add(mul(row, c32(d * 2)), add(shl(swz, 4), shl(andi(col, 7), 1)));
-  }
-  Value smemAt(Value tile, Value byteOffset) {
-    return LLVM::GEPOp::create(b, loc, sptr, b.getI8Type(), tile,
-                               ValueRange{byteOffset});
-  }
-  /// Copies rows [row0, row0 + 64) of a [N][d] matrix (row stride `stride`
-  /// elements) into a swizzled shared tile; rows >= `rows` are zero-filled.
-  void copyTile(int64_t tileRows, Value tile, Value base, Value row0,
-                Value rows, Value stride, Value tid);
-  Value ldmatrix(Value ptr, bool transpose);
-  /// D = A * B + C on one m16n8k16 tile; returns the 4 accumulators.
-  SmallVector<Value, 4> mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
-                            ArrayRef<Value> c);
-  /// Two f32 as one register of two `et`.
-  Value pack(Value lo, Value hi);
-  /// Reduces across the 4 lanes of a quad (lanes sharing a row).
-  Value quadReduce(Value v, bool isMax);
-
-  OpBuilder &b;
-  Location loc;
   AttentionOp op;
-  Type et;
-  int64_t d;
-  Type i32, i64, f32, gptr, sptr;
   /// 16-row query tiles per warp. Two (for D <= 64, where the registers
   /// allow) let each K and V fragment read from shared memory feed two mmas.
   int64_t mTiles;
   int64_t blockQ;
 };
 
-void FlashKernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
-                                  Value row0, Value rows, Value stride,
-                                  Value tid) {
-  int64_t chunksPerRow = d / 8;
-  int64_t perThread = tileRows * chunksPerRow / kThreads;
-  for (int64_t i = 0; i < perThread; ++i) {
-    Value chunkId = add(tid, c32(i * kThreads));
-    Value r = divu(chunkId, c32(chunksPerRow));
-    Value c = remu(chunkId, c32(chunksPerRow));
-    Value gRow = add(row0, r);
-    Value valid = cmp(arith::CmpIPredicate::slt, gRow, rows);
-    // Out-of-range rows read nothing (src-size 0) from row 0.
-    Value srcRow = sel(valid, gRow, c32(0));
-    Value offset = add(mul(ext64(srcRow), stride), ext64(shl(c, 3)));
-    Value src = gep(base, offset, et);
-    Value dst = smemAt(tile, swizzled(r, shl(c, 3)));
-    Value size = sel(valid, c32(16), c32(0));
-    NVVM::CpAsyncOp::create(b, loc, dst, src, /*size=*/16u,
-                            NVVM::LoadCacheModifierKind::CG, size);
-  }
-}
-
-Value FlashKernelBuilder::ldmatrix(Value ptr, bool transpose) {
-  auto type =
-      LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
-  return NVVM::LdMatrixOp::create(
-      b, loc, type, ptr, /*num=*/4,
-      transpose ? NVVM::MMALayout::col : NVVM::MMALayout::row,
-      NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
-      NVVM::LdStMatrixEltType::B16);
-}
-
-SmallVector<Value, 4> FlashKernelBuilder::mma(ArrayRef<Value> a,
-                                              ArrayRef<Value> bFrag,
-                                              ArrayRef<Value> c) {
-  auto resultType =
-      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-  NVVM::MMATypes ptxType =
-      et.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  SmallVector<Value> aOps(a), bOps(bFrag);
-  if (et.isF16()) {
-    // f16 operands are vector<2xf16>; bf16 ones stay i32.
-    auto v2 = VectorType::get({2}, b.getF16Type());
-    for (Value &v : aOps)
-      v = LLVM::BitcastOp::create(b, loc, v2, v);
-    for (Value &v : bOps)
-      v = LLVM::BitcastOp::create(b, loc, v2, v);
-  }
-  Value res = NVVM::MmaOp::create(
-      b, loc, resultType, aOps, bOps, c, ArrayRef<int64_t>{16, 8, 16},
-      std::nullopt, std::nullopt,
-      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  SmallVector<Value, 4> out;
-  for (int64_t i = 0; i < 4; ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
-  return out;
-}
-
-Value FlashKernelBuilder::pack(Value lo, Value hi) {
-  auto v2f32 = VectorType::get({2}, f32);
-  Value v = LLVM::PoisonOp::create(b, loc, v2f32);
-  v = LLVM::InsertElementOp::create(b, loc, v, lo, c32(0));
-  v = LLVM::InsertElementOp::create(b, loc, v, hi, c32(1));
-  Value narrow = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, et), v);
-  return LLVM::BitcastOp::create(b, loc, i32, narrow);
-}
-
-Value FlashKernelBuilder::quadReduce(Value v, bool isMax) {
-  for (int64_t offset : {1, 2}) {
-    Value other =
-        NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset), c32(0x1f),
-                             NVVM::ShflKind::bfly, UnitAttr());
-    v = isMax ? fmax(v, other) : fadd(v, other);
-  }
-  return v;
-}
-
 void FlashKernelBuilder::build(StringRef name) {
-  MLIRContext *ctx = b.getContext();
   // q, k, v, o, lse; strides (b, h, n) of q, k, v, o and (b, h) of lse;
   // Nq, Nk, Hq / Hkv; scale * log2(e).
   SmallVector<Type> params = {gptr, gptr, gptr, gptr, gptr};
   params.append(14, i64);
   params.append({i32, i32, i32, f32});
-  auto fnType =
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
-  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  // One CTA of 128 threads may use every register: ptxas would otherwise
-  // trade registers for occupancy and spill the accumulators.
-  fn->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
-              b.getI32IntegerAttr(255));
-  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-              b.getDenseI32ArrayAttr({kThreads, 1, 1}));
-  Block *entry = fn.addEntryBlock(b);
+  Block *entry = &createKernel(name, params).front();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry);
   auto arg = [&](unsigned i) { return entry->getArgument(i); };
@@ -287,17 +100,12 @@ void FlashKernelBuilder::build(StringRef name) {
   Value q0 = mul(qTileIdx, c32(blockQ));
   Value headKV = divu(head, group);
 
-  Value qBase =
-      gep(q, add(mul(ext64(batch), qs[0]), mul(ext64(head), qs[1])), et);
-  Value kBase =
-      gep(k, add(mul(ext64(batch), ks[0]), mul(ext64(headKV), ks[1])), et);
-  Value vBase =
-      gep(v, add(mul(ext64(batch), vs[0]), mul(ext64(headKV), vs[1])), et);
+  Value qBase = headBase(q, batch, head, qs[0], qs[1]);
+  Value kBase = headBase(k, batch, headKV, ks[0], ks[1]);
+  Value vBase = headBase(v, batch, headKV, vs[0], vs[1]);
 
   // Shared memory: the Q tile, then one K and one V tile.
-  auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
   Value smem = LLVM::AddressOfOp::create(b, loc, sptr, "fa_smem");
-  (void)smemType;
   int64_t qBytes = blockQ * d * 2, kvBytes = kBlockKV * d * 2;
   Value sQ = smem, sK = smemAt(smem, c32(qBytes)),
         sV = smemAt(smem, c32(qBytes + kvBytes));
@@ -313,32 +121,18 @@ void FlashKernelBuilder::build(StringRef name) {
   SmallVector<SmallVector<SmallVector<Value, 4>>> qFrag(mTiles);
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     qFrag[mt].resize(kSteps);
-    Value row = add(add(c32(mt * 64), warpRow0),
-                    add(andi(lane, 7), shl(andi(shr(lane, 3), 1), 3)));
+    Value row = add(add(c32(mt * 64), warpRow0), aRow(lane));
     for (int64_t kk = 0; kk < kSteps; ++kk) {
-      Value col = add(c32(kk * 16), shl(shr(lane, 4), 3));
-      Value frag = ldmatrix(smemAt(sQ, swizzled(row, col)), false);
-      for (int64_t i = 0; i < 4; ++i)
-        qFrag[mt][kk].push_back(LLVM::ExtractValueOp::create(b, loc, frag, i));
+      Value col = add(c32(kk * 16), aCol(lane));
+      auto frag = ldmatrix4(smemAt(sQ, swizzled(row, col)), false);
+      qFrag[mt][kk].assign(frag.begin(), frag.end());
     }
   }
 
   // The K/V rows this CTA's queries can see.
-  Value kvBegin = c32(0), kvEnd = nk;
-  Value qEnd = add(q0, c32(blockQ));
-  Value diag = sub(nk, nq);
-  auto causal = op.getCausalAttr();
-  auto window = op.getWindowAttr();
-  if (causal) {
-    Value last =
-        causal.getValue() == CausalKind::TopLeft ? qEnd : add(qEnd, diag);
-    kvEnd = maxs(c32(0), mins(kvEnd, last));
-  }
-  if (window) {
-    Value lo = sub(add(q0, diag), c32(window[0]));
-    kvBegin = mul(divu(maxs(c32(0), lo), c32(kBlockKV)), c32(kBlockKV));
-    kvEnd = maxs(c32(0), mins(kvEnd, add(add(qEnd, diag), c32(window[1]))));
-  }
+  Masks masks{op.getCausalAttr(), op.getWindowAttr()};
+  KeyRange visible = visibleKeys(masks, q0, blockQ, nq, nk, kBlockKV);
+  Value diag = visible.diag;
 
   int64_t nTilesS = kBlockKV / 8, nTilesO = d / 8;
   // Per m-tile loop state: m (rows g, g + 8), l (same), acc (nTilesO x 4).
@@ -350,10 +144,6 @@ void FlashKernelBuilder::build(StringRef name) {
     for (int64_t i = 0; i < nTilesO * 4; ++i)
       inits.push_back(cf(0.0));
   }
-  // Loop bounds as index for scf.for.
-  auto toIndex = [&](Value x) {
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
-  };
   SmallVector<std::array<Value, 2>> rows(mTiles);
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     Value rowG = add(add(q0, add(c32(mt * 64), warpRow0)), g);
@@ -364,7 +154,7 @@ void FlashKernelBuilder::build(StringRef name) {
     softcap = attr.getValueAsDouble();
 
   auto loop = scf::ForOp::create(
-      b, loc, toIndex(kvBegin), toIndex(kvEnd),
+      b, loc, toIndex(visible.begin), toIndex(visible.end),
       arith::ConstantIndexOp::create(b, loc, kBlockKV), inits,
       [&](OpBuilder &, Location, Value ivIndex, ValueRange iters) {
         Value kv0 = arith::IndexCastOp::create(b, loc, i32, ivIndex);
@@ -385,16 +175,13 @@ void FlashKernelBuilder::build(StringRef name) {
           for (auto &t : tiles)
             t.assign(4, cf(0.0));
         }
-        Value keyInPair = add(andi(lane, 7), shl(shr(lane, 4), 3));
-        Value dimHalf = shl(andi(shr(lane, 3), 1), 3);
+        Value keyInPair = bRow(lane);
+        Value dimHalf = bCol(lane);
         for (int64_t kk = 0; kk < kSteps; ++kk) {
           for (int64_t pair = 0; pair < nTilesS / 2; ++pair) {
             Value key = add(c32(pair * 16), keyInPair);
             Value dim = add(c32(kk * 16), dimHalf);
-            Value frag = ldmatrix(smemAt(sK, swizzled(key, dim)), false);
-            Value r[4];
-            for (int64_t i = 0; i < 4; ++i)
-              r[i] = LLVM::ExtractValueOp::create(b, loc, frag, i);
+            auto r = ldmatrix4(smemAt(sK, swizzled(key, dim)), false);
             for (int64_t mt = 0; mt < mTiles; ++mt) {
               s[mt][2 * pair] =
                   mma(qFrag[mt][kk], {r[0], r[1]}, s[mt][2 * pair]);
@@ -419,24 +206,8 @@ void FlashKernelBuilder::build(StringRef name) {
 
         // Masks (keys past Nk, causal, window) only on tiles that cross a
         // boundary; the test is uniform across the CTA, so the branch is.
-        Value tileEnd = add(kv0, c32(kBlockKV));
-        Value needMask = cmp(arith::CmpIPredicate::sgt, tileEnd, nk);
-        auto orMask = [&](Value m) {
-          needMask = arith::OrIOp::create(b, loc, needMask, m);
-        };
-        Value lastRow = add(q0, c32(blockQ - 1));
-        if (causal) {
-          // The CTA's first query row sees keys up to q0 (+ Nk - Nq).
-          Value lim =
-              causal.getValue() == CausalKind::TopLeft ? q0 : add(q0, diag);
-          orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)), lim));
-        }
-        if (window) {
-          orMask(cmp(arith::CmpIPredicate::slt, kv0,
-                     sub(add(lastRow, diag), c32(window[0]))));
-          orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)),
-                     add(add(q0, diag), c32(window[1]))));
-        }
+        Value needMask =
+            tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV, nk, diag);
         SmallVector<Type> scoreTypes(mTiles * nTilesS * 4, f32);
         auto masked = scf::IfOp::create(b, loc, scoreTypes, needMask,
                                         /*withElse=*/true);
@@ -449,24 +220,8 @@ void FlashKernelBuilder::build(StringRef name) {
               for (int64_t e = 0; e < 4; ++e) {
                 Value key =
                     add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
-                Value row = rows[mt][e / 2];
-                Value keep = cmp(arith::CmpIPredicate::slt, key, nk);
-                auto both = [&](Value m) {
-                  keep = arith::AndIOp::create(b, loc, keep, m);
-                };
-                if (causal) {
-                  Value lim = causal.getValue() == CausalKind::TopLeft
-                                  ? row
-                                  : add(row, diag);
-                  both(cmp(arith::CmpIPredicate::sle, key, lim));
-                }
-                if (window) {
-                  Value aligned = add(row, diag);
-                  both(cmp(arith::CmpIPredicate::sge, key,
-                           sub(aligned, c32(window[0]))));
-                  both(cmp(arith::CmpIPredicate::sle, key,
-                           add(aligned, c32(window[1]))));
-                }
+                Value keep = keepKey(masks, rows[mt][e / 2], key, nk, diag,
+                                     /*checkBound=*/true);
                 values.push_back(sel(keep, s[mt][nt][e], cf(negInf)));
               }
             }
@@ -525,24 +280,16 @@ void FlashKernelBuilder::build(StringRef name) {
         // each V fragment serves every m-tile.
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
         NVVM::Barrier0Op::create(b, loc);
-        Value keyInStep = add(andi(lane, 7), shl(andi(shr(lane, 3), 1), 3));
-        Value dvHalf = shl(shr(lane, 4), 3);
+        Value keyInStep = aRow(lane);
+        Value dvHalf = aCol(lane);
         for (int64_t j = 0; j < kBlockKV / 16; ++j) {
           SmallVector<SmallVector<Value, 4>> a(mTiles);
-          for (int64_t mt = 0; mt < mTiles; ++mt) {
-            auto &p = s[mt];
-            a[mt] = {pack(p[2 * j][0], p[2 * j][1]),
-                     pack(p[2 * j][2], p[2 * j][3]),
-                     pack(p[2 * j + 1][0], p[2 * j + 1][1]),
-                     pack(p[2 * j + 1][2], p[2 * j + 1][3])};
-          }
+          for (int64_t mt = 0; mt < mTiles; ++mt)
+            a[mt] = accToA(s[mt], j);
           Value key = add(c32(j * 16), keyInStep);
           for (int64_t pair = 0; pair < nTilesO / 2; ++pair) {
             Value dv = add(c32(pair * 16), dvHalf);
-            Value frag = ldmatrix(smemAt(sV, swizzled(key, dv)), true);
-            Value r[4];
-            for (int64_t i = 0; i < 4; ++i)
-              r[i] = LLVM::ExtractValueOp::create(b, loc, frag, i);
+            auto r = ldmatrix4(smemAt(sV, swizzled(key, dv)), true);
             for (int64_t mt = 0; mt < mTiles; ++mt) {
               acc[mt][2 * pair] = mma(a[mt], {r[0], r[1]}, acc[mt][2 * pair]);
               acc[mt][2 * pair + 1] =
@@ -561,8 +308,7 @@ void FlashKernelBuilder::build(StringRef name) {
       });
 
   // O = acc / l (0 for an empty row); lse = (m + log2 l) * ln 2.
-  Value oBase =
-      gep(o, add(mul(ext64(batch), os[0]), mul(ext64(head), os[1])), et);
+  Value oBase = headBase(o, batch, head, os[0], os[1]);
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     ValueRange state = loop.getResults().slice(mt * stateSize, stateSize);
     for (int64_t r = 0; r < 2; ++r) {

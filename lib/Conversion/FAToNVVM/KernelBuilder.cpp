@@ -1,0 +1,230 @@
+//===- KernelBuilder.cpp - Shared pieces of FA's NVVM kernels -------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::nvvm;
+
+KernelBuilder::KernelBuilder(OpBuilder &b, Location loc, Type et, int64_t d)
+    : b(b), loc(loc), et(et), d(d), i32(b.getI32Type()), i64(b.getI64Type()),
+      f32(b.getF32Type()),
+      gptr(LLVM::LLVMPointerType::get(b.getContext(), kGlobal)),
+      sptr(LLVM::LLVMPointerType::get(b.getContext(), kShared)) {}
+
+LLVM::LLVMFuncOp KernelBuilder::createKernel(StringRef name,
+                                             ArrayRef<Type> params) {
+  MLIRContext *ctx = b.getContext();
+  auto fnType =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
+  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  // One CTA of 128 threads may use every register: ptxas would otherwise
+  // trade registers for occupancy and spill the accumulators.
+  fn->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+              b.getI32IntegerAttr(255));
+  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+              b.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  fn.addEntryBlock(b);
+  return fn;
+}
+
+Value KernelBuilder::toIndex(Value x) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+}
+
+Value KernelBuilder::approx(StringRef instruction, Value x) {
+  std::string asmText = (instruction + " $0, $1;").str();
+  return LLVM::InlineAsmOp::create(b, loc, f32, ValueRange{x}, asmText, "=f,f",
+                                   /*has_side_effects=*/false,
+                                   /*is_align_stack=*/false,
+                                   LLVM::TailCallKind::None,
+                                   LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+Value KernelBuilder::headBase(Value base, Value batch, Value head,
+                              Value batchStride, Value headStride) {
+  return gep(base,
+             add(mul(ext64(batch), batchStride), mul(ext64(head), headStride)),
+             et);
+}
+
+Value KernelBuilder::swizzled(Value row, Value col) {
+  // XOR within aligned groups of a power-of-two number of chunks (8 at
+  // most), so the swizzled chunk stays inside the row (d = 96: 12 chunks).
+  int64_t chunks = d / 8, group = 1;
+  while (group < 8 && chunks % (group * 2) == 0)
+    group *= 2;
+  Value chunk = shr(col, 3);
+  Value swz = xori(chunk, andi(row, group - 1));
+  return add(mul(row, c32(d * 2)), add(shl(swz, 4), shl(andi(col, 7), 1)));
+}
+
+void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
+                             Value row0, Value rows, Value stride, Value tid) {
+  int64_t chunksPerRow = d / 8;
+  int64_t perThread = tileRows * chunksPerRow / kThreads;
+  for (int64_t i = 0; i < perThread; ++i) {
+    Value chunkId = add(tid, c32(i * kThreads));
+    Value r = divu(chunkId, c32(chunksPerRow));
+    Value c = remu(chunkId, c32(chunksPerRow));
+    Value gRow = add(row0, r);
+    Value valid = cmp(arith::CmpIPredicate::slt, gRow, rows);
+    // Out-of-range rows read nothing (src-size 0) from row 0.
+    Value srcRow = sel(valid, gRow, c32(0));
+    Value offset = add(mul(ext64(srcRow), stride), ext64(shl(c, 3)));
+    Value src = gep(base, offset, et);
+    Value dst = smemAt(tile, swizzled(r, shl(c, 3)));
+    Value size = sel(valid, c32(16), c32(0));
+    NVVM::CpAsyncOp::create(b, loc, dst, src, /*size=*/16u,
+                            NVVM::LoadCacheModifierKind::CG, size);
+  }
+}
+
+Value KernelBuilder::ldmatrix(Value ptr, bool transpose) {
+  auto type =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
+  return NVVM::LdMatrixOp::create(
+      b, loc, type, ptr, /*num=*/4,
+      transpose ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+      NVVM::LdStMatrixEltType::B16);
+}
+
+std::array<Value, 4> KernelBuilder::ldmatrix4(Value ptr, bool transpose) {
+  Value frag = ldmatrix(ptr, transpose);
+  std::array<Value, 4> r;
+  for (int64_t i = 0; i < 4; ++i)
+    r[i] = LLVM::ExtractValueOp::create(b, loc, frag, i);
+  return r;
+}
+
+SmallVector<Value, 4> KernelBuilder::mma(ArrayRef<Value> a,
+                                         ArrayRef<Value> bFrag,
+                                         ArrayRef<Value> c) {
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType =
+      et.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  SmallVector<Value> aOps(a), bOps(bFrag);
+  if (et.isF16()) {
+    // f16 operands are vector<2xf16>; bf16 ones stay i32.
+    auto v2 = VectorType::get({2}, b.getF16Type());
+    for (Value &v : aOps)
+      v = LLVM::BitcastOp::create(b, loc, v2, v);
+    for (Value &v : bOps)
+      v = LLVM::BitcastOp::create(b, loc, v2, v);
+  }
+  Value res = NVVM::MmaOp::create(
+      b, loc, resultType, aOps, bOps, c, ArrayRef<int64_t>{16, 8, 16},
+      std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value, 4> out;
+  for (int64_t i = 0; i < 4; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
+  return out;
+}
+
+Value KernelBuilder::pack(Value lo, Value hi) {
+  auto v2f32 = VectorType::get({2}, f32);
+  Value v = LLVM::PoisonOp::create(b, loc, v2f32);
+  v = LLVM::InsertElementOp::create(b, loc, v, lo, c32(0));
+  v = LLVM::InsertElementOp::create(b, loc, v, hi, c32(1));
+  Value narrow = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, et), v);
+  return LLVM::BitcastOp::create(b, loc, i32, narrow);
+}
+
+SmallVector<Value, 4>
+KernelBuilder::accToA(ArrayRef<SmallVector<Value, 4>> tiles, int64_t j) {
+  return {pack(tiles[2 * j][0], tiles[2 * j][1]),
+          pack(tiles[2 * j][2], tiles[2 * j][3]),
+          pack(tiles[2 * j + 1][0], tiles[2 * j + 1][1]),
+          pack(tiles[2 * j + 1][2], tiles[2 * j + 1][3])};
+}
+
+Value KernelBuilder::quadReduce(Value v, bool isMax) {
+  for (int64_t offset : {1, 2}) {
+    Value other =
+        NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset), c32(0x1f),
+                             NVVM::ShflKind::bfly, UnitAttr());
+    v = isMax ? fmax(v, other) : fadd(v, other);
+  }
+  return v;
+}
+
+Value KernelBuilder::windowSize(int64_t size) {
+  // Sequences stay below 2^30 rows; a wider window masks nothing more.
+  return c32(std::min<int64_t>(size, int64_t(1) << 30));
+}
+
+Value KernelBuilder::keepKey(const Masks &masks, Value row, Value key, Value nk,
+                             Value diag, bool checkBound) {
+  Value keep;
+  auto both = [&](Value m) {
+    keep = keep ? arith::AndIOp::create(b, loc, keep, m) : m;
+  };
+  if (checkBound)
+    both(cmp(arith::CmpIPredicate::slt, key, nk));
+  if (masks.causal) {
+    Value lim =
+        masks.causal.getValue() == CausalKind::TopLeft ? row : add(row, diag);
+    both(cmp(arith::CmpIPredicate::sle, key, lim));
+  }
+  if (masks.window) {
+    Value aligned = add(row, diag);
+    both(cmp(arith::CmpIPredicate::sge, key,
+             sub(aligned, windowSize(masks.window[0]))));
+    both(cmp(arith::CmpIPredicate::sle, key,
+             add(aligned, windowSize(masks.window[1]))));
+  }
+  return keep ? keep : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
+}
+
+KernelBuilder::KeyRange KernelBuilder::visibleKeys(const Masks &masks, Value q0,
+                                                   int64_t blockQ, Value nq,
+                                                   Value nk, int64_t blockKV) {
+  Value begin = c32(0), end = nk;
+  Value qEnd = add(q0, c32(blockQ));
+  Value diag = sub(nk, nq);
+  if (masks.causal) {
+    Value last =
+        masks.causal.getValue() == CausalKind::TopLeft ? qEnd : add(qEnd, diag);
+    end = maxs(c32(0), mins(end, last));
+  }
+  if (masks.window) {
+    Value lo = sub(add(q0, diag), windowSize(masks.window[0]));
+    begin = mul(divu(maxs(c32(0), lo), c32(blockKV)), c32(blockKV));
+    end = maxs(c32(0),
+               mins(end, add(add(qEnd, diag), windowSize(masks.window[1]))));
+  }
+  return {begin, end, diag};
+}
+
+Value KernelBuilder::tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ,
+                                   Value kv0, int64_t blockKV, Value nk,
+                                   Value diag) {
+  Value tileEnd = add(kv0, c32(blockKV));
+  Value needMask = cmp(arith::CmpIPredicate::sgt, tileEnd, nk);
+  auto orMask = [&](Value m) {
+    needMask = arith::OrIOp::create(b, loc, needMask, m);
+  };
+  Value lastRow = add(q0, c32(blockQ - 1));
+  if (masks.causal) {
+    // The tile's first query row sees keys up to q0 (+ Nk - Nq).
+    Value lim =
+        masks.causal.getValue() == CausalKind::TopLeft ? q0 : add(q0, diag);
+    orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)), lim));
+  }
+  if (masks.window) {
+    orMask(cmp(arith::CmpIPredicate::slt, kv0,
+               sub(add(lastRow, diag), windowSize(masks.window[0]))));
+    orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)),
+               add(add(q0, diag), windowSize(masks.window[1]))));
+  }
+  return needMask;
+}

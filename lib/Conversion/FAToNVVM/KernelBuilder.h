@@ -1,0 +1,183 @@
+//===- KernelBuilder.h - Shared pieces of FA's NVVM kernels -----*- C++ -*-===//
+//
+// The building blocks the forward and backward kernels share: constants and
+// i32 arithmetic, cp.async into XOR-swizzled shared tiles, ldmatrix(.trans),
+// mma.sync m16n8k16 (f16/bf16 -> f32), accumulator -> A-fragment repacking,
+// quad reductions, exp2 and the mask predicates of causal and window.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16): lane = 4 * g + tq holds the
+// accumulator elements (row g, cols 2 tq, 2 tq + 1) and (row g + 8, same
+// cols) of each 16 x 8 tile, which is also the A layout of the next mma's
+// 16 x 16 k-step made of two such tiles, so a result feeds the next product
+// without going through shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_FATONVVM_KERNELBUILDER_H
+#define FA_LIB_CONVERSION_FATONVVM_KERNELBUILDER_H
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+
+#include <array>
+#include <utility>
+
+namespace mlir::fa::nvvm {
+
+/// 4 warps per CTA. (8 warps sharing a tile halve the L2 traffic but measured
+/// 10-30% slower on H100 for the forward: occupancy drops to one CTA per SM
+/// at ~210 registers.)
+constexpr int64_t kWarps = 4;
+constexpr int64_t kThreads = 32 * kWarps;
+/// Rows of the K/V tiles the forward and dQ kernels loop over.
+constexpr int64_t kBlockKV = 64;
+constexpr unsigned kGlobal = 1, kShared = 3;
+
+/// The variant's masks, as a kernel applies them (both optional).
+struct Masks {
+  CausalKindAttr causal;
+  DenseI64ArrayAttr window;
+};
+
+/// Emits IR for one kernel. Values named *32 are i32, the rest follow their
+/// type.
+class KernelBuilder {
+public:
+  /// `et` is the element type of the tiles (f16 or bf16), `d` their width.
+  KernelBuilder(OpBuilder &b, Location loc, Type et, int64_t d);
+
+  /// `llvm.func @name(params)` at the insertion point (a gpu.module), marked
+  /// as a kernel of kThreads threads that may use every register, with its
+  /// entry block.
+  LLVM::LLVMFuncOp createKernel(StringRef name, ArrayRef<Type> params);
+
+  // Constants and arithmetic.
+  Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  Value c64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
+  Value cf(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value shl(Value x, int64_t s) {
+    return arith::ShLIOp::create(b, loc, x, c32(s));
+  }
+  Value shr(Value x, int64_t s) {
+    return arith::ShRUIOp::create(b, loc, x, c32(s));
+  }
+  Value andi(Value x, int64_t m) {
+    return arith::AndIOp::create(b, loc, x, c32(m));
+  }
+  Value xori(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
+  Value mins(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value maxs(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value sel(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value ext64(Value x) { return arith::ExtSIOp::create(b, loc, i64, x); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value exp2(Value x) { return LLVM::Exp2Op::create(b, loc, f32, x); }
+  /// i32 -> index, for scf.for bounds.
+  Value toIndex(Value x);
+
+  /// A one-operand f32 PTX instruction (lg2, tanh have no libcall on NVPTX).
+  Value approx(StringRef instruction, Value x);
+
+  /// Element pointer `base + offset` (offset in elements of `elementType`,
+  /// i64).
+  Value gep(Value base, Value offset, Type elementType) {
+    return LLVM::GEPOp::create(b, loc, base.getType(), elementType, base,
+                               ValueRange{offset});
+  }
+  /// `base + batch * strides[0] + head * strides[1]` in elements of `et`.
+  Value headBase(Value base, Value batch, Value head, Value batchStride,
+                 Value headStride);
+  /// Byte offset of element (row, col) in a swizzled [rows][d] tile: 16-byte
+  /// chunks XOR-ed with the row so the 8 rows one ldmatrix reads hit
+  /// distinct banks.
+  Value swizzled(Value row, Value col);
+  Value smemAt(Value tile, Value byteOffset) {
+    return LLVM::GEPOp::create(b, loc, sptr, b.getI8Type(), tile,
+                               ValueRange{byteOffset});
+  }
+  /// Copies rows [row0, row0 + tileRows) of a [N][d] matrix (row stride
+  /// `stride` elements) into a swizzled shared tile; rows >= `rows` are
+  /// zero-filled.
+  void copyTile(int64_t tileRows, Value tile, Value base, Value row0,
+                Value rows, Value stride, Value tid);
+  /// ldmatrix.x4 (of 8 x 8 b16 matrices), transposed or not.
+  Value ldmatrix(Value ptr, bool transpose);
+  /// ldmatrix.x4's four registers.
+  std::array<Value, 4> ldmatrix4(Value ptr, bool transpose);
+  /// D = A * B + C on one m16n8k16 tile; returns the 4 accumulators.
+  SmallVector<Value, 4> mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                            ArrayRef<Value> c);
+  /// Two f32 as one register of two `et`.
+  Value pack(Value lo, Value hi);
+  /// The A fragment of k-step `j` (16 columns) from accumulator tiles of 8
+  /// columns each: tiles 2 j and 2 j + 1, packed to `et`.
+  SmallVector<Value, 4> accToA(ArrayRef<SmallVector<Value, 4>> tiles,
+                               int64_t j);
+  /// Reduces across the 4 lanes of a quad (lanes sharing a row).
+  Value quadReduce(Value v, bool isMax);
+
+  /// Lane offsets of ldmatrix.x4 addresses (lane = 8 m + r reads row r of
+  /// matrix m): an A fragment at (row0, col0) reads rows row0 + aRow(),
+  /// cols col0 + aCol(); the B fragments of two n-tiles of 8 rows each at
+  /// (row0, col0) of an [n][k] tile read rows row0 + bRow(), cols col0 +
+  /// bCol(). The transposed B of a [k][n] tile reads rows row0 + aRow(),
+  /// cols col0 + aCol().
+  Value aRow(Value lane) {
+    return add(andi(lane, 7), shl(andi(shr(lane, 3), 1), 3));
+  }
+  Value aCol(Value lane) { return shl(shr(lane, 4), 3); }
+  Value bRow(Value lane) { return add(andi(lane, 7), shl(shr(lane, 4), 3)); }
+  Value bCol(Value lane) { return shl(andi(shr(lane, 3), 1), 3); }
+
+  /// Whether query `row` keeps key `key` (key < nk when `checkBound`, then
+  /// causal and window, with diag = Nk - Nq).
+  Value keepKey(const Masks &masks, Value row, Value key, Value nk, Value diag,
+                bool checkBound);
+  /// The key rows the queries [q0, q0 + blockQ) can see.
+  struct KeyRange {
+    /// [begin, end): begin a multiple of the K/V tile, end <= Nk (possibly
+    /// <= begin: nothing to visit).
+    Value begin, end;
+    /// Nk - Nq, the bottom-right diagonal's offset.
+    Value diag;
+  };
+  KeyRange visibleKeys(const Masks &masks, Value q0, int64_t blockQ, Value nq,
+                       Value nk, int64_t blockKV);
+  /// Whether the tile of queries [q0, q0 + blockQ) x keys [kv0, kv0 +
+  /// blockKV) crosses Nk, the causal diagonal or a window edge (uniform
+  /// across the CTA).
+  Value tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ, Value kv0,
+                      int64_t blockKV, Value nk, Value diag);
+  /// A window size as an i32 constant; sizes beyond any sequence are capped
+  /// so that the bounds' i32 arithmetic cannot overflow.
+  Value windowSize(int64_t size);
+
+protected:
+  OpBuilder &b;
+  Location loc;
+  Type et;
+  int64_t d;
+  Type i32, i64, f32, gptr, sptr;
+};
+
+} // namespace mlir::fa::nvvm
+
+#endif // FA_LIB_CONVERSION_FATONVVM_KERNELBUILDER_H
