@@ -462,6 +462,19 @@ class TracedValue:
             tracer.fail(f"numpy function `np.{ufunc.__name__}` (use fa.where, fa.exp, fa.log, ...)")
         return function(*inputs)
 
+    @classmethod
+    def __torch_function__(
+        cls, func: Any, types: Any, args: Any = (), kwargs: Any = None
+    ) -> NoReturn:
+        # torch calls this when a traced value meets a tensor: indexing a
+        # captured tensor (table[h]) or computing with one (table * score).
+        values = [*args, *(kwargs or {}).values()]
+        flat = [y for x in values for y in (x if isinstance(x, (tuple, list)) else (x,))]
+        tracer = next(x._tracer for x in flat if isinstance(x, TracedValue))
+        shapes = [tuple(x.shape) for x in flat if _is_captured_array(x)]
+        shape = f" of shape {shapes[0]}" if shapes else ""
+        tracer.fail(f"{_CAPTURE_MESSAGE} (a traced value met a captured torch tensor{shape})")
+
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> NoReturn:
         self._tracer.fail(
             f"numpy function `np.{func.__name__}` (use fa.where, fa.exp, fa.log, ...)"

@@ -131,3 +131,17 @@ def test_real_torch() -> None:
     assert isinstance(o, torch.Tensor) and o.dtype == torch.bfloat16
     want, _ = reference(q.float().numpy(), k.float().numpy(), v.float().numpy(), causal="top_left")
     assert rel_error(o.float().numpy(), want) < BOUNDS["bfloat16"]
+
+
+def test_real_torch_captured_tensors_are_not_supported_yet() -> None:
+    torch = pytest.importorskip("torch")
+    q = torch.zeros(1, 2, 8, 8)
+    head_table, doc_id = torch.tensor([0.5, -0.5]), torch.arange(8) // 4
+    message = (
+        r"cannot be traced: captured tensors \(per-head tables, document ids\) are not supported "
+        r"yet \(a traced value met a captured torch tensor of shape \({},\)\)$"
+    )
+    with pytest.raises(TypeError, match=r"^fa\.attention: score_mod " + message.format(2)):
+        fa.attention(q, q, q, score_mod=lambda s, b, h, q_idx, kv_idx: s + head_table[h])
+    with pytest.raises(TypeError, match=r"^fa\.attention: mask_mod " + message.format(8)):
+        fa.attention(q, q, q, mask_mod=lambda b, h, i, j: doc_id[i] == doc_id[j])
