@@ -24,18 +24,27 @@ static constexpr int64_t kHostBlockKV = 64;
 
 void mlir::fa::buildHostPipeline(OpPassManager &pm,
                                  const HostPipelineOptions &options) {
-  // fa ops to linalg on tensors: the tiled online-softmax form, or the
-  // materialized reference.
+  // fa ops to linalg on tensors. The backward is always tiled (it has no
+  // materialized form); its tiles are fa.score_tile ops like the forward's.
+  int64_t blockQ = options.blockQ > 0 ? options.blockQ : kHostBlockQ;
+  int64_t blockKV = options.blockKV > 0 ? options.blockKV : kHostBlockKV;
+  pm.addPass(createFADifferentiateScoreMod());
+  FATileGradOptions tileGrad;
+  tileGrad.blockQ = blockQ;
+  tileGrad.blockKV = blockKV;
+  pm.addPass(createFATileGrad(tileGrad));
+  // The forward: the tiled online-softmax form, or the materialized
+  // reference.
   if (options.reference) {
     pm.addPass(createFADecompose());
   } else {
     FATileOptions tile;
-    tile.blockQ = options.blockQ > 0 ? options.blockQ : kHostBlockQ;
-    tile.blockKV = options.blockKV > 0 ? options.blockKV : kHostBlockKV;
+    tile.blockQ = blockQ;
+    tile.blockKV = blockKV;
     pm.addPass(createFATile(tile));
     pm.addPass(createFAOnlineSoftmax());
-    pm.addPass(createConvertFAToLinalg());
   }
+  pm.addPass(createConvertFAToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -80,7 +89,7 @@ void mlir::fa::registerPipelines() {
       buildCudaPipeline);
   PassPipelineRegistration<HostPipelineOptions>(
       "fa-pipeline-host",
-      "Lower fa ops to LLVM for the host CPU (fa-tile, fa-online-softmax, "
-      "bufferization, loops, LLVM)",
+      "Lower fa ops to LLVM for the host CPU (fa-differentiate-score-mod, "
+      "fa-tile-grad, fa-tile, fa-online-softmax, bufferization, loops, LLVM)",
       buildHostPipeline);
 }

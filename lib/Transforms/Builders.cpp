@@ -222,12 +222,14 @@ mlir::fa::buildVisibleKeys(OpBuilder &b, Location loc, CausalKindAttr causal,
     end = arith::MinSIOp::create(b, loc, end, last);
   }
   if (window) {
-    Value lo =
-        arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, q0, off),
-                              constIndex(b, loc, window[0]));
-    Value hi =
-        arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, qEnd, off),
-                              constIndex(b, loc, window[1]));
+    // Sequenced so that the IR's order does not depend on the compiler's
+    // order of evaluating arguments.
+    Value left = constIndex(b, loc, window[0]);
+    Value first = arith::AddIOp::create(b, loc, q0, off);
+    Value lo = arith::SubIOp::create(b, loc, first, left);
+    Value right = constIndex(b, loc, window[1]);
+    Value last = arith::AddIOp::create(b, loc, qEnd, off);
+    Value hi = arith::AddIOp::create(b, loc, last, right);
     begin = arith::MaxSIOp::create(b, loc, begin, lo);
     end = arith::MinSIOp::create(b, loc, end, hi);
     // Start on a tile boundary so K/V tiles are the same for every Q tile.
@@ -254,12 +256,12 @@ mlir::fa::buildVisibleQueries(OpBuilder &b, Location loc, CausalKindAttr causal,
     begin = arith::MaxSIOp::create(b, loc, begin, first);
   }
   if (window) {
-    Value lo =
-        arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, k0, off),
-                              constIndex(b, loc, window[1]));
-    Value hi =
-        arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, kEnd, off),
-                              constIndex(b, loc, window[0]));
+    Value right = constIndex(b, loc, window[1]);
+    Value first = arith::SubIOp::create(b, loc, k0, off);
+    Value lo = arith::SubIOp::create(b, loc, first, right);
+    Value left = constIndex(b, loc, window[0]);
+    Value last = arith::SubIOp::create(b, loc, kEnd, off);
+    Value hi = arith::AddIOp::create(b, loc, last, left);
     begin = arith::MaxSIOp::create(b, loc, begin, lo);
     end = arith::MinSIOp::create(b, loc, end, hi);
   }

@@ -77,4 +77,62 @@ def FAOnlineSoftmax : Pass<"fa-online-softmax"> {
   ];
 }
 
+def FADifferentiateScoreMod : Pass<"fa-differentiate-score-mod"> {
+  let summary = "Derive d score_mod / d score for fa.attention_grad";
+  let description = [{
+    Fills the `score_mod_grad` region of every `fa.attention_grad` that has
+    a `score_mod` and no `score_mod_grad` yet, by forward-mode
+    differentiation of the region's ops with respect to its score argument
+    (the index arguments carry no derivative). The region recomputes the
+    values it needs and yields the derivative.
+
+    Differentiable: arith addf, subf, mulf, divf, negf, maximumf, minimumf,
+    maxnumf, minnumf, select, extf, truncf; math exp, exp2, expm1, log,
+    log2, log1p, tanh, sqrt, rsqrt, absf, sin, cos, erf, powf, fma; floor,
+    ceil, round and integer/comparison ops have no derivative (0). Any other
+    op that depends on the score is an error naming it.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect"
+  ];
+}
+
+def FATileGrad : Pass<"fa-tile-grad"> {
+  let summary = "Tile fa.attention_grad: recompute P from the lse, tile by "
+                "tile";
+  let description = [{
+    Rewrites every `fa.attention_grad` into three steps on tensors, none of
+    which stores an Nq x Nk value:
+
+    1. `Dsum[b, h, i] = sum_e dO[b, h, i, e] * O[b, h, i, e]` (f32);
+    2. an `scf.forall` over (batch, kv head, K/V tile of `block-kv` rows)
+       that keeps the tile's dK and dV accumulators (f32) and loops over the
+       query heads of its GQA group and the Q tiles of `block-q` rows that
+       can see the tile (causal/window skipping): scores and their
+       derivative from an `fa.score_tile`, `P = exp(s - lse)`,
+       `dV += P^T dO`, `dP = dO V^T`, `dS = P * (dP - Dsum) * ds/ddot`,
+       `dK += dS^T Q`;
+    3. an `scf.forall` over (batch, query head, Q tile) that recomputes the
+       same tiles and accumulates `dQ += dS K`.
+
+    dQ is written by its own step rather than accumulated with atomics, so
+    the result is deterministic. A `score_mod` needs its `score_mod_grad`
+    region (`fa-differentiate-score-mod`); dropout is not supported yet.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per tile">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Key/value rows per tile">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // FA_TRANSFORMS_PASSES_TD
