@@ -72,6 +72,26 @@ SDPA_BACKENDS = {
 SCHEMA = "fa-bench-attention-fwd/1"
 FLOP_FORMULA = "4*B*H*N^2*D / t, half when causal"
 
+# What is measured. bench/attention_bwd.py switches to the backward: dQ, dK,
+# dV given dO, FA's backward kernels (fa-jit --backward) against the anchors'
+# autograd backward of one forward, at 2.5x the forward's FLOPs.
+PASS = {
+    "name": "forward",
+    "flop_factor": 1.0,
+    "fa_flags": [],
+    "json": "bench_fwd.json",
+}
+
+
+def use_backward():
+    global SCHEMA, FLOP_FORMULA
+    SCHEMA = "fa-bench-attention-bwd/1"
+    FLOP_FORMULA = "2.5*4*B*H*N^2*D / t, half when causal"
+    PASS.update(name="backward",
+                flop_factor=2.5,
+                fa_flags=["--backward"],
+                json="bench_bwd.json")
+
 
 # ----------------------------------------------------------------------------
 # Configs and arithmetic.
@@ -100,7 +120,8 @@ def make_configs(ds, ns, causals, tokens, width):
                     "N": n,
                     "B": b,
                     "H": h,
-                    "flops": forward_flops(b, h, n, d, causal),
+                    "flops": forward_flops(b, h, n, d, causal) *
+                             PASS["flop_factor"],
                 })
     return configs
 
@@ -181,6 +202,7 @@ def fa_command(fa_jit, c, iters):
     ]
     if c["causal"]:
         cmd.append("--causal=bottom-right")
+    cmd += PASS["fa_flags"]
     cmd += ["--bench", "--bench-iters=%d" % iters]
     return cmd
 
@@ -382,6 +404,21 @@ def _free(torch):
         pass
 
 
+def _timed(torch, fn, inputs):
+    """fn itself for the forward; for the backward, a function running the
+    autograd backward of one call of fn (dQ, dK, dV given a random dO)."""
+    if PASS["name"] == "forward":
+        return fn
+    out = fn()
+    grad_out = torch.randn_like(out)
+
+    def backward():
+        return torch.autograd.grad(out, inputs, grad_out,
+                                   retain_graph=True)[0]
+
+    return backward
+
+
 def run_anchors(torch, timer, c, anchors, args):
     """Measures every selected anchor on one set of inputs for config c."""
     B, H, N, D, causal = c["B"], c["H"], c["N"], c["D"], c["causal"]
@@ -396,6 +433,9 @@ def run_anchors(torch, timer, c, anchors, args):
                                device="cuda",
                                dtype=torch.bfloat16,
                                generator=gen) for _ in range(3))
+        if PASS["name"] == "backward":
+            for t in (q, k, v):
+                t.requires_grad_(True)
     except Exception as e:  # noqa: BLE001
         err = _short_error(e)
         _free(torch)
@@ -418,7 +458,7 @@ def run_anchors(torch, timer, c, anchors, args):
                                                           is_causal=causal,
                                                           scale=scale)
 
-                return fn
+                return _timed(torch, fn, (q, k, v))
 
             results[a] = _measure(torch,
                                   timer,
@@ -459,7 +499,7 @@ def run_anchors(torch, timer, c, anchors, args):
                 def fn():
                     return compiled(q, k, v, block_mask=block_mask, scale=scale)
 
-                return fn
+                return _timed(torch, fn, (q, k, v))
 
             rec = _measure(torch, timer, c, make_flex, reference, {"name": a})
             if "first_call_s" in rec:
@@ -490,7 +530,7 @@ def run_anchors(torch, timer, c, anchors, args):
                     del s
                     return torch.matmul(p, v)
 
-                return fn
+                return _timed(torch, fn, (q, k, v))
 
             results[a] = _measure(torch, timer, c, make_naive, reference, {
                 "name": a,
@@ -777,7 +817,7 @@ def plot_png(doc, path):
                     handles.append(h)
                     names.append(n)
     gpu = doc["environment"].get("gpu") or ""
-    fig.suptitle("Attention forward, bf16 %s" % gpu, y=0.995)
+    fig.suptitle("Attention %s, bf16 %s" % (PASS["name"], gpu), y=0.995)
     fig.legend(handles,
                names,
                loc="upper center",
@@ -1039,12 +1079,12 @@ def default_output(name):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        description="FA's attention forward against SDPA (cuDNN, flash, "
+        description="FA's attention " + PASS["name"] + " against SDPA (cuDNN, flash, "
         "efficient), FlexAttention and naive attention: bf16, B*N = 16384 "
         "tokens, H = 2048 / D. Prints a table last; writes JSON and a PNG.",
         epilog="Example (GPU machine): python3 bench/attention_fwd.py "
-        "--fa-jit /tmp/fa/bin/fa-jit --json $OUT/bench_fwd.json "
-        "--png $OUT/bench_fwd.png")
+        "--fa-jit /tmp/fa/bin/fa-jit --json $OUT/%s "
+        "--png $OUT/%s" % (PASS["json"], PASS["json"].replace(".json", ".png")))
     g = p.add_argument_group("configs")
     g.add_argument("--d", type=_int_list, action="append", metavar="D[,D...]",
                    help="head dims (default 64,128,256; --quick: 64,128)")
@@ -1094,8 +1134,8 @@ def parse_args(argv):
     g.add_argument("--seed", type=int, default=0, help="input seed")
     g = p.add_argument_group("output")
     g.add_argument("--json", default=None,
-                   help="JSON path (default $OUT/bench_fwd.json, or "
-                   "./bench_fwd.json without $OUT)")
+                   help="JSON path (default $OUT/%s, or ./%s without $OUT)" %
+                   (PASS["json"], PASS["json"]))
     g.add_argument("--png", default=None,
                    help="PNG path (default: the JSON path with .png)")
     g.add_argument("--no-png", action="store_true", help="skip the plot")
@@ -1137,7 +1177,7 @@ def parse_args(argv):
     if args.fa_jit is None:
         args.fa_jit = default_fa_jit()
     if args.json is None:
-        args.json = default_output("bench_fwd.json")
+        args.json = default_output(PASS["json"])
     if args.png is None:
         root, _ = os.path.splitext(args.from_json or args.json)
         args.png = root + ".png"
@@ -1172,9 +1212,9 @@ def finish(doc, args):
         print("png: " + doc["png"])
     env = doc.get("environment", {})
     print()
-    print("Attention forward TFLOP/s (%s), bf16, B*N = %d, H = %d / D, on %s; "
+    print("Attention %s TFLOP/s (%s), bf16, B*N = %d, H = %d / D, on %s; "
           "err: failed, blank: not run" %
-          (FLOP_FORMULA, doc["config"]["tokens"], doc["config"]["width"],
+          (PASS["name"], FLOP_FORMULA, doc["config"]["tokens"], doc["config"]["width"],
            env.get("gpu") or env.get("hostname", "?")))
     print(format_table(doc))
     sys.stdout.flush()
@@ -1261,8 +1301,8 @@ def main(argv=None):
         "results": [],
         "notes": [],
     }
-    print("FA attention forward benchmark: %d configs, FA: %s, anchors: %s" %
-          (len(configs), "no" if args.no_fa else args.fa_jit,
+    print("FA attention %s benchmark: %d configs, FA: %s, anchors: %s" %
+          (PASS["name"], len(configs), "no" if args.no_fa else args.fa_jit,
            ",".join(args.anchors) or "none"))
     print("environment: " + json.dumps(
         {k: doc["environment"].get(k) for k in ("gpu", "torch", "triton",

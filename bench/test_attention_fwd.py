@@ -169,6 +169,25 @@ class RunTest(unittest.TestCase):
             "--target=auto --shape=8,16,16,2048,2048,128 --dtype=bf16 "
             "--causal=bottom-right --bench --bench-iters=50", proc.stdout)
 
+    def test_backward_dry_run(self):
+        # attention_bwd.py: the same grid, fa-jit --backward, 2.5x the FLOPs.
+        proc = subprocess.run([
+            sys.executable,
+            os.path.join(HERE, "attention_bwd.py"), "--fa-jit", self.fa_jit,
+            "--dry-run", "--d", "128", "--n", "2048", "--causal", "yes"
+        ],
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE,
+                              universal_newlines=True,
+                              check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        # 2.5 * 4*8*16*2048^2*128 / 2 = 343.6 GFLOP.
+        self.assertIn(
+            "D=128 causal=yes N=2048 B=8 H=16  GFLOP=343.6  " + self.fa_jit +
+            " --target=auto --shape=8,16,16,2048,2048,128 --dtype=bf16 "
+            "--causal=bottom-right --backward --bench --bench-iters=50",
+            proc.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
