@@ -14,12 +14,14 @@
 #   FA_GPU_ROOT          where to unpack (default /tmp/fa)
 #   FA_STEPS             steps to run, by name (default: all)
 #   FA_STEP_TIMEOUT_S    time limit of a step (default 300)
-#   FA_BENCH_ARGS        extra arguments of the benchmark
+#   FA_BENCH_ARGS        extra arguments of the forward benchmark
 #                        (default: --budget-s 240)
+#   FA_BENCH_BWD_ARGS    the same for the backward benchmark
 #
 # The device tool brings back at most 8 files from $OUT: run.log and the
 # results the steps write (runtime.json, api.json, lit.json, python.xml,
-# bench_fwd.json, bench_fwd.png). Keep new steps to one file each.
+# bench_fwd.json, bench_fwd.png, bench_bwd.json; bench_bwd.png may not come
+# back). Keep new steps to one file each.
 #
 # Exit status: 0 when no step failed (skipped ones are fine), 1 otherwise.
 set -euo pipefail
@@ -90,6 +92,7 @@ steps=(
   "lit|tools/lit/lit.py test/lit.site.cfg.py.pack tools/bin/FileCheck|python3 tools/lit/lit.py -sv --output $OUT/lit.json test"
   "python|python/src/bindings.cpp python/tests include/fa/fa.h|build_python && python3 -m pytest -q -p no:cacheprovider --junitxml=$OUT/python.xml python/tests"
   "bench|bench/attention_fwd.py|python3 bench/attention_fwd.py --fa-jit $FA/bin/fa-jit --json $OUT/bench_fwd.json --png $OUT/bench_fwd.png ${FA_BENCH_ARGS:---budget-s 240}"
+  "bench_bwd|bench/attention_bwd.py|python3 bench/attention_bwd.py --fa-jit $FA/bin/fa-jit --json $OUT/bench_bwd.json --png $OUT/bench_bwd.png ${FA_BENCH_BWD_ARGS:---budget-s 240}"
 )
 
 # lit: the site configuration with this machine's paths.
