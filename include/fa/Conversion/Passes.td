@@ -23,7 +23,8 @@ def ConvertFAToLinalg : Pass<"convert-fa-to-linalg"> {
 }
 
 def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
-  let summary = "Lower fa.attention to an FA2-style mma.sync kernel (NVVM)";
+  let summary = "Lower fa.attention and fa.attention_grad to FA2-style "
+                "mma.sync kernels (NVVM)";
   let description = [{
     Adds a `gpu.module @fa_kernels` (NVVM target `chip`) holding, for each
     fa.attention, an `llvm.func @fa_forward_<i>` kernel: one CTA per (Q tile
@@ -36,6 +37,18 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     o and (batch, head) of lse (rows contiguous); Nq, Nk, Hq / Hkv (i32);
     scale * log2(e) (f32). Grid (ceil(Nq / block_q), Hq, B), 128 threads,
     `fa.shared_bytes` of dynamic shared memory.
+
+    Each fa.attention_grad gets three kernels (FlashAttention-2's backward,
+    deterministic, f32 accumulation), launched in this order with one ABI:
+    `fa_backward_dsum_<i>` (Dsum = rowsum(dO * O) into an f32 workspace
+    [B, Hq, Nq], grid (ceil(Nq / 64), Hq, B)), `fa_backward_dkdv_<i>` (one
+    CTA per 64 K/V rows, kv head and batch, over the group's query heads and
+    visible Q tiles; grid (ceil(Nk / 64), Hkv, B)) and `fa_backward_dq_<i>`
+    (grid (ceil(Nq / 64), Hq, B)). Their ABI: q, k, v, o, dO, lse, dq, dk, dv,
+    dsum pointers; element strides (batch, head, row) of q, k, v, o, dO, dq,
+    dk, dv and (batch, head) of lse and dsum; Nq, Nk, Hq / Hkv (i32);
+    scale * log2(e), scale (f32). The first op's contracts are the module's
+    `fa.backward` attribute.
 
     Supported: f16 and bf16; D = Dv in {32, 64, 96, 128}; scale, causal
     (both alignments), window, softcap, GQA/MQA, lse. Anything else is an

@@ -19,8 +19,12 @@
 // Causal and window masks narrow the K/V loop per CTA (whole tiles are never
 // visited) and mask inside the tiles they cut.
 //
+// fa.attention_grad's kernels are built by AttentionGradToNVVM.cpp; both use
+// the primitives of KernelBuilder.h.
+//
 //===----------------------------------------------------------------------===//
 
+#include "AttentionGradToNVVM.h"
 #include "KernelBuilder.h"
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
@@ -346,32 +350,20 @@ void FlashKernelBuilder::build(StringRef name) {
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
-/// Why `op` cannot use this kernel, or an empty string.
-std::string unsupportedReason(AttentionOp op) {
-  Type et = op.getElementType();
-  int64_t d = op.getQuery().getType().getDimSize(3);
-  int64_t dv = op.getValue().getType().getDimSize(3);
-  if (!et.isF16() && !et.isBF16())
-    return "element type must be f16 or bf16 on the GPU";
-  if (d != dv || (d != 32 && d != 64 && d != 96 && d != 128))
-    return "head dims must be equal and one of 32, 64, 96, 128 on the GPU "
-           "(got D = " +
-           std::to_string(d) + ", Dv = " + std::to_string(dv) + ")";
-  if (op.getBias() || op.getAlibiSlopes() || op.getDropoutSeed() ||
-      !op.getScoreMod().empty() || !op.getMaskMod().empty())
-    return "bias, ALiBi, dropout, score_mod and mask_mod are not supported "
-           "on the GPU yet";
-  return "";
-}
-
 struct ConvertFAToNVVMPass
     : public fa::impl::ConvertFAToNVVMBase<ConvertFAToNVVMPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<AttentionOp> ops;
-    module.walk([&](AttentionOp op) { ops.push_back(op); });
-    if (ops.empty())
+    SmallVector<AttentionGradOp> gradOps;
+    module.walk([&](Operation *op) {
+      if (auto forward = dyn_cast<AttentionOp>(op))
+        ops.push_back(forward);
+      else if (auto grad = dyn_cast<AttentionGradOp>(op))
+        gradOps.push_back(grad);
+    });
+    if (ops.empty() && gradOps.empty())
       return;
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToEnd(module.getBody());
@@ -409,6 +401,32 @@ struct ConvertFAToNVVMPass
                                b.getI64IntegerAttr(kernel.getBlockQ())),
                 b.getNamedAttr("threads", b.getI64IntegerAttr(kThreads)),
             }));
+    }
+    for (auto [i, op] : llvm::enumerate(gradOps)) {
+      std::string reason = unsupportedReason(op);
+      if (!reason.empty()) {
+        op.emitOpError("convert-fa-to-nvvm: ") << reason;
+        return signalPassFailure();
+      }
+      SmallVector<KernelContract, 3> contracts =
+          buildAttentionGradKernels(b, op, std::to_string(i));
+      // The launch contracts, read by the runtime: on each kernel, and for
+      // the first op's kernels on the module, which outlives the gpu.module.
+      SmallVector<Attribute> entries;
+      for (const KernelContract &c : contracts) {
+        auto fn = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(c.name);
+        fn->setAttr("fa.grid", b.getStringAttr(c.grid));
+        fn->setAttr("fa.shared_bytes", b.getI64IntegerAttr(c.sharedBytes));
+        fn->setAttr("fa.threads", b.getI64IntegerAttr(c.threads));
+        entries.push_back(b.getDictionaryAttr({
+            b.getNamedAttr("name", b.getStringAttr(c.name)),
+            b.getNamedAttr("grid", b.getStringAttr(c.grid)),
+            b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(c.sharedBytes)),
+            b.getNamedAttr("threads", b.getI64IntegerAttr(c.threads)),
+        }));
+      }
+      if (i == 0)
+        module->setAttr("fa.backward", b.getArrayAttr(entries));
     }
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());

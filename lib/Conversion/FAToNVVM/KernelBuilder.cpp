@@ -63,6 +63,21 @@ Value KernelBuilder::swizzled(Value row, Value col) {
   return add(mul(row, c32(d * 2)), add(shl(swz, 4), shl(andi(col, 7), 1)));
 }
 
+Value KernelBuilder::swizzledAt(Value rowLane, int64_t rowConst, Value colLane,
+                                int64_t colConst) {
+  int64_t chunks = d / 8, group = 1;
+  while (group < 8 && chunks % (group * 2) == 0)
+    group *= 2;
+  assert(rowConst % 8 == 0 && colConst % 16 == 0 && "unaligned constants");
+  // chunk = hi + lo + lane chunk with hi a multiple of the group: the XOR
+  // with the row's low bits leaves hi alone.
+  int64_t chunk = colConst / 8, lo = chunk % group, hi = chunk - lo;
+  Value laneChunk = add(shr(colLane, 3), c32(lo));
+  Value swz = xori(laneChunk, andi(rowLane, group - 1));
+  Value lanePart = add(mul(rowLane, c32(d * 2)), shl(swz, 4));
+  return add(lanePart, c32(rowConst * d * 2 + hi * 16));
+}
+
 void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
                              Value row0, Value rows, Value stride, Value tid) {
   int64_t chunksPerRow = d / 8;
@@ -157,6 +172,48 @@ Value KernelBuilder::quadReduce(Value v, bool isMax) {
   return v;
 }
 
+KernelBuilder::Tiles KernelBuilder::zeroTiles(int64_t n) {
+  Tiles tiles(n);
+  for (auto &t : tiles)
+    t.assign(4, cf(0.0));
+  return tiles;
+}
+
+SmallVector<Value, 4> KernelBuilder::loadA(Value tile, Value row0, int64_t kk,
+                                           Value lane) {
+  Value at = swizzledAt(add(row0, aRow(lane)), 0, aCol(lane), kk * 16);
+  auto r = ldmatrix4(smemAt(tile, at), false);
+  return {r.begin(), r.end()};
+}
+
+void KernelBuilder::mmaABt(Tiles &c, AFragments a, int64_t kSteps, Value bTile,
+                           Value lane) {
+  Value rowInPair = bRow(lane), colHalf = bCol(lane);
+  for (int64_t kk = 0; kk < kSteps; ++kk) {
+    SmallVector<Value, 4> frag = a(kk);
+    for (int64_t pair = 0; pair < int64_t(c.size()) / 2; ++pair) {
+      Value at = swizzledAt(rowInPair, pair * 16, colHalf, kk * 16);
+      auto r = ldmatrix4(smemAt(bTile, at), false);
+      c[2 * pair] = mma(frag, {r[0], r[1]}, c[2 * pair]);
+      c[2 * pair + 1] = mma(frag, {r[2], r[3]}, c[2 * pair + 1]);
+    }
+  }
+}
+
+void KernelBuilder::mmaAB(Tiles &c, AFragments a, int64_t kSteps, Value bTile,
+                          Value lane) {
+  Value rowInStep = aRow(lane), colHalf = aCol(lane);
+  for (int64_t kk = 0; kk < kSteps; ++kk) {
+    SmallVector<Value, 4> frag = a(kk);
+    for (int64_t pair = 0; pair < int64_t(c.size()) / 2; ++pair) {
+      Value at = swizzledAt(rowInStep, kk * 16, colHalf, pair * 16);
+      auto r = ldmatrix4(smemAt(bTile, at), true);
+      c[2 * pair] = mma(frag, {r[0], r[1]}, c[2 * pair]);
+      c[2 * pair + 1] = mma(frag, {r[2], r[3]}, c[2 * pair + 1]);
+    }
+  }
+}
+
 Value KernelBuilder::windowSize(int64_t size) {
   // Sequences stay below 2^30 rows; a wider window masks nothing more.
   return c32(std::min<int64_t>(size, int64_t(1) << 30));
@@ -209,10 +266,12 @@ Value KernelBuilder::tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ,
                                    Value kv0, int64_t blockKV, Value nk,
                                    Value diag) {
   Value tileEnd = add(kv0, c32(blockKV));
-  Value needMask = cmp(arith::CmpIPredicate::sgt, tileEnd, nk);
+  Value needMask;
   auto orMask = [&](Value m) {
-    needMask = arith::OrIOp::create(b, loc, needMask, m);
+    needMask = needMask ? arith::OrIOp::create(b, loc, needMask, m) : m;
   };
+  if (nk)
+    orMask(cmp(arith::CmpIPredicate::sgt, tileEnd, nk));
   Value lastRow = add(q0, c32(blockQ - 1));
   if (masks.causal) {
     // The tile's first query row sees keys up to q0 (+ Nk - Nq).
@@ -226,5 +285,6 @@ Value KernelBuilder::tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ,
     orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)),
                add(add(q0, diag), windowSize(masks.window[1]))));
   }
-  return needMask;
+  return needMask ? needMask
+                  : arith::ConstantIntOp::create(b, loc, 0, 1).getResult();
 }

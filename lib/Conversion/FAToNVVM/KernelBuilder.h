@@ -22,7 +22,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <array>
-#include <utility>
+#include <string>
 
 namespace mlir::fa::nvvm {
 
@@ -109,6 +109,13 @@ public:
   /// chunks XOR-ed with the row so the 8 rows one ldmatrix reads hit
   /// distinct banks.
   Value swizzled(Value row, Value col);
+  /// swizzled(rowLane + rowConst, colLane + colConst) for a lane-dependent
+  /// part and constants (rowConst a multiple of 8, colConst of 16, colLane 0
+  /// or 8): the XOR only sees the lane part and the low chunk bits of
+  /// colConst, so lanes need one register per distinct low pattern and the
+  /// rest is an immediate of the address.
+  Value swizzledAt(Value rowLane, int64_t rowConst, Value colLane,
+                   int64_t colConst);
   Value smemAt(Value tile, Value byteOffset) {
     return LLVM::GEPOp::create(b, loc, sptr, b.getI8Type(), tile,
                                ValueRange{byteOffset});
@@ -133,6 +140,22 @@ public:
                                int64_t j);
   /// Reduces across the 4 lanes of a quad (lanes sharing a row).
   Value quadReduce(Value v, bool isMax);
+
+  /// Accumulator tiles of 16 rows x 8 columns, 4 values per lane each.
+  using Tiles = SmallVector<SmallVector<Value, 4>>;
+  /// The A fragment (4 registers) of k-step `kk` of a warp's 16 rows starting
+  /// at `row0` of the swizzled shared `tile`.
+  using AFragments = function_ref<SmallVector<Value, 4>(int64_t kk)>;
+  /// `n` zero tiles.
+  Tiles zeroTiles(int64_t n);
+  /// The A fragment of rows [row0, row0 + 16), k-step `kk`, of `tile`.
+  SmallVector<Value, 4> loadA(Value tile, Value row0, int64_t kk, Value lane);
+  /// c += A B^T over `kSteps` k-steps, B^T read from the [n][k] shared tile
+  /// `bTile` (c.size() n-tiles of 8 rows; each x4 ldmatrix serves two).
+  void mmaABt(Tiles &c, AFragments a, int64_t kSteps, Value bTile, Value lane);
+  /// c += A B over `kSteps` k-steps, B read transposed from the [k][n]
+  /// shared tile `bTile` (c.size() n-tiles of 8 columns).
+  void mmaAB(Tiles &c, AFragments a, int64_t kSteps, Value bTile, Value lane);
 
   /// Lane offsets of ldmatrix.x4 addresses (lane = 8 m + r reads row r of
   /// matrix m): an A fragment at (row0, col0) reads rows row0 + aRow(),
@@ -162,8 +185,8 @@ public:
   KeyRange visibleKeys(const Masks &masks, Value q0, int64_t blockQ, Value nq,
                        Value nk, int64_t blockKV);
   /// Whether the tile of queries [q0, q0 + blockQ) x keys [kv0, kv0 +
-  /// blockKV) crosses Nk, the causal diagonal or a window edge (uniform
-  /// across the CTA).
+  /// blockKV) crosses Nk (unless `nk` is null), the causal diagonal or a
+  /// window edge (uniform across the CTA).
   Value tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ, Value kv0,
                       int64_t blockKV, Value nk, Value diag);
   /// A window size as an i32 constant; sizes beyond any sequence are capped
@@ -177,6 +200,26 @@ protected:
   int64_t d;
   Type i32, i64, f32, gptr, sptr;
 };
+
+/// Why `op` (fa.attention or fa.attention_grad) cannot have a GPU kernel, or
+/// an empty string.
+template <typename OpT> std::string unsupportedReason(OpT op) {
+  Type et = op.getElementType();
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  int64_t dv = op.getValue().getType().getDimSize(3);
+  if (!et.isF16() && !et.isBF16())
+    return "element type must be f16 or bf16 on the GPU";
+  if (d != dv || (d != 32 && d != 64 && d != 96 && d != 128))
+    return "head dims must be equal and one of 32, 64, 96, 128 on the GPU "
+           "(got D = " +
+           std::to_string(d) + ", Dv = " + std::to_string(dv) + ")";
+  // score_mod_grad needs a score_mod (the verifier says so).
+  if (op.getBias() || op.getAlibiSlopes() || op.getDropoutSeed() ||
+      !op.getScoreMod().empty() || !op.getMaskMod().empty())
+    return "bias, ALiBi, dropout, score_mod and mask_mod are not supported "
+           "on the GPU yet";
+  return "";
+}
 
 } // namespace mlir::fa::nvvm
 

@@ -1,0 +1,32 @@
+//===- AttentionGradToNVVM.h - fa.attention_grad's GPU kernels --*- C++ -*-===//
+
+#ifndef FA_LIB_CONVERSION_FATONVVM_ATTENTIONGRADTONVVM_H
+#define FA_LIB_CONVERSION_FATONVVM_ATTENTIONGRADTONVVM_H
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <string>
+
+namespace mlir::fa::nvvm {
+
+/// How to launch one kernel: grid rule (e.g. "ceil(Nk/64),Hkv,B"), threads
+/// per CTA and dynamic shared memory.
+struct KernelContract {
+  std::string name;
+  std::string grid;
+  int64_t threads = 0;
+  int64_t sharedBytes = 0;
+};
+
+/// Emits the three backward kernels of `op` (supported: see
+/// unsupportedReason) at the insertion point, a gpu.module:
+/// fa_backward_dsum_<suffix>, fa_backward_dkdv_<suffix> and
+/// fa_backward_dq_<suffix>, to be launched in that order. Returns their
+/// contracts in that order.
+SmallVector<KernelContract, 3>
+buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op, StringRef suffix);
+
+} // namespace mlir::fa::nvvm
+
+#endif // FA_LIB_CONVERSION_FATONVVM_ATTENTIONGRADTONVVM_H

@@ -1,0 +1,59 @@
+// RUN: fa-opt %s -convert-fa-to-nvvm -split-input-file -verify-diagnostics
+
+// The backward kernels support what the forward does; anything else is an
+// error on the op, never a kernel.
+
+func.func @f32(%q: tensor<1x1x8x64xf32>, %lse: tensor<1x1x8xf32>) -> tensor<1x1x8x64xf32> {
+  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: element type must be f16 or bf16 on the GPU}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %lse : tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>, tensor<1x1x8xf32> -> tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>
+  return %dq : tensor<1x1x8x64xf32>
+}
+
+// -----
+
+func.func @d256(%q: tensor<1x1x8x256xbf16>, %lse: tensor<1x1x8xf32>) -> tensor<1x1x8x256xbf16> {
+  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: head dims must be equal and one of 32, 64, 96, 128 on the GPU (got D = 256, Dv = 256)}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %lse : tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8xf32> -> tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>
+  return %dq : tensor<1x1x8x256xbf16>
+}
+
+// -----
+
+func.func @dv(%q: tensor<1x1x8x64xf16>, %v: tensor<1x1x8x128xf16>, %o: tensor<1x1x8x128xf16>, %lse: tensor<1x1x8xf32>) -> tensor<1x1x8x64xf16> {
+  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: head dims must be equal and one of 32, 64, 96, 128 on the GPU (got D = 64, Dv = 128)}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %v, %o, %o, %lse : tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8xf32> -> tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16>, tensor<1x1x8x128xf16>
+  return %dq : tensor<1x1x8x64xf16>
+}
+
+// -----
+
+func.func @bias(%q: tensor<1x1x8x64xbf16>, %lse: tensor<1x1x8xf32>, %b: tensor<1x1x8x8xf32>) -> tensor<1x1x8x64xbf16> {
+  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: bias, ALiBi, dropout, score_mod and mask_mod are not supported on the GPU yet}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %lse bias(%b : tensor<1x1x8x8xf32>) : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8xf32> -> tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>
+  return %dq : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+func.func @score_mod(%q: tensor<1x1x8x64xbf16>, %lse: tensor<1x1x8xf32>) -> tensor<1x1x8x64xbf16> {
+  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: bias, ALiBi, dropout, score_mod and mask_mod are not supported on the GPU yet}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %lse : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8xf32> -> tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %half = arith.constant 5.000000e-01 : f32
+    %r = arith.mulf %s, %half : f32
+    fa.yield %r : f32
+  } score_mod_grad {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %half = arith.constant 5.000000e-01 : f32
+    fa.yield %half : f32
+  }
+  return %dq : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+func.func @dropout(%q: tensor<1x1x8x64xbf16>, %lse: tensor<1x1x8xf32>, %seed: i64) -> tensor<1x1x8x64xbf16> {
+  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: bias, ALiBi, dropout, score_mod and mask_mod are not supported on the GPU yet}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %lse dropout_seed(%seed) {dropout_p = 0.1 : f32} : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8xf32> -> tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>
+  return %dq : tensor<1x1x8x64xbf16>
+}
