@@ -148,12 +148,20 @@ std::string fa::runtime::makeKey(std::string_view irText,
   return hash.hexDigest();
 }
 
+bool CachedKernel::Entry::operator==(const Entry &other) const {
+  return kernelName == other.kernelName && blockX == other.blockX &&
+         blockY == other.blockY && blockZ == other.blockZ &&
+         dynamicSharedBytes == other.dynamicSharedBytes &&
+         gridRule == other.gridRule && paramLayout == other.paramLayout;
+}
+
 bool CachedKernel::operator==(const CachedKernel &other) const {
   return kernelName == other.kernelName && blockX == other.blockX &&
          blockY == other.blockY && blockZ == other.blockZ &&
          dynamicSharedBytes == other.dynamicSharedBytes &&
          gridRule == other.gridRule && paramLayout == other.paramLayout &&
-         chip == other.chip && format == other.format && image == other.image;
+         chip == other.chip && format == other.format && image == other.image &&
+         entries == other.entries;
 }
 
 //===----------------------------------------------------------------------===//
@@ -163,6 +171,8 @@ bool CachedKernel::operator==(const CachedKernel &other) const {
 namespace {
 constexpr const char *kMagic = "FA-KERNEL";
 constexpr int kFormatVersion = 1;
+/// The version of files whose image has further entry points.
+constexpr int kEntriesFormatVersion = 2;
 constexpr const char *kSuffix = ".fakernel";
 /// Files larger than this are not read (no kernel comes near).
 constexpr off_t kMaxFileBytes = off_t(1) << 30;
@@ -293,22 +303,68 @@ Expected<std::string> readFile(const std::string &path) {
   close(fd);
   return content;
 }
+
+/// The lines block, shared, grid and params of a kernel or entry.
+template <typename T> std::string launchLines(const T &kernel) {
+  return "block " + std::to_string(kernel.blockX) + " " +
+         std::to_string(kernel.blockY) + " " + std::to_string(kernel.blockZ) +
+         "\nshared " + std::to_string(kernel.dynamicSharedBytes) + "\ngrid " +
+         kernel.gridRule + "\nparams " + kernel.paramLayout + "\n";
+}
+
+/// Reads the lines block, shared, grid and params into a kernel or entry.
+template <typename T> Status readLaunchLines(HeaderReader &reader, T &kernel) {
+  Expected<std::string> block = reader.field("block");
+  if (block.failed())
+    return block.getStatus();
+  unsigned *dims[3] = {&kernel.blockX, &kernel.blockY, &kernel.blockZ};
+  std::string_view rest = *block;
+  for (int i = 0; i < 3; ++i) {
+    size_t space = rest.find(' ');
+    if ((i < 2) == (space == std::string_view::npos))
+      return Status::error("bad block '" + *block + "'");
+    Expected<uint64_t> dim =
+        HeaderReader::parseNumber("block", std::string(rest.substr(0, space)));
+    if (dim.failed() || *dim == 0 || *dim > 0xffffffffu)
+      return Status::error("bad block '" + *block + "'");
+    *dims[i] = unsigned(*dim);
+    rest = i < 2 ? rest.substr(space + 1) : std::string_view();
+  }
+
+  Expected<uint64_t> shared = reader.number("shared");
+  if (shared.failed())
+    return shared.getStatus();
+  if (*shared > 0xffffffffu)
+    return Status::error("bad shared size");
+  kernel.dynamicSharedBytes = unsigned(*shared);
+
+  for (auto [field, value] :
+       {std::pair<const char *, std::string *>{"grid", &kernel.gridRule},
+        {"params", &kernel.paramLayout}}) {
+    Expected<std::string> text = reader.field(field);
+    if (text.failed())
+      return text.getStatus();
+    *value = text.take();
+  }
+  return Status::success();
+}
 } // namespace
 
 std::string KernelCache::serialize(const std::string &key,
                                    const CachedKernel &kernel) {
   std::string out;
   out.reserve(kernel.image.size() + 512);
-  out += std::string(kMagic) + " " + std::to_string(kFormatVersion) + "\n";
+  int version = kernel.entries.empty() ? kFormatVersion : kEntriesFormatVersion;
+  out += std::string(kMagic) + " " + std::to_string(version) + "\n";
   out += "key " + key + "\n";
   out += "kernel " + kernel.kernelName + "\n";
-  out += "block " + std::to_string(kernel.blockX) + " " +
-         std::to_string(kernel.blockY) + " " + std::to_string(kernel.blockZ) +
-         "\n";
-  out += "shared " + std::to_string(kernel.dynamicSharedBytes) + "\n";
-  out += "grid " + kernel.gridRule + "\n";
-  out += "params " + kernel.paramLayout + "\n";
+  out += launchLines(kernel);
   out += "chip " + kernel.chip + "\n";
+  if (!kernel.entries.empty()) {
+    out += "entries " + std::to_string(kernel.entries.size()) + "\n";
+    for (const CachedKernel::Entry &entry : kernel.entries)
+      out += "entry " + entry.kernelName + "\n" + launchLines(entry);
+  }
   out += std::string("format ") +
          (kernel.format == CachedKernel::Format::PTX ? "ptx" : "cubin") + "\n";
   out += "size " + std::to_string(kernel.image.size()) + "\n";
@@ -324,9 +380,11 @@ Expected<CachedKernel> KernelCache::deserialize(const std::string &key,
   Expected<std::string> version = reader.field(kMagic);
   if (version.failed())
     return Status::error("not an FA kernel file");
-  if (*version != std::to_string(kFormatVersion))
+  bool hasEntries = *version == std::to_string(kEntriesFormatVersion);
+  if (*version != std::to_string(kFormatVersion) && !hasEntries)
     return Status::error("format version " + *version + ", expected " +
-                         std::to_string(kFormatVersion));
+                         std::to_string(kFormatVersion) + " or " +
+                         std::to_string(kEntriesFormatVersion));
 
   CachedKernel kernel;
   Expected<std::string> fileKey = reader.field("key");
@@ -342,40 +400,33 @@ Expected<CachedKernel> KernelCache::deserialize(const std::string &key,
     return Status::error("empty kernel name");
   kernel.kernelName = name.take();
 
-  Expected<std::string> block = reader.field("block");
-  if (block.failed())
-    return block.getStatus();
-  {
-    unsigned *dims[3] = {&kernel.blockX, &kernel.blockY, &kernel.blockZ};
-    std::string_view rest = *block;
-    for (int i = 0; i < 3; ++i) {
-      size_t space = rest.find(' ');
-      if ((i < 2) == (space == std::string_view::npos))
-        return Status::error("bad block '" + *block + "'");
-      Expected<uint64_t> dim = HeaderReader::parseNumber(
-          "block", std::string(rest.substr(0, space)));
-      if (dim.failed() || *dim == 0 || *dim > 0xffffffffu)
-        return Status::error("bad block '" + *block + "'");
-      *dims[i] = unsigned(*dim);
-      rest = i < 2 ? rest.substr(space + 1) : std::string_view();
+  Status status = readLaunchLines(reader, kernel);
+  if (status.failed())
+    return status;
+  Expected<std::string> chip = reader.field("chip");
+  if (chip.failed())
+    return chip.getStatus();
+  kernel.chip = chip.take();
+
+  if (hasEntries) {
+    Expected<uint64_t> count = reader.number("entries");
+    if (count.failed())
+      return count.getStatus();
+    if (*count == 0 || *count > 64)
+      return Status::error("bad entries count");
+    for (uint64_t i = 0; i < *count; ++i) {
+      CachedKernel::Entry entry;
+      Expected<std::string> entryName = reader.field("entry");
+      if (entryName.failed())
+        return entryName.getStatus();
+      if (entryName->empty())
+        return Status::error("empty entry name");
+      entry.kernelName = entryName.take();
+      status = readLaunchLines(reader, entry);
+      if (status.failed())
+        return status;
+      kernel.entries.push_back(std::move(entry));
     }
-  }
-
-  Expected<uint64_t> shared = reader.number("shared");
-  if (shared.failed())
-    return shared.getStatus();
-  if (*shared > 0xffffffffu)
-    return Status::error("bad shared size");
-  kernel.dynamicSharedBytes = unsigned(*shared);
-
-  for (auto [field, value] :
-       {std::pair<const char *, std::string *>{"grid", &kernel.gridRule},
-        {"params", &kernel.paramLayout},
-        {"chip", &kernel.chip}}) {
-    Expected<std::string> text = reader.field(field);
-    if (text.failed())
-      return text.getStatus();
-    *value = text.take();
   }
 
   Expected<std::string> format = reader.field("format");
@@ -494,6 +545,22 @@ Status KernelCache::store(const std::string &key, CachedKernel kernel) {
   }
   if (!kernel.blockX || !kernel.blockY || !kernel.blockZ)
     return Status::error("kernel cache: empty block");
+  for (const CachedKernel::Entry &entry : kernel.entries) {
+    if (entry.kernelName.empty() ||
+        entry.kernelName.find_first_of(" \t\r\n") != std::string::npos)
+      return Status::error("kernel cache: invalid entry name '" +
+                           entry.kernelName + "'");
+    for (auto [field, value] : {std::pair<const char *, const std::string *>{
+                                    "grid rule", &entry.gridRule},
+                                {"parameter layout", &entry.paramLayout}}) {
+      Status status = checkField(field, *value);
+      if (status.failed())
+        return status;
+    }
+    if (!entry.blockX || !entry.blockY || !entry.blockZ)
+      return Status::error("kernel cache: empty block of entry " +
+                           entry.kernelName);
+  }
 
   auto shared = std::make_shared<const CachedKernel>(std::move(kernel));
   {

@@ -223,6 +223,52 @@ TEST(KernelCache, BinaryImageRoundTrip) {
   EXPECT_EQ(hit->image.size(), sizeof(kBytes) - 1);
 }
 
+TEST(KernelCache, EntriesRoundTrip) {
+  // An image with three entry points (the backward's kernels).
+  TempDir dir;
+  CachedKernel kernel = sampleKernel();
+  CachedKernel::Entry entry;
+  entry.kernelName = "second";
+  entry.blockX = 128;
+  entry.dynamicSharedBytes = 65536;
+  entry.gridRule = "ceil(Nk/64),Hkv,B";
+  entry.paramLayout = "same";
+  kernel.entries.push_back(entry);
+  entry.kernelName = "third";
+  entry.blockY = 2;
+  entry.gridRule = "";
+  kernel.entries.push_back(entry);
+  std::string key = makeKey("ir", "sm_90a", "entries");
+  ASSERT_TRUE(KernelCache(dir.path).store(key, kernel).ok());
+  std::shared_ptr<const CachedKernel> hit = KernelCache(dir.path).lookup(key);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_EQ(*hit, kernel);
+
+  std::string content = readFile(KernelCache(dir.path).getPath(key));
+  EXPECT_EQ(content.rfind("FA-KERNEL 2\n", 0), 0u) << content;
+  EXPECT_NE(content.find("\nchip sm_90a\nentries 2\nentry second\n"
+                         "block 128 1 1\nshared 65536\n"
+                         "grid ceil(Nk/64),Hkv,B\nparams same\n"
+                         "entry third\nblock 128 2 1\n"),
+            std::string::npos)
+      << content;
+  // One entry less than announced is a bad file.
+  std::string truncated = content;
+  truncated.replace(truncated.find("entries 2"), 9, "entries 3");
+  EXPECT_TRUE(KernelCache::deserialize(key, truncated).failed());
+
+  // Entries are checked like the first kernel.
+  KernelCache cache(dir.path);
+  kernel.entries[1].kernelName = "has space";
+  EXPECT_TRUE(cache.store(key, kernel).failed());
+  kernel.entries[1].kernelName = "third";
+  kernel.entries[1].paramLayout = "two\nlines";
+  EXPECT_TRUE(cache.store(key, kernel).failed());
+  kernel.entries[1].paramLayout = "";
+  kernel.entries[1].blockZ = 0;
+  EXPECT_TRUE(cache.store(key, kernel).failed());
+}
+
 TEST(KernelCache, MemoryOnly) {
   KernelCache cache("");
   std::string key = makeKey("ir", "sm_80", "test");
@@ -267,7 +313,10 @@ TEST(KernelCache, CorruptOrTruncatedFileIsAMiss) {
   std::string flipped = good;
   flipped[flipped.size() - 100] = 'y';
   std::string newerVersion = good;
-  newerVersion.replace(0, 11, "FA-KERNEL 2");
+  newerVersion.replace(0, 11, "FA-KERNEL 9");
+  // Version 2 is a file with entries: a version 1 body does not parse.
+  std::string noEntries = good;
+  noEntries.replace(0, 11, "FA-KERNEL 2");
   std::vector<std::pair<std::string, std::string>> corruptions = {
       {"empty", ""},
       {"garbage", "not a kernel file at all"},
@@ -276,6 +325,7 @@ TEST(KernelCache, CorruptOrTruncatedFileIsAMiss) {
       {"extra bytes", good + "x"},
       {"flipped image byte", flipped},
       {"other format version", newerVersion},
+      {"version 2 without entries", noEntries},
       {"another key's file", readFile(KernelCache(dir.path).getPath(other))},
   };
   for (const auto &[what, content] : corruptions) {

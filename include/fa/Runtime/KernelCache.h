@@ -29,6 +29,20 @@
 //   end
 //   <image: exactly `size` bytes>
 //
+// An image with further entry points (CachedKernel::entries: the backward's
+// three kernels live in one module) is format version 2: "FA-KERNEL 2",
+// and after the chip line
+//
+//   entries <n>                      n >= 1, then per entry:
+//   entry <name>
+//   block <x> <y> <z>
+//   shared <bytes>
+//   grid <rule>
+//   params <layout>
+//
+// A kernel without entries is written as version 1, byte for byte as before;
+// both versions are read.
+//
 // Files are written atomically: to a temporary file in the same directory,
 // fsync'ed, then renamed over <key>.fakernel, so readers see a whole old file
 // or a whole new one and concurrent writers (threads or processes) never mix
@@ -51,6 +65,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace fa::runtime {
 
@@ -81,6 +96,18 @@ std::string sha256Hex(std::string_view data);
 struct CachedKernel {
   enum class Format { PTX, Cubin };
 
+  /// A further entry point of the same image, described like the first.
+  struct Entry {
+    std::string kernelName;
+    unsigned blockX = 1, blockY = 1, blockZ = 1;
+    unsigned dynamicSharedBytes = 0;
+    std::string gridRule;
+    std::string paramLayout;
+
+    bool operator==(const Entry &other) const;
+    bool operator!=(const Entry &other) const { return !(*this == other); }
+  };
+
   /// The kernel's .entry name.
   std::string kernelName;
   /// Threads per block.
@@ -96,6 +123,8 @@ struct CachedKernel {
   Format format = Format::PTX;
   /// PTX text or cubin bytes.
   std::string image;
+  /// Entry points of the image besides kernelName (none for the forward).
+  std::vector<Entry> entries;
 
   bool operator==(const CachedKernel &other) const;
   bool operator!=(const CachedKernel &other) const { return !(*this == other); }
