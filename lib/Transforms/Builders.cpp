@@ -62,19 +62,22 @@ Value mlir::fa::buildGeneric(OpBuilder &b, Location loc, Value init,
 Value mlir::fa::buildScore(OpBuilder &b, Location loc,
                            const ScoreVariant &variant, Value dot, Value bias,
                            Value slope, const ScorePositions &pos,
-                           Value *derivative, Region *scoreModGrad) {
+                           Value *derivative, Region *scoreModGrad,
+                           bool wrtBias) {
   Type f32 = b.getF32Type();
   Value s = arith::MulFOp::create(b, loc, dot, f32Const(b, loc, variant.scale));
   // d s / d dot, by the chain rule through each step that is not additive.
+  // The bias is added after the scale and the softcap, so only score_mod
+  // and the masks act on its derivative.
   Value ds;
   if (derivative)
-    ds = f32Const(b, loc, variant.scale);
+    ds = f32Const(b, loc, wrtBias ? 1.0 : variant.scale);
   if (variant.softcap) {
     Value cap = f32Const(b, loc, variant.softcap.getValueAsDouble());
     Value t =
         math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, s, cap));
     s = arith::MulFOp::create(b, loc, cap, t);
-    if (derivative) {
+    if (derivative && !wrtBias) {
       Value one = f32Const(b, loc, 1.0);
       Value t2 = arith::MulFOp::create(b, loc, t, t);
       ds = arith::MulFOp::create(b, loc, ds,
@@ -161,14 +164,16 @@ template <typename OpT>
 ScoreTileOp createScoreTile(OpBuilder &b, Location loc, OpT op, Value qTile,
                             Value kTile, Value batch, Value head, Value q0,
                             Value k0, Value seqQ, Value seqKV,
-                            bool withDerivative) {
+                            ScoreDerivative derivative) {
   auto tileType = RankedTensorType::get(
       {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
+  bool withDerivative = derivative != ScoreDerivative::None;
   return ScoreTileOp::create(
       b, loc, tileType, withDerivative ? Type(tileType) : Type(), qTile, kTile,
       batch, head, q0, k0, seqQ, seqKV, op.getBias(), op.getAlibiSlopes(),
       b.getF32FloatAttr(op.getScaleOrDefault()), op.getCausalAttr(),
-      op.getWindowAttr(), op.getSoftcapAttr());
+      op.getWindowAttr(), op.getSoftcapAttr(),
+      derivative == ScoreDerivative::Bias ? b.getUnitAttr() : UnitAttr());
 }
 } // namespace
 
@@ -176,22 +181,22 @@ ScoreTileOp mlir::fa::buildScoreTile(OpBuilder &b, Location loc,
                                      Operation *attention, Value qTile,
                                      Value kTile, Value batch, Value head,
                                      Value q0, Value k0, Value seqQ,
-                                     Value seqKV, bool withDerivative) {
+                                     Value seqKV, ScoreDerivative derivative) {
   ScoreTileOp tile;
   IRMapping mapping;
   if (auto op = dyn_cast<AttentionOp>(attention)) {
     tile = createScoreTile(b, loc, op, qTile, kTile, batch, head, q0, k0, seqQ,
-                           seqKV, withDerivative);
+                           seqKV, derivative);
     op.getScoreMod().cloneInto(&tile.getScoreMod(), mapping);
     op.getMaskMod().cloneInto(&tile.getMaskMod(), mapping);
     return tile;
   }
   auto op = cast<AttentionGradOp>(attention);
   tile = createScoreTile(b, loc, op, qTile, kTile, batch, head, q0, k0, seqQ,
-                         seqKV, withDerivative);
+                         seqKV, derivative);
   op.getScoreMod().cloneInto(&tile.getScoreMod(), mapping);
   op.getMaskMod().cloneInto(&tile.getMaskMod(), mapping);
-  if (withDerivative)
+  if (derivative != ScoreDerivative::None)
     op.getScoreModGrad().cloneInto(&tile.getScoreModGrad(), mapping);
   return tile;
 }

@@ -72,11 +72,13 @@ private:
   Value buildDsum();
 
   /// Everything one (Q tile, K/V tile) pair contributes: P and
-  /// dDot = P * (dP - Dsum) * d score / d dot, both [rows, cols].
-  std::pair<Value, Value> buildTilePair(Value qTile, Value kTile, Value vTile,
-                                        Value doTile, Value lseTile,
-                                        Value dsumTile, Value batch, Value head,
-                                        Value q0, Value k0);
+  /// dDot = P * (dP - Dsum) * d score / d dot (or d score / d bias with
+  /// ScoreDerivative::Bias), both [rows, cols].
+  std::pair<Value, Value>
+  buildTilePair(Value qTile, Value kTile, Value vTile, Value doTile,
+                Value lseTile, Value dsumTile, Value batch, Value head,
+                Value q0, Value k0,
+                ScoreDerivative derivative = ScoreDerivative::Dot);
 
   /// acc[x, e] += sum_y a[y, x] * t[y, e] (transposeA) or
   /// acc[x, e] += sum_y a[x, y] * t[y, e].
@@ -84,6 +86,7 @@ private:
 
   SmallVector<Value> buildKeyValueGrads(Value dsum);
   Value buildQueryGrad(Value dsum);
+  Value buildBiasGrad(Value dsum);
 
   OpBuilder &b;
   AttentionGradOp op;
@@ -144,10 +147,10 @@ std::pair<Value, Value> GradTiler::buildTilePair(Value qTile, Value kTile,
                                                  Value vTile, Value doTile,
                                                  Value lseTile, Value dsumTile,
                                                  Value batchIdx, Value head,
-                                                 Value q0, Value k0) {
-  ScoreTileOp scores =
-      buildScoreTile(b, loc, op, qTile, kTile, batchIdx, head, q0, k0, seqQ,
-                     seqKV, /*withDerivative=*/true);
+                                                 Value q0, Value k0,
+                                                 ScoreDerivative derivative) {
+  ScoreTileOp scores = buildScoreTile(b, loc, op, qTile, kTile, batchIdx, head,
+                                      q0, k0, seqQ, seqKV, derivative);
   Value s = scores.getResult(), ds = scores.getDerivative();
   AffineMap tileMap = dimsMap(ctx, 2, {0, 1}), rowMap = dimsMap(ctx, 2, {0});
 
@@ -321,6 +324,138 @@ Value GradTiler::buildQueryGrad(Value dsum) {
   return forall.getResult(0);
 }
 
+Value GradTiler::buildBiasGrad(Value dsum) {
+  // One block of dBias per (bias batch, bias head, Q tile), over the bias's
+  // own sizes (1 where it broadcasts). A block loops over every (b, h, Q
+  // tile, K/V tile) that adds into it, so the sums over broadcast dimensions
+  // need no atomics; its accumulator is [rows or 1, Nk or 1] in f32.
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Value dO = op.getGradOutput(), lse = op.getLse(), bias = op.getBias();
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  auto broadcast = [&](int64_t d) { return biasType.getDimSize(d) == 1; };
+  Value one = cst(1);
+  Value biasBatch = broadcast(0) ? one : batch;
+  Value biasHeads = broadcast(1) ? one : headsQ;
+  Value numQTiles = one;
+  if (!broadcast(2))
+    numQTiles = arith::CeilDivUIOp::create(b, loc, seqQ, cst(blockQ));
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{biasBatch, biasHeads, numQTiles},
+      ValueRange{tensor::EmptyOp::create(b, loc,
+                                         tensor::getMixedSizes(b, loc, bias),
+                                         biasType.getElementType())},
+      std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forall.getBody());
+  Value bb = forall.getInductionVar(0), hh = forall.getInductionVar(1);
+  Value outRow =
+      arith::MulIOp::create(b, loc, forall.getInductionVar(2), cst(blockQ));
+  Value outRows = one;
+  if (!broadcast(2))
+    outRows = minIdx(cst(blockQ), arith::SubIOp::create(b, loc, seqQ, outRow));
+  Value outCols = broadcast(3) ? one : seqKV;
+  SmallVector<OpFoldResult> accSizes = {outRows, outCols};
+
+  // The batches, heads and query rows that add into this block.
+  Value bBegin = broadcast(0) ? cst(0) : bb;
+  Value bEnd = broadcast(0) ? batch : arith::AddIOp::create(b, loc, bb, one);
+  Value hBegin = broadcast(1) ? cst(0) : hh;
+  Value hEnd = broadcast(1) ? headsQ : arith::AddIOp::create(b, loc, hh, one);
+  Value qBegin = broadcast(2) ? cst(0) : outRow;
+  Value qEnd = broadcast(2) ? seqQ : arith::AddIOp::create(b, loc, outRow, one);
+
+  // A tile adds into the block's rows (or its one row) and columns (or its
+  // one column): the broadcast dimensions are reductions.
+  AffineMap tileMap = dimsMap(ctx, 2, {0, 1});
+  AffineExpr zero = getAffineConstantExpr(0, ctx);
+  AffineMap accMap =
+      AffineMap::get(2, 0,
+                     {broadcast(2) ? zero : getAffineDimExpr(0, ctx),
+                      broadcast(3) ? zero : getAffineDimExpr(1, ctx)},
+                     ctx);
+  SmallVector<IteratorType> accIterators = {broadcast(2) ? kRed : kPar,
+                                            broadcast(3) ? kRed : kPar};
+
+  using LoopBody = function_ref<Value(Value, Value)>;
+  auto loop = [&](Value lo, Value hi, Value step, Value init, LoopBody body) {
+    auto forOp = scf::ForOp::create(
+        b, loc, lo, hi, step, init,
+        [&](OpBuilder &lb, Location, Value iv, ValueRange iters) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+          scf::YieldOp::create(b, loc, body(iv, iters[0]));
+        });
+    return forOp.getResult(0);
+  };
+  auto perKVTile = [&](Value bi, Value h, Value hk, Value q0, Value rows,
+                       Value qTile, Value doTile, Value lseTile, Value dsumTile,
+                       Value k0, Value acc) -> Value {
+    Value cols = minIdx(cst(blockKV), arith::SubIOp::create(b, loc, seqKV, k0));
+    Value kTile = extractRows(b, loc, k, bi, hk, k0, cols);
+    Value vTile = extractRows(b, loc, v, bi, hk, k0, cols);
+    Value grad = buildTilePair(qTile, kTile, vTile, doTile, lseTile, dsumTile,
+                               bi, h, q0, k0, ScoreDerivative::Bias)
+                     .second;
+    OpFoldResult c0 = b.getIndexAttr(0), c1 = b.getIndexAttr(1);
+    SmallVector<OpFoldResult> offsets = {c0, broadcast(3) ? c0 : k0};
+    SmallVector<OpFoldResult> sizes = {outRows, broadcast(3) ? one : cols};
+    SmallVector<OpFoldResult> strides(2, c1);
+    Value slice =
+        tensor::ExtractSliceOp::create(b, loc, acc, offsets, sizes, strides);
+    Value sum =
+        buildGeneric(b, loc, slice, grad, {tileMap, accMap}, accIterators,
+                     [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                       return arith::AddFOp::create(nb, l, args[0], args[1]);
+                     });
+    return tensor::InsertSliceOp::create(b, loc, sum, acc, offsets, sizes,
+                                         strides);
+  };
+  auto perQTile = [&](Value bi, Value h, Value q0, Value acc) -> Value {
+    Value hk = arith::DivUIOp::create(b, loc, h, group);
+    Value rows = minIdx(cst(blockQ), arith::SubIOp::create(b, loc, seqQ, q0));
+    Value qTile = extractRows(b, loc, q, bi, h, q0, rows);
+    Value doTile = extractRows(b, loc, dO, bi, h, q0, rows);
+    Value lseTile = extractVector(lse, bi, h, q0, rows);
+    Value dsumTile = extractVector(dsum, bi, h, q0, rows);
+    auto [kvBegin, kvEnd] =
+        buildVisibleKeys(b, loc, op.getCausalAttr(), op.getWindowAttr(), q0,
+                         rows, seqQ, seqKV, blockKV);
+    return loop(kvBegin, kvEnd, cst(blockKV), acc, [&](Value k0, Value a) {
+      return perKVTile(bi, h, hk, q0, rows, qTile, doTile, lseTile, dsumTile,
+                       k0, a);
+    });
+  };
+  Value acc =
+      loop(bBegin, bEnd, one, filledF32(b, loc, accSizes, 0.0),
+           [&](Value bi, Value accB) {
+             return loop(hBegin, hEnd, one, accB, [&](Value h, Value accH) {
+               return loop(qBegin, qEnd, cst(blockQ), accH,
+                           [&](Value q0, Value accQ) {
+                             return perQTile(bi, h, q0, accQ);
+                           });
+             });
+           });
+
+  // Into the bias's element type, then into the block of dBias.
+  Type et = biasType.getElementType();
+  Value block = acc;
+  if (!et.isF32())
+    block =
+        buildGeneric(b, loc, tensor::EmptyOp::create(b, loc, accSizes, et), acc,
+                     {tileMap, tileMap}, {kPar, kPar},
+                     [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                       return arith::TruncFOp::create(nb, l, et, args[0]);
+                     });
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  OpFoldResult c0 = b.getIndexAttr(0), c1 = b.getIndexAttr(1);
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, block, forall.getRegionIterArgs()[0],
+      ArrayRef<OpFoldResult>{bb, hh, broadcast(2) ? c0 : outRow, c0},
+      ArrayRef<OpFoldResult>{c1, c1, outRows, outCols},
+      ArrayRef<OpFoldResult>{c1, c1, c1, c1});
+  return forall.getResult(0);
+}
+
 SmallVector<Value> GradTiler::build() {
   Value q = op.getQuery(), k = op.getKey();
   batch = dim(q, 0);
@@ -336,9 +471,11 @@ SmallVector<Value> GradTiler::build() {
   Value dsum = buildDsum();
   SmallVector<Value> kv = buildKeyValueGrads(dsum);
   Value dQ = buildQueryGrad(dsum);
+  SmallVector<Value> grads = {dQ, kv[0], kv[1]};
+  if (op.getGradBias())
+    grads.push_back(buildBiasGrad(dsum));
   SmallVector<Value> results;
-  for (auto [r, type] :
-       llvm::zip(SmallVector<Value>{dQ, kv[0], kv[1]}, op->getResultTypes())) {
+  for (auto [r, type] : llvm::zip(grads, op->getResultTypes())) {
     Value result = r;
     if (result.getType() != type)
       result = tensor::CastOp::create(b, loc, type, result);

@@ -1,6 +1,9 @@
 // RUN: fa-opt %s -fa-tile-grad="block-q=32 block-kv=16" | FileCheck %s
 
 // Step 1: Dsum = rowsum(dO * O) in f32, over the whole [B, Hq, Nq].
+// The row-reducing map of the dBias test below.
+// CHECK-DAG: #[[ROW0:map[0-9]*]] = affine_map<(d0, d1) -> (0, d1)>
+
 // CHECK-LABEL: func.func @causal_gqa(
 // CHECK-SAME: %[[Q:[a-z0-9_]+]]: tensor<2x4x?x16xbf16>, %[[K:[a-z0-9_]+]]: tensor<2x2x?x16xbf16>, %[[V:[a-z0-9_]+]]: tensor<2x2x?x16xbf16>, %[[O:[a-z0-9_]+]]: tensor<2x4x?x16xbf16>, %[[DO:[a-z0-9_]+]]: tensor<2x4x?x16xbf16>, %[[LSE:[a-z0-9_]+]]: tensor<2x4x?xf32>)
 // CHECK: %[[DSUM:[a-z0-9_]+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[DO]], %[[O]] : tensor<2x4x?x16xbf16>, tensor<2x4x?x16xbf16>) outs(%{{.*}} : tensor<2x4x?xf32>)
@@ -118,4 +121,29 @@ func.func @score_mod_f32(%q: tensor<1x1x?x8xf32>, %o: tensor<1x1x?x8xf32>, %lse:
     fa.yield %c : f32
   }
   return %dq : tensor<1x1x?x8xf32>
+}
+
+// dBias of a bias broadcast over batches and query rows ([1, H, 1, Nk]): one
+// block per bias head; it loops over every batch and Q tile, adds d s / d
+// bias tiles reduced over their rows into columns [k0, k0 + cols) of a
+// [1, Nk] accumulator, and writes its block once.
+// CHECK-LABEL: func.func @bias_grad(
+// CHECK-SAME: %[[BIAS:[a-z0-9_]+]]: tensor<1x4x1x?xf32>)
+// CHECK: %[[DB:[a-z0-9_]+]] = scf.forall (%[[BB:[a-z0-9_]+]], %[[HH:[a-z0-9_]+]], %{{[a-z0-9_]+}}) in (%[[ONE:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %[[ONE]]) shared_outs(%[[DBS:[a-z0-9_]+]] = %{{.*}}) -> (tensor<1x4x1x?xf32>) {
+// CHECK: %[[ACC0:[a-z0-9_]+]] = linalg.fill {{.*}} -> tensor<?x?xf32>
+// CHECK: scf.for %[[B:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %[[ONE]] iter_args(%{{.*}} = %[[ACC0]])
+// CHECK-NEXT: scf.for %[[H:[a-z0-9_]+]] = %[[HH]] to %{{.*}} step %[[ONE]]
+// CHECK: scf.for %[[Q0:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %[[K0:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{.*}})
+// CHECK: fa.score_tile {{.*}} at[%[[B]], %[[H]], %[[Q0]], %[[K0]]] {{.*}} bias(%[[BIAS]] : tensor<1x4x1x?xf32>) {bias_derivative, scale = 2.500000e-01 : f32}
+// CHECK: %[[G:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>)
+// CHECK: %[[SL:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]][0, %[[K0]]] [%[[ONE]], %[[COLS:[a-z0-9_]+]]] [1, 1]
+// CHECK-NEXT: %[[SUM:[a-z0-9_]+]] = linalg.generic {indexing_maps = [#{{.*}}, #[[ROW0]]], iterator_types = ["reduction", "parallel"]} ins(%[[G]] : tensor<?x?xf32>) outs(%[[SL]] : tensor<?x?xf32>)
+// CHECK: tensor.insert_slice %[[SUM]] into %[[ACC]][0, %[[K0]]] [%[[ONE]], %[[COLS]]] [1, 1]
+// CHECK: scf.forall.in_parallel {
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DBS]][%[[BB]], %[[HH]], 0, 0] [1, 1, %[[ONE]], %{{.*}}] [1, 1, 1, 1] : tensor<?x?xf32> into tensor<1x4x1x?xf32>
+// CHECK: return %[[DB]]
+func.func @bias_grad(%q: tensor<2x4x?x16xf16>, %k: tensor<2x4x?x16xf16>, %o: tensor<2x4x?x16xf16>, %lse: tensor<2x4x?xf32>, %bias: tensor<1x4x1x?xf32>) -> tensor<1x4x1x?xf32> {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %k, %k, %o, %o, %lse bias(%bias : tensor<1x4x1x?xf32>) : tensor<2x4x?x16xf16>, tensor<2x4x?x16xf16>, tensor<2x4x?x16xf16>, tensor<2x4x?x16xf16>, tensor<2x4x?x16xf16>, tensor<2x4x?xf32> -> tensor<2x4x?x16xf16>, tensor<2x4x?x16xf16>, tensor<2x4x?x16xf16>, tensor<1x4x1x?xf32>
+  return %db : tensor<1x4x1x?xf32>
 }

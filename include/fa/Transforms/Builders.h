@@ -87,11 +87,13 @@ struct ScorePositions {
 /// Turns the raw dot product `dot` (f32) into the score of fa.attention's
 /// definition. `bias` (any float type) and `slope` (f32) are the values at
 /// this position, null when the variant has none. With `derivative`, also
-/// sets it to d score / d dot (0 where masked); a variant with a score_mod
-/// then needs `scoreModGrad`, the region of its derivative.
+/// sets it to d score / d dot, or with `wrtBias` to d score / d bias (0
+/// where masked); a variant with a score_mod then needs `scoreModGrad`, the
+/// region of its derivative.
 Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
                  Value dot, Value bias, Value slope, const ScorePositions &pos,
-                 Value *derivative = nullptr, Region *scoreModGrad = nullptr);
+                 Value *derivative = nullptr, Region *scoreModGrad = nullptr,
+                 bool wrtBias = false);
 
 //===----------------------------------------------------------------------===//
 // Tiles
@@ -102,13 +104,16 @@ Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
 Value extractRows(OpBuilder &b, Location loc, Value t, Value batch, Value head,
                   Value offset, Value size);
 
+/// Which derivative an fa.score_tile yields besides the scores.
+enum class ScoreDerivative { None, Dot, Bias };
+
 /// fa.score_tile of `qTile` against `kTile` with the variant of `attention`
-/// (an fa.attention or fa.attention_grad; its regions are cloned). With
-/// `withDerivative` the tile also yields d score / d dot.
+/// (an fa.attention or fa.attention_grad; its regions are cloned), also
+/// yielding d score / d dot or d score / d bias when asked.
 ScoreTileOp buildScoreTile(OpBuilder &b, Location loc, Operation *attention,
                            Value qTile, Value kTile, Value batch, Value head,
                            Value q0, Value k0, Value seqQ, Value seqKV,
-                           bool withDerivative = false);
+                           ScoreDerivative derivative = ScoreDerivative::None);
 
 /// The K/V rows [begin, end) that some query of [q0, q0 + rows) may see under
 /// the causal/window masks (both null: every row); begin is a multiple of

@@ -100,7 +100,8 @@ SmallVector<Value> lowerScoreTile(OpBuilder &b, ScoreTileOp op) {
         Value score = buildScore(
             nb, l, variant, args[0], biasValue, slope, pos,
             withDerivative ? &derivative : nullptr,
-            op.getScoreModGrad().empty() ? nullptr : &op.getScoreModGrad());
+            op.getScoreModGrad().empty() ? nullptr : &op.getScoreModGrad(),
+            op.getBiasDerivative());
         SmallVector<Value> yields = {score};
         if (withDerivative)
           yields.push_back(derivative);

@@ -1083,6 +1083,28 @@ func.func @score_tile_derivative_needs_score_mod_grad(%qt: tensor<16x8xf32>, %kt
   return
 }
 
+func.func @grad_bias_without_bias(%q: tensor<2x1x8x4xf32>, %o: tensor<2x1x8x4xf32>, %lse: tensor<2x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention_grad' op grad_bias needs a bias operand}}
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %q, %q, %o, %o, %lse : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8xf32> -> tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @grad_bias_type(%q: tensor<2x1x8x4xf32>, %o: tensor<2x1x8x4xf32>, %lse: tensor<2x1x8xf32>, %bias: tensor<1x1x8x8xbf16>) {
+  // expected-error @+1 {{'fa.attention_grad' op grad_bias must have the bias's type 'tensor<1x1x8x8xbf16>', got 'tensor<1x1x8x8xf32>'}}
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %q, %q, %o, %o, %lse bias(%bias : tensor<1x1x8x8xbf16>) : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8xf32> -> tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @score_tile_bias_derivative_alone(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index) {
+  // expected-error @+1 {{'fa.score_tile' op bias_derivative needs a derivative result}}
+  %s = fa.score_tile %qt, %kt at [%i, %i, %i, %i] of [%i, %i] {bias_derivative, scale = 0.5 : f32} : tensor<16x8xf32>, tensor<32x8xf32> -> tensor<16x32xf32>
+  return
+}
+
 // -----
 
 //===----------------------------------------------------------------------===//

@@ -307,6 +307,15 @@ LogicalResult AttentionGradOp::verify() {
       failed(checkResultType(*this, getGradValue().getType(), "grad_value",
                              getValue().getType().getShape(), et)))
     return failure();
+  if (Value gradBias = getGradBias()) {
+    Value bias = getBias();
+    if (!bias)
+      return emitOpError("grad_bias needs a bias operand");
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (gradBias.getType() != biasType)
+      return emitOpError() << "grad_bias must have the bias's type " << biasType
+                           << ", got " << gradBias.getType();
+  }
   return success();
 }
 
@@ -371,6 +380,8 @@ LogicalResult ScoreTileOp::verify() {
 LogicalResult ScoreTileOp::verifyRegions() {
   if (failed(verifyGradRegions(*this)))
     return failure();
+  if (getBiasDerivative() && !getDerivative())
+    return emitOpError("bias_derivative needs a derivative result");
   if (getDerivative() && !getScoreMod().empty() && getScoreModGrad().empty())
     return emitOpError("a derivative of a score_mod needs a score_mod_grad "
                        "region; run fa-differentiate-score-mod");

@@ -152,6 +152,10 @@ def FA_AttentionGradOp : FA_AttentionBase<"attention_grad"> {
     the types of Q, K and V. Gradients of K/V heads shared by several query
     heads (GQA) are summed.
 
+    The optional fourth result, `dBias`, is the gradient with respect to
+    the `bias` operand, with its type: summed over the dimensions the bias
+    broadcasts.
+
     With a `score_mod`, the optional `score_mod_grad` region holds its
     derivative with respect to the score (same arguments, yields f32);
     `fa-differentiate-score-mod` derives it, and lowerings need it.
@@ -171,7 +175,8 @@ def FA_AttentionGradOp : FA_AttentionBase<"attention_grad"> {
       FA_VariantOperands, FA_VariantAttrs);
   let results = (outs AnyRankedTensor:$grad_query,
                       AnyRankedTensor:$grad_key,
-                      AnyRankedTensor:$grad_value);
+                      AnyRankedTensor:$grad_value,
+                      Optional<AnyRankedTensor>:$grad_bias);
   let regions = FA_GradRegions;
 
   let assemblyFormat = !strconcat(
@@ -204,7 +209,9 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [
     The optional second result (used by the backward) is the derivative of
     each score with respect to its raw dot product `dot(q_i, k_j)`: `scale`
     times the softcap's `1 - tanh^2` times `score_mod_grad` (required with a
-    `score_mod`), and 0 where masked.
+    `score_mod`), and 0 where masked. With `bias_derivative` it is the
+    derivative with respect to the bias term instead (`score_mod_grad`
+    alone, 0 where masked), which is what the bias gradient needs.
 
     ```mlir
     %s = fa.score_tile %qt, %kt at [%b, %h, %q0, %k0] of [%nq, %nk]
@@ -221,7 +228,8 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [
     F32Attr:$scale,
     OptionalAttr<FA_CausalAttr>:$causal,
     OptionalAttr<DenseI64ArrayAttr>:$window,
-    OptionalAttr<F32Attr>:$softcap
+    OptionalAttr<F32Attr>:$softcap,
+    UnitAttr:$bias_derivative
   );
   let results = (outs AnyRankedTensor:$result,
                       Optional<AnyRankedTensor>:$derivative);
