@@ -70,6 +70,18 @@ struct Problem {
   double *dq = nullptr, *dk = nullptr, *dv = nullptr, *dBias = nullptr;
 };
 
+/// The dropout factor of (b, h, i, j): 1 without dropout, else 0 or
+/// 1 / (1 - p).
+double dropoutFactor(const Problem &p, int64_t b, int64_t h, int64_t i,
+                     int64_t j) {
+  const AttentionOptions &o = *p.options;
+  if (!o.dropoutP)
+    return 1.0;
+  return fa::support::dropoutKeeps(o.dropoutSeed, b, h, i, j, *o.dropoutP)
+             ? 1.0 / (1.0 - *o.dropoutP)
+             : 0.0;
+}
+
 /// The dot product with four partial sums, so that it pipelines.
 double dot(const double *a, const double *b, int64_t n) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -177,9 +189,11 @@ void computeRow(const Problem &p, int64_t b, int64_t h, int64_t i,
       continue;
     double weight = std::exp(s - rowMax);
     sum += weight;
+    // Dropout acts on the probabilities that multiply V, not on their sum.
+    double kept = weight * dropoutFactor(p, b, h, i, j);
     const double *vRow = vHead + j * p.headDimV;
     for (int64_t d = 0; d < p.headDimV; ++d)
-      acc[d] += weight * vRow[d];
+      acc[d] += kept * vRow[d];
   }
   for (int64_t d = 0; d < p.headDimV; ++d)
     outRow[d] = acc[d] / sum;
@@ -239,7 +253,9 @@ void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
   for (int64_t j = 0; j < n; ++j) {
     if (probs[j] == 0.0)
       continue;
-    dScore[j] = dot(dORow, vHead + (jBegin + j) * p.headDimV, p.headDimV);
+    // With dropout O = (P * Z) V, so dP_j = Z_j (dO_i . V_j).
+    dScore[j] = dropoutFactor(p, b, h, i, jBegin + j) *
+                dot(dORow, vHead + (jBegin + j) * p.headDimV, p.headDimV);
     rowD += probs[j] * dScore[j];
   }
   for (int64_t j = 0; j < n; ++j) {
@@ -278,8 +294,9 @@ void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
       dkRow[d] += dDot * qRow[d];
     }
     double *dvRow = dvHead + (jBegin + j) * p.headDimV;
+    const double kept = probs[j] * dropoutFactor(p, b, h, i, jBegin + j);
     for (int64_t d = 0; d < p.headDimV; ++d)
-      dvRow[d] += probs[j] * dORow[d];
+      dvRow[d] += kept * dORow[d];
   }
 }
 
@@ -343,6 +360,10 @@ bool setUpProblem(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                           : 1.0 / std::sqrt(static_cast<double>(p.headDim));
   if (options.softcap && *options.softcap == 0.0)
     return fail("softcap is 0");
+  if (options.dropoutP &&
+      !(*options.dropoutP >= 0.0 && *options.dropoutP < 1.0))
+    return fail("dropout p = " + std::to_string(*options.dropoutP) +
+                " is not in [0, 1)");
   if (options.numThreads < 0)
     return fail("numThreads is negative");
   p.q = q.data;
@@ -529,6 +550,33 @@ bool fa::support::attentionGradReference(
           gradientRow(p, b, h, i, buffers, /*toQKV=*/false, /*toBias=*/true);
   });
   return true;
+}
+
+std::array<uint32_t, 4> fa::support::philox4x32(std::array<uint32_t, 4> c,
+                                                std::array<uint32_t, 2> key) {
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      key[0] += 0x9E3779B9u;
+      key[1] += 0xBB67AE85u;
+    }
+    const uint64_t m0 = uint64_t{0xD2511F53u} * c[0];
+    const uint64_t m1 = uint64_t{0xCD9E8D57u} * c[2];
+    c = {static_cast<uint32_t>(m1 >> 32) ^ c[1] ^ key[0],
+         static_cast<uint32_t>(m1),
+         static_cast<uint32_t>(m0 >> 32) ^ c[3] ^ key[1],
+         static_cast<uint32_t>(m0)};
+  }
+  return c;
+}
+
+bool fa::support::dropoutKeeps(uint64_t seed, int64_t b, int64_t h, int64_t i,
+                               int64_t j, double p) {
+  const std::array<uint32_t, 4> x = philox4x32(
+      {static_cast<uint32_t>(j), static_cast<uint32_t>(i),
+       static_cast<uint32_t>(h), static_cast<uint32_t>(b)},
+      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  const double uniform = static_cast<double>(x[0] >> 8) * 0x1p-24;
+  return uniform >= static_cast<double>(static_cast<float>(p));
 }
 
 double fa::support::relativeError(const double *out, const double *ref,

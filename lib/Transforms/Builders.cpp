@@ -140,9 +140,73 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
   return s;
 }
 
+Value mlir::fa::buildDropoutScale(OpBuilder &b, Location loc, Value seed,
+                                  double p, Value batch, Value head,
+                                  Value query, Value key) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto c32 = [&](uint32_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, i32, static_cast<int32_t>(v));
+  };
+  auto word = [&](Value index) -> Value {
+    return arith::IndexCastUIOp::create(b, loc, i32, index);
+  };
+  Value c[4] = {word(key), word(query), word(head), word(batch)};
+  Value k0 = arith::TruncIOp::create(b, loc, i32, seed);
+  Value k1 = arith::TruncIOp::create(
+      b, loc, i32,
+      arith::ShRUIOp::create(b, loc, seed,
+                             arith::ConstantIntOp::create(b, loc, i64, 32)));
+  // Philox4x32-10 (Salmon et al., SC'11).
+  for (int round = 0; round < 10; ++round) {
+    auto m0 = arith::MulUIExtendedOp::create(b, loc, c32(0xD2511F53), c[0]);
+    auto m1 = arith::MulUIExtendedOp::create(b, loc, c32(0xCD9E8D57), c[2]);
+    Value n0 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, m1.getHigh(), c[1]), k0);
+    Value n2 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, m0.getHigh(), c[3]), k1);
+    c[0] = n0;
+    c[1] = m1.getLow();
+    c[2] = n2;
+    c[3] = m0.getLow();
+    if (round < 9) {
+      k0 = arith::AddIOp::create(b, loc, k0, c32(0x9E3779B9));
+      k1 = arith::AddIOp::create(b, loc, k1, c32(0xBB67AE85));
+    }
+  }
+  // 24 random bits as a uniform in [0, 1), exact in f32. (One op per
+  // statement: the IR's order must not depend on argument evaluation.)
+  Value bits = arith::ShRUIOp::create(b, loc, c[0], c32(8));
+  Value bitsF = arith::UIToFPOp::create(b, loc, b.getF32Type(), bits);
+  Value ulp = f32Const(b, loc, 1.0 / 16777216.0);
+  Value uniform = arith::MulFOp::create(b, loc, bitsF, ulp);
+  Value threshold = f32Const(b, loc, p);
+  Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, uniform,
+                                     threshold);
+  Value kept = f32Const(b, loc, 1.0 / (1.0 - p));
+  Value dropped = f32Const(b, loc, 0.0);
+  return arith::SelectOp::create(b, loc, keep, kept, dropped);
+}
+
 //===----------------------------------------------------------------------===//
 // Tiles
 //===----------------------------------------------------------------------===//
+
+Value mlir::fa::buildDropoutTile(OpBuilder &b, Location loc, Value tile,
+                                 Value seed, double p, Value batch, Value head,
+                                 Value q0, Value k0) {
+  AffineMap id = dimsMap(b.getContext(), 2, {0, 1});
+  return buildGeneric(
+      b, loc, tile, {}, {id},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value i =
+            arith::AddIOp::create(nb, l, q0, linalg::IndexOp::create(nb, l, 0));
+        Value j =
+            arith::AddIOp::create(nb, l, k0, linalg::IndexOp::create(nb, l, 1));
+        Value scale = buildDropoutScale(nb, l, seed, p, batch, head, i, j);
+        return arith::MulFOp::create(nb, l, args[0], scale);
+      });
+}
 
 Value mlir::fa::extractRows(OpBuilder &b, Location loc, Value t, Value batch,
                             Value head, Value offset, Value size) {

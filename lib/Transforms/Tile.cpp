@@ -153,8 +153,13 @@ SmallVector<Value> Tiler::build() {
               return arith::AddFOp::create(nb, bl, args[0], args[1]);
             });
         Value vTile = extractRows(b, loc, v, bi, hk, k0, cols);
+        // Dropout acts on P V only; l sums the probabilities kept or not.
+        Value pv = p;
+        if (auto dropout = op.getDropoutPAttr())
+          pv = buildDropoutTile(lb, l, p, op.getDropoutSeed(),
+                                dropout.getValueAsDouble(), bi, h, q0, k0);
         Value acc = buildGeneric(
-            lb, l, iters[1], {p, vTile},
+            lb, l, iters[1], {pv, vTile},
             // (r, j, e) with the head dim innermost: contiguous in V and
             // acc, so the host loop vectorizes.
             {dimsMap(ctx, 3, {0, 1}), dimsMap(ctx, 3, {1, 2}),
@@ -237,10 +242,6 @@ struct FATilePass : public fa::impl::FATileBase<FATilePass> {
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (AttentionOp op : ops) {
-      if (op.getDropoutPAttr()) {
-        op.emitOpError("dropout is not supported by fa-tile yet");
-        return signalPassFailure();
-      }
       rewriter.setInsertionPoint(op);
       rewriter.replaceOp(op, Tiler(rewriter, op, blockQ, blockKV).build());
     }

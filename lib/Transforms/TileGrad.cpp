@@ -71,7 +71,8 @@ private:
   /// Dsum[b, h, i] = sum_e dO * O, in f32.
   Value buildDsum();
 
-  /// Everything one (Q tile, K/V tile) pair contributes: P and
+  /// Everything one (Q tile, K/V tile) pair contributes: P (times the
+  /// dropout factors, as dV needs it) and
   /// dDot = P * (dP - Dsum) * d score / d dot (or d score / d bias with
   /// ScoreDerivative::Bias), both [rows, cols].
   std::pair<Value, Value>
@@ -182,6 +183,17 @@ std::pair<Value, Value> GradTiler::buildTilePair(Value qTile, Value kTile,
         return arith::AddFOp::create(nb, l, args[2], prod, fmf);
       });
 
+  // With dropout (Z: 0 or 1 / (1 - p), the forward's), O = (P * Z) V, so
+  // dV takes P * Z and dP = (dO V^T) * Z; Dsum = rowsum(dO * O) still equals
+  // rowsum(P * dP).
+  auto dropout = op.getDropoutPAttr();
+  auto applyDropout = [&](Value tile) {
+    return buildDropoutTile(b, loc, tile, op.getDropoutSeed(),
+                            dropout.getValueAsDouble(), batchIdx, head, q0, k0);
+  };
+  if (dropout)
+    dp = applyDropout(dp);
+
   // dDot = P * (dP - Dsum) * d s / d dot.
   Value dDot = buildGeneric(
       b, loc, dp, {p, dsumTile, ds}, {tileMap, rowMap, tileMap, tileMap},
@@ -190,7 +202,7 @@ std::pair<Value, Value> GradTiler::buildTilePair(Value qTile, Value kTile,
         Value dsScore = arith::MulFOp::create(nb, l, args[0], centered);
         return arith::MulFOp::create(nb, l, dsScore, args[2]);
       });
-  return {p, dDot};
+  return {dropout ? applyDropout(p) : p, dDot};
 }
 
 Value GradTiler::accumulateProduct(Value acc, Value a, Value t,
@@ -498,10 +510,6 @@ struct FATileGradPass : public fa::impl::FATileGradBase<FATileGradPass> {
     getOperation()->walk([&](AttentionGradOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (AttentionGradOp op : ops) {
-      if (op.getDropoutPAttr()) {
-        op.emitOpError("dropout is not supported by fa-tile-grad yet");
-        return signalPassFailure();
-      }
       if (!op.getScoreMod().empty() && op.getScoreModGrad().empty()) {
         op.emitOpError("score_mod has no score_mod_grad region; run "
                        "fa-differentiate-score-mod first");

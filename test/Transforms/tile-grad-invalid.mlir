@@ -15,14 +15,3 @@ func.func @score_mod_without_grad(%q: !t, %o: !t, %lse: !l) -> !t {
   }
   return %dq : !t
 }
-
-// -----
-
-!t = tensor<1x1x?x8xf32>
-!l = tensor<1x1x?xf32>
-
-func.func @dropout(%q: !t, %o: !t, %lse: !l, %seed: i64) -> !t {
-  // expected-error @+1 {{'fa.attention_grad' op dropout is not supported by fa-tile-grad yet}}
-  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %o, %o, %lse dropout_seed(%seed) {dropout_p = 0.1 : f32} : !t, !t, !t, !t, !t, !l -> !t, !t, !t
-  return %dq : !t
-}

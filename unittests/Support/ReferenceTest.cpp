@@ -848,6 +848,17 @@ TEST(ReferenceGrad, GroupedAndMultiQuery) {
   }
 }
 
+TEST(ReferenceGrad, Dropout) {
+  // The mask is a fixed function of (seed, b, h, i, j), so the loss stays
+  // differentiable and finite differences check the Z factors of dV and dP.
+  AttentionOptions options;
+  options.dropoutP = 0.3;
+  options.dropoutSeed = 0x123456789abcdefull;
+  options.causal = CausalMask::BottomRight;
+  checkGradients(random({2, 4, 6, 4}, 120), random({2, 2, 8, 4}, 121),
+                 random({2, 2, 8, 3}, 122), options);
+}
+
 TEST(ReferenceGrad, EverythingAtOnce) {
   Tensor q = random({2, 4, 7, 5}, 91), k = random({2, 2, 9, 5}, 92),
          v = random({2, 2, 9, 3}, 93), bias = random({1, 4, 7, 9}, 94);
@@ -988,6 +999,58 @@ TEST(ReferenceGrad, RejectsInvalidProblems) {
   EXPECT_EQ(
       error,
       "attention gradient reference: Hq = 3 is not a multiple of Hkv = 2");
+}
+
+// Known-answer vectors of Philox4x32-10 from Random123's kat_vectors.
+TEST(Philox, KnownAnswers) {
+  using Words = std::array<uint32_t, 4>;
+  EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}),
+            (Words{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+                       {0xffffffff, 0xffffffff}),
+            (Words{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+                       {0xa4093822, 0x299f31d0}),
+            (Words{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(Reference, DropoutKeepsAboutOneMinusP) {
+  // Over 64 x 64 positions the kept fraction is 1 - p within 5 sigma, and
+  // another seed keeps other positions.
+  for (double p : {0.1, 0.5, 0.9}) {
+    int kept = 0, same = 0;
+    for (int64_t i = 0; i < 64; ++i)
+      for (int64_t j = 0; j < 64; ++j) {
+        bool a = dropoutKeeps(7, 1, 2, i, j, p);
+        kept += a;
+        same += a == dropoutKeeps(8, 1, 2, i, j, p);
+      }
+    const double n = 4096, sigma = std::sqrt(n * p * (1 - p));
+    EXPECT_NEAR(kept, n * (1 - p), 5 * sigma) << "p=" << p;
+    EXPECT_LT(same, n - 5 * sigma) << "p=" << p;
+  }
+  EXPECT_TRUE(dropoutKeeps(7, 0, 0, 0, 0, 0.0));
+}
+
+TEST(Reference, DropoutScalesKeptProbabilities) {
+  // One query row over keys with equal scores: P = 1/4 each, so O is the sum
+  // of the kept V rows times 1/4 / (1 - p); lse is that of the undropped row.
+  Tensor q({1, 1, 1, 1}), k({1, 1, 4, 1}), v({1, 1, 4, 1});
+  v.data = {1.0, 10.0, 100.0, 1000.0};
+  AttentionOptions options;
+  options.dropoutP = 0.5;
+  options.dropoutSeed = 42;
+  std::vector<double> out, lse;
+  std::string error;
+  ASSERT_TRUE(
+      attentionReference(q.ref(), k.ref(), v.ref(), options, out, lse, error))
+      << error;
+  double expected = 0;
+  for (int64_t j = 0; j < 4; ++j)
+    if (dropoutKeeps(42, 0, 0, 0, j, 0.5))
+      expected += v.data[j] * 0.25 / 0.5;
+  EXPECT_DOUBLE_EQ(out[0], expected);
+  EXPECT_DOUBLE_EQ(lse[0], std::log(4.0));
 }
 
 TEST(RelativeError, Basics) {

@@ -41,6 +41,7 @@
 #ifndef FA_SUPPORT_REFERENCE_H
 #define FA_SUPPORT_REFERENCE_H
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -87,6 +88,11 @@ struct AttentionOptions {
   CausalMask causal = CausalMask::None;
   std::optional<SlidingWindow> window;
   MaskModFn maskMod;
+  /// Dropout of probabilities with this p in [0, 1): a probability is kept,
+  /// scaled by 1 / (1 - p), when dropoutKeeps(seed, b, h, i, j, p) (the
+  /// softmax's sum and lse are taken before dropout).
+  std::optional<double> dropoutP;
+  uint64_t dropoutSeed = 0;
   /// Worker threads over (b, h, row blocks) forward and (b, kv head)
   /// backward; 0 means one per hardware thread. With more than one, scoreMod
   /// and maskMod run concurrently.
@@ -117,6 +123,18 @@ bool attentionGradReference(const TensorRef &q, const TensorRef &k,
                             std::vector<double> &dq, std::vector<double> &dk,
                             std::vector<double> &dv, std::string &error,
                             std::vector<double> *dBias = nullptr);
+
+/// Whether dropout keeps probability (b, h, i, j): Philox4x32-10 with key
+/// (seed low 32 bits, seed high 32 bits) on the counter (j, i, h, b), each
+/// truncated to 32 bits; kept when the first output word x has
+/// (x >> 8) * 2^-24 >= p rounded to float. This is fa.attention's
+/// definition, written here independently of the compiler.
+bool dropoutKeeps(uint64_t seed, int64_t b, int64_t h, int64_t i, int64_t j,
+                  double p);
+
+/// Philox4x32-10 (Salmon et al., SC'11) of `counter` under `key`.
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter,
+                                   std::array<uint32_t, 2> key);
 
 /// ||out - ref||_2 / ||ref||_2 over `n` elements. An infinity in ref matched
 /// by the same infinity in out (a masked row's lse) contributes 0; any other

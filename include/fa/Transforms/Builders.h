@@ -95,9 +95,22 @@ Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
                  Value *derivative = nullptr, Region *scoreModGrad = nullptr,
                  bool wrtBias = false);
 
+/// Dropout of probability (b, h, i, j): 0 when dropped, 1 / (1 - p) when
+/// kept (f32). Philox4x32-10 with key (seed low, seed high) on the counter
+/// (j, i, h, b) (each truncated to 32 bits); the probability is kept when
+/// the first output word x satisfies (x >> 8) * 2^-24 >= p (p rounded to
+/// f32). `seed` is i64; positions are indices.
+Value buildDropoutScale(OpBuilder &b, Location loc, Value seed, double p,
+                        Value batch, Value head, Value query, Value key);
+
 //===----------------------------------------------------------------------===//
 // Tiles
 //===----------------------------------------------------------------------===//
+
+/// `tile` ([rows, cols] f32, rows from query q0, columns from key k0) times
+/// buildDropoutScale at each position.
+Value buildDropoutTile(OpBuilder &b, Location loc, Value tile, Value seed,
+                       double p, Value batch, Value head, Value q0, Value k0);
 
 /// Rows [offset, offset + size) of head `head` of batch `batch` of a
 /// [B, H, N, D] tensor, as a [size, D] tensor.

@@ -118,7 +118,8 @@ def FATileGrad : Pass<"fa-tile-grad"> {
 
     dQ is written by its own step rather than accumulated with atomics, so
     the result is deterministic. A `score_mod` needs its `score_mod_grad`
-    region (`fa-differentiate-score-mod`); dropout is not supported yet.
+    region (`fa-differentiate-score-mod`). Dropout multiplies P (for dV)
+    and dP by the forward's factors (the same Philox stream).
   }];
   let options = [
     Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
