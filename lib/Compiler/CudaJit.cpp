@@ -1,4 +1,4 @@
-//===- CudaJit.cpp - Compile fa.attention to a PTX kernel -----------------===//
+//===- CudaJit.cpp - fa.attention(_grad) to PTX kernels, and launches ----===//
 
 #include "fa/Compiler/CudaJit.h"
 #include "fa/Compiler/Pipelines.h"
@@ -15,24 +15,25 @@
 using namespace mlir;
 using namespace mlir::fa;
 
-FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
-                                                       StringRef chip) {
-  MLIRContext *ctx = op.getContext();
+namespace {
+/// Runs fa-pipeline-cuda for `chip` on a module holding a copy of just `op`
+/// inside a function of its operands; the module and its PTX.
+FailureOr<std::pair<OwningOpRef<ModuleOp>, std::string>>
+compileAlone(Operation *op, StringRef chip) {
+  MLIRContext *ctx = op->getContext();
   ctx->loadDialect<gpu::GPUDialect, LLVM::LLVMDialect, func::FuncDialect>();
-  // A module holding a copy of just this op, inside a function of its
-  // operands.
   OpBuilder b(ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(op.getLoc());
+  OwningOpRef<ModuleOp> module = ModuleOp::create(op->getLoc());
   b.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(
-      b, op.getLoc(), "attention",
+      b, op->getLoc(), "attention",
       b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
   mapping.map(op->getOperands(), entry->getArguments());
   Operation *clone = b.clone(*op, mapping);
-  func::ReturnOp::create(b, op.getLoc(), clone->getResults());
+  func::ReturnOp::create(b, op->getLoc(), clone->getResults());
 
   PassManager pm(ctx);
   CudaPipelineOptions options;
@@ -40,15 +41,34 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
   buildCudaPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
+  auto binary = module->lookupSymbol<gpu::BinaryOp>("fa_kernels");
+  if (!binary || binary.getObjects().size() != 1)
+    return op->emitOpError("fa-pipeline-cuda produced no kernel binary");
+  auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+  std::string ptx = object.getObject().getValue().str();
+  return std::make_pair(std::move(module), std::move(ptx));
+}
 
+/// The cache key of `op` for `chip`: the op in generic form (attributes,
+/// regions, types), the chip and the compiler version.
+std::string cacheKey(Operation *op, StringRef chip) {
+  std::string irText;
+  llvm::raw_string_ostream irOS(irText);
+  op->print(irOS, OpPrintingFlags().printGenericOpForm());
+  return ::fa::runtime::makeKey(irText, chip, FA_VERSION);
+}
+} // namespace
+
+FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
+                                                       StringRef chip) {
+  auto compiled = compileAlone(op, chip);
+  if (failed(compiled))
+    return failure();
+  auto &[module, ptx] = *compiled;
   CudaKernelImage image;
   image.chip = chip.str();
   image.name = "fa_forward_0";
-  auto binary = module->lookupSymbol<gpu::BinaryOp>("fa_kernels");
-  if (!binary || binary.getObjects().size() != 1)
-    return op.emitOpError("fa-pipeline-cuda produced no kernel binary");
-  auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
-  image.ptx = object.getObject().getValue().str();
+  image.ptx = std::move(ptx);
   // convert-fa-to-nvvm records the launch contract on the module, which
   // outlives the gpu.module that serialization replaces.
   auto meta = (*module)->getAttrOfType<DictionaryAttr>("fa.kernel");
@@ -64,12 +84,7 @@ std::shared_ptr<const ::fa::runtime::CachedKernel>
 mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
                                  std::string &error) {
   namespace rt = ::fa::runtime;
-  // The key: the op in generic form (attributes, regions, types), the chip
-  // and the compiler version.
-  std::string irText;
-  llvm::raw_string_ostream irOS(irText);
-  op->print(irOS, OpPrintingFlags().printGenericOpForm());
-  std::string key = rt::makeKey(irText, chip, FA_VERSION);
+  std::string key = cacheKey(op, chip);
   compiled = false;
   rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
       rt::KernelCache::global().getOrCompile(
@@ -134,4 +149,259 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
                 static_cast<unsigned>(c.batch)};
   return rt::launch(function, grid, rt::Dim3{kernel.blockX, 1, 1},
                     kernel.dynamicSharedBytes, stream, params);
+}
+
+//===----------------------------------------------------------------------===//
+// The backward
+//===----------------------------------------------------------------------===//
+
+FailureOr<CudaBackwardImage> mlir::fa::compileCudaBackward(AttentionGradOp op,
+                                                           StringRef chip) {
+  auto compiled = compileAlone(op, chip);
+  if (failed(compiled))
+    return failure();
+  auto &[module, ptx] = *compiled;
+  CudaBackwardImage image;
+  image.chip = chip.str();
+  image.ptx = std::move(ptx);
+  // convert-fa-to-nvvm records the launch contracts on the module.
+  auto contracts = (*module)->getAttrOfType<ArrayAttr>("fa.backward");
+  if (!contracts || contracts.size() != 3)
+    return op.emitOpError(
+        "fa-pipeline-cuda lost the backward kernels' launch contracts");
+  for (Attribute attr : contracts) {
+    auto dict = cast<DictionaryAttr>(attr);
+    CudaEntryPoint entry;
+    entry.name = cast<StringAttr>(dict.get("name")).str();
+    entry.gridRule = cast<StringAttr>(dict.get("grid")).str();
+    entry.threads = cast<IntegerAttr>(dict.get("threads")).getInt();
+    entry.sharedBytes = cast<IntegerAttr>(dict.get("shared_bytes")).getInt();
+    image.entries.push_back(std::move(entry));
+  }
+  return image;
+}
+
+std::shared_ptr<const ::fa::runtime::CachedKernel>
+mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
+                                   bool &compiled, std::string &error) {
+  namespace rt = ::fa::runtime;
+  compiled = false;
+  rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
+      rt::KernelCache::global().getOrCompile(
+          cacheKey(op, chip), [&]() -> rt::Expected<rt::CachedKernel> {
+            compiled = true;
+            FailureOr<CudaBackwardImage> image = compileCudaBackward(op, chip);
+            if (failed(image))
+              return rt::Status::error("fa-pipeline-cuda failed");
+            rt::CachedKernel kernel;
+            const CudaEntryPoint &first = image->entries[0];
+            kernel.kernelName = first.name;
+            kernel.blockX = first.threads;
+            kernel.dynamicSharedBytes = first.sharedBytes;
+            kernel.gridRule = first.gridRule;
+            kernel.paramLayout = kCudaBackwardParams;
+            for (const CudaEntryPoint &e :
+                 ArrayRef<CudaEntryPoint>(image->entries).drop_front()) {
+              rt::CachedKernel::Entry entry;
+              entry.kernelName = e.name;
+              entry.blockX = e.threads;
+              entry.dynamicSharedBytes = e.sharedBytes;
+              entry.gridRule = e.gridRule;
+              entry.paramLayout = kCudaBackwardParams;
+              kernel.entries.push_back(std::move(entry));
+            }
+            kernel.chip = chip.str();
+            kernel.image = std::move(image->ptx);
+            return kernel;
+          });
+  if (cached.failed()) {
+    error = cached.getMessage();
+    return nullptr;
+  }
+  return cached.value();
+}
+
+uint64_t mlir::fa::getCudaBackwardWorkspaceBytes(const CudaBackwardCall &call) {
+  return uint64_t(call.batch) * uint64_t(call.headsQ) * uint64_t(call.seqQ) *
+         sizeof(float);
+}
+
+namespace {
+/// A backward kernel's launch shape, from its cache entry.
+struct BackwardLaunch {
+  std::string name;
+  unsigned threads = 0, sharedBytes = 0;
+  /// Its grid: ceil(N / rows) over the queries (Nq, Hq) or the keys
+  /// (Nk, Hkv), then B.
+  bool overKeys = false;
+  int64_t rows = 0;
+};
+
+/// Parses "ceil(Nq/<rows>),Hq,B" or "ceil(Nk/<rows>),Hkv,B".
+::fa::runtime::Expected<BackwardLaunch>
+parseLaunch(const std::string &name, unsigned threads, unsigned sharedBytes,
+            const std::string &gridRule, const std::string &params) {
+  namespace rt = ::fa::runtime;
+  BackwardLaunch launch{name, threads, sharedBytes};
+  if (params != kCudaBackwardParams)
+    return rt::Status::error("kernel " + name + " has parameter layout '" +
+                             params + "', expected '" + kCudaBackwardParams +
+                             "'");
+  StringRef rule(gridRule);
+  bool ok = rule.consume_front("ceil(N");
+  launch.overKeys = rule.consume_front("k");
+  ok = ok && (launch.overKeys || rule.consume_front("q")) &&
+       rule.consume_front("/") && !rule.consumeInteger(10, launch.rows) &&
+       launch.rows > 0 &&
+       rule.consume_front(launch.overKeys ? "),Hkv,B" : "),Hq,B") &&
+       rule.empty();
+  if (!ok)
+    return rt::Status::error("kernel " + name + " has a bad grid rule '" +
+                             gridRule + "'");
+  return launch;
+}
+
+/// The three kernels of a backward cache entry, checked.
+::fa::runtime::Expected<std::vector<BackwardLaunch>>
+backwardLaunches(const ::fa::runtime::CachedKernel &kernel) {
+  namespace rt = ::fa::runtime;
+  if (kernel.entries.size() != 2)
+    return rt::Status::error("kernel cache entry " + kernel.kernelName +
+                             " is not a backward (it has " +
+                             std::to_string(kernel.entries.size()) +
+                             " further entry points, expected 2)");
+  std::vector<BackwardLaunch> launches;
+  rt::Expected<BackwardLaunch> first =
+      parseLaunch(kernel.kernelName, kernel.blockX, kernel.dynamicSharedBytes,
+                  kernel.gridRule, kernel.paramLayout);
+  if (first.failed())
+    return first.getStatus();
+  launches.push_back(first.take());
+  for (const rt::CachedKernel::Entry &e : kernel.entries) {
+    rt::Expected<BackwardLaunch> launch =
+        parseLaunch(e.kernelName, e.blockX, e.dynamicSharedBytes, e.gridRule,
+                    e.paramLayout);
+    if (launch.failed())
+      return launch.getStatus();
+    launches.push_back(launch.take());
+  }
+  const char *prefixes[3] = {"fa_backward_dsum_", "fa_backward_dkdv_",
+                             "fa_backward_dq_"};
+  for (int i = 0; i < 3; ++i)
+    if (!StringRef(launches[i].name).starts_with(prefixes[i]))
+      return rt::Status::error("kernel cache entry " + kernel.kernelName +
+                               ": entry point " + std::to_string(i) + " is " +
+                               launches[i].name + ", expected " + prefixes[i] +
+                               "<i>");
+  return launches;
+}
+} // namespace
+
+::fa::runtime::Expected<CudaBackwardFunctions>
+mlir::fa::loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
+                           const ::fa::runtime::Module &module) {
+  namespace rt = ::fa::runtime;
+  rt::Expected<std::vector<BackwardLaunch>> launches = backwardLaunches(kernel);
+  if (launches.failed())
+    return launches.getStatus();
+  std::vector<rt::Function> functions;
+  for (const BackwardLaunch &launch : *launches) {
+    rt::Expected<rt::Function> function =
+        rt::Function::get(module, launch.name);
+    if (function.failed())
+      return function.getStatus();
+    if (launch.sharedBytes > 0) {
+      rt::Status status =
+          function->setMaxDynamicSharedMemory(int(launch.sharedBytes));
+      if (status.failed())
+        return status;
+    }
+    functions.push_back(function.take());
+  }
+  return CudaBackwardFunctions{functions[0], functions[1], functions[2]};
+}
+
+::fa::runtime::Status
+mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
+                             const CudaBackwardFunctions &functions,
+                             const CudaBackwardCall &call, void *stream) {
+  namespace rt = ::fa::runtime;
+  rt::Expected<std::vector<BackwardLaunch>> launches = backwardLaunches(kernel);
+  if (launches.failed())
+    return launches.getStatus();
+  if (call.batch < 0 || call.headsQ < 0 || call.headsKV < 0 || call.seqQ < 0 ||
+      call.seqKV < 0)
+    return rt::Status::error("backward: negative size");
+  if (call.batch == 0 || call.headsQ == 0 ||
+      (call.seqQ == 0 && call.seqKV == 0))
+    return rt::Status::success();
+  if (call.headsKV == 0 || call.headsQ % call.headsKV != 0)
+    return rt::Status::error(
+        "backward: Hq = " + std::to_string(call.headsQ) +
+        " is not a multiple of Hkv = " + std::to_string(call.headsKV));
+  if (call.seqQ >= (int64_t(1) << 30) || call.seqKV >= (int64_t(1) << 30))
+    return rt::Status::error("backward: sequences must be shorter than 2^30");
+
+  // The workspace: the caller's, or one of ours for this call.
+  rt::DeviceBuffer ownWorkspace;
+  uint64_t workspace = call.workspace;
+  if (!workspace && call.seqQ > 0) {
+    rt::Expected<rt::DeviceBuffer> buffer = rt::DeviceBuffer::allocate(
+        functions.dsum.getDevice(), getCudaBackwardWorkspaceBytes(call));
+    if (buffer.failed())
+      return buffer.getStatus();
+    ownWorkspace = buffer.take();
+    workspace = ownWorkspace.getPointer();
+  }
+
+  // The driver reads parameters through pointers.
+  uint64_t pointers[10];
+  for (int i = 0; i < 9; ++i)
+    pointers[i] = call.pointers[i];
+  pointers[9] = workspace;
+  int64_t strides[28];
+  for (int i = 0; i < 26; ++i)
+    strides[i] = call.strides[i];
+  strides[26] = call.headsQ * call.seqQ;
+  strides[27] = call.seqQ;
+  int32_t seqQ = int32_t(call.seqQ), seqKV = int32_t(call.seqKV),
+          group = int32_t(call.headsQ / call.headsKV);
+  float scaleLog2 = call.scaleLog2, scale = call.scale;
+  void *params[43];
+  for (int i = 0; i < 10; ++i)
+    params[i] = &pointers[i];
+  for (int i = 0; i < 28; ++i)
+    params[10 + i] = &strides[i];
+  params[38] = &seqQ;
+  params[39] = &seqKV;
+  params[40] = &group;
+  params[41] = &scaleLog2;
+  params[42] = &scale;
+
+  const rt::Function *fns[3] = {&functions.dsum, &functions.dkdv,
+                                &functions.dq};
+  for (int i = 0; i < 3; ++i) {
+    const BackwardLaunch &launch = (*launches)[i];
+    int64_t n = launch.overKeys ? call.seqKV : call.seqQ;
+    if (n == 0)
+      continue;
+    rt::Dim3 grid{unsigned((n + launch.rows - 1) / launch.rows),
+                  unsigned(launch.overKeys ? call.headsKV : call.headsQ),
+                  unsigned(call.batch)};
+    rt::Status status =
+        rt::launch(*fns[i], grid, rt::Dim3{launch.threads, 1, 1},
+                   launch.sharedBytes, stream, params);
+    if (status.failed())
+      return status;
+  }
+  if (ownWorkspace.getPointer()) {
+    // The kernels must be done with our workspace before it is freed.
+    rt::Driver &driver = functions.dsum.getDevice().getDriver();
+    rt::Status status = driver.check(
+        driver.api().cuStreamSynchronize(static_cast<rt::cu::Stream>(stream)),
+        "cuStreamSynchronize");
+    if (status.failed())
+      return status;
+  }
+  return rt::Status::success();
 }

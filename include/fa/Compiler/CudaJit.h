@@ -1,7 +1,8 @@
-//===- CudaJit.h - Compile fa.attention to a PTX kernel ---------*- C++ -*-===//
+//===- CudaJit.h - Compile fa.attention(_grad) to PTX kernels ---*- C++ -*-===//
 //
-// The compiler half of the GPU path: fa.attention -> fa-pipeline-cuda ->
-// PTX plus the launch contract the runtime needs. Internal (MLIR types).
+// The compiler half of the GPU path: fa.attention or fa.attention_grad ->
+// fa-pipeline-cuda -> PTX plus the launch contract the runtime needs, and
+// the launches. Internal (MLIR types).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,14 +12,15 @@
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include "fa/Runtime/Cuda.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fa::runtime {
 struct CachedKernel;
-class Function;
-class Status;
 } // namespace fa::runtime
 
 namespace mlir::fa {
@@ -65,6 +67,87 @@ launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
 /// The Q rows per CTA of a cached kernel (its grid is (ceil(Nq / that), Hq,
 /// B)), or 0 when its grid rule is not FA's.
 int64_t getBlockQ(const ::fa::runtime::CachedKernel &kernel);
+
+//===----------------------------------------------------------------------===//
+// The backward (fa.attention_grad)
+//===----------------------------------------------------------------------===//
+
+/// One kernel of a module: its .entry name, grid rule (e.g.
+/// "ceil(Nk/64),Hkv,B"), threads per CTA and dynamic shared memory.
+struct CudaEntryPoint {
+  std::string name;
+  std::string gridRule;
+  int64_t threads = 0;
+  int64_t sharedBytes = 0;
+};
+
+/// The backward's kernels as PTX: one module, three entry points launched
+/// in order (dsum, dkdv, dq).
+struct CudaBackwardImage {
+  std::string ptx;
+  std::string chip;
+  std::vector<CudaEntryPoint> entries;
+};
+
+/// The parameter layout of the backward kernels (CachedKernel::paramLayout,
+/// the same for the three).
+inline constexpr const char *kCudaBackwardParams =
+    "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale";
+
+/// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip`.
+/// Failures are reported through the context's diagnostics.
+FailureOr<CudaBackwardImage> compileCudaBackward(AttentionGradOp op,
+                                                 StringRef chip);
+
+/// The backward kernels of `op` for `chip` from the kernel cache, compiled
+/// and stored on a miss, like getOrCompileCudaKernel. The entry holds the
+/// dsum kernel as kernelName and dkdv, dq as its two `entries`.
+std::shared_ptr<const ::fa::runtime::CachedKernel>
+getOrCompileCudaBackward(AttentionGradOp op, StringRef chip, bool &compiled,
+                         std::string &error);
+
+/// One call of the backward. Tensors are those of fa.attention_grad, all
+/// on the device, rows contiguous (stride 1 in the head dim), 16-byte
+/// aligned with batch, head and row strides that are multiples of 16 bytes
+/// (cp.async and 16-byte loads).
+struct CudaBackwardCall {
+  /// Device pointers: q, k, v, o, dO, lse (inputs; o and lse as the forward
+  /// wrote them), dq, dk, dv (outputs, written whole: no zeroing needed).
+  uint64_t pointers[9] = {};
+  /// Element strides (batch, head, row) of q, k, v, o, dO, dq, dk, dv, then
+  /// (batch, head) of lse.
+  int64_t strides[26] = {};
+  int64_t batch = 0, headsQ = 0, headsKV = 0, seqQ = 0, seqKV = 0;
+  /// scale * log2(e), and scale (the op's, or 1 / sqrt(D)).
+  float scaleLog2 = 0, scale = 0;
+  /// Dsum, [B, Hq, Nq] f32 contiguous, at least
+  /// getCudaBackwardWorkspaceBytes() bytes of device memory the launch may
+  /// overwrite; 0: launchCudaBackward allocates it and waits for the stream
+  /// before freeing it (a synchronous call).
+  uint64_t workspace = 0;
+};
+
+/// Bytes of the Dsum workspace of `call`: B * Hq * Nq * 4.
+uint64_t getCudaBackwardWorkspaceBytes(const CudaBackwardCall &call);
+
+/// The three kernels of a backward cache entry, loaded.
+struct CudaBackwardFunctions {
+  ::fa::runtime::Function dsum, dkdv, dq;
+};
+
+/// Gets the backward's kernels from `module` (loaded from `kernel.image`)
+/// and allows each its dynamic shared memory.
+::fa::runtime::Expected<CudaBackwardFunctions>
+loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
+                 const ::fa::runtime::Module &module);
+
+/// Launches dsum, dkdv and dq on `stream` (asynchronous unless the launcher
+/// allocates the workspace). Empty problems launch nothing that is not
+/// needed: Nk = 0 gives dQ = 0, Nq = 0 gives dK = dV = 0.
+::fa::runtime::Status
+launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
+                   const CudaBackwardFunctions &functions,
+                   const CudaBackwardCall &call, void *stream);
 
 } // namespace mlir::fa
 
