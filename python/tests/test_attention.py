@@ -301,16 +301,17 @@ def test_empty_inputs() -> None:
     assert o.shape == (0, 2, 5, 8)
 
 
-def test_dropout_is_not_supported_on_the_host() -> None:
-    q, k, v = qkv("float32", 1, 2, 2, 8, 8, 8)
-    with pytest.raises(
-        NotImplementedError, match=r"^fa\.attention: dropout is not supported on the host yet"
-    ):
-        fa.attention(q, k, v, dropout_p=0.1)
-    with pytest.raises(
-        NotImplementedError, match=r"^fa\.compile: dropout is not supported on the host yet"
-    ):
-        fa.compile("float32", 8, dropout_p=0.1)
+def test_dropout_on_the_host() -> None:
+    # Dropout keeps P[i, j] / (1 - p) or drops it; with V = I, O is that matrix.
+    q, k, _ = qkv("float32", 1, 2, 2, 16, 16, 8)
+    eye = np.ascontiguousarray(np.broadcast_to(np.eye(16, dtype=np.float32), (1, 2, 16, 16)))
+    p = fa.attention(q, k, eye)
+    dropped = fa.attention(q, k, eye, dropout_p=0.25, dropout_seed=7)
+    kept = dropped != 0
+    assert np.allclose(dropped[kept], p[kept] / 0.75, rtol=1e-5)
+    assert 0.1 < 1 - kept.mean() < 0.4
+    assert np.array_equal(dropped, fa.attention(q, k, eye, dropout_p=0.25, dropout_seed=7))
+    assert not np.array_equal(dropped, fa.attention(q, k, eye, dropout_p=0.25, dropout_seed=8))
 
 
 def test_kernels_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
