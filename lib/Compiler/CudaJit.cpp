@@ -1,4 +1,4 @@
-//===- CudaJit.cpp - fa.attention(_grad) to PTX kernels, and launches ----===//
+//===- CudaJit.cpp - fa.attention(_grad) to PTX kernels, and launches -----===//
 
 #include "fa/Compiler/CudaJit.h"
 #include "fa/Compiler/Pipelines.h"

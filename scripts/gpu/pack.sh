@@ -53,15 +53,16 @@ llvm_tools=${LLVM_TOOLS_DIR:-/usr/lib/llvm-22/bin}
 # tree. Each goes to fa/tests/; run.sh runs each one it finds (add a step
 # there for a new one).
 gtests=(
-  unittests/Runtime/FARuntimeTests # the CUDA runtime on the real driver
-  unittests/API/FAAPITests         # the public C++ API through libfa.so
+  unittests/Runtime/FARuntimeTests          # the CUDA runtime on the real driver
+  unittests/API/FAAPITests                  # the public C++ API through libfa.so
+  unittests/Compiler/FACudaBackwardTests    # the GPU backward against the reference
 )
 # Files the tests need beside them.
 gtest_files=(
   unittests/Runtime/libfa-fake-cuda.so # FARuntimeTests' stand-in driver
 )
 # What to build: the tools, libfa.so and the tests above.
-targets=(fa-opt fa-jit fa FARuntimeTests FAFakeCuda FAAPITests)
+targets=(fa-opt fa-jit fa FARuntimeTests FAFakeCuda FAAPITests FACudaBackwardTests)
 
 say() { echo "pack.sh: $*"; }
 die() {

@@ -1,0 +1,569 @@
+//===- CudaBackwardTest.cpp - The GPU backward against the reference ------===//
+//
+// Compiles an fa.attention and its fa.attention_grad with CudaJit, runs the
+// forward (for O and lse) then the backward on random inputs on the GPU, and
+// compares dQ, dK, dV with FASupport's float64 attentionGradReference, which
+// recomputes everything from Q, K, V and dO alone. Skips without a GPU (and
+// fails instead when FA_REQUIRE_GPU=1, as scripts/gpu/run.sh sets it).
+//
+// Bounds on ||out - ref|| / ||ref||: bf16 1e-2, f16 2e-3. Q, K, V and dO are
+// exact in both (the reference reads the rounded values); the errors are the
+// kernels' roundings to the element type of O (which Dsum reads), of P for
+// dV += P^T dO, of dS for dK and dQ, and of the outputs, each a relative
+// 2^-9 (bf16) or 2^-12 (f16) per element at most (about 0.6 of that RMS),
+// plus ex2.approx and tanh.approx (softcap, 2^-11 relative). Independent
+// roundings add in quadrature over the sums: measured on H100 (sm_90a and
+// sm_80 PTX) at most 3.0e-3 (bf16) and 3.4e-4 (f16) over these cases. The
+// bounds leave 3-6x of room for other seeds and shapes, while a wrong tile,
+// mask, row or scale gives errors of order 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Compiler/CudaJit.h"
+#include "fa/Compiler/Registration.h"
+#include "fa/Runtime/Cuda.h"
+#include "fa/Runtime/KernelCache.h"
+#include "fa/Support/Npy.h"
+#include "fa/Support/Reference.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include "gtest/gtest.h"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <random>
+
+namespace rt = fa::runtime;
+using fa::support::CausalMask;
+
+namespace {
+
+/// One variant and shape: f16 or bf16, D = Dv, [B, Hq|Hkv, Nq|Nk, D].
+struct Case {
+  Case(const char *name, bool bf16, int64_t d,
+       std::array<int64_t, 5> shape /* B, Hq, Hkv, Nq, Nk */)
+      : name(name), bf16(bf16), d(d), b(shape[0]), hq(shape[1]), hkv(shape[2]),
+        nq(shape[3]), nk(shape[4]) {}
+  Case &withCausal(CausalMask kind) {
+    causal = kind;
+    return *this;
+  }
+  Case &withWindow(int64_t left, int64_t right) {
+    window = {left, right};
+    return *this;
+  }
+  Case &withSoftcap(double cap) {
+    softcap = cap;
+    return *this;
+  }
+  /// Compile for sm_80 (PTX the driver JITs for any later GPU) instead of
+  /// the device's own chip.
+  Case &forSm80() {
+    sm80 = true;
+    return *this;
+  }
+  /// Pass a workspace instead of letting the launcher allocate one (and
+  /// check that a second run gives the same bits).
+  Case &withWorkspace() {
+    ownWorkspace = true;
+    return *this;
+  }
+
+  const char *name;
+  bool bf16;
+  int64_t d, b, hq, hkv, nq, nk;
+  CausalMask causal = CausalMask::None;
+  std::optional<std::pair<int64_t, int64_t>> window;
+  std::optional<double> softcap;
+  bool sm80 = false;
+  bool ownWorkspace = false;
+
+  friend std::ostream &operator<<(std::ostream &os, const Case &c) {
+    return os << c.name;
+  }
+};
+
+/// A tensor on the host in f16/bf16 bits, with the rounded values in double
+/// for the reference.
+struct HostTensor {
+  bool bf16;
+  std::vector<int64_t> shape;
+  std::vector<uint16_t> bits;
+  std::vector<double> values;
+
+  HostTensor(bool bf16, std::vector<int64_t> shape)
+      : bf16(bf16), shape(std::move(shape)) {
+    size_t n = 1;
+    for (int64_t s : this->shape)
+      n *= size_t(s);
+    bits.resize(n);
+    values.resize(n);
+  }
+  void randomize(std::mt19937 &rng) {
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (size_t i = 0; i < bits.size(); ++i) {
+      float x = float(normal(rng));
+      bits[i] =
+          bf16 ? fa::support::floatToBFloat16(x) : fa::support::floatToHalf(x);
+      values[i] = toDouble(bits[i]);
+    }
+  }
+  double toDouble(uint16_t b) const {
+    return bf16 ? fa::support::bfloat16ToFloat(b) : fa::support::halfToFloat(b);
+  }
+  fa::support::TensorRef ref() const { return {values.data(), shape}; }
+  size_t bytes() const { return bits.size() * 2; }
+};
+
+/// Element strides (batch, head, row) of a contiguous [B, H, N, D] tensor.
+void contiguous(const std::vector<int64_t> &shape, int64_t *strides) {
+  strides[2] = shape[3];
+  strides[1] = shape[2] * shape[3];
+  strides[0] = shape[1] * shape[2] * shape[3];
+}
+
+/// The variant as fa op attributes, e.g. {causal = #fa.causal<top_left>}.
+std::string attributes(const Case &c) {
+  std::vector<std::string> parts;
+  if (c.causal == CausalMask::TopLeft)
+    parts.push_back("causal = #fa.causal<top_left>");
+  if (c.causal == CausalMask::BottomRight)
+    parts.push_back("causal = #fa.causal<bottom_right>");
+  if (c.window)
+    parts.push_back("window = array<i64: " + std::to_string(c.window->first) +
+                    ", " + std::to_string(c.window->second) + ">");
+  if (c.softcap)
+    parts.push_back("softcap = " + std::to_string(*c.softcap) + " : f32");
+  std::string text;
+  for (const std::string &p : parts)
+    text += (text.empty() ? "" : ", ") + p;
+  return text.empty() ? "" : "{" + text + "}";
+}
+
+/// fa.attention and fa.attention_grad of the variant, in one function.
+std::string moduleText(const Case &c) {
+  std::string et = c.bf16 ? "bf16" : "f16";
+  auto type = [&](int64_t h) {
+    return "tensor<?x" + std::to_string(h) + "x?x" + std::to_string(c.d) + "x" +
+           et + ">";
+  };
+  std::string q = type(c.hq), kv = type(c.hkv),
+              lse = "tensor<?x" + std::to_string(c.hq) + "x?xf32>";
+  std::string attrs = attributes(c);
+  return "func.func @f(%q: " + q + ", %k: " + kv + ", %v: " + kv +
+         ", %do: " + q + ") -> (" + q + ", " + kv + ", " + kv + ") {\n" +
+         "  %o, %lse = fa.attention %q, %k, %v " + attrs + " : " + q + ", " +
+         kv + ", " + kv + " -> " + q + ", " + lse + "\n" +
+         "  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse " +
+         attrs + " : " + q + ", " + kv + ", " + kv + ", " + q + ", " + q +
+         ", " + lse + " -> " + q + ", " + kv + ", " + kv + "\n" +
+         "  return %dq, %dk, %dv : " + q + ", " + kv + ", " + kv + "\n}\n";
+}
+
+/// The forward and backward kernels of `c` for `chip`, from the kernel cache
+/// (compiled on a miss).
+struct Compiled {
+  std::shared_ptr<const rt::CachedKernel> forward, backward;
+};
+Compiled compile(const Case &c, const std::string &chip) {
+  mlir::DialectRegistry registry;
+  mlir::fa::registerDialects(registry);
+  mlir::MLIRContext context(registry);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(moduleText(c), &context);
+  EXPECT_TRUE(module) << moduleText(c);
+  if (!module)
+    return {};
+  mlir::fa::AttentionOp forwardOp;
+  mlir::fa::AttentionGradOp gradOp;
+  module->walk([&](mlir::fa::AttentionOp op) { forwardOp = op; });
+  module->walk([&](mlir::fa::AttentionGradOp op) { gradOp = op; });
+  bool compiled = false;
+  std::string error;
+  Compiled result;
+  result.forward =
+      mlir::fa::getOrCompileCudaKernel(forwardOp, chip, compiled, error);
+  EXPECT_TRUE(result.forward) << error;
+  result.backward =
+      mlir::fa::getOrCompileCudaBackward(gradOp, chip, compiled, error);
+  EXPECT_TRUE(result.backward) << error;
+  return result;
+}
+
+class CudaBackwardTest : public ::testing::TestWithParam<Case> {
+protected:
+  void SetUp() override {
+    rt::Driver &driver = rt::Driver::get();
+    if (!driver.available()) {
+      if (const char *require = std::getenv("FA_REQUIRE_GPU");
+          require && std::string(require) == "1")
+        FAIL() << "FA_REQUIRE_GPU=1 but CUDA is unavailable: "
+               << driver.unavailableReason();
+      GTEST_SKIP() << "no GPU: " << driver.unavailableReason();
+    }
+    rt::Expected<rt::Device> found = rt::Device::get(0);
+    ASSERT_TRUE(found.ok()) << found.getMessage();
+    device.emplace(found.take());
+  }
+
+  /// A device copy of `host`.
+  rt::DeviceBuffer upload(const void *host, size_t bytes) {
+    rt::Expected<rt::DeviceBuffer> buffer =
+        rt::DeviceBuffer::allocate(*device, bytes);
+    buffer.getStatus().check();
+    buffer->copyFromHost(host, bytes).check();
+    return buffer.take();
+  }
+  /// Device memory filled with 0xff (NaN in f16, bf16 and f32), so that an
+  /// element a kernel does not write shows as an error.
+  rt::DeviceBuffer poisoned(size_t bytes) {
+    rt::Expected<rt::DeviceBuffer> buffer =
+        rt::DeviceBuffer::allocate(*device, bytes);
+    buffer.getStatus().check();
+    buffer->fill(0xff).check();
+    return buffer.take();
+  }
+
+  std::optional<rt::Device> device;
+};
+
+TEST_P(CudaBackwardTest, MatchesReference) {
+  const Case &c = GetParam();
+  std::string chip = c.sm80 ? "sm_80" : device->getChip();
+
+  Compiled kernels = compile(c, chip);
+  ASSERT_TRUE(kernels.forward && kernels.backward);
+  const rt::CachedKernel *forward = kernels.forward.get(),
+                         *backward = kernels.backward.get();
+
+  rt::Expected<rt::Module> forwardModule =
+      rt::Module::load(*device, forward->image);
+  ASSERT_TRUE(forwardModule.ok()) << forwardModule.getMessage();
+  rt::Expected<rt::Function> forwardFn =
+      rt::Function::get(*forwardModule, forward->kernelName);
+  ASSERT_TRUE(forwardFn.ok()) << forwardFn.getMessage();
+  ASSERT_TRUE(
+      forwardFn->setMaxDynamicSharedMemory(forward->dynamicSharedBytes).ok());
+  rt::Expected<rt::Module> backwardModule =
+      rt::Module::load(*device, backward->image);
+  ASSERT_TRUE(backwardModule.ok()) << backwardModule.getMessage();
+  rt::Expected<mlir::fa::CudaBackwardFunctions> backwardFns =
+      mlir::fa::loadCudaBackward(*backward, *backwardModule);
+  ASSERT_TRUE(backwardFns.ok()) << backwardFns.getMessage();
+
+  // Random inputs, device buffers; outputs poisoned.
+  std::mt19937 rng(1234);
+  HostTensor q(c.bf16, {c.b, c.hq, c.nq, c.d}),
+      k(c.bf16, {c.b, c.hkv, c.nk, c.d}), v(c.bf16, {c.b, c.hkv, c.nk, c.d}),
+      dO(c.bf16, {c.b, c.hq, c.nq, c.d});
+  q.randomize(rng);
+  k.randomize(rng);
+  v.randomize(rng);
+  dO.randomize(rng);
+  size_t lseBytes = size_t(c.b * c.hq * c.nq) * 4;
+  rt::DeviceBuffer qBuf = upload(q.bits.data(), q.bytes()),
+                   kBuf = upload(k.bits.data(), k.bytes()),
+                   vBuf = upload(v.bits.data(), v.bytes()),
+                   dOBuf = upload(dO.bits.data(), dO.bytes()),
+                   oBuf = poisoned(q.bytes()), lseBuf = poisoned(lseBytes),
+                   dqBuf = poisoned(q.bytes()), dkBuf = poisoned(k.bytes()),
+                   dvBuf = poisoned(v.bytes());
+  double scale = 1.0 / std::sqrt(double(c.d));
+
+  mlir::fa::CudaAttentionCall fwd;
+  const HostTensor *fwdTensors[4] = {&q, &k, &v, &q};
+  rt::DeviceBuffer *fwdBufs[5] = {&qBuf, &kBuf, &vBuf, &oBuf, &lseBuf};
+  for (int i = 0; i < 5; ++i)
+    fwd.pointers[i] = fwdBufs[i]->getPointer();
+  for (int i = 0; i < 4; ++i)
+    contiguous(fwdTensors[i]->shape, &fwd.strides[3 * i]);
+  fwd.strides[12] = c.hq * c.nq;
+  fwd.strides[13] = c.nq;
+  fwd.batch = c.b;
+  fwd.headsQ = c.hq;
+  fwd.headsKV = c.hkv;
+  fwd.seqQ = c.nq;
+  fwd.seqKV = c.nk;
+  fwd.scaleLog2 = float(scale * M_LOG2E);
+  rt::Status status =
+      mlir::fa::launchCudaKernel(*forward, *forwardFn, fwd, nullptr);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+
+  mlir::fa::CudaBackwardCall bwd;
+  rt::DeviceBuffer *bwdBufs[9] = {&qBuf,   &kBuf,  &vBuf,  &oBuf, &dOBuf,
+                                  &lseBuf, &dqBuf, &dkBuf, &dvBuf};
+  const HostTensor *bwdTensors[8] = {&q, &k, &v, &q, &dO, &q, &k, &v};
+  for (int i = 0; i < 9; ++i)
+    bwd.pointers[i] = bwdBufs[i]->getPointer();
+  for (int i = 0; i < 8; ++i)
+    contiguous(bwdTensors[i]->shape, &bwd.strides[3 * i]);
+  bwd.strides[24] = c.hq * c.nq;
+  bwd.strides[25] = c.nq;
+  bwd.batch = c.b;
+  bwd.headsQ = c.hq;
+  bwd.headsKV = c.hkv;
+  bwd.seqQ = c.nq;
+  bwd.seqKV = c.nk;
+  bwd.scaleLog2 = float(scale * M_LOG2E);
+  bwd.scale = float(scale);
+  rt::DeviceBuffer workspace;
+  if (c.ownWorkspace) {
+    workspace = poisoned(mlir::fa::getCudaBackwardWorkspaceBytes(bwd));
+    bwd.workspace = workspace.getPointer();
+  }
+  status = mlir::fa::launchCudaBackward(*backward, *backwardFns, bwd, nullptr);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  status = device->synchronize();
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+
+  auto read = [&](const rt::DeviceBuffer &buf, const HostTensor &like) {
+    std::vector<uint16_t> bits(like.bits.size());
+    buf.copyToHost(bits.data(), bits.size() * 2).check();
+    std::vector<double> out(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i)
+      out[i] = like.toDouble(bits[i]);
+    return std::make_pair(bits, out);
+  };
+  auto [dqBits, dq] = read(dqBuf, q);
+  auto [dkBits, dk] = read(dkBuf, k);
+  auto [dvBits, dv] = read(dvBuf, v);
+
+  // Deterministic: a second run gives the same bits.
+  if (c.ownWorkspace) {
+    dqBuf.fill(0xff).check();
+    dkBuf.fill(0xff).check();
+    dvBuf.fill(0xff).check();
+    status =
+        mlir::fa::launchCudaBackward(*backward, *backwardFns, bwd, nullptr);
+    ASSERT_TRUE(status.ok()) << status.getMessage();
+    ASSERT_TRUE(device->synchronize().ok());
+    EXPECT_EQ(read(dqBuf, q).first, dqBits) << "dQ differs between runs";
+    EXPECT_EQ(read(dkBuf, k).first, dkBits) << "dK differs between runs";
+    EXPECT_EQ(read(dvBuf, v).first, dvBits) << "dV differs between runs";
+  }
+
+  fa::support::AttentionOptions options;
+  options.causal = c.causal;
+  if (c.window)
+    options.window =
+        fa::support::SlidingWindow{c.window->first, c.window->second};
+  options.softcap = c.softcap;
+  options.numThreads = 0;
+  std::vector<double> refDq, refDk, refDv;
+  std::string error;
+  ASSERT_TRUE(fa::support::attentionGradReference(
+      q.ref(), k.ref(), v.ref(), dO.ref(), options, refDq, refDk, refDv, error))
+      << error;
+  double errDq = fa::support::relativeError(dq.data(), refDq.data(), dq.size());
+  double errDk = fa::support::relativeError(dk.data(), refDk.data(), dk.size());
+  double errDv = fa::support::relativeError(dv.data(), refDv.data(), dv.size());
+  double bound = c.bf16 ? 1e-2 : 2e-3;
+  std::printf("[ backward ] %-28s %-6s dq %.2e dk %.2e dv %.2e (bound %.0e)\n",
+              c.name, chip.c_str(), errDq, errDk, errDv, bound);
+  EXPECT_LT(errDq, bound) << "dQ";
+  EXPECT_LT(errDk, bound) << "dK";
+  EXPECT_LT(errDv, bound) << "dV";
+}
+
+using CM = CausalMask;
+constexpr bool kBF16 = true, kF16 = false;
+
+/// Times the forward and the backward on larger shapes when
+/// FA_BENCH_BACKWARD=1 (skipped otherwise): milliseconds and TFLOP/s, with
+/// backward FLOPs = 2.5 x forward = 2.5 x 4 B H Nq Nk D (half when causal).
+TEST_F(CudaBackwardTest, Throughput) {
+  if (const char *bench = std::getenv("FA_BENCH_BACKWARD");
+      !bench || std::string(bench) != "1")
+    GTEST_SKIP() << "set FA_BENCH_BACKWARD=1 to time the backward";
+  for (Case c : {Case("bf16_d128_causal", kBF16, 128, {2, 16, 16, 4096, 4096})
+                     .withCausal(CM::BottomRight),
+                 Case("bf16_d128", kBF16, 128, {2, 16, 16, 4096, 4096}),
+                 Case("bf16_d64_causal", kBF16, 64, {2, 16, 16, 4096, 4096})
+                     .withCausal(CM::BottomRight),
+                 Case("f16_d64", kF16, 64, {2, 16, 16, 4096, 4096})}) {
+    Compiled kernels = compile(c, device->getChip());
+    ASSERT_TRUE(kernels.forward && kernels.backward);
+    rt::Expected<rt::Module> fm =
+        rt::Module::load(*device, kernels.forward->image);
+    ASSERT_TRUE(fm.ok()) << fm.getMessage();
+    rt::Expected<rt::Function> ff =
+        rt::Function::get(*fm, kernels.forward->kernelName);
+    ASSERT_TRUE(ff.ok());
+    ASSERT_TRUE(
+        ff->setMaxDynamicSharedMemory(kernels.forward->dynamicSharedBytes)
+            .ok());
+    rt::Expected<rt::Module> bm =
+        rt::Module::load(*device, kernels.backward->image);
+    ASSERT_TRUE(bm.ok()) << bm.getMessage();
+    rt::Expected<mlir::fa::CudaBackwardFunctions> bf =
+        mlir::fa::loadCudaBackward(*kernels.backward, *bm);
+    ASSERT_TRUE(bf.ok()) << bf.getMessage();
+
+    std::mt19937 rng(7);
+    HostTensor q(c.bf16, {c.b, c.hq, c.nq, c.d});
+    q.randomize(rng);
+    rt::DeviceBuffer qBuf = upload(q.bits.data(), q.bytes()),
+                     kBuf = upload(q.bits.data(), q.bytes()),
+                     vBuf = upload(q.bits.data(), q.bytes()),
+                     dOBuf = upload(q.bits.data(), q.bytes()),
+                     oBuf = poisoned(q.bytes()),
+                     lseBuf = poisoned(size_t(c.b * c.hq * c.nq) * 4),
+                     dqBuf = poisoned(q.bytes()), dkBuf = poisoned(q.bytes()),
+                     dvBuf = poisoned(q.bytes()),
+                     ws = poisoned(size_t(c.b * c.hq * c.nq) * 4);
+    double scale = 1.0 / std::sqrt(double(c.d));
+    mlir::fa::CudaAttentionCall fwd;
+    rt::DeviceBuffer *fwdBufs[5] = {&qBuf, &kBuf, &vBuf, &oBuf, &lseBuf};
+    for (int i = 0; i < 5; ++i)
+      fwd.pointers[i] = fwdBufs[i]->getPointer();
+    for (int i = 0; i < 4; ++i)
+      contiguous(q.shape, &fwd.strides[3 * i]);
+    fwd.strides[12] = c.hq * c.nq;
+    fwd.strides[13] = c.nq;
+    fwd.batch = c.b;
+    fwd.headsQ = fwd.headsKV = c.hq;
+    fwd.seqQ = c.nq;
+    fwd.seqKV = c.nk;
+    fwd.scaleLog2 = float(scale * M_LOG2E);
+    mlir::fa::CudaBackwardCall bwd;
+    rt::DeviceBuffer *bwdBufs[9] = {&qBuf,   &kBuf,  &vBuf,  &oBuf, &dOBuf,
+                                    &lseBuf, &dqBuf, &dkBuf, &dvBuf};
+    for (int i = 0; i < 9; ++i)
+      bwd.pointers[i] = bwdBufs[i]->getPointer();
+    for (int i = 0; i < 8; ++i)
+      contiguous(q.shape, &bwd.strides[3 * i]);
+    bwd.strides[24] = c.hq * c.nq;
+    bwd.strides[25] = c.nq;
+    bwd.batch = c.b;
+    bwd.headsQ = bwd.headsKV = c.hq;
+    bwd.seqQ = c.nq;
+    bwd.seqKV = c.nk;
+    bwd.scaleLog2 = float(scale * M_LOG2E);
+    bwd.scale = float(scale);
+    bwd.workspace = ws.getPointer();
+
+    auto time = [&](auto &&launch) {
+      for (int i = 0; i < 2; ++i)
+        launch().check();
+      rt::Expected<rt::Event> start = rt::Event::create(*device),
+                              stop = rt::Event::create(*device);
+      start->record().check();
+      const int iterations = 10;
+      for (int i = 0; i < iterations; ++i)
+        launch().check();
+      stop->record().check();
+      rt::Expected<float> ms = rt::Event::elapsedMs(*start, *stop);
+      ms.getStatus().check();
+      return *ms / iterations;
+    };
+    float fwdMs = time([&] {
+      return mlir::fa::launchCudaKernel(*kernels.forward, *ff, fwd, nullptr);
+    });
+    float bwdMs = time([&] {
+      return mlir::fa::launchCudaBackward(*kernels.backward, *bf, bwd, nullptr);
+    });
+    double flops = 4.0 * c.b * c.hq * c.nq * c.nk * c.d *
+                   (c.causal == CM::None ? 1.0 : 0.5);
+    std::printf("[ bench ] %-18s B=%lld H=%lld N=%lld: forward %.3f ms "
+                "(%.0f TFLOP/s), backward %.3f ms (%.0f TFLOP/s)\n",
+                c.name, (long long)c.b, (long long)c.hq, (long long)c.nq, fwdMs,
+                flops / fwdMs / 1e9, bwdMs, 2.5 * flops / bwdMs / 1e9);
+  }
+}
+
+/// Without a GPU: the kernels compile, and the backward's cache entry holds
+/// its three entry points with the launch contract the launcher checks.
+class CudaBackwardCompileTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CudaBackwardCompileTest, CacheEntry) {
+  const Case &c = GetParam();
+  Compiled kernels = compile(c, c.sm80 ? "sm_80" : "sm_90a");
+  ASSERT_TRUE(kernels.forward && kernels.backward);
+  const rt::CachedKernel &backward = *kernels.backward;
+  EXPECT_EQ(backward.kernelName, "fa_backward_dsum_0");
+  EXPECT_EQ(backward.gridRule, "ceil(Nq/64),Hq,B");
+  EXPECT_EQ(backward.paramLayout, mlir::fa::kCudaBackwardParams);
+  ASSERT_EQ(backward.entries.size(), 2u);
+  EXPECT_EQ(backward.entries[0].kernelName, "fa_backward_dkdv_0");
+  EXPECT_EQ(backward.entries[0].gridRule, "ceil(Nk/64),Hkv,B");
+  EXPECT_EQ(backward.entries[1].kernelName, "fa_backward_dq_0");
+  EXPECT_EQ(backward.entries[1].gridRule, "ceil(Nq/64),Hq,B");
+  for (const rt::CachedKernel::Entry &e : backward.entries) {
+    EXPECT_EQ(e.blockX, 128u);
+    EXPECT_GT(e.dynamicSharedBytes, 0u);
+    EXPECT_EQ(e.paramLayout, mlir::fa::kCudaBackwardParams);
+  }
+  for (const char *entry :
+       {".entry fa_backward_dsum_0(", ".entry fa_backward_dkdv_0(",
+        ".entry fa_backward_dq_0("})
+    EXPECT_NE(backward.image.find(entry), std::string::npos) << entry;
+  EXPECT_EQ(backward.image.find("atom."), std::string::npos)
+      << "the backward must not use atomics";
+}
+
+// Odd N, Nq != Nk both ways, both causal alignments (bottom-right with
+// Nq > Nk leaves rows fully masked: lse = -inf), windows, softcap, GQA 4:1
+// and MQA, B * H > 1, D = 32, 64, 96 and 128.
+const Case kCases[] = {
+    Case("bf16_d64_plain", kBF16, 64, {2, 4, 4, 257, 257}),
+    Case("f16_d64_plain_sm80", kF16, 64, {2, 2, 2, 200, 130})
+        .forSm80()
+        .withWorkspace(),
+    Case("bf16_d128_mqa_causal_br", kBF16, 128, {2, 4, 1, 200, 300})
+        .withCausal(CM::BottomRight)
+        .withWorkspace(),
+    Case("f16_d64_gqa_causal_br_nq_gt_nk", kF16, 64, {1, 8, 2, 300, 170})
+        .withCausal(CM::BottomRight),
+    Case("f16_d128_causal_tl", kF16, 128, {2, 2, 2, 130, 257})
+        .withCausal(CM::TopLeft)
+        .withWorkspace(),
+    Case("bf16_d128_causal_tl_nq_gt_nk", kBF16, 128, {1, 2, 1, 257, 100})
+        .withCausal(CM::TopLeft),
+    Case("bf16_d32_window", kBF16, 32, {3, 4, 2, 17, 17}).withWindow(5, 3),
+    Case("f16_d96_window_causal_br", kF16, 96, {2, 4, 4, 257, 129})
+        .withCausal(CM::BottomRight)
+        .withWindow(32, 0)
+        .withWorkspace(),
+    Case("bf16_d64_softcap_mqa_nq1", kBF16, 64, {2, 4, 1, 1, 257})
+        .withSoftcap(30),
+    Case("f16_d128_softcap_causal_tl_nk1", kF16, 128, {1, 4, 2, 257, 1})
+        .withCausal(CM::TopLeft)
+        .withSoftcap(20),
+    Case("bf16_d128_one_by_one", kBF16, 128, {1, 1, 1, 1, 1}),
+    Case("bf16_d64_window_diagonal", kBF16, 64, {2, 2, 2, 64, 64})
+        .withWindow(0, 0),
+    Case("f16_d32_causal_tl_long", kF16, 32, {2, 2, 2, 513, 513})
+        .withCausal(CM::TopLeft),
+    Case("bf16_d96_mqa_softcap_window", kBF16, 96, {1, 8, 1, 100, 300})
+        .withWindow(64, 16)
+        .withSoftcap(25)
+        .withWorkspace(),
+    Case("bf16_d64_masked_rows", kBF16, 64, {2, 2, 1, 257, 17})
+        .withCausal(CM::BottomRight),
+    Case("f16_d128_gqa_plain_sm80", kF16, 128, {2, 8, 2, 255, 257}).forSm80(),
+    Case("f16_d64_softcap_window_tl", kF16, 64, {2, 4, 2, 190, 211})
+        .withCausal(CM::TopLeft)
+        .withWindow(40, 7)
+        .withSoftcap(15),
+    Case("bf16_d128_softcap_gqa_long", kBF16, 128, {1, 4, 1, 700, 640})
+        .withSoftcap(30)
+        .withCausal(CM::BottomRight),
+};
+
+std::string caseName(const ::testing::TestParamInfo<Case> &info) {
+  return info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, CudaBackwardTest,
+                         ::testing::ValuesIn(kCases), caseName);
+INSTANTIATE_TEST_SUITE_P(Variants, CudaBackwardCompileTest,
+                         ::testing::ValuesIn(kCases), caseName);
+
+} // namespace
