@@ -1,4 +1,4 @@
-//===- HostJit.cpp - Compile and run fa.attention on the host -------------===//
+//===- HostJit.cpp - Compile and run attention on the host ---------------===//
 
 #include "fa/Compiler/HostJit.h"
 
@@ -52,6 +52,23 @@ FailureOr<AttentionOp> mlir::fa::findSingleAttention(Operation *root) {
   return failure();
 }
 
+FailureOr<Operation *> mlir::fa::findSingleAttentionOp(Operation *root) {
+  SmallVector<Operation *> ops;
+  root->walk([&](Operation *op) {
+    if (isa<AttentionOp, AttentionGradOp>(op))
+      ops.push_back(op);
+  });
+  if (ops.size() == 1)
+    return ops.front();
+  InFlightDiagnostic diag =
+      root->emitError()
+      << "expected exactly one fa.attention or fa.attention_grad, found "
+      << ops.size();
+  for (Operation *op : ops)
+    diag.attachNote(op->getLoc()) << op->getName() << " here";
+  return failure();
+}
+
 /// The memref a tensor argument of the kernel is passed as: the same shape,
 /// any strides and offset.
 static MemRefType getStridedMemRefType(Type tensorType) {
@@ -62,25 +79,28 @@ static MemRefType getStridedMemRefType(Type tensorType) {
   return MemRefType::get(type.getShape(), type.getElementType(), layout);
 }
 
-OwningOpRef<ModuleOp> mlir::fa::buildHostKernelModule(AttentionOp op) {
+OwningOpRef<ModuleOp> mlir::fa::buildHostKernelModule(Operation *op) {
+  if (!isa<AttentionOp, AttentionGradOp>(op)) {
+    op->emitError("expected fa.attention or fa.attention_grad");
+    return nullptr;
+  }
+  StringRef name =
+      isa<AttentionOp>(op) ? kHostKernelName : kHostBackwardKernelName;
   // The wrapper creates ops of these dialects; the caller may only have
   // parsed fa and func.
   op->getContext()
       ->loadDialect<bufferization::BufferizationDialect, func::FuncDialect,
                     tensor::TensorDialect>();
-  MLIRContext *ctx = op.getContext();
-  Location loc = op.getLoc();
+  MLIRContext *ctx = op->getContext();
+  Location loc = op->getLoc();
   OpBuilder b(ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
 
-  // Inputs in operand order (Q, K, V, bias, alibi_slopes, seed), then the
-  // results as output buffers.
-  SmallVector<Value> inputs = {op.getQuery(), op.getKey(), op.getValue()};
-  for (Value v : SmallVector<Value>{op.getBias(), op.getAlibiSlopes(),
-                                    op.getDropoutSeed()})
-    if (v)
-      inputs.push_back(v);
+  // Inputs in operand order (Q, K, V, [O, dO, lse], bias, alibi_slopes,
+  // seed; absent optional operands are not operands), then the results as
+  // output buffers.
+  SmallVector<Value> inputs(op->getOperands());
   SmallVector<Type> argTypes;
   for (Value v : inputs)
     argTypes.push_back(isa<RankedTensorType>(v.getType())
@@ -89,8 +109,8 @@ OwningOpRef<ModuleOp> mlir::fa::buildHostKernelModule(AttentionOp op) {
   for (Type t : op->getResultTypes())
     argTypes.push_back(getStridedMemRefType(t));
 
-  auto func = func::FuncOp::create(b, loc, kHostKernelName,
-                                   b.getFunctionType(argTypes, {}));
+  auto func =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
   func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
   // Distinct buffers (checked by the caller): tell LLVM, so that it keeps
   // accumulators in registers and vectorizes the tile loops.
@@ -102,7 +122,7 @@ OwningOpRef<ModuleOp> mlir::fa::buildHostKernelModule(AttentionOp op) {
   b.setInsertionPointToStart(entry);
 
   // The caller owns distinct buffers: `restrict` lets one-shot bufferization
-  // read them in place and write O and lse straight into the outputs.
+  // read them in place and write the results straight into the outputs.
   IRMapping mapping;
   for (auto [i, v] : llvm::enumerate(inputs)) {
     Value arg = entry->getArgument(i);
@@ -119,6 +139,117 @@ OwningOpRef<ModuleOp> mlir::fa::buildHostKernelModule(AttentionOp op) {
         /*writable=*/true);
   }
   func::ReturnOp::create(b, loc);
+  return module;
+}
+
+/// A module with one function `name` taking `argTypes`; returns its entry
+/// block with the builder at its start.
+static Block *createSourceFunction(OpBuilder &b, ModuleOp module,
+                                   StringRef name, TypeRange argTypes,
+                                   TypeRange resultTypes) {
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(b, module.getLoc(), name,
+                                   b.getFunctionType(argTypes, resultTypes));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  return entry;
+}
+
+/// Copies the score_mod and mask_mod regions and the discardable attributes
+/// of `from` (the variant's inherent attributes go through the builders).
+static void copyVariantExtras(Operation *from, Region &fromScoreMod,
+                              Region &fromMaskMod, Operation *to,
+                              Region &toScoreMod, Region &toMaskMod) {
+  // Both ops are IsolatedFromAbove: the regions use only their arguments.
+  IRMapping mapping;
+  fromScoreMod.cloneInto(&toScoreMod, mapping);
+  fromMaskMod.cloneInto(&toMaskMod, mapping);
+  for (NamedAttribute attr : from->getDiscardableAttrs())
+    to->setDiscardableAttr(attr.getName(), attr.getValue());
+}
+
+/// The bias, alibi_slopes and dropout_seed operands that `op` has.
+template <typename OpT> static SmallVector<Value> getVariantOperands(OpT op) {
+  SmallVector<Value> values;
+  for (Value v : {Value(op.getBias()), Value(op.getAlibiSlopes()),
+                  Value(op.getDropoutSeed())})
+    if (v)
+      values.push_back(v);
+  return values;
+}
+
+OwningOpRef<ModuleOp> mlir::fa::buildForwardOfGrad(AttentionGradOp grad) {
+  MLIRContext *ctx = grad.getContext();
+  ctx->loadDialect<func::FuncDialect>();
+  Location loc = grad.getLoc();
+  OpBuilder b(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  SmallVector<Value> variantOperands = getVariantOperands(grad);
+  SmallVector<Type> argTypes = {grad.getQuery().getType(),
+                                grad.getKey().getType(),
+                                grad.getValue().getType()};
+  llvm::append_range(argTypes, ValueRange(variantOperands).getTypes());
+  Type oType = grad.getOutput().getType(), lseType = grad.getLse().getType();
+  Block *entry =
+      createSourceFunction(b, *module, "attention", argTypes, {oType, lseType});
+  IRMapping args;
+  args.map(grad.getQuery(), entry->getArgument(0));
+  args.map(grad.getKey(), entry->getArgument(1));
+  args.map(grad.getValue(), entry->getArgument(2));
+  for (auto [i, v] : llvm::enumerate(variantOperands))
+    args.map(v, entry->getArgument(3 + i));
+  auto lookup = [&](Value v) { return v ? args.lookup(v) : Value(); };
+  auto forward = AttentionOp::create(
+      b, loc, oType, lseType, args.lookup(grad.getQuery()),
+      args.lookup(grad.getKey()), args.lookup(grad.getValue()),
+      lookup(grad.getBias()), lookup(grad.getAlibiSlopes()),
+      lookup(grad.getDropoutSeed()), grad.getScaleAttr(), grad.getCausalAttr(),
+      grad.getWindowAttr(), grad.getSoftcapAttr(), grad.getDropoutPAttr());
+  copyVariantExtras(grad, grad.getScoreMod(), grad.getMaskMod(), forward,
+                    forward.getScoreMod(), forward.getMaskMod());
+  func::ReturnOp::create(b, loc, forward->getResults());
+  return module;
+}
+
+OwningOpRef<ModuleOp> mlir::fa::buildGradOfForward(AttentionOp forward) {
+  MLIRContext *ctx = forward.getContext();
+  ctx->loadDialect<func::FuncDialect>();
+  Location loc = forward.getLoc();
+  OpBuilder b(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  auto oType = cast<RankedTensorType>(forward.getOutput().getType());
+  Type lseType = forward.getLse()
+                     ? forward.getLse().getType()
+                     : RankedTensorType::get(oType.getShape().drop_back(),
+                                             Float32Type::get(ctx));
+  SmallVector<Value> variantOperands = getVariantOperands(forward);
+  SmallVector<Type> argTypes = {forward.getQuery().getType(),
+                                forward.getKey().getType(),
+                                forward.getValue().getType(),
+                                oType,
+                                oType,
+                                lseType};
+  llvm::append_range(argTypes, ValueRange(variantOperands).getTypes());
+  SmallVector<Type> resultTypes = {forward.getQuery().getType(),
+                                   forward.getKey().getType(),
+                                   forward.getValue().getType()};
+  Block *entry =
+      createSourceFunction(b, *module, "attention_grad", argTypes, resultTypes);
+  IRMapping args;
+  for (auto [i, v] : llvm::enumerate(variantOperands))
+    args.map(v, entry->getArgument(6 + i));
+  auto lookup = [&](Value v) { return v ? args.lookup(v) : Value(); };
+  auto grad = AttentionGradOp::create(
+      b, loc, resultTypes[0], resultTypes[1], resultTypes[2],
+      /*grad_bias=*/Type(), entry->getArgument(0), entry->getArgument(1),
+      entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
+      entry->getArgument(5), lookup(forward.getBias()),
+      lookup(forward.getAlibiSlopes()), lookup(forward.getDropoutSeed()),
+      forward.getScaleAttr(), forward.getCausalAttr(), forward.getWindowAttr(),
+      forward.getSoftcapAttr(), forward.getDropoutPAttr());
+  copyVariantExtras(forward, forward.getScoreMod(), forward.getMaskMod(), grad,
+                    grad.getScoreMod(), grad.getMaskMod());
+  func::ReturnOp::create(b, loc, grad->getResults());
   return module;
 }
 
@@ -333,11 +464,17 @@ HostKernel::~HostKernel() = default;
 
 llvm::Expected<std::unique_ptr<HostKernel>>
 HostKernel::compile(ModuleOp kernelModule, const HostPipelineOptions &options) {
-  auto func = kernelModule.lookupSymbol<func::FuncOp>(kHostKernelName);
+  StringRef name = kHostKernelName;
+  auto func = kernelModule.lookupSymbol<func::FuncOp>(name);
+  if (!func) {
+    name = kHostBackwardKernelName;
+    func = kernelModule.lookupSymbol<func::FuncOp>(name);
+  }
   if (!func)
-    return llvm::createStringError("the kernel module has no @%s",
-                                   kHostKernelName);
+    return llvm::createStringError("the kernel module has no @%s or @%s",
+                                   kHostKernelName, kHostBackwardKernelName);
   std::unique_ptr<HostKernel> kernel(new HostKernel());
+  kernel->name = name.str();
   for (Type t : func.getArgumentTypes()) {
     auto memref = dyn_cast<MemRefType>(t);
     kernel->argRanks.push_back(memref ? memref.getRank() : -1);
@@ -345,9 +482,10 @@ HostKernel::compile(ModuleOp kernelModule, const HostPipelineOptions &options) {
         memref ? memref.getElementTypeBitWidth() / 8 : 0);
   }
   // The kernel's results come back through the last arguments.
-  AttentionOp op;
-  func.walk([&](AttentionOp found) { op = found; });
-  kernel->numOutputs = op ? op->getNumResults() : 0;
+  func.walk([&](Operation *op) {
+    if (isa<AttentionOp, AttentionGradOp>(op))
+      kernel->numOutputs = op->getNumResults();
+  });
 
   if (failed(lowerHostKernelModule(kernelModule, options)))
     return llvm::createStringError("fa-pipeline-host failed");
@@ -382,8 +520,7 @@ HostKernel::compile(ModuleOp kernelModule, const HostPipelineOptions &options) {
   kernel->engine->initialize();
   // Code is generated lazily on lookup: do it now, so that compile() pays
   // for it and reports unresolved symbols.
-  auto entry = kernel->engine->lookupPacked(std::string("_mlir_ciface_") +
-                                            kHostKernelName);
+  auto entry = kernel->engine->lookupPacked("_mlir_ciface_" + kernel->name);
   if (!entry)
     return entry.takeError();
   return kernel;
@@ -405,8 +542,7 @@ static std::pair<uintptr_t, uintptr_t> getByteExtent(const HostKernelArg &arg,
 llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
   if (args.size() != argRanks.size())
     return llvm::createStringError("@%s takes %zu arguments, got %zu",
-                                   kHostKernelName, argRanks.size(),
-                                   args.size());
+                                   name.c_str(), argRanks.size(), args.size());
   // The memref arguments are noalias: an output must not share bytes with
   // any other argument.
   for (size_t out = args.size() - numOutputs; out < args.size(); ++out) {
@@ -420,7 +556,7 @@ llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
       if (begin < outEnd && outBegin < end)
         return llvm::createStringError(
             "argument %zu of @%s (an output) overlaps argument %zu", out,
-            kHostKernelName, i);
+            name.c_str(), i);
     }
   }
   // Descriptors and scalars must outlive the call; packed holds their
@@ -434,7 +570,7 @@ llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
     if (rank < 0) {
       if (!arg.isScalar())
         return llvm::createStringError("argument %zu of @%s is an i64", i,
-                                       kHostKernelName);
+                                       name.c_str());
       scalars[i] = arg.scalar;
       packed.push_back(&scalars[i]);
       continue;
@@ -442,7 +578,7 @@ llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
     if (arg.isScalar() || static_cast<int64_t>(arg.sizes.size()) != rank ||
         arg.strides.size() != arg.sizes.size())
       return llvm::createStringError(
-          "argument %zu of @%s is a rank-%lld memref", i, kHostKernelName,
+          "argument %zu of @%s is a rank-%lld memref", i, name.c_str(),
           static_cast<long long>(rank));
     descriptors.push_back(makeDescriptor(arg));
     if (!descriptors.back())
@@ -451,8 +587,7 @@ llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
     pointers[i] = descriptors.back().get();
     packed.push_back(&pointers[i]);
   }
-  return engine->invokePacked(std::string("_mlir_ciface_") + kHostKernelName,
-                              packed);
+  return engine->invokePacked("_mlir_ciface_" + name, packed);
 }
 
 //===----------------------------------------------------------------------===//

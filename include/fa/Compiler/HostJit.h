@@ -1,10 +1,10 @@
-//===- HostJit.h - Compile and run fa.attention on the host -----*- C++ -*-===//
+//===- HostJit.h - Compile and run attention on the host --------*- C++ -*-===//
 //
-// The host side of fa-jit (and, later, of the APIs): wrap one fa.attention in
-// a kernel function with a strided-memref ABI, lower it with
-// fa-pipeline-host, JIT-compile it with MLIR's ExecutionEngine and call it on
-// host buffers. Also evaluates score_mod / mask_mod regions in double so that
-// the float64 reference can check them.
+// The host side of fa-jit (and of the APIs): wrap one fa.attention or
+// fa.attention_grad in a kernel function with a strided-memref ABI, lower it
+// with fa-pipeline-host, JIT-compile it with MLIR's ExecutionEngine and call
+// it on host buffers. Also evaluates score_mod / mask_mod regions in double
+// so that the float64 reference can check them.
 //
 // Internal: this header exposes MLIR types; fa.h does not.
 //
@@ -34,27 +34,55 @@ class raw_ostream;
 
 namespace mlir::fa {
 
-/// The name of the kernel function; its C interface is
+/// The name of the kernel function of an fa.attention; its C interface is
 /// `_mlir_ciface_fa_forward`.
 inline constexpr const char *kHostKernelName = "fa_forward";
+/// The name of the kernel function of an fa.attention_grad
+/// (`_mlir_ciface_fa_backward`).
+inline constexpr const char *kHostBackwardKernelName = "fa_backward";
 
 /// Returns the single fa.attention nested in `root`. Emits an error on `root`
 /// and fails when there is none or more than one.
 FailureOr<AttentionOp> findSingleAttention(Operation *root);
 
-/// Builds a module holding
+/// Returns the single fa.attention or fa.attention_grad nested in `root`.
+/// Emits an error on `root` and fails when there is none or more than one
+/// (of both kinds together).
+FailureOr<Operation *> findSingleAttentionOp(Operation *root);
+
+/// Builds a module holding, for an fa.attention,
 ///
 ///   func.func @fa_forward(Q, K, V, [bias], [alibi_slopes], [seed: i64],
 ///                         O, [lse]) attributes {llvm.emit_c_interface}
 ///
-/// Every tensor becomes a memref with the op's shape (static dims stay
-/// static) and a fully dynamic strided layout, so callers may pass any
-/// strides. Memref arguments are `llvm.noalias`: the outputs must not
-/// overlap any other argument (HostKernel::run checks). The body reads the
-/// inputs with `bufferization.to_tensor restrict`, runs a clone of `op`
-/// (attributes and regions included) and writes each result with
-/// `bufferization.materialize_in_destination ... restrict writable`.
-OwningOpRef<ModuleOp> buildHostKernelModule(AttentionOp op);
+/// and for an fa.attention_grad
+///
+///   func.func @fa_backward(Q, K, V, O, dO, lse, [bias], [alibi_slopes],
+///                          [seed: i64], dQ, dK, dV, [dBias])
+///
+/// that is the op's operands, then its results as output buffers. Every
+/// tensor becomes a memref with the op's shape (static dims stay static) and
+/// a fully dynamic strided layout, so callers may pass any strides. Memref
+/// arguments are `llvm.noalias`: the outputs must not overlap any other
+/// argument (HostKernel::run checks). The body reads the inputs with
+/// `bufferization.to_tensor restrict`, runs a clone of `op` (attributes and
+/// regions included) and writes each result with
+/// `bufferization.materialize_in_destination ... restrict writable`. Returns
+/// null, with an error on `op`, for any other op.
+OwningOpRef<ModuleOp> buildHostKernelModule(Operation *op);
+
+/// Builds a module holding `func.func @attention(Q, K, V, [bias],
+/// [alibi_slopes], [seed]) -> (O, lse)`: the fa.attention whose backward is
+/// `grad` (same variant, regions but score_mod_grad), with the lse that the
+/// backward needs.
+OwningOpRef<ModuleOp> buildForwardOfGrad(AttentionGradOp grad);
+
+/// Builds a module holding `func.func @attention_grad(Q, K, V, O, dO, lse,
+/// [bias], [alibi_slopes], [seed]) -> (dQ, dK, dV)`: the fa.attention_grad
+/// of `forward`'s variant, without dBias (lse typed f32 [B, Hq, Nq] after O,
+/// whether or not `forward` returns it). Its score_mod_grad is left for
+/// fa-differentiate-score-mod.
+OwningOpRef<ModuleOp> buildGradOfForward(AttentionOp forward);
 
 /// Runs fa-pipeline-host on `module`; failures are reported through the
 /// context's diagnostics.
@@ -84,29 +112,32 @@ struct HostKernelArg {
 /// A kernel module JIT-compiled for the host CPU.
 class HostKernel {
 public:
-  /// Lowers `kernelModule` (as built by buildHostKernelModule; it is lowered
-  /// in place) and JIT-compiles it at opt level 3. Pipeline failures are
-  /// reported through the context's diagnostics and give an error saying
-  /// the pipeline failed.
+  /// Lowers `kernelModule` (as built by buildHostKernelModule, forward or
+  /// backward; it is lowered in place) and JIT-compiles it at opt level 3.
+  /// Pipeline failures are reported through the context's diagnostics and give
+  /// an error saying the pipeline failed.
   static llvm::Expected<std::unique_ptr<HostKernel>>
   compile(ModuleOp kernelModule, const HostPipelineOptions &options);
 
   ~HostKernel();
 
-  /// Calls @fa_forward. `args` follow its signature: memrefs of the declared
-  /// ranks, the seed as a scalar. Fails, without calling, when an output
-  /// overlaps another argument.
+  /// Calls the kernel (@fa_forward or @fa_backward). `args` follow its
+  /// signature: memrefs of the declared ranks, the seed as a scalar. Fails,
+  /// without calling, when an output overlaps another argument.
   llvm::Error run(llvm::ArrayRef<HostKernelArg> args);
 
 private:
   HostKernel() = default;
 
   std::unique_ptr<ExecutionEngine> engine;
-  /// Per argument of @fa_forward: its memref rank, or -1 for an i64.
+  /// kHostKernelName or kHostBackwardKernelName.
+  std::string name;
+  /// Per argument of the kernel: its memref rank, or -1 for an i64.
   llvm::SmallVector<int64_t> argRanks;
   /// Per argument: bytes per element (0 for an i64).
   llvm::SmallVector<int64_t> argElementBytes;
-  /// The trailing memref arguments that the kernel writes (O, lse).
+  /// The trailing memref arguments that the kernel writes (O, [lse] or dQ,
+  /// dK, dV, [dBias]).
   int64_t numOutputs = 0;
 };
 
