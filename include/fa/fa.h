@@ -112,6 +112,22 @@ public:
                const TensorView *alibiSlopes = nullptr, int64_t dropoutSeed = 0,
                void *stream = nullptr) const;
 
+  /// dQ, dK, dV of forward's O: given forward's inputs, its out and lse
+  /// [B, Hq, Nq] (f32; from a kernel of the same spec with returnLse), and
+  /// dout = dLoss/dO [B, Hq, Nq, Dv], writes dq, dk and dv (the shapes of q,
+  /// k and v, the spec's dtype; a K/V head shared by several query heads gets
+  /// the sum over them). bias, alibiSlopes and dropoutSeed are forward's.
+  /// Checks every view like forward does before running. The backward kernel
+  /// is compiled on the first call and shared by copies of this kernel.
+  /// GPU kernels have no backward yet (fa::Error).
+  void backward(const TensorView &q, const TensorView &k, const TensorView &v,
+                const TensorView &out, const TensorView &dout,
+                const TensorView &lse, const TensorView &dq,
+                const TensorView &dk, const TensorView &dv,
+                const TensorView *bias = nullptr,
+                const TensorView *alibiSlopes = nullptr,
+                int64_t dropoutSeed = 0, void *stream = nullptr) const;
+
   /// The fa.attention the kernel was compiled from.
   const std::string &mlir() const;
   /// Where it runs: "host" or the GPU chip ("sm_80", "sm_90a", ...).

@@ -96,8 +96,11 @@ std::string floatText(double v) {
   return buf;
 }
 
-/// The spec as a function holding one fa.attention.
-std::string specToMLIR(const fa::AttentionSpec &spec) {
+/// The spec as a function holding one fa.attention, or with `grad` its
+/// fa.attention_grad (Q, K, V, O, dO, lse, [bias], [slopes], [seed] ->
+/// dQ, dK, dV; the score_mod_grad region is left to
+/// fa-differentiate-score-mod).
+std::string specToMLIR(const fa::AttentionSpec &spec, bool grad = false) {
   std::string et = elementTypeName(spec.dtype);
   int64_t dv = spec.headDimV > 0 ? spec.headDimV : spec.headDim;
   std::string hq = dimText(spec.numHeadsQ), hkv = dimText(spec.numHeadsKV);
@@ -122,6 +125,8 @@ std::string specToMLIR(const fa::AttentionSpec &spec) {
                  hq + "xf32>";
 
   std::string args = "%q: " + qType + ", %k: " + kType + ", %v: " + vType;
+  if (grad)
+    args += ", %o: " + oType + ", %do: " + oType + ", %lse: " + lseType;
   std::string operands;
   if (spec.bias) {
     args += ", %bias: " + biasType;
@@ -157,12 +162,22 @@ std::string specToMLIR(const fa::AttentionSpec &spec) {
   if (!attrText.empty())
     attrText += "}";
 
-  std::string results = oType + (spec.returnLse ? ", " + lseType : "");
-  std::string text = "func.func @attention(" + args + ") -> (" + results +
-                     ") {\n  %o" + (spec.returnLse ? ", %lse" : "") +
-                     " = fa.attention %q, %k, %v" + operands + attrText +
-                     "\n      : " + qType + ", " + kType + ", " + vType +
-                     " -> " + results + "\n";
+  std::string results, text;
+  if (grad) {
+    results = qType + ", " + kType + ", " + vType;
+    text = "func.func @attention_grad(" + args + ") -> (" + results +
+           ") {\n  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, "
+           "%lse" +
+           operands + attrText + "\n      : " + qType + ", " + kType + ", " +
+           vType + ", " + oType + ", " + oType + ", " + lseType + " -> " +
+           results + "\n";
+  } else {
+    results = oType + (spec.returnLse ? ", " + lseType : "");
+    text = "func.func @attention(" + args + ") -> (" + results + ") {\n  %o" +
+           (spec.returnLse ? ", %lse" : "") + " = fa.attention %q, %k, %v" +
+           operands + attrText + "\n      : " + qType + ", " + kType + ", " +
+           vType + " -> " + results + "\n";
+  }
   if (!spec.scoreMod.empty())
     text += "  score_mod {\n  ^bb0(%score: f32, %b: index, %h: index, "
             "%q_idx: index, %kv_idx: index):\n" +
@@ -171,14 +186,23 @@ std::string specToMLIR(const fa::AttentionSpec &spec) {
     text += "  mask_mod {\n  ^bb0(%b: index, %h: index, %q_idx: index, "
             "%kv_idx: index):\n" +
             spec.maskMod + "\n  }\n";
-  text += std::string("  return %o") + (spec.returnLse ? ", %lse" : "") +
-          " : " + results + "\n}\n";
+  if (grad)
+    text += "  return %dq, %dk, %dv : " + results + "\n}\n";
+  else
+    text += std::string("  return %o") + (spec.returnLse ? ", %lse" : "") +
+            " : " + results + "\n}\n";
   return text;
 }
 
-[[noreturn]] void fail(const std::string &message) {
-  throw fa::Error("fa::Kernel::forward: " + message);
+/// The API function whose argument checks fail ("fa::Kernel::forward").
+constexpr const char *kForward = "fa::Kernel::forward";
+constexpr const char *kBackward = "fa::Kernel::backward";
+
+[[noreturn]] void fail(const char *api, const std::string &message) {
+  throw fa::Error(std::string(api) + ": " + message);
 }
+
+[[noreturn]] void fail(const std::string &message) { fail(kForward, message); }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s = "[";
@@ -201,6 +225,14 @@ struct GpuKernel {
   std::optional<rt::Function> function;
   std::string loadError;
 };
+
+/// The GPU backward's three kernels (one cache entry), loaded on first use.
+struct GpuBackward {
+  std::shared_ptr<const rt::CachedKernel> image;
+  std::optional<rt::Device> device;
+  std::optional<rt::Module> module;
+  std::optional<mlir::fa::CudaBackwardFunctions> functions;
+};
 } // namespace
 
 struct fa::Kernel::Impl {
@@ -209,6 +241,13 @@ struct fa::Kernel::Impl {
   std::string mlir;
   std::unique_ptr<mlir::fa::HostKernel> host;
   std::unique_ptr<GpuKernel> gpu;
+
+  /// The backward, compiled on the first backward() (most kernels never
+  /// need one); a failure is kept and reported by every later call.
+  mutable std::mutex backwardMutex;
+  mutable std::unique_ptr<mlir::fa::HostKernel> hostBackward;
+  mutable std::unique_ptr<GpuBackward> gpuBackward;
+  mutable std::string backwardError;
 };
 
 std::string fa::version() { return FA_VERSION; }
@@ -326,9 +365,10 @@ const std::string &fa::Kernel::ptx() const {
 namespace {
 
 /// Checks one view and turns it into a kernel argument.
-mlir::fa::HostKernelArg toArg(const fa::TensorView &t, const char *name,
-                              fa::DType dtype, size_t rank, bool isOutput,
-                              fa::Device device) {
+mlir::fa::HostKernelArg toArg(const char *api, const fa::TensorView &t,
+                              const char *name, fa::DType dtype, size_t rank,
+                              bool isOutput, fa::Device device) {
+  auto fail = [api](const std::string &message) { ::fail(api, message); };
   if (!t.data)
     fail(std::string(name) + " has no data (null pointer)");
   if (t.device != device)
@@ -373,10 +413,94 @@ mlir::fa::HostKernelArg toArg(const fa::TensorView &t, const char *name,
   return arg;
 }
 
-void checkDim(int64_t got, int64_t want, const std::string &what) {
+void checkDim(const char *api, int64_t got, int64_t want,
+              const std::string &what) {
   if (got != want)
-    fail(what + ": expected " + std::to_string(want) + ", got " +
-         std::to_string(got));
+    fail(api, what + ": expected " + std::to_string(want) + ", got " +
+                  std::to_string(got));
+}
+
+/// Q, K, V and the variant's operands, checked against the spec and each
+/// other; the same for the forward and the backward.
+struct CheckedInputs {
+  mlir::fa::HostKernelArg q, k, v;
+  std::vector<mlir::fa::HostKernelArg> variant; // [bias], [slopes], [seed]
+  int64_t b, hq, nq, hkv, nk, d, dv;
+};
+
+CheckedInputs checkInputs(const char *api, const fa::AttentionSpec &spec,
+                          fa::Device device, const fa::TensorView &q,
+                          const fa::TensorView &k, const fa::TensorView &v,
+                          const fa::TensorView *bias,
+                          const fa::TensorView *alibiSlopes,
+                          int64_t dropoutSeed) {
+  using fa::DType;
+  CheckedInputs in;
+  in.q = toArg(api, q, "q", spec.dtype, 4, false, device);
+  in.k = toArg(api, k, "k", spec.dtype, 4, false, device);
+  in.v = toArg(api, v, "v", spec.dtype, 4, false, device);
+
+  int64_t b = q.shape[0], hq = q.shape[1], nq = q.shape[2];
+  int64_t hkv = k.shape[1], nk = k.shape[2];
+  int64_t d = spec.headDim, dv = spec.headDimV > 0 ? spec.headDimV : d;
+  in.b = b, in.hq = hq, in.nq = nq, in.hkv = hkv, in.nk = nk, in.d = d,
+  in.dv = dv;
+  checkDim(api, q.shape[3], d, "q head dim (q.shape[3])");
+  checkDim(api, k.shape[3], d, "k head dim (k.shape[3])");
+  checkDim(api, v.shape[3], dv, "v head dim (v.shape[3])");
+  checkDim(api, k.shape[0], b, "k batch size (k.shape[0])");
+  checkDim(api, v.shape[0], b, "v batch size (v.shape[0])");
+  checkDim(api, v.shape[1], hkv, "v heads (v.shape[1])");
+  checkDim(api, v.shape[2], nk, "v sequence length (v.shape[2])");
+  if (spec.numHeadsQ > 0)
+    checkDim(api, hq, spec.numHeadsQ, "q heads (q.shape[1])");
+  if (spec.numHeadsKV > 0)
+    checkDim(api, hkv, spec.numHeadsKV, "k heads (k.shape[1])");
+  if (hkv == 0 || hq % hkv != 0)
+    fail(api, "q heads (" + std::to_string(hq) +
+                  ") must be a multiple of k/v heads (" + std::to_string(hkv) +
+                  ")");
+
+  if (spec.bias) {
+    if (!bias)
+      fail(api, "the kernel was compiled with a bias; pass one");
+    in.variant.push_back(
+        toArg(api, *bias, "bias", spec.biasDType, 4, false, device));
+    const int64_t full[4] = {b, hq, nq, nk};
+    for (int i = 0; i < 4; ++i)
+      checkDim(api, bias->shape[i], spec.biasBroadcast[i] ? 1 : full[i],
+               "bias dim " + std::to_string(i));
+  } else if (bias) {
+    fail(api, "the kernel was compiled without a bias; recompile with "
+              "spec.bias = true");
+  }
+  if (spec.alibi) {
+    if (!alibiSlopes)
+      fail(api, "the kernel was compiled with ALiBi; pass alibiSlopes");
+    in.variant.push_back(toArg(api, *alibiSlopes, "alibiSlopes", DType::F32,
+                               spec.alibiPerBatch ? 2 : 1, false, device));
+    if (spec.alibiPerBatch)
+      checkDim(api, alibiSlopes->shape[0], b, "alibiSlopes batch size");
+    checkDim(api, alibiSlopes->shape.back(), hq, "alibiSlopes heads");
+  } else if (alibiSlopes) {
+    fail(api, "the kernel was compiled without ALiBi; recompile with "
+              "spec.alibi = true");
+  }
+  if (spec.dropoutP != 0.0)
+    in.variant.push_back(mlir::fa::HostKernelArg::i64(dropoutSeed));
+  return in;
+}
+
+/// Checks that `t` has `shape`, naming each dim as "<name> <what>
+/// (<name>.shape[i])".
+void checkShape(const char *api, const fa::TensorView &t, const char *name,
+                llvm::ArrayRef<int64_t> shape) {
+  static const char *const what4[4] = {"batch size", "heads", "sequence length",
+                                       "head dim"};
+  for (size_t i = 0; i < shape.size(); ++i)
+    checkDim(api, t.shape[i], shape[i],
+             std::string(name) + " " + what4[i] + " (" + name + ".shape[" +
+                 std::to_string(i) + "])");
 }
 
 } // namespace
@@ -473,68 +597,18 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
                          void *stream) const {
   const AttentionSpec &spec = impl->spec;
   Device device = impl->gpu ? Device::CUDA : Device::CPU;
-  std::vector<mlir::fa::HostKernelArg> args;
-  args.push_back(toArg(q, "q", spec.dtype, 4, false, device));
-  args.push_back(toArg(k, "k", spec.dtype, 4, false, device));
-  args.push_back(toArg(v, "v", spec.dtype, 4, false, device));
+  CheckedInputs in = checkInputs(kForward, spec, device, q, k, v, bias,
+                                 alibiSlopes, dropoutSeed);
+  std::vector<mlir::fa::HostKernelArg> args = {in.q, in.k, in.v};
+  llvm::append_range(args, in.variant);
 
-  int64_t b = q.shape[0], hq = q.shape[1], nq = q.shape[2];
-  int64_t hkv = k.shape[1], nk = k.shape[2];
-  int64_t d = spec.headDim, dv = spec.headDimV > 0 ? spec.headDimV : d;
-  checkDim(q.shape[3], d, "q head dim (q.shape[3])");
-  checkDim(k.shape[3], d, "k head dim (k.shape[3])");
-  checkDim(v.shape[3], dv, "v head dim (v.shape[3])");
-  checkDim(k.shape[0], b, "k batch size (k.shape[0])");
-  checkDim(v.shape[0], b, "v batch size (v.shape[0])");
-  checkDim(v.shape[1], hkv, "v heads (v.shape[1])");
-  checkDim(v.shape[2], nk, "v sequence length (v.shape[2])");
-  if (spec.numHeadsQ > 0)
-    checkDim(hq, spec.numHeadsQ, "q heads (q.shape[1])");
-  if (spec.numHeadsKV > 0)
-    checkDim(hkv, spec.numHeadsKV, "k heads (k.shape[1])");
-  if (hkv == 0 || hq % hkv != 0)
-    fail("q heads (" + std::to_string(hq) +
-         ") must be a multiple of k/v heads (" + std::to_string(hkv) + ")");
-
-  if (spec.bias) {
-    if (!bias)
-      fail("the kernel was compiled with a bias; pass one");
-    args.push_back(toArg(*bias, "bias", spec.biasDType, 4, false, device));
-    const int64_t full[4] = {b, hq, nq, nk};
-    for (int i = 0; i < 4; ++i)
-      checkDim(bias->shape[i], spec.biasBroadcast[i] ? 1 : full[i],
-               "bias dim " + std::to_string(i));
-  } else if (bias) {
-    fail("the kernel was compiled without a bias; recompile with "
-         "spec.bias = true");
-  }
-  if (spec.alibi) {
-    if (!alibiSlopes)
-      fail("the kernel was compiled with ALiBi; pass alibiSlopes");
-    args.push_back(toArg(*alibiSlopes, "alibiSlopes", DType::F32,
-                         spec.alibiPerBatch ? 2 : 1, false, device));
-    if (spec.alibiPerBatch)
-      checkDim(alibiSlopes->shape[0], b, "alibiSlopes batch size");
-    checkDim(alibiSlopes->shape.back(), hq, "alibiSlopes heads");
-  } else if (alibiSlopes) {
-    fail("the kernel was compiled without ALiBi; recompile with "
-         "spec.alibi = true");
-  }
-  if (spec.dropoutP != 0.0)
-    args.push_back(mlir::fa::HostKernelArg::i64(dropoutSeed));
-
-  args.push_back(toArg(out, "out", spec.dtype, 4, true, device));
-  checkDim(out.shape[0], b, "out batch size (out.shape[0])");
-  checkDim(out.shape[1], hq, "out heads (out.shape[1])");
-  checkDim(out.shape[2], nq, "out sequence length (out.shape[2])");
-  checkDim(out.shape[3], dv, "out head dim (out.shape[3])");
+  args.push_back(toArg(kForward, out, "out", spec.dtype, 4, true, device));
+  checkShape(kForward, out, "out", {in.b, in.hq, in.nq, in.dv});
   if (spec.returnLse) {
     if (!lse)
       fail("the kernel was compiled to return the lse; pass one");
-    args.push_back(toArg(*lse, "lse", DType::F32, 3, true, device));
-    checkDim(lse->shape[0], b, "lse batch size (lse.shape[0])");
-    checkDim(lse->shape[1], hq, "lse heads (lse.shape[1])");
-    checkDim(lse->shape[2], nq, "lse sequence length (lse.shape[2])");
+    args.push_back(toArg(kForward, *lse, "lse", DType::F32, 3, true, device));
+    checkShape(kForward, *lse, "lse", {in.b, in.hq, in.nq});
   } else if (lse) {
     fail("the kernel was compiled without the lse; recompile with "
          "spec.returnLse = true");
@@ -544,4 +618,181 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
     return launchGpu(*impl->gpu, spec, args, stream);
   if (llvm::Error err = impl->host->run(args))
     fail(llvm::toString(std::move(err)));
+}
+
+namespace {
+
+/// Compiles the backward of `impl`'s spec: its fa.attention_grad, through
+/// fa-pipeline-host like the forward, or for the GPU from the kernel cache.
+/// Sets impl.backwardError on failure.
+void compileBackward(const fa::Kernel::Impl &impl) {
+  DiagnosticContext ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      ctx.parse(specToMLIR(impl.spec, /*grad=*/true), "<spec>");
+  mlir::fa::AttentionGradOp grad;
+  if (module)
+    module->walk([&](mlir::fa::AttentionGradOp op) { grad = op; });
+  if (!grad) {
+    impl.backwardError = "invalid attention spec\n" + ctx.text;
+    return;
+  }
+  if (impl.gpu) {
+    bool compiled = false;
+    std::string error;
+    auto gpu = std::make_unique<GpuBackward>();
+    gpu->image =
+        mlir::fa::getOrCompileCudaBackward(grad, impl.target, compiled, error);
+    if (!gpu->image) {
+      impl.backwardError = error + "\n" + ctx.text;
+      return;
+    }
+    impl.gpuBackward = std::move(gpu);
+    return;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> kernelModule =
+      mlir::fa::buildHostKernelModule(grad.getOperation());
+  if (!kernelModule) {
+    impl.backwardError =
+        "cannot build the backward of the attention spec\n" + ctx.text;
+    return;
+  }
+  auto host = mlir::fa::HostKernel::compile(*kernelModule,
+                                            mlir::fa::HostPipelineOptions());
+  if (!host) {
+    impl.backwardError = llvm::toString(host.takeError()) + "\n" + ctx.text;
+    return;
+  }
+  impl.hostBackward = std::move(*host);
+}
+
+/// Loads the backward's module on device 0 (which must run `chip`).
+void loadGpuBackward(GpuBackward &gpu, const std::string &chip) {
+  rt::Expected<rt::Device> device = rt::Device::get(0);
+  if (device.failed())
+    fail(kBackward, device.getMessage());
+  if (device.value().getChip() != chip &&
+      !(chip == "sm_80" && device.value().getComputeCapabilityMajor() >= 8))
+    fail(kBackward, "the kernel was compiled for " + chip +
+                        ", but device 0 is " + device.value().getChip());
+  rt::Expected<rt::Module> module =
+      rt::Module::load(device.value(), gpu.image->image);
+  if (module.failed())
+    fail(kBackward, module.getMessage());
+  rt::Expected<mlir::fa::CudaBackwardFunctions> functions =
+      mlir::fa::loadCudaBackward(*gpu.image, module.value());
+  if (functions.failed())
+    fail(kBackward, functions.getMessage());
+  gpu.device.emplace(device.value());
+  gpu.module.emplace(std::move(module.value()));
+  gpu.functions.emplace(functions.value());
+}
+
+/// Runs the GPU backward on device views (checked as the forward's are:
+/// rows contiguous, 16-byte aligned rows). `args` are @fa_backward's: q, k,
+/// v, out, dout, lse, dq, dk, dv.
+void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
+                       const std::vector<mlir::fa::HostKernelArg> &args,
+                       void *stream) {
+  const char *names[9] = {"q",   "k",  "v",  "out", "dout",
+                          "lse", "dq", "dk", "dv"};
+  size_t elementBytes = spec.dtype == fa::DType::F32 ? 4 : 2;
+  // dq, dk, dv are the last three (after the variant's operands, which the
+  // GPU backward does not take: they fail its compile).
+  size_t n = args.size();
+  const mlir::fa::HostKernelArg *tensors[9] = {
+      &args[0], &args[1],     &args[2],     &args[3],    &args[4],
+      &args[5], &args[n - 3], &args[n - 2], &args[n - 1]};
+  mlir::fa::CudaBackwardCall call;
+  int strideIndex = 0;
+  for (int i = 0; i < 9; ++i) {
+    const mlir::fa::HostKernelArg &a = *tensors[i];
+    call.pointers[i] = reinterpret_cast<uint64_t>(a.data);
+    if (i == 5)
+      continue; // lse: its (batch, head) strides go last
+    if (a.strides[3] != 1)
+      fail(kBackward, std::string(names[i]) +
+                          " must have stride 1 in its last dim on the GPU, "
+                          "got " +
+                          std::to_string(a.strides[3]));
+    bool aligned = reinterpret_cast<uintptr_t>(a.data) % 16 == 0;
+    for (int d = 0; d < 3; ++d) {
+      aligned &= (a.strides[d] * elementBytes) % 16 == 0;
+      call.strides[strideIndex++] = a.strides[d];
+    }
+    if (!aligned)
+      fail(kBackward,
+           std::string(names[i]) +
+               " must be 16-byte aligned, with batch, head and row strides "
+               "that are multiples of 16 bytes, on the GPU");
+  }
+  const mlir::fa::HostKernelArg &lse = args[5];
+  if (lse.strides[2] != 1)
+    fail(kBackward, "lse must have stride 1 in its last dim on the GPU, got " +
+                        std::to_string(lse.strides[2]));
+  call.strides[24] = lse.strides[0];
+  call.strides[25] = lse.strides[1];
+  call.batch = args[0].sizes[0];
+  call.headsQ = args[0].sizes[1];
+  call.headsKV = args[1].sizes[1];
+  call.seqQ = args[0].sizes[2];
+  call.seqKV = args[1].sizes[2];
+  double scale =
+      spec.scale ? *spec.scale : 1.0 / std::sqrt(double(spec.headDim));
+  call.scale = static_cast<float>(scale);
+  call.scaleLog2 = static_cast<float>(scale * M_LOG2E);
+  // workspace = 0: the launcher allocates Dsum and waits for the stream.
+  if (rt::Status st = mlir::fa::launchCudaBackward(*gpu.image, *gpu.functions,
+                                                   call, stream);
+      st.failed())
+    fail(kBackward, st.getMessage());
+}
+
+} // namespace
+
+void fa::Kernel::backward(const TensorView &q, const TensorView &k,
+                          const TensorView &v, const TensorView &out,
+                          const TensorView &dout, const TensorView &lse,
+                          const TensorView &dq, const TensorView &dk,
+                          const TensorView &dv, const TensorView *bias,
+                          const TensorView *alibiSlopes, int64_t dropoutSeed,
+                          void *stream) const {
+  const AttentionSpec &spec = impl->spec;
+  Device device = impl->gpu ? Device::CUDA : Device::CPU;
+  CheckedInputs in = checkInputs(kBackward, spec, device, q, k, v, bias,
+                                 alibiSlopes, dropoutSeed);
+  // @fa_backward(Q, K, V, O, dO, lse, [bias], [alibi_slopes], [seed], dQ,
+  // dK, dV).
+  std::vector<mlir::fa::HostKernelArg> args = {in.q, in.k, in.v};
+  args.push_back(toArg(kBackward, out, "out", spec.dtype, 4, false, device));
+  checkShape(kBackward, out, "out", {in.b, in.hq, in.nq, in.dv});
+  args.push_back(toArg(kBackward, dout, "dout", spec.dtype, 4, false, device));
+  checkShape(kBackward, dout, "dout", {in.b, in.hq, in.nq, in.dv});
+  args.push_back(toArg(kBackward, lse, "lse", DType::F32, 3, false, device));
+  checkShape(kBackward, lse, "lse", {in.b, in.hq, in.nq});
+  llvm::append_range(args, in.variant);
+  args.push_back(toArg(kBackward, dq, "dq", spec.dtype, 4, true, device));
+  checkShape(kBackward, dq, "dq", {in.b, in.hq, in.nq, in.d});
+  args.push_back(toArg(kBackward, dk, "dk", spec.dtype, 4, true, device));
+  checkShape(kBackward, dk, "dk", {in.b, in.hkv, in.nk, in.d});
+  args.push_back(toArg(kBackward, dv, "dv", spec.dtype, 4, true, device));
+  checkShape(kBackward, dv, "dv", {in.b, in.hkv, in.nk, in.dv});
+
+  mlir::fa::HostKernel *host = nullptr;
+  GpuBackward *gpu = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl->backwardMutex);
+    if (!impl->hostBackward && !impl->gpuBackward &&
+        impl->backwardError.empty())
+      compileBackward(*impl);
+    if (!impl->hostBackward && !impl->gpuBackward)
+      fail(kBackward, impl->backwardError);
+    host = impl->hostBackward.get();
+    gpu = impl->gpuBackward.get();
+    if (gpu && !gpu->functions)
+      loadGpuBackward(*gpu, impl->gpu->image->chip);
+  }
+  if (gpu)
+    return launchGpuBackward(*gpu, spec, args, stream);
+  if (llvm::Error err = host->run(args))
+    fail(kBackward, llvm::toString(std::move(err)));
 }
