@@ -118,8 +118,9 @@ public:
   /// k and v, the spec's dtype; a K/V head shared by several query heads gets
   /// the sum over them). bias, alibiSlopes and dropoutSeed are forward's.
   /// Checks every view like forward does before running. The backward kernel
-  /// is compiled on the first call and shared by copies of this kernel.
-  /// GPU kernels have no backward yet (fa::Error).
+  /// is compiled on the first call and shared by copies of this kernel. A
+  /// GPU kernel takes CUDA views (as forward) and runs on `stream`; it waits
+  /// for the stream before returning (it frees its Dsum workspace).
   void backward(const TensorView &q, const TensorView &k, const TensorView &v,
                 const TensorView &out, const TensorView &dout,
                 const TensorView &lse, const TensorView &dq,
