@@ -68,6 +68,22 @@ class Kernel:
         dropout_seed: int = 0,
         stream: int = 0,
     ) -> None: ...
+    def backward(
+        self,
+        q: Any,
+        k: Any,
+        v: Any,
+        out: Any,
+        dout: Any,
+        lse: Any,
+        dq: Any,
+        dk: Any,
+        dv: Any,
+        bias: Any = None,
+        alibi_slopes: Any = None,
+        dropout_seed: int = 0,
+        stream: int = 0,
+    ) -> None: ...
 
 def compile(spec: AttentionSpec, target: str = "host") -> Kernel: ...
 def version() -> str: ...

@@ -6,12 +6,13 @@
 
 ``fa.attention`` runs one attention variant (causal, sliding window, softcap,
 ALiBi, bias, GQA/MQA, traced ``score_mod`` / ``mask_mod`` functions) on numpy
-arrays or CPU torch tensors; ``fa.compile`` returns a reusable kernel. See
-docs/python.md.
+arrays or torch tensors (differentiable: ``torch.ops.fa.attention``);
+``fa.attention_backward`` gives the gradients for numpy; ``fa.compile``
+returns a reusable kernel. See docs/python.md.
 """
 
 from fa import _C
-from fa._api import Kernel, attention, clear_cache, compile
+from fa._api import Kernel, attention, attention_backward, clear_cache, compile
 from fa._C import FAError
 from fa._trace import TracedValue, abs, exp, log, maximum, minimum, sqrt, tanh, where
 
@@ -23,6 +24,7 @@ __all__ = [
     "TracedValue",
     "abs",
     "attention",
+    "attention_backward",
     "clear_cache",
     "compile",
     "exp",

@@ -13,10 +13,19 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from fa import _C
-from fa._tensor import DTYPE_NAMES, Tensor, as_tensor, dtype_code, dtype_name, empty, is_tensor
+from fa._tensor import (
+    DTYPE_NAMES,
+    Tensor,
+    as_tensor,
+    dtype_code,
+    dtype_name,
+    empty,
+    is_real_torch_tensor,
+    is_tensor,
+)
 from fa._trace import trace_mask_mod, trace_score_mod
 
-__all__ = ["Kernel", "attention", "compile"]
+__all__ = ["Kernel", "attention", "attention_backward", "compile"]
 
 CausalLike = Union[bool, str, None]
 ScoreMod = Union[Callable[[Any, Any, Any, Any, Any], Any], str]
@@ -313,6 +322,33 @@ def _check_inputs(
     return _Inputs(tq, tk, tv, tbias, tslopes)
 
 
+def _check_grad_inputs(
+    api: str, inputs: _Inputs, out: Any, dout: Any, lse: Any
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Checks the forward's O and lse and dO = dLoss/dO against Q, K, V."""
+    b, hq, nq = inputs.q.shape[:3]
+    want_o = (b, hq, nq, inputs.head_dim_v)
+    checked = []
+    for name, x, shape, dims in (
+        ("out", out, want_o, "[B, Hq, Nq, Dv]"),
+        ("dout", dout, want_o, "[B, Hq, Nq, Dv]"),
+        ("lse", lse, (b, hq, nq), "[B, Hq, Nq]"),
+    ):
+        t = _tensor(api, name, x)
+        if t.device != inputs.q.device:
+            raise ValueError(
+                f"{api}: {name} must be on the device of q ({inputs.q.device}), got {t.device}"
+            )
+        want_code = "f32" if name == "lse" else inputs.dtype
+        if t.code != want_code:
+            want = "float32" if name == "lse" else f"the dtype of q ({inputs.q.dtype_name})"
+            raise TypeError(f"{api}: {name} must have {want}, got {t.dtype_name}")
+        if t.shape != shape:
+            raise ValueError(f"{api}: {name} must have shape {dims} = {list(shape)}, got {t.shape}")
+        checked.append(t)
+    return checked[0], checked[1], checked[2]
+
+
 # The kernel cache of fa.attention: one kernel per variant, any shapes.
 
 _CACHE_SIZE = 64
@@ -459,6 +495,68 @@ class Kernel:
                     f"{inputs.slopes.shape}"
                 )
 
+    def backward(
+        self,
+        q: Any,
+        k: Any,
+        v: Any,
+        out: Any,
+        dout: Any,
+        lse: Any,
+        *,
+        bias: Any = None,
+        alibi_slopes: Any = None,
+        dropout_seed: int | None = None,
+    ) -> tuple[Any, Any, Any]:
+        """Gradients ``(dq, dk, dv)`` of the kernel's O given ``dout`` = dLoss/dO.
+
+        ``q, k, v`` (and ``bias``, ``alibi_slopes``, ``dropout_seed``) are
+        the forward call's, ``out`` and ``lse`` its results (the lse of a
+        kernel compiled with ``return_lse=True``). dq, dk, dv are new
+        contiguous arrays/tensors of the shapes and dtype of q, k, v; a K/V
+        head shared by several query heads gets the sum over them. The
+        backward kernel is compiled on the first call.
+        """
+        api = "fa.Kernel.backward"
+        inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
+        self._check(api, inputs)
+        grads = _check_grad_inputs(api, inputs, out, dout, lse)
+        return self._run_backward(inputs, grads, _check_seed(api, dropout_seed))
+
+    def _run_backward(
+        self, inputs: _Inputs, grads: tuple[Tensor, Tensor, Tensor], dropout_seed: int | None
+    ) -> tuple[Any, Any, Any]:
+        out, dout, lse = grads
+        var = self._variant
+        dq = empty(inputs.q, inputs.q.shape, var.dtype)
+        dk = empty(inputs.q, inputs.k.shape, var.dtype)
+        dv = empty(inputs.q, inputs.v.shape, var.dtype)
+        if any(0 in t.shape for t in (dq, dk, dv)):
+            # Nothing to compute; an empty Q (or K) still has zero gradients.
+            for t in (dq, dk, dv):
+                t.obj[...] = 0
+            return dq.obj, dk.obj, dv.obj
+        bias = inputs.bias
+        if bias is not None and var.bias is not None:
+            b, hq, nq = inputs.q.shape[:3]
+            bias = _expand(bias, var.bias[1], (b, hq, nq, inputs.k.shape[2]))
+        self._kernel.backward(
+            inputs.q.raw(),
+            inputs.k.raw(),
+            inputs.v.raw(),
+            out.raw(),
+            dout.raw(),
+            lse.raw(),
+            dq.raw(),
+            dk.raw(),
+            dv.raw(),
+            bias.raw() if bias is not None else None,
+            inputs.slopes.raw() if inputs.slopes is not None else None,
+            int(dropout_seed or 0),
+            _current_stream(inputs.q),
+        )
+        return dq.obj, dk.obj, dv.obj
+
     def _run(self, inputs: _Inputs, dropout_seed: int | None) -> Any:
         var = self._variant
         b, hq, nq = inputs.q.shape[:3]
@@ -510,6 +608,100 @@ def _expand(bias: Tensor, broadcast: tuple[bool, ...], full: tuple[int, ...]) ->
     return replace(bias, shape=tuple(shape), strides=tuple(strides))
 
 
+@dataclass(frozen=True)
+class _Options:
+    """fa.attention's variant options, checked and normalized (score_mod/mask_mod traced)."""
+
+    causal: str = "none"
+    scale: float | None = None
+    window: tuple[int, int] | None = None
+    softcap: float | None = None
+    dropout_p: float = 0.0
+    score_mod: str = ""
+    mask_mod: str = ""
+
+
+def _check_options(
+    api: str,
+    causal: Any,
+    scale: Any,
+    window: Any,
+    softcap: Any,
+    dropout_p: Any,
+    score_mod: Any,
+    mask_mod: Any,
+) -> _Options:
+    return _Options(
+        causal=_check_causal(api, causal),
+        scale=_check_positive(api, "scale", scale, "None or a finite number > 0"),
+        window=_check_window(api, window),
+        softcap=_check_positive(api, "softcap", softcap, "None or a finite number > 0"),
+        dropout_p=_check_dropout(api, dropout_p),
+        score_mod=trace_score_mod(score_mod, api) if score_mod is not None else "",
+        mask_mod=trace_mask_mod(mask_mod, api) if mask_mod is not None else "",
+    )
+
+
+def _variant_of(inputs: _Inputs, options: _Options, return_lse: bool) -> _Variant:
+    return _Variant(
+        dtype=inputs.dtype,
+        head_dim=inputs.head_dim,
+        head_dim_v=inputs.head_dim_v,
+        causal=options.causal,
+        scale=options.scale,
+        window=options.window,
+        softcap=options.softcap,
+        alibi=inputs.alibi_layout,
+        bias=inputs.bias_layout,
+        dropout_p=options.dropout_p,
+        score_mod=options.score_mod,
+        mask_mod=options.mask_mod,
+        return_lse=return_lse,
+    )
+
+
+def _kernel_for(api: str, inputs: _Inputs, options: _Options, return_lse: bool) -> Kernel:
+    """The cached kernel of the variant; CUDA tensors get the device's chip ("auto")."""
+    target = "host" if inputs.q.is_cpu else "auto"
+    return _cached_kernel(api, _variant_of(inputs, options, return_lse), target)
+
+
+def _forward(
+    api: str,
+    q: Any,
+    k: Any,
+    v: Any,
+    bias: Any,
+    alibi_slopes: Any,
+    options: _Options,
+    dropout_seed: int | None,
+    return_lse: bool,
+) -> Any:
+    """fa.attention once the options are checked: O, or (O, lse)."""
+    inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
+    return _kernel_for(api, inputs, options, return_lse)._run(inputs, dropout_seed)
+
+
+def _backward(
+    api: str,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    dout: Any,
+    lse: Any,
+    bias: Any,
+    alibi_slopes: Any,
+    options: _Options,
+    dropout_seed: int | None,
+) -> tuple[Any, Any, Any]:
+    """fa.attention_backward once the options are checked: (dq, dk, dv)."""
+    inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
+    grads = _check_grad_inputs(api, inputs, out, dout, lse)
+    # The kernel that returns the lse: the one whose forward autograd runs.
+    return _kernel_for(api, inputs, options, True)._run_backward(inputs, grads, dropout_seed)
+
+
 def attention(
     q: Any,
     k: Any,
@@ -534,29 +726,69 @@ def attention(
     strides; CUDA tensors run the GPU kernel on torch's current stream).
     Returns O ``[B, Hq, Nq, Dv]`` (contiguous, dtype of Q), or
     ``(O, lse)`` with ``return_lse=True`` (lse ``[B, Hq, Nq]``, float32).
-    Kernels are compiled once per variant and cached.
+    Kernels are compiled once per variant and cached. On torch tensors it is
+    the custom op ``torch.ops.fa.attention``: differentiable with respect to
+    Q, K and V, and traceable by ``torch.compile``.
     """
     api = "fa.attention"
+    if is_real_torch_tensor(q):
+        from fa import _torch
+
+        return _torch.attention(
+            q,
+            k,
+            v,
+            causal=causal,
+            scale=scale,
+            window=window,
+            softcap=softcap,
+            alibi_slopes=alibi_slopes,
+            bias=bias,
+            dropout_p=dropout_p,
+            score_mod=score_mod,
+            mask_mod=mask_mod,
+            return_lse=return_lse,
+            dropout_seed=dropout_seed,
+        )
     inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
-    variant = _Variant(
-        dtype=inputs.dtype,
-        head_dim=inputs.head_dim,
-        head_dim_v=inputs.head_dim_v,
-        causal=_check_causal(api, causal),
-        scale=_check_positive(api, "scale", scale, "None or a finite number > 0"),
-        window=_check_window(api, window),
-        softcap=_check_positive(api, "softcap", softcap, "None or a finite number > 0"),
-        alibi=inputs.alibi_layout,
-        bias=inputs.bias_layout,
-        dropout_p=_check_dropout(api, dropout_p),
-        score_mod=trace_score_mod(score_mod, api) if score_mod is not None else "",
-        mask_mod=trace_mask_mod(mask_mod, api) if mask_mod is not None else "",
-        return_lse=bool(return_lse),
-    )
+    options = _check_options(api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
     seed = _check_seed(api, dropout_seed)
-    # CUDA tensors run the GPU kernel of the device's chip ("auto").
-    target = "host" if inputs.q.is_cpu else "auto"
-    return _cached_kernel(api, variant, target)._run(inputs, seed)
+    return _kernel_for(api, inputs, options, bool(return_lse))._run(inputs, seed)
+
+
+def attention_backward(
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    dout: Any,
+    lse: Any,
+    *,
+    causal: CausalLike = False,
+    scale: float | None = None,
+    window: tuple[int, int] | None = None,
+    softcap: float | None = None,
+    alibi_slopes: Any = None,
+    bias: Any = None,
+    dropout_p: float = 0.0,
+    score_mod: ScoreMod | None = None,
+    mask_mod: MaskMod | None = None,
+    dropout_seed: int | None = None,
+) -> tuple[Any, Any, Any]:
+    """Gradients ``(dq, dk, dv)`` of :func:`fa.attention` given ``dout`` = dLoss/dO.
+
+    ``q, k, v`` and the keywords are those of the forward call, ``out`` and
+    ``lse`` what it returned with ``return_lse=True``. Returns new contiguous
+    dq, dk, dv with the shapes and dtype of q, k, v (a K/V head shared by
+    several query heads gets the sum over them). No gradient of ``bias`` or
+    ``alibi_slopes``. The backward kernel is compiled once per variant.
+    """
+    api = "fa.attention_backward"
+    inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
+    options = _check_options(api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
+    seed = _check_seed(api, dropout_seed)
+    grads = _check_grad_inputs(api, inputs, out, dout, lse)
+    return _kernel_for(api, inputs, options, True)._run_backward(inputs, grads, seed)
 
 
 def _bias_layout(api: str, bias: Any) -> tuple[str, tuple[bool, bool, bool, bool]] | None:

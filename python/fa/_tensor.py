@@ -9,6 +9,7 @@ tensor is recognized by duck typing (``data_ptr()``, ``stride()``,
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,13 @@ def is_torch_tensor(x: Any) -> bool:
         and hasattr(x, "device")
         and hasattr(x, "shape")
     )
+
+
+def is_real_torch_tensor(x: Any) -> bool:
+    """Whether ``x`` is a ``torch.Tensor`` (of an imported torch; never imports it)."""
+    torch = sys.modules.get("torch")
+    tensor_type = getattr(torch, "Tensor", None) if torch is not None else None
+    return isinstance(tensor_type, type) and isinstance(x, tensor_type)
 
 
 def is_tensor(x: Any) -> bool:

@@ -197,6 +197,31 @@ void forward(const fa::Kernel &kernel, const py::object &q, const py::object &k,
                  reinterpret_cast<void *>(stream));
 }
 
+void backward(const fa::Kernel &kernel, const py::object &q,
+              const py::object &k, const py::object &v, const py::object &out,
+              const py::object &dout, const py::object &lse,
+              const py::object &dq, const py::object &dk, const py::object &dv,
+              const py::object &bias, const py::object &alibiSlopes,
+              int64_t dropoutSeed, uintptr_t stream) {
+  fa::TensorView qView = toView(q, "q", false);
+  fa::TensorView kView = toView(k, "k", false);
+  fa::TensorView vView = toView(v, "v", false);
+  fa::TensorView outView = toView(out, "out", false);
+  fa::TensorView doutView = toView(dout, "dout", false);
+  fa::TensorView lseView = toView(lse, "lse", false);
+  fa::TensorView dqView = toView(dq, "dq", true);
+  fa::TensorView dkView = toView(dk, "dk", true);
+  fa::TensorView dvView = toView(dv, "dv", true);
+  std::optional<fa::TensorView> biasView = toOptionalView(bias, "bias", false);
+  std::optional<fa::TensorView> slopesView =
+      toOptionalView(alibiSlopes, "alibi_slopes", false);
+  py::gil_scoped_release release;
+  kernel.backward(qView, kView, vView, outView, doutView, lseView, dqView,
+                  dkView, dvView, biasView ? &*biasView : nullptr,
+                  slopesView ? &*slopesView : nullptr, dropoutSeed,
+                  reinterpret_cast<void *>(stream));
+}
+
 std::string causalName(fa::Causal causal) {
   switch (causal) {
   case fa::Causal::None:
@@ -310,6 +335,14 @@ PYBIND11_MODULE(_C, m) {
            py::arg("dropout_seed") = 0, py::arg("stream") = 0,
            "Runs the kernel: O (and lse) are written into `out` (and `lse`); "
            "a GPU kernel runs on `stream` (a CUstream as an int).")
+      .def("backward", &backward, py::arg("q"), py::arg("k"), py::arg("v"),
+           py::arg("out"), py::arg("dout"), py::arg("lse"), py::arg("dq"),
+           py::arg("dk"), py::arg("dv"), py::arg("bias") = py::none(),
+           py::arg("alibi_slopes") = py::none(), py::arg("dropout_seed") = 0,
+           py::arg("stream") = 0,
+           "Gradients: dQ, dK, dV are written into `dq`, `dk`, `dv` from "
+           "forward's inputs, its `out` and `lse`, and `dout` = dLoss/dO. The "
+           "backward kernel is compiled on the first call.")
       .def_property_readonly("mlir", &fa::Kernel::mlir,
                              "The fa.attention the kernel was compiled from.")
       .def_property_readonly("target", &fa::Kernel::target)

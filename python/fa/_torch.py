@@ -1,0 +1,246 @@
+"""fa.attention on torch tensors: the custom ops ``fa::attention`` and
+``fa::attention_backward``, with autograd and fake (meta) implementations.
+
+Imported only when a ``torch.Tensor`` reaches :func:`fa.attention`, so torch
+stays optional. Through ``torch.library`` the forward is one op to autograd
+(``loss.backward()`` runs FA's backward kernel) and to ``torch.compile``
+(traced without a graph break; the fake implementations give the shapes).
+
+``score_mod`` / ``mask_mod`` are traced to MLIR text before the op is called,
+so the op's arguments are tensors, numbers and strings only.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Optional
+
+import torch
+from torch import Tensor
+
+from fa import _api
+
+__all__ = ["attention"]
+
+
+@torch.library.custom_op("fa::attention", mutates_args=())
+def _attention_op(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    bias: Optional[Tensor],
+    alibi_slopes: Optional[Tensor],
+    causal: str,
+    scale: Optional[float],
+    window: Optional[list[int]],
+    softcap: Optional[float],
+    dropout_p: float,
+    score_mod: str,
+    mask_mod: str,
+    dropout_seed: int,
+) -> tuple[Tensor, Tensor]:
+    """(O, lse) of one attention variant (options as ``_api._Options`` holds them)."""
+    options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
+    out, lse = _api._forward(
+        "fa.attention", q, k, v, bias, alibi_slopes, options, dropout_seed, return_lse=True
+    )
+    return out, lse
+
+
+@_attention_op.register_fake
+def _attention_fake(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    bias: Optional[Tensor],
+    alibi_slopes: Optional[Tensor],
+    causal: str,
+    scale: Optional[float],
+    window: Optional[list[int]],
+    softcap: Optional[float],
+    dropout_p: float,
+    score_mod: str,
+    mask_mod: str,
+    dropout_seed: int,
+) -> tuple[Tensor, Tensor]:
+    b, hq, nq = q.shape[:3]
+    out = q.new_empty((b, hq, nq, v.shape[3]))
+    lse = q.new_empty((b, hq, nq), dtype=torch.float32)
+    return out, lse
+
+
+@torch.library.custom_op("fa::attention_backward", mutates_args=())
+def _attention_backward_op(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    bias: Optional[Tensor],
+    alibi_slopes: Optional[Tensor],
+    causal: str,
+    scale: Optional[float],
+    window: Optional[list[int]],
+    softcap: Optional[float],
+    dropout_p: float,
+    score_mod: str,
+    mask_mod: str,
+    dropout_seed: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(dQ, dK, dV) of ``fa::attention`` given dO."""
+    options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
+    dq, dk, dv = _api._backward(
+        "fa.attention (backward)",
+        q,
+        k,
+        v,
+        out,
+        dout,
+        lse,
+        bias,
+        alibi_slopes,
+        options,
+        dropout_seed,
+    )
+    return dq, dk, dv
+
+
+@_attention_backward_op.register_fake
+def _attention_backward_fake(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    bias: Optional[Tensor],
+    alibi_slopes: Optional[Tensor],
+    causal: str,
+    scale: Optional[float],
+    window: Optional[list[int]],
+    softcap: Optional[float],
+    dropout_p: float,
+    score_mod: str,
+    mask_mod: str,
+    dropout_seed: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    # The real op returns contiguous tensors whatever the layout of q, k, v.
+    return tuple(x.new_empty(x.shape) for x in (q, k, v))  # type: ignore[return-value]
+
+
+def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
+    q, k, v, bias, alibi_slopes = inputs[:5]
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes)
+    ctx.options = inputs[5:]
+    # The lse is saved for the backward but has no gradient of its own.
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
+    q, k, v, out, lse, bias, alibi_slopes = ctx.saved_tensors
+    dq, dk, dv = _attention_backward_op(dout, q, k, v, out, lse, bias, alibi_slopes, *ctx.options)
+    # No gradients of bias, ALiBi slopes and the options (see attention()).
+    return (dq, dk, dv) + (None,) * (2 + len(ctx.options))
+
+
+_attention_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _options(
+    causal: str,
+    scale: float | None,
+    window: list[int] | tuple[int, int] | None,
+    softcap: float | None,
+    dropout_p: float,
+    score_mod: str,
+    mask_mod: str,
+) -> _api._Options:
+    return _api._Options(
+        causal=causal,
+        scale=scale,
+        window=(window[0], window[1]) if window is not None else None,
+        softcap=softcap,
+        dropout_p=dropout_p,
+        score_mod=score_mod,
+        mask_mod=mask_mod,
+    )
+
+
+@torch.compiler.assume_constant_result
+def _checked_options(
+    causal: Any,
+    scale: Any,
+    window: Any,
+    softcap: Any,
+    dropout_p: Any,
+    score_mod: Any,
+    mask_mod: Any,
+) -> tuple[str, float | None, list[int] | None, float | None, float, str, str]:
+    """The options as the op takes them, score_mod / mask_mod traced to MLIR.
+
+    torch.compile runs this once, while tracing, and keeps the result as a
+    constant: the graph then holds only the op, not the Python tracer.
+    """
+    o = _api._check_options(
+        "fa.attention", causal, scale, window, softcap, dropout_p, score_mod, mask_mod
+    )
+    window_list = list(o.window) if o.window is not None else None
+    return o.causal, o.scale, window_list, o.softcap, o.dropout_p, o.score_mod, o.mask_mod
+
+
+def attention(
+    q: Tensor,
+    k: Any,
+    v: Any,
+    *,
+    causal: Any,
+    scale: Any,
+    window: Any,
+    softcap: Any,
+    alibi_slopes: Any,
+    bias: Any,
+    dropout_p: Any,
+    score_mod: Any,
+    mask_mod: Any,
+    return_lse: Any,
+    dropout_seed: Any,
+) -> Any:
+    """fa.attention on torch tensors through ``torch.ops.fa.attention``."""
+    api = "fa.attention"
+    options = _options(
+        *_checked_options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
+    )
+    seed = _api._check_seed(api, dropout_seed)
+    if seed is None:
+        # Drawn here, not in the op, so that the backward sees the same seed.
+        seed = random.getrandbits(63) if options.dropout_p > 0 else 0
+    if isinstance(alibi_slopes, (list, tuple)):
+        alibi_slopes = torch.tensor(alibi_slopes, dtype=torch.float32, device=q.device)
+    for name, x in (("k", k), ("v", v), ("bias", bias), ("alibi_slopes", alibi_slopes)):
+        if x is not None and not isinstance(x, torch.Tensor):
+            raise TypeError(f"{api}: {name} must be a torch tensor like q, got {type(x).__name__}")
+    if torch.is_grad_enabled():
+        for name, x in (("bias", bias), ("alibi_slopes", alibi_slopes)):
+            if x is not None and x.requires_grad:
+                raise NotImplementedError(
+                    f"{api}: {name} requires grad, but FA computes no gradient for it yet "
+                    f"(pass {name}.detach())"
+                )
+    out, lse = _attention_op(
+        q,
+        k,
+        v,
+        bias,
+        alibi_slopes,
+        options.causal,
+        options.scale,
+        list(options.window) if options.window is not None else None,
+        options.softcap,
+        options.dropout_p,
+        options.score_mod,
+        options.mask_mod,
+        seed,
+    )
+    return (out, lse) if return_lse else out
