@@ -7,18 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from reference import reference, rel_error
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def example() -> str:
+def example(name: str = "python-example") -> str:
     text = README.read_text()
-    match = re.search(
-        r"<!-- python-example -->\s*```python\n(.*?)```\s*<!-- /python-example -->", text, re.DOTALL
-    )
-    assert match, "README.md has no <!-- python-example --> block"
+    match = re.search(rf"<!-- {name} -->\s*```python\n(.*?)```\s*<!-- /{name} -->", text, re.DOTALL)
+    assert match, f"README.md has no <!-- {name} --> block"
     return match.group(1)
 
 
@@ -39,3 +38,17 @@ def test_readme_example() -> None:
         mask_mod=lambda b, h, i, j: i >= j,
     )
     assert rel_error(o, want_o) < 1e-5
+
+
+def test_readme_torch_example() -> None:
+    torch = pytest.importorskip("torch")
+    code = example("torch-example")
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(README), "exec"), namespace)
+    q, k, v = (namespace[name] for name in ("q", "k", "v"))
+    # Gradients of sum(O^2), accumulated twice (eager, then compiled).
+    ref = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    o = torch.nn.functional.scaled_dot_product_attention(*ref, is_causal=True)
+    o.square().sum().backward()
+    for x, r in zip((q, k, v), ref):
+        assert float((x.grad.double() - 2 * r.grad).norm() / (2 * r.grad).norm()) < 1e-5
