@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from typing import Any, Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -218,6 +219,13 @@ def attention(
         seed = random.getrandbits(63) if options.dropout_p > 0 else 0
     if isinstance(alibi_slopes, (list, tuple)):
         alibi_slopes = torch.tensor(alibi_slopes, dtype=torch.float32, device=q.device)
+    # numpy operands next to torch Q, K, V become tensors (on Q's device).
+    bias, alibi_slopes = (
+        torch.from_numpy(x).to(q.device)
+        if isinstance(x, np.ndarray) and x.dtype in (np.float16, np.float32)
+        else x
+        for x in (bias, alibi_slopes)
+    )
     for name, x in (("k", k), ("v", v), ("bias", bias), ("alibi_slopes", alibi_slopes)):
         if x is not None and not isinstance(x, torch.Tensor):
             raise TypeError(f"{api}: {name} must be a torch tensor like q, got {type(x).__name__}")

@@ -248,3 +248,11 @@ def test_dropout_backward_drops_what_the_forward_dropped() -> None:
     want = fa.attention_backward(qn, kn, vn, on, do.numpy(), lse, **options)
     for x, w in zip((q, k, v), want):
         assert np.array_equal(x.grad.numpy(), w)
+
+
+def test_numpy_bias_with_torch_inputs() -> None:
+    import numpy as np
+
+    q, k, v = inputs(1, 2, 2, 6, 6, 8)
+    bias = np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32)
+    check_grads(q, k, v, {"bias": bias}, {"bias": torch.from_numpy(bias)})
