@@ -121,13 +121,16 @@ public:
   /// is compiled on the first call and shared by copies of this kernel. A
   /// GPU kernel takes CUDA views (as forward) and runs on `stream`; it waits
   /// for the stream before returning (it frees its Dsum workspace).
+  /// With `dbias` (host only), also writes dLoss/dbias, of the bias's dtype
+  /// and compiled shape (summed over its broadcast dims).
   void backward(const TensorView &q, const TensorView &k, const TensorView &v,
                 const TensorView &out, const TensorView &dout,
                 const TensorView &lse, const TensorView &dq,
                 const TensorView &dk, const TensorView &dv,
                 const TensorView *bias = nullptr,
                 const TensorView *alibiSlopes = nullptr,
-                int64_t dropoutSeed = 0, void *stream = nullptr) const;
+                int64_t dropoutSeed = 0, void *stream = nullptr,
+                const TensorView *dbias = nullptr) const;
 
   /// The fa.attention the kernel was compiled from.
   const std::string &mlir() const;

@@ -96,11 +96,16 @@ std::string floatText(double v) {
   return buf;
 }
 
-/// The spec as a function holding one fa.attention, or with `grad` its
-/// fa.attention_grad (Q, K, V, O, dO, lse, [bias], [slopes], [seed] ->
-/// dQ, dK, dV; the score_mod_grad region is left to
+/// What specToMLIR writes: the fa.attention, or its fa.attention_grad (Q, K,
+/// V, O, dO, lse, [bias], [slopes], [seed] -> dQ, dK, dV, and dBias with
+/// GradWithBias; the score_mod_grad region is left to
 /// fa-differentiate-score-mod).
-std::string specToMLIR(const fa::AttentionSpec &spec, bool grad = false) {
+enum class SpecForm { Forward, Grad, GradWithBias };
+
+/// The spec as a function holding one op of `form`.
+std::string specToMLIR(const fa::AttentionSpec &spec,
+                       SpecForm form = SpecForm::Forward) {
+  bool grad = form != SpecForm::Forward;
   std::string et = elementTypeName(spec.dtype);
   int64_t dv = spec.headDimV > 0 ? spec.headDimV : spec.headDim;
   std::string hq = dimText(spec.numHeadsQ), hkv = dimText(spec.numHeadsKV);
@@ -164,13 +169,15 @@ std::string specToMLIR(const fa::AttentionSpec &spec, bool grad = false) {
 
   std::string results, text;
   if (grad) {
-    results = qType + ", " + kType + ", " + vType;
+    bool withBias = form == SpecForm::GradWithBias;
+    results =
+        qType + ", " + kType + ", " + vType + (withBias ? ", " + biasType : "");
     text = "func.func @attention_grad(" + args + ") -> (" + results +
-           ") {\n  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, "
-           "%lse" +
-           operands + attrText + "\n      : " + qType + ", " + kType + ", " +
-           vType + ", " + oType + ", " + oType + ", " + lseType + " -> " +
-           results + "\n";
+           ") {\n  %dq, %dk, %dv" + (withBias ? ", %dbias" : "") +
+           " = fa.attention_grad %q, %k, %v, %o, %do, %lse" + operands +
+           attrText + "\n      : " + qType + ", " + kType + ", " + vType +
+           ", " + oType + ", " + oType + ", " + lseType + " -> " + results +
+           "\n";
   } else {
     results = oType + (spec.returnLse ? ", " + lseType : "");
     text = "func.func @attention(" + args + ") -> (" + results + ") {\n  %o" +
@@ -187,7 +194,9 @@ std::string specToMLIR(const fa::AttentionSpec &spec, bool grad = false) {
             "%kv_idx: index):\n" +
             spec.maskMod + "\n  }\n";
   if (grad)
-    text += "  return %dq, %dk, %dv : " + results + "\n}\n";
+    text = text + "  return %dq, %dk, %dv" +
+           (form == SpecForm::GradWithBias ? ", %dbias" : "") + " : " +
+           results + "\n}\n";
   else
     text += std::string("  return %o") + (spec.returnLse ? ", %lse" : "") +
             " : " + results + "\n}\n";
@@ -245,9 +254,10 @@ struct fa::Kernel::Impl {
   /// The backward, compiled on the first backward() (most kernels never
   /// need one); a failure is kept and reported by every later call.
   mutable std::mutex backwardMutex;
-  mutable std::unique_ptr<mlir::fa::HostKernel> hostBackward;
+  /// Indexed by whether it computes dBias too.
+  mutable std::unique_ptr<mlir::fa::HostKernel> hostBackward[2];
   mutable std::unique_ptr<GpuBackward> gpuBackward;
-  mutable std::string backwardError;
+  mutable std::string backwardError[2];
 };
 
 std::string fa::version() { return FA_VERSION; }
@@ -624,26 +634,27 @@ namespace {
 
 /// Compiles the backward of `impl`'s spec: its fa.attention_grad, through
 /// fa-pipeline-host like the forward, or for the GPU from the kernel cache.
-/// Sets impl.backwardError on failure.
-void compileBackward(const fa::Kernel::Impl &impl) {
+/// `withBias` adds dBias (host only). Sets impl.backwardError on failure.
+void compileBackward(const fa::Kernel::Impl &impl, bool withBias) {
+  std::string &error = impl.backwardError[withBias];
   DiagnosticContext ctx;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      ctx.parse(specToMLIR(impl.spec, /*grad=*/true), "<spec>");
+  mlir::OwningOpRef<mlir::ModuleOp> module = ctx.parse(
+      specToMLIR(impl.spec, withBias ? SpecForm::GradWithBias : SpecForm::Grad),
+      "<spec>");
   mlir::fa::AttentionGradOp grad;
   if (module)
     module->walk([&](mlir::fa::AttentionGradOp op) { grad = op; });
   if (!grad) {
-    impl.backwardError = "invalid attention spec\n" + ctx.text;
+    error = "invalid attention spec\n" + ctx.text;
     return;
   }
   if (impl.gpu) {
     bool compiled = false;
-    std::string error;
     auto gpu = std::make_unique<GpuBackward>();
     gpu->image =
         mlir::fa::getOrCompileCudaBackward(grad, impl.target, compiled, error);
     if (!gpu->image) {
-      impl.backwardError = error + "\n" + ctx.text;
+      error += "\n" + ctx.text;
       return;
     }
     impl.gpuBackward = std::move(gpu);
@@ -652,17 +663,16 @@ void compileBackward(const fa::Kernel::Impl &impl) {
   mlir::OwningOpRef<mlir::ModuleOp> kernelModule =
       mlir::fa::buildHostKernelModule(grad.getOperation());
   if (!kernelModule) {
-    impl.backwardError =
-        "cannot build the backward of the attention spec\n" + ctx.text;
+    error = "cannot build the backward of the attention spec\n" + ctx.text;
     return;
   }
   auto host = mlir::fa::HostKernel::compile(*kernelModule,
                                             mlir::fa::HostPipelineOptions());
   if (!host) {
-    impl.backwardError = llvm::toString(host.takeError()) + "\n" + ctx.text;
+    error = llvm::toString(host.takeError()) + "\n" + ctx.text;
     return;
   }
-  impl.hostBackward = std::move(*host);
+  impl.hostBackward[withBias] = std::move(*host);
 }
 
 /// Loads the backward's module on device 0 (which must run `chip`).
@@ -755,7 +765,7 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
                           const TensorView &dq, const TensorView &dk,
                           const TensorView &dv, const TensorView *bias,
                           const TensorView *alibiSlopes, int64_t dropoutSeed,
-                          void *stream) const {
+                          void *stream, const TensorView *dbias) const {
   const AttentionSpec &spec = impl->spec;
   Device device = impl->gpu ? Device::CUDA : Device::CPU;
   CheckedInputs in = checkInputs(kBackward, spec, device, q, k, v, bias,
@@ -776,17 +786,31 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
   checkShape(kBackward, dk, "dk", {in.b, in.hkv, in.nk, in.d});
   args.push_back(toArg(kBackward, dv, "dv", spec.dtype, 4, true, device));
   checkShape(kBackward, dv, "dv", {in.b, in.hkv, in.nk, in.dv});
+  bool withBias = dbias != nullptr;
+  if (dbias) {
+    if (!spec.bias)
+      fail(kBackward, "dbias needs a bias, but the kernel was compiled "
+                      "without one");
+    if (impl->gpu)
+      fail(kBackward, "dbias is not computed on the GPU");
+    args.push_back(
+        toArg(kBackward, *dbias, "dbias", spec.biasDType, 4, true, device));
+    const int64_t full[4] = {in.b, in.hq, in.nq, in.nk};
+    for (int i = 0; i < 4; ++i)
+      checkDim(kBackward, dbias->shape[i], spec.biasBroadcast[i] ? 1 : full[i],
+               "dbias dim " + std::to_string(i));
+  }
 
   mlir::fa::HostKernel *host = nullptr;
   GpuBackward *gpu = nullptr;
   {
     std::lock_guard<std::mutex> lock(impl->backwardMutex);
-    if (!impl->hostBackward && !impl->gpuBackward &&
-        impl->backwardError.empty())
-      compileBackward(*impl);
-    if (!impl->hostBackward && !impl->gpuBackward)
-      fail(kBackward, impl->backwardError);
-    host = impl->hostBackward.get();
+    if (!impl->hostBackward[withBias] && !impl->gpuBackward &&
+        impl->backwardError[withBias].empty())
+      compileBackward(*impl, withBias);
+    if (!impl->hostBackward[withBias] && !impl->gpuBackward)
+      fail(kBackward, impl->backwardError[withBias]);
+    host = impl->hostBackward[withBias].get();
     gpu = impl->gpuBackward.get();
     if (gpu && !gpu->functions)
       loadGpuBackward(*gpu, impl->gpu->image->chip);

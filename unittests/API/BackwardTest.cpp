@@ -144,6 +144,63 @@ TEST(BackwardTest, SoftcapWindowBiasAlibiInF32) {
   checkBackward(kernel, {2, 4, 2, 30, 37, 16, 8}, options, &bias, &slopes);
 }
 
+TEST(BackwardTest, BiasGradientSummedOverBroadcastDims) {
+  for (fa::DType biasDType : {fa::DType::F32, fa::DType::BF16}) {
+    fa::AttentionSpec spec = specOf(fa::DType::F32, 16);
+    spec.causal = fa::Causal::BottomRight;
+    spec.bias = true;
+    spec.biasDType = biasDType;
+    spec.biasBroadcast = {true, false, false, false};
+    fa::Kernel kernel = fa::compile(spec);
+    const int64_t b = 2, hq = 4, hkv = 2, nq = 19, nk = 23, d = 16;
+    std::mt19937 rng(4);
+    HostTensor q(fa::DType::F32, {b, hq, nq, d}),
+        k(fa::DType::F32, {b, hkv, nk, d}), v(fa::DType::F32, {b, hkv, nk, d}),
+        o(fa::DType::F32, {b, hq, nq, d}), dout(fa::DType::F32, o.shape),
+        dq(fa::DType::F32, q.shape), dk(fa::DType::F32, k.shape),
+        dv(fa::DType::F32, v.shape);
+    HostTensor lse(fa::DType::F32, {b, hq, nq});
+    HostTensor bias(biasDType, {1, hq, nq, nk}), dbias(biasDType, bias.shape);
+    for (HostTensor *t : {&q, &k, &v, &dout, &bias})
+      t->randomize(rng);
+    fa::TensorView lseView = lse.view(), biasView = bias.view(),
+                   dbiasView = dbias.view();
+    kernel.forward(q.view(), k.view(), v.view(), o.view(), &lseView, &biasView);
+    kernel.backward(q.view(), k.view(), v.view(), o.view(), dout.view(),
+                    lse.view(), dq.view(), dk.view(), dv.view(), &biasView,
+                    nullptr, 0, nullptr, &dbiasView);
+
+    fa::support::AttentionOptions options;
+    options.causal = fa::support::CausalMask::BottomRight;
+    options.bias = bias.ref();
+    std::vector<double> refDq, refDk, refDv, refDbias;
+    std::string error;
+    ASSERT_TRUE(fa::support::attentionGradReference(
+        q.ref(), k.ref(), v.ref(), dout.ref(), options, refDq, refDk, refDv,
+        error, &refDbias))
+        << error;
+    std::vector<double> gotDq = dq.read(), gotDbias = dbias.read();
+    EXPECT_LT(
+        fa::support::relativeError(gotDq.data(), refDq.data(), refDq.size()),
+        1e-5);
+    EXPECT_LT(fa::support::relativeError(gotDbias.data(), refDbias.data(),
+                                         refDbias.size()),
+              fa::testing::boundFor(biasDType));
+  }
+  // dbias needs a bias, of the compiled shape.
+  fa::Kernel plain = fa::compile(specOf(fa::DType::F32, 8));
+  HostTensor t(fa::DType::F32, {1, 1, 4, 8}), l(fa::DType::F32, {1, 1, 4}),
+      g(fa::DType::F32, {1, 1, 4, 8}), db(fa::DType::F32, {1, 1, 4, 4});
+  fa::TensorView dbView = db.view();
+  EXPECT_EQ(errorOf([&] {
+              plain.backward(t.view(), t.view(), t.view(), t.view(), t.view(),
+                             l.view(), g.view(), g.view(), g.view(), nullptr,
+                             nullptr, 0, nullptr, &dbView);
+            }),
+            "fa::Kernel::backward: dbias needs a bias, but the kernel was "
+            "compiled without one");
+}
+
 TEST(BackwardTest, ScoreModAndMaskMod) {
   fa::AttentionSpec spec = specOf(fa::DType::F32, 16);
   // score * (1 + h / 4) - 0.05 * (i - j): d score_mod / d score depends on h.
