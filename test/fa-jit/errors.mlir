@@ -74,13 +74,13 @@
 // RUN: not fa-jit %S/Inputs/sin-mod.mlir --lse-output=%t/lse.npy 2>&1 | FileCheck %s --check-prefix=NO-LSE
 // NO-LSE: fa-jit: error: --lse-output: the op has no lse result
 
-// Files that do not hold exactly one valid fa.attention.
+// Files that do not hold exactly one valid fa.attention or fa.attention_grad.
 // RUN: not fa-jit %S/Inputs/two-ops.mlir 2>&1 | FileCheck %s --check-prefix=TWO
-// TWO: fa-jit: error: {{.*}}two-ops.mlir: expected exactly one fa.attention, found 2
+// TWO: fa-jit: error: {{.*}}two-ops.mlir: expected exactly one fa.attention or fa.attention_grad, found 2
 // TWO-NEXT: fa-jit: note: {{.*}}two-ops.mlir:3:8: fa.attention here
 // TWO-NEXT: fa-jit: note: {{.*}}two-ops.mlir:6:9: fa.attention here
 // RUN: not fa-jit %S/Inputs/no-op.mlir 2>&1 | FileCheck %s --check-prefix=ZERO
-// ZERO: fa-jit: error: {{.*}}no-op.mlir: expected exactly one fa.attention, found 0
+// ZERO: fa-jit: error: {{.*}}no-op.mlir: expected exactly one fa.attention or fa.attention_grad, found 0
 // RUN: not fa-jit %S/Inputs/invalid.mlir 2>&1 | FileCheck %s --check-prefix=INVALID
 // INVALID: fa-jit: error: {{.*}}invalid.mlir:3:8: 'fa.attention' op window sizes must be non-negative, got [-1, 2]
 // RUN: echo "func.func @f(" > %t/syntax.mlir
@@ -88,7 +88,10 @@
 // SYNTAX: fa-jit: error: {{.*}}syntax.mlir:{{[0-9]+}}:{{[0-9]+}}: {{.*}}
 
 // Variants the host pipeline does not support: its diagnostic, then ours.
-// RUN: not fa-jit %S/Inputs/dropout.mlir --shape=1,2,2,16,16,32 2>&1 | FileCheck %s --check-prefix=DROPOUT
-// RUN: not fa-jit --dropout=0.1 --dtype=f16 --shape=1,2,2,16,16,32 2>&1 | FileCheck %s --check-prefix=DROPOUT
-// DROPOUT: fa-jit: error: {{.*}}'fa.attention' op dropout is not supported
-// DROPOUT: fa-jit: error: fa-pipeline-host failed
+// (Dropout runs on the host now: backward-dropout.mlir.) A score_mod whose
+// derivative fa-differentiate-score-mod does not know runs forward only.
+// RUN: fa-jit %S/Inputs/atan-mod.mlir | FileCheck %s --check-prefix=ATAN-FWD
+// ATAN-FWD: variant=score_mod
+// RUN: not fa-jit %S/Inputs/atan-mod.mlir --backward 2>&1 | FileCheck %s --check-prefix=ATAN
+// ATAN: fa-jit: error: {{.*}}atan-mod.mlir:9:10: 'math.atan' op has no derivative that fa-differentiate-score-mod knows; score_mod cannot be differentiated
+// ATAN-NEXT: fa-jit: error: fa-pipeline-host failed

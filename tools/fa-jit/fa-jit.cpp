@@ -1,8 +1,9 @@
 //===- fa-jit.cpp - Compile and run one attention variant -----------------===//
 //
-// fa-jit takes one fa.attention (from a .mlir file, or built from flags),
-// compiles it with fa-pipeline-host, runs it on .npy or random inputs and,
-// with --check, compares it with the float64 reference.
+// fa-jit takes one fa.attention or fa.attention_grad (from a .mlir file, or
+// built from flags), compiles it with fa-pipeline-host, runs it on .npy or
+// random inputs and, with --check, compares it with the float64 reference.
+// The backward runs the forward of the same variant first for O and lse.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,17 +101,24 @@ static cl::opt<bool> biasOpt(
     cl::cat(faCategory));
 static cl::opt<bool> lseOpt("lse", cl::desc("Also return the log-sum-exp"),
                             cl::cat(faCategory));
+static cl::opt<bool> backwardOpt(
+    "backward",
+    cl::desc("Run the backward: the fa.attention_grad of the variant (or of "
+             "the file's fa.attention; a file holding fa.attention_grad "
+             "implies it) on Q, K, V and dO, after the forward of the same "
+             "variant has given O and lse"),
+    cl::cat(faCategory));
 static cl::opt<double>
-    dropoutOpt("dropout",
-               cl::desc("Dropout probability (seeded by --seed); the host "
-                        "pipeline rejects it for now"),
+    dropoutOpt("dropout", cl::desc("Dropout probability (seeded by --seed)"),
                cl::value_desc("P"), cl::cat(faCategory));
 
 // Data.
 static cl::opt<std::string>
     inputsOpt("inputs",
-              cl::desc("q.npy,k.npy,v.npy[,bias.npy]: inputs (otherwise random "
-                       "normal); shapes and dtypes must match the op"),
+              cl::desc("q.npy,k.npy,v.npy[,bias.npy], with the backward "
+                       "q.npy,k.npy,v.npy,do.npy[,bias.npy]: inputs "
+                       "(otherwise random normal); shapes and dtypes must "
+                       "match the op"),
               cl::value_desc("files"), cl::cat(faCategory));
 static cl::opt<uint64_t>
     seedOpt("seed", cl::desc("Seed of the random inputs (and of dropout)"),
@@ -121,6 +129,10 @@ static cl::opt<std::string> outputOpt("output", cl::desc("Write O as .npy"),
 static cl::opt<std::string>
     lseOutputOpt("lse-output", cl::desc("Write lse as .npy (implies --lse)"),
                  cl::value_desc("lse.npy"), cl::cat(faCategory));
+static cl::opt<std::string>
+    gradOutputsOpt("grad-outputs",
+                   cl::desc("Backward: write dQ, dK and dV as .npy"),
+                   cl::value_desc("dq.npy,dk.npy,dv.npy"), cl::cat(faCategory));
 
 // Checking.
 static cl::opt<bool> checkOpt(
@@ -128,11 +140,13 @@ static cl::opt<bool> checkOpt(
     cl::desc("Compare with the float64 reference on the same inputs and fail "
              "when the relative L2 error is over the bound: O within 1e-5 "
              "(f32), 5e-3 (f16), 2e-2 (bf16) (a few units of the dtype's "
-             "roundoff, as O is rounded to it); lse within 1e-5 (it is f32)"),
+             "roundoff, as O is rounded to it); lse within 1e-5 (it is f32); "
+             "dQ, dK, dV within 2e-5, 1e-2, 4e-2"),
     cl::cat(faCategory));
 static cl::opt<double>
     toleranceOpt("tolerance",
-                 cl::desc("Override the --check bounds of O and lse"),
+                 cl::desc("Override the --check bounds of O and lse (or dQ, "
+                          "dK and dV)"),
                  cl::init(0.0), cl::cat(faCategory));
 
 // Compilation.
@@ -147,7 +161,8 @@ static cl::opt<bool> benchOpt(
     "bench",
     cl::desc("GPU: time the kernel with CUDA events after warm-up and print "
              "`bench: median_ms=<ms> tflops=<TFLOP/s>` (4*B*Hq*Nq*Nk*D FLOPs, "
-             "half when causal)"),
+             "half when causal; the backward's three kernels together, 2.5 "
+             "times that)"),
     cl::cat(faCategory));
 static cl::opt<int> benchItersOpt("bench-iters",
                                   cl::desc("Timed runs of --bench"),
@@ -488,8 +503,9 @@ OwningOpRef<ModuleOp> buildFromFlags(MLIRContext &ctx,
   return module;
 }
 
-/// A short description of the op's variant for the summary line.
-std::string describeVariant(AttentionOp op, const Dims &dims) {
+/// A short description of the op's variant for the summary line. The
+/// backward's forward always has lse: `backward` leaves it out.
+std::string describeVariant(AttentionOp op, const Dims &dims, bool backward) {
   llvm::SmallVector<std::string> parts;
   if (dims[kHkv] != dims[kHq])
     parts.push_back(dims[kHkv] == 1 ? "mqa" : "gqa");
@@ -513,7 +529,7 @@ std::string describeVariant(AttentionOp op, const Dims &dims) {
     parts.push_back("mask_mod");
   if (op.getDropoutPAttr())
     parts.push_back("dropout");
-  if (op.getLse())
+  if (op.getLse() && !backward)
     parts.push_back("lse");
   return parts.empty() ? "plain" : llvm::join(parts, ",");
 }
@@ -602,6 +618,24 @@ double defaultBound(DType dtype) {
   }
 }
 
+/// The --check bound of dQ, dK and dV (relative L2): twice O's. Measured
+/// (N up to 4096, every variant): f16 and bf16 errors are those of rounding
+/// the result, about 2e-4 and 1.7e-3; f32 ones, from summing over N in f32,
+/// grow with N, 1.6e-6 at N = 4096. A sharper softmax (scale 1 instead of
+/// 1/sqrt(64)) makes dS = P (dP - D) cancel more and amplifies the rounding
+/// of O inside D: up to 2.5e-6, 5.8e-4 and 4.3e-3. The bounds leave 8x or
+/// more over those.
+double gradBound(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return 1e-2;
+  case DType::BF16:
+    return 4e-2;
+  default:
+    return 2e-5;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // The driver
 //===----------------------------------------------------------------------===//
@@ -624,6 +658,7 @@ public:
   }
 
   bool parseFlags();
+  bool parseSource();
   bool readInputs();
   bool loadOp();
   bool emit();
@@ -660,18 +695,27 @@ private:
   std::optional<DType> flagDType;
   Dims shapeDims;
 
-  // The op and its kernel.
-  OwningOpRef<ModuleOp> source;
+  // The op and its kernel. In the backward, `op` is the forward of the
+  // variant (with lse), built from `gradOp`, and `gradKernelModule` holds
+  // @fa_backward.
+  OwningOpRef<ModuleOp> source, gradSource, forwardSource;
   AttentionOp op;
+  AttentionGradOp gradOp;
+  bool backward = false;
   DType dtype = DType::F32;
-  OwningOpRef<ModuleOp> kernelModule;
+  OwningOpRef<ModuleOp> kernelModule, gradKernelModule;
   HostPipelineOptions pipelineOptions;
 
-  // Sizes and data. `inputs` holds Q, K, V and the bias file if any.
+  // Sizes and data. `inputs` holds Q, K, V and, in the backward, dO.
   Dims dims;
   llvm::SmallVector<std::string> inputPaths;
   std::vector<NpyArray> inputs;
+  /// The bias file, when --inputs gives one.
+  std::optional<NpyArray> biasInput;
+  std::string biasPath;
   NpyArray bias, slopes, out, lse;
+  /// The backward's results.
+  NpyArray dq, dk, dv;
   /// The GPU chip to compile for; empty for the host.
   std::string chip;
 };
@@ -745,9 +789,37 @@ bool Driver::parseFlags() {
     return fail("--layout must be bhsd or bshd, got '" + layoutOpt + "'");
   if (blockQOpt < 0 || blockKVOpt < 0)
     return fail("--block-q and --block-kv must be >= 0");
+  if (!gradOutputsOpt.empty() &&
+      llvm::count(llvm::StringRef(gradOutputsOpt), ',') != 2)
+    return fail("--grad-outputs expects dq.npy,dk.npy,dv.npy, got '" +
+                gradOutputsOpt + "'");
   pipelineOptions.reference = referenceOpt;
   pipelineOptions.blockQ = blockQOpt;
   pipelineOptions.blockKV = blockKVOpt;
+  return true;
+}
+
+bool Driver::parseSource() {
+  backward = backwardOpt;
+  if (inputFile.empty())
+    return true;
+  llvm::SmallVector<llvm::StringRef> flags = givenVariantFlags();
+  if (!flags.empty())
+    return fail("--" + flags.front() +
+                " cannot be combined with an input file; the file gives "
+                "the variant");
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(inputFile, &error);
+  if (!buffer)
+    return fail(error);
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  source = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!source)
+    return false;
+  FailureOr<Operation *> found = findSingleAttentionOp(*source);
+  if (failed(found))
+    return false;
+  backward |= isa<AttentionGradOp>(*found);
   return true;
 }
 
@@ -756,17 +828,28 @@ bool Driver::readInputs() {
     return true;
   llvm::SmallVector<llvm::StringRef> parts;
   llvm::StringRef(inputsOpt).split(parts, ',');
-  if (parts.size() != 3 && parts.size() != 4)
-    return fail("--inputs expects q.npy,k.npy,v.npy[,bias.npy], got '" +
-                inputsOpt + "'");
-  // Reserve: buildOpFromFlags keeps a pointer to the bias file.
-  inputs.reserve(4);
-  for (llvm::StringRef path : parts) {
-    inputPaths.push_back(path.str());
-    inputs.emplace_back();
+  // Q, K, V, [dO,] then the bias if any.
+  size_t tensors = backward ? 4 : 3;
+  if (parts.size() != tensors && parts.size() != tensors + 1)
+    return fail(backward
+                    ? "--inputs expects q.npy,k.npy,v.npy,do.npy[,bias.npy] "
+                      "with the backward, got '" +
+                          inputsOpt + "'"
+                    : "--inputs expects q.npy,k.npy,v.npy[,bias.npy], "
+                      "got '" +
+                          inputsOpt + "'");
+  for (auto [i, path] : llvm::enumerate(parts)) {
+    NpyArray array;
     std::string error;
-    if (!readNpy(path.str(), inputs.back(), error))
+    if (!readNpy(path.str(), array, error))
       return fail(error);
+    if (i < tensors) {
+      inputPaths.push_back(path.str());
+      inputs.push_back(std::move(array));
+    } else {
+      biasPath = path.str();
+      biasInput = std::move(array);
+    }
   }
   return true;
 }
@@ -795,15 +878,15 @@ bool Driver::buildOpFromFlags() {
           variant.dims[(*which[t])[i]] = inputs[t].shape[i];
     }
   }
-  variant.bias = biasOpt || inputs.size() == 4;
-  if (inputs.size() == 4) {
-    if (inputs[3].shape.size() != 4)
-      return fail(inputPaths[3] + ": expected a rank-4 bias, got shape " +
-                  formatShape(inputs[3].shape));
-    if (!isAttentionDType(inputs[3].dtype))
-      return fail(inputPaths[3] + ": expected dtype f32, f16 or bf16, got " +
-                  getDTypeName(inputs[3].dtype));
-    variant.biasFile = &inputs[3];
+  variant.bias = biasOpt || biasInput;
+  if (biasInput) {
+    if (biasInput->shape.size() != 4)
+      return fail(biasPath + ": expected a rank-4 bias, got shape " +
+                  formatShape(biasInput->shape));
+    if (!isAttentionDType(biasInput->dtype))
+      return fail(biasPath + ": expected dtype f32, f16 or bf16, got " +
+                  getDTypeName(biasInput->dtype));
+    variant.biasFile = &*biasInput;
   }
   variant.lse = lseOpt || !lseOutputOpt.empty();
   source = buildFromFlags(ctx, variant);
@@ -811,61 +894,76 @@ bool Driver::buildOpFromFlags() {
 }
 
 bool Driver::loadOp() {
-  if (inputFile.empty()) {
-    if (!buildOpFromFlags())
-      return false;
-  } else {
-    llvm::SmallVector<llvm::StringRef> flags = givenVariantFlags();
-    if (!flags.empty())
-      return fail("--" + flags.front() +
-                  " cannot be combined with an input file; the file gives "
-                  "the variant");
-    std::string error;
-    std::unique_ptr<llvm::MemoryBuffer> buffer =
-        openInputFile(inputFile, &error);
-    if (!buffer)
-      return fail(error);
-    sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-    source = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
-    if (!source)
-      return false;
-  }
-
-  FailureOr<AttentionOp> found = findSingleAttention(*source);
+  if (!source && !buildOpFromFlags())
+    return false;
+  FailureOr<Operation *> found = findSingleAttentionOp(*source);
   if (failed(found))
     return false;
-  op = *found;
+  if (backward) {
+    // The backward needs the forward's O and lse: derive whichever op the
+    // source does not hold, so that both share one variant.
+    gradOp = dyn_cast<AttentionGradOp>(*found);
+    if (!gradOp) {
+      gradSource = buildGradOfForward(cast<AttentionOp>(*found));
+      gradOp = cast<AttentionGradOp>(*findSingleAttentionOp(*gradSource));
+    }
+    forwardSource = buildForwardOfGrad(gradOp);
+    op = cast<AttentionOp>(*findSingleAttentionOp(*forwardSource));
+    if (failed(verify(gradOp)) || failed(verify(op)))
+      return false;
+  } else {
+    op = cast<AttentionOp>(*found);
+  }
   std::optional<DType> elementType = toDType(op.getElementType());
   if (!elementType)
     return fail("unsupported element type");
   dtype = *elementType;
-  if (inputs.size() == 4 && !op.getBias())
-    return fail("--inputs: " + inputPaths[3] +
+  if (biasInput && !op.getBias())
+    return fail("--inputs: " + biasPath +
                 " is a bias, but the op has no bias operand");
   if (!lseOutputOpt.empty() && !op.getLse())
     return fail("--lse-output: the op has no lse result");
+  if (!gradOutputsOpt.empty() && !backward)
+    return fail("--grad-outputs needs the backward (--backward, or a file "
+                "holding fa.attention_grad)");
 
   kernelModule = buildHostKernelModule(op);
-  return succeeded(verify(*kernelModule));
+  if (!kernelModule || failed(verify(*kernelModule)))
+    return false;
+  if (backward) {
+    gradKernelModule = buildHostKernelModule(gradOp);
+    if (!gradKernelModule || failed(verify(*gradKernelModule)))
+      return false;
+  }
+  return true;
 }
 
 bool Driver::emit() {
   if (emitOpt == "ptx") {
+    // The backward's three kernels are one PTX module.
+    if (backward) {
+      FailureOr<CudaBackwardImage> image = compileCudaBackward(gradOp, chip);
+      if (failed(image))
+        return fail("fa-pipeline-cuda failed");
+      llvm::outs() << image->ptx;
+      return true;
+    }
     FailureOr<CudaKernelImage> image = compileCudaKernel(op, chip);
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
     return true;
   }
+  ModuleOp module = backward ? *gradKernelModule : *kernelModule;
   if (emitOpt != "kernel" &&
-      failed(lowerHostKernelModule(*kernelModule, pipelineOptions)))
+      failed(lowerHostKernelModule(module, pipelineOptions)))
     return fail("fa-pipeline-host failed");
   if (emitOpt == "llvm") {
-    if (failed(printHostLLVMIR(*kernelModule, llvm::outs())))
+    if (failed(printHostLLVMIR(module, llvm::outs())))
       return fail("cannot translate the kernel to LLVM IR");
     return true;
   }
-  kernelModule->print(llvm::outs());
+  module->print(llvm::outs());
   llvm::outs() << "\n";
   return true;
 }
@@ -882,8 +980,8 @@ bool Driver::resolveDims() {
                   kDimNames[i] + "=" + llvm::Twine(dims[i]));
     dims[i] = shapeDims[i];
   }
-  const std::vector<Dim> *inputDims[3] = {&kQDims, &kKDims, &kVDims};
-  for (size_t t = 0; t < std::min<size_t>(inputs.size(), 3); ++t)
+  const std::vector<Dim> *inputDims[4] = {&kQDims, &kKDims, &kVDims, &kODims};
+  for (size_t t = 0; t < inputs.size(); ++t)
     if (!checkDType(inputs[t], dtype, inputPaths[t]) ||
         !mergeShape(dims, inputs[t].shape, *inputDims[t], inputPaths[t]))
       return false;
@@ -908,8 +1006,10 @@ bool Driver::resolveDims() {
 }
 
 bool Driver::prepareData() {
-  // Inputs, random where no file gives them.
+  // Inputs, random where no file gives them: Q, K, V, the bias, then dO, so
+  // that a seed gives the backward the inputs of the forward.
   std::mt19937_64 rng(seedOpt);
+  bool randomGradOutput = backward && inputs.size() < 4;
   const std::vector<Dim> *inputDims[3] = {&kQDims, &kKDims, &kVDims};
   for (size_t t = inputs.size(); t < 3; ++t)
     inputs.push_back(randomNormal(dtype, shapeOf(*inputDims[t]), rng));
@@ -923,13 +1023,13 @@ bool Driver::prepareData() {
     if (countElements(shape) < 0)
       return fail("the bias is too large: " + formatShape(shape));
     DType biasDType = *toDType(type.getElementType());
-    if (inputs.size() == 4) {
-      if (!checkDType(inputs[3], biasDType, inputPaths[3]))
+    if (biasInput) {
+      if (!checkDType(*biasInput, biasDType, biasPath))
         return false;
-      if (inputs[3].shape != shape)
-        return fail(inputPaths[3] + ": expected shape " + formatShape(shape) +
-                    ", got " + formatShape(inputs[3].shape));
-      bias = std::move(inputs[3]);
+      if (biasInput->shape != shape)
+        return fail(biasPath + ": expected shape " + formatShape(shape) +
+                    ", got " + formatShape(biasInput->shape));
+      bias = std::move(*biasInput);
     } else {
       bias = randomNormal(biasDType, shape, rng);
     }
@@ -940,15 +1040,25 @@ bool Driver::prepareData() {
     std::vector<int64_t> shape = {dims[kHq]};
     if (perBatch)
       shape.insert(shape.begin(), dims[kB]);
+    // Per-batch slopes differ by batch (divided by b + 1), so that a kernel
+    // that reads the wrong batch's row fails --check.
     std::vector<double> values;
     for (int64_t b = 0; b < (perBatch ? dims[kB] : 1); ++b)
       for (int64_t h = 0; h < dims[kHq]; ++h)
-        values.push_back(std::exp2(-8.0 * double(h + 1) / double(dims[kHq])));
+        values.push_back(std::exp2(-8.0 * double(h + 1) / double(dims[kHq])) /
+                         double(b + 1));
     slopes = fromDoubles(DType::F32, shape, values.data());
   }
+  if (randomGradOutput)
+    inputs.push_back(randomNormal(dtype, shapeOf(kODims), rng));
   out = makeOutput(dtype, shapeOf(kODims));
   if (op.getLse())
     lse = makeOutput(DType::F32, shapeOf(kLseDims));
+  if (backward) {
+    dq = makeOutput(dtype, shapeOf(kQDims));
+    dk = makeOutput(dtype, shapeOf(kKDims));
+    dv = makeOutput(dtype, shapeOf(kVDims));
+  }
   return true;
 }
 
@@ -962,49 +1072,87 @@ bool Driver::compileAndRun() {
       HostKernel::compile(*kernelModule, pipelineOptions);
   if (!kernel)
     return fail(llvm::toString(kernel.takeError()));
+  std::unique_ptr<HostKernel> gradKernel;
+  if (backward) {
+    llvm::Expected<std::unique_ptr<HostKernel>> compiledGrad =
+        HostKernel::compile(*gradKernelModule, pipelineOptions);
+    if (!compiledGrad)
+      return fail(llvm::toString(compiledGrad.takeError()));
+    gradKernel = std::move(*compiledGrad);
+  }
   auto compiled = std::chrono::steady_clock::now();
 
-  // Q, K, V, O and lse in the requested layout; bias and slopes stay
-  // row-major.
+  // Q, K, V, O, lse (and dO, dQ, dK, dV) in the requested layout; bias and
+  // slopes stay row-major.
   bool headsInner = layoutOpt == "bshd";
-  std::vector<StridedBuffer> relaid;
-  relaid.reserve(5);
-  auto view = [&](NpyArray &array) {
-    if (!headsInner)
-      return HostKernelArg::contiguous(array.data.data(), array.shape);
-    relaid.push_back(toHeadsInnerLayout(array));
-    return relaid.back().arg;
+  // Runs `kernel` on `before`, the bias and slopes, the seed, then `after`
+  // (the outputs).
+  auto run = [&](HostKernel &kernel, llvm::ArrayRef<NpyArray *> before,
+                 llvm::ArrayRef<NpyArray *> after) {
+    std::vector<StridedBuffer> relaid;
+    // No reallocation: a growing vector copies StridedBuffers (their move
+    // is not noexcept) and the views taken so far would dangle.
+    relaid.reserve(before.size() + after.size());
+    llvm::SmallVector<HostKernelArg> args;
+    auto add = [&](NpyArray *array, bool layout) {
+      if (layout && headsInner) {
+        relaid.push_back(toHeadsInnerLayout(*array));
+        args.push_back(relaid.back().arg);
+        return;
+      }
+      args.push_back(
+          HostKernelArg::contiguous(array->data.data(), array->shape));
+    };
+    for (NpyArray *array : before)
+      add(array, true);
+    if (op.getBias())
+      add(&bias, false);
+    if (op.getAlibiSlopes())
+      add(&slopes, false);
+    if (op.getDropoutSeed())
+      args.push_back(HostKernelArg::i64(static_cast<int64_t>(seedOpt)));
+    for (NpyArray *array : after)
+      add(array, true);
+    if (llvm::Error error = kernel.run(args))
+      return fail(llvm::toString(std::move(error)));
+    if (headsInner)
+      for (auto [i, array] : llvm::enumerate(after))
+        fromHeadsInnerLayout(relaid[relaid.size() - after.size() + i], *array);
+    return true;
   };
-  llvm::SmallVector<HostKernelArg> args;
-  for (int t = 0; t < 3; ++t)
-    args.push_back(view(inputs[t]));
-  if (op.getBias())
-    args.push_back(HostKernelArg::contiguous(bias.data.data(), bias.shape));
-  if (op.getAlibiSlopes())
-    args.push_back(HostKernelArg::contiguous(slopes.data.data(), slopes.shape));
-  if (op.getDropoutSeed())
-    args.push_back(HostKernelArg::i64(static_cast<int64_t>(seedOpt)));
-  args.push_back(view(out));
-  if (op.getLse())
-    args.push_back(view(lse));
+
   auto started = std::chrono::steady_clock::now();
-  if (llvm::Error error = (*kernel)->run(args))
-    return fail(llvm::toString(std::move(error)));
-  auto ran = std::chrono::steady_clock::now();
-  if (headsInner) {
-    fromHeadsInnerLayout(relaid[3], out);
-    if (op.getLse())
-      fromHeadsInnerLayout(relaid[4], lse);
+  llvm::SmallVector<NpyArray *> results = {&out};
+  if (op.getLse())
+    results.push_back(&lse);
+  if (!run(**kernel, {&inputs[0], &inputs[1], &inputs[2]}, results))
+    return false;
+  auto ran = std::chrono::steady_clock::now(), gradRan = ran;
+  if (backward) {
+    if (!run(*gradKernel,
+             {&inputs[0], &inputs[1], &inputs[2], &out, &inputs[3], &lse},
+             {&dq, &dk, &dv}))
+      return false;
+    gradRan = std::chrono::steady_clock::now();
   }
 
   using Ms = std::chrono::duration<double, std::milli>;
-  llvm::outs() << "fa-jit: ran fa.attention on host: " << getDTypeName(dtype);
+  llvm::outs() << "fa-jit: ran "
+               << (backward ? "fa.attention_grad" : "fa.attention")
+               << " on host: " << getDTypeName(dtype);
   for (int i = 0; i < kNumDims; ++i)
     llvm::outs() << " " << kDimNames[i] << "=" << dims[i];
-  llvm::outs() << " variant=" << describeVariant(op, dims)
-               << llvm::formatv(" compile={0:f1}ms run={1:f1}ms\n",
-                                Ms(compiled - start).count(),
-                                Ms(ran - started).count());
+  llvm::outs() << " variant=" << describeVariant(op, dims, backward)
+               << llvm::formatv(" compile={0:f1}ms",
+                                Ms(compiled - start).count());
+  // The backward's run is the gradient kernel; forward= is the pass that
+  // gave it O and lse.
+  if (backward)
+    llvm::outs() << llvm::formatv(" forward={0:f1}ms run={1:f1}ms\n",
+                                  Ms(ran - started).count(),
+                                  Ms(gradRan - ran).count());
+  else
+    llvm::outs() << llvm::formatv(" run={0:f1}ms\n", Ms(ran - started).count());
   if (peakMemoryOpt)
     llvm::outs() << "peak_rss_mb=" << peakRssMegabytes() << "\n";
   return true;
@@ -1020,13 +1168,20 @@ bool Driver::compileAndRunOnGpu() {
   auto start = std::chrono::steady_clock::now();
 
   // The kernel: from the cache (memory, then $FA_CACHE_DIR), else compiled.
-  bool compiledNow = false;
+  // The backward's three kernels share one cache entry.
+  bool compiledNow = false, gradCompiledNow = false;
   std::string error;
   std::shared_ptr<const rt::CachedKernel> cached =
       getOrCompileCudaKernel(op, chip, compiledNow, error);
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;
+  std::shared_ptr<const rt::CachedKernel> gradCached;
+  if (backward) {
+    gradCached = getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error);
+    if (!gradCached)
+      return fail(error);
+  }
   auto compiled = std::chrono::steady_clock::now();
 
   rt::Expected<rt::Module> module =
@@ -1041,6 +1196,20 @@ bool Driver::compileAndRunOnGpu() {
           function.value().setMaxDynamicSharedMemory(kernel.dynamicSharedBytes);
       st.failed())
     return fail(st.getMessage());
+  std::optional<rt::Module> gradModule;
+  std::optional<CudaBackwardFunctions> gradFunctions;
+  if (backward) {
+    rt::Expected<rt::Module> loaded =
+        rt::Module::load(device.value(), gradCached->image);
+    if (loaded.failed())
+      return fail(loaded.getMessage());
+    gradModule.emplace(loaded.take());
+    rt::Expected<CudaBackwardFunctions> functions =
+        loadCudaBackward(*gradCached, *gradModule);
+    if (functions.failed())
+      return fail(functions.getMessage());
+    gradFunctions.emplace(functions.take());
+  }
 
   // Inputs and outputs, contiguous [B, H, N, D] on the device.
   auto upload = [&](const NpyArray &array, rt::DeviceBuffer &buffer) {
@@ -1054,16 +1223,21 @@ bool Driver::compileAndRunOnGpu() {
     rt::Status st = buffer.copyFromHost(array.data.data(), array.data.size());
     return st.ok() || fail(st.getMessage());
   };
-  rt::DeviceBuffer dq, dk, dv, dout, dlse;
-  if (!upload(inputs[0], dq) || !upload(inputs[1], dk) ||
-      !upload(inputs[2], dv) || !upload(out, dout) || !upload(lse, dlse))
+  auto download = [&](const rt::DeviceBuffer &buffer, NpyArray &array) {
+    rt::Status st = buffer.copyToHost(array.data.data(), array.data.size());
+    return st.ok() || fail(st.getMessage());
+  };
+  rt::DeviceBuffer qBuf, kBuf, vBuf, oBuf, lseBuf;
+  if (!upload(inputs[0], qBuf) || !upload(inputs[1], kBuf) ||
+      !upload(inputs[2], vBuf) || !upload(out, oBuf) || !upload(lse, lseBuf))
     return false;
 
   int64_t b = dims[kB], hq = dims[kHq], hkv = dims[kHkv], nq = dims[kNq],
           nk = dims[kNk], d = dims[kD], dvDim = dims[kDv];
   CudaAttentionCall call;
-  uint64_t pointers[5] = {dq.getPointer(), dk.getPointer(), dv.getPointer(),
-                          dout.getPointer(), dlse.getPointer()};
+  uint64_t pointers[5] = {qBuf.getPointer(), kBuf.getPointer(),
+                          vBuf.getPointer(), oBuf.getPointer(),
+                          lseBuf.getPointer()};
   int64_t strides[14] = {
       hq * nq * d,      nq * d,     d,     hkv * nk * d,    nk * d,     d,
       hkv * nk * dvDim, nk * dvDim, dvDim, hq * nq * dvDim, nq * dvDim, dvDim,
@@ -1084,37 +1258,97 @@ bool Driver::compileAndRunOnGpu() {
     return fail(st.getMessage());
   if (rt::Status st = device.value().synchronize(); st.failed())
     return fail(st.getMessage());
-  auto ran = std::chrono::steady_clock::now();
-  if (rt::Status st = dout.copyToHost(out.data.data(), out.data.size());
-      st.failed())
-    return fail(st.getMessage());
-  if (op.getLse())
-    if (rt::Status st = dlse.copyToHost(lse.data.data(), lse.data.size());
-        st.failed())
+  auto ran = std::chrono::steady_clock::now(), gradRan = ran;
+  if (!download(oBuf, out) || (op.getLse() && !download(lseBuf, lse)))
+    return false;
+
+  // The backward on the forward's O and lse, still on the device. Its
+  // outputs start as NaN (from the host) so that anything unwritten shows.
+  rt::DeviceBuffer doBuf, dqBuf, dkBuf, dvBuf, workspace;
+  CudaBackwardCall gradCall;
+  if (backward) {
+    if (!upload(inputs[3], doBuf) || !upload(dq, dqBuf) || !upload(dk, dkBuf) ||
+        !upload(dv, dvBuf))
+      return false;
+    uint64_t gradPointers[9] = {
+        pointers[0],        pointers[1],        pointers[2],
+        pointers[3],        doBuf.getPointer(), pointers[4],
+        dqBuf.getPointer(), dkBuf.getPointer(), dvBuf.getPointer()};
+    int64_t gradStrides[26] = {hq * nq * d,      nq * d,     d,
+                               hkv * nk * d,     nk * d,     d,
+                               hkv * nk * dvDim, nk * dvDim, dvDim,
+                               hq * nq * dvDim,  nq * dvDim, dvDim,
+                               hq * nq * dvDim,  nq * dvDim, dvDim,
+                               hq * nq * d,      nq * d,     d,
+                               hkv * nk * d,     nk * d,     d,
+                               hkv * nk * dvDim, nk * dvDim, dvDim,
+                               hq * nq,          nq};
+    std::copy(std::begin(gradPointers), std::end(gradPointers),
+              gradCall.pointers);
+    std::copy(std::begin(gradStrides), std::end(gradStrides), gradCall.strides);
+    gradCall.batch = b;
+    gradCall.headsQ = hq;
+    gradCall.headsKV = hkv;
+    gradCall.seqQ = nq;
+    gradCall.seqKV = nk;
+    gradCall.scale = static_cast<float>(op.getScaleOrDefault());
+    gradCall.scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
+    // Our own Dsum workspace keeps the launch asynchronous (for --bench).
+    rt::Expected<rt::DeviceBuffer> allocated = rt::DeviceBuffer::allocate(
+        device.value(),
+        std::max<uint64_t>(getCudaBackwardWorkspaceBytes(gradCall), 4));
+    if (allocated.failed())
+      return fail(allocated.getMessage());
+    workspace = std::move(allocated.value());
+    gradCall.workspace = workspace.getPointer();
+  }
+  auto launchGrad = [&]() {
+    return launchCudaBackward(*gradCached, *gradFunctions, gradCall, nullptr);
+  };
+  auto gradStarted = ran;
+  if (backward) {
+    gradStarted = std::chrono::steady_clock::now();
+    if (rt::Status st = launchGrad(); st.failed())
       return fail(st.getMessage());
+    if (rt::Status st = device.value().synchronize(); st.failed())
+      return fail(st.getMessage());
+    gradRan = std::chrono::steady_clock::now();
+    if (!download(dqBuf, dq) || !download(dkBuf, dk) || !download(dvBuf, dv))
+      return false;
+  }
 
   using Ms = std::chrono::duration<double, std::milli>;
-  llvm::outs() << "fa-jit: ran fa.attention on " << chip << " ("
-               << device.value().getName() << "): " << getDTypeName(dtype);
+  llvm::outs() << "fa-jit: ran "
+               << (backward ? "fa.attention_grad" : "fa.attention") << " on "
+               << chip << " (" << device.value().getName()
+               << "): " << getDTypeName(dtype);
   for (int i = 0; i < kNumDims; ++i)
     llvm::outs() << " " << kDimNames[i] << "=" << dims[i];
-  llvm::outs() << " variant=" << describeVariant(op, dims)
-               << llvm::formatv(" compile={0:f1}ms ({1}) run={2:f1}ms\n",
+  bool anyCompiled = compiledNow || gradCompiledNow;
+  llvm::outs() << " variant=" << describeVariant(op, dims, backward)
+               << llvm::formatv(" compile={0:f1}ms ({1})",
                                 Ms(compiled - start).count(),
-                                compiledNow ? "compiled" : "cached",
-                                Ms(ran - started).count());
+                                anyCompiled ? "compiled" : "cached");
+  if (backward)
+    llvm::outs() << llvm::formatv(" forward={0:f1}ms run={1:f1}ms\n",
+                                  Ms(ran - started).count(),
+                                  Ms(gradRan - gradStarted).count());
+  else
+    llvm::outs() << llvm::formatv(" run={0:f1}ms\n", Ms(ran - started).count());
 
   if (benchOpt) {
     rt::Expected<rt::Event> e0 = rt::Event::create(device.value());
     rt::Expected<rt::Event> e1 = rt::Event::create(device.value());
     if (e0.failed() || e1.failed())
       return fail("cannot create CUDA events");
+    // The backward times its three kernels (Dsum, dK/dV, dQ) together.
+    auto timed = [&]() { return backward ? launchGrad() : launch(); };
     for (int i = 0; i < 5; ++i)
-      if (rt::Status st = launch(); st.failed())
+      if (rt::Status st = timed(); st.failed())
         return fail(st.getMessage());
     std::vector<float> times;
     for (int i = 0; i < std::max(1, benchItersOpt.getValue()); ++i) {
-      if (e0.value().record().failed() || launch().failed() ||
+      if (e0.value().record().failed() || timed().failed() ||
           e1.value().record().failed() || e1.value().synchronize().failed())
         return fail("timing the kernel failed");
       rt::Expected<float> ms = rt::Event::elapsedMs(e0.value(), e1.value());
@@ -1127,6 +1361,8 @@ bool Driver::compileAndRunOnGpu() {
     double flops = 4.0 * b * hq * double(nq) * double(nk) * d;
     if (op.getCausalAttr())
       flops /= 2;
+    if (backward)
+      flops *= 2.5;
     llvm::outs() << llvm::formatv("bench: median_ms={0:f4} tflops={1:f1}\n",
                                   median, flops / (median * 1e9));
   }
@@ -1139,13 +1375,19 @@ bool Driver::writeOutputs() {
     return fail(error);
   if (!lseOutputOpt.empty() && !writeNpy(lseOutputOpt, lse, error))
     return fail(error);
+  if (!gradOutputsOpt.empty()) {
+    llvm::SmallVector<llvm::StringRef> paths;
+    llvm::StringRef(gradOutputsOpt).split(paths, ',');
+    const NpyArray *grads[3] = {&dq, &dk, &dv};
+    for (auto [path, array] : llvm::zip(paths, grads))
+      if (!writeNpy(path.str(), *array, error))
+        return fail(error);
+  }
   return true;
 }
 
 bool Driver::check() {
   // The reference on the same inputs, as rounded to their dtypes.
-  if (op.getDropoutPAttr())
-    return fail("--check does not support dropout (the reference has none)");
   std::vector<double> q = toDoubles(inputs[0]), k = toDoubles(inputs[1]),
                       v = toDoubles(inputs[2]), biasValues, slopeValues;
   AttentionOptions options;
@@ -1167,16 +1409,14 @@ bool Driver::check() {
                          : CausalMask::BottomRight;
   if (auto window = op.getWindowAttr())
     options.window = SlidingWindow{window[0], window[1]};
+  // The reference draws the kernel's Philox stream from the same seed.
+  if (auto dropout = op.getDropoutPAttr()) {
+    options.dropoutP = dropout.getValueAsDouble();
+    options.dropoutSeed = seedOpt;
+  }
   if (!buildRegionCallbacks(op, options))
     return false;
   options.numThreads = 0;
-  std::vector<double> refOut, refLse;
-  std::string error;
-  if (!attentionReference(
-          {q.data(), inputs[0].shape}, {k.data(), inputs[1].shape},
-          {v.data(), inputs[2].shape}, options, refOut, refLse, error))
-    return fail("--check: the reference failed: " + error);
-
   bool passed = true;
   auto compare = [&](llvm::StringRef name, const NpyArray &got,
                      const std::vector<double> &ref, double bound) {
@@ -1192,6 +1432,25 @@ bool Driver::check() {
     passed &= ok;
   };
   double tolerance = toleranceOpt;
+  std::string error;
+  if (backward) {
+    std::vector<double> dOut = toDoubles(inputs[3]), refDq, refDk, refDv;
+    if (!attentionGradReference(
+            {q.data(), inputs[0].shape}, {k.data(), inputs[1].shape},
+            {v.data(), inputs[2].shape}, {dOut.data(), inputs[3].shape},
+            options, refDq, refDk, refDv, error))
+      return fail("--check: the reference failed: " + error);
+    double bound = tolerance > 0 ? tolerance : gradBound(dtype);
+    compare("dQ", dq, refDq, bound);
+    compare("dK", dk, refDk, bound);
+    compare("dV", dv, refDv, bound);
+    return passed;
+  }
+  std::vector<double> refOut, refLse;
+  if (!attentionReference(
+          {q.data(), inputs[0].shape}, {k.data(), inputs[1].shape},
+          {v.data(), inputs[2].shape}, options, refOut, refLse, error))
+    return fail("--check: the reference failed: " + error);
   compare("O", out, refOut, tolerance > 0 ? tolerance : defaultBound(dtype));
   if (op.getLse())
     compare("lse", lse, refLse, tolerance > 0 ? tolerance : 1e-5);
@@ -1200,7 +1459,8 @@ bool Driver::check() {
 
 int runFaJit() {
   Driver driver;
-  if (!driver.parseFlags() || !driver.readInputs() || !driver.loadOp())
+  if (!driver.parseFlags() || !driver.parseSource() || !driver.readInputs() ||
+      !driver.loadOp())
     return 1;
   if (!emitOpt.empty())
     return driver.emit() ? 0 : 1;
@@ -1217,12 +1477,14 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(faCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "fa-jit: compile one fa.attention for the host, run it and check it\n\n"
-      "The op comes from FILE.mlir (one fa.attention in any function; "
-      "--shape gives its dynamic sizes) or, without a file, from the variant "
-      "flags (B, Nq and Nk dynamic; heads and head dims static).\n\n"
+      "fa-jit: compile one fa.attention or fa.attention_grad for the host, "
+      "run it and check it\n\n"
+      "The op comes from FILE.mlir (one fa.attention or fa.attention_grad in "
+      "any function; --shape gives its dynamic sizes) or, without a file, "
+      "from the variant flags (B, Nq and Nk dynamic; heads and head dims "
+      "static; --backward for its gradient).\n\n"
       "  fa-jit FILE.mlir [--shape=...] [--inputs=...] [--check]\n"
       "  fa-jit --shape=B,Hq,Hkv,Nq,Nk,D[,Dv] --dtype=bf16 --causal=... "
-      "[--check]\n");
+      "[--backward] [--check]\n");
   return runFaJit();
 }
