@@ -1,0 +1,48 @@
+// REQUIRES: numpy
+// The backward with an additive bias: random f32 [1, Hq, Nq, Nk], and from
+// .npy files (the fifth --inputs file) with broadcast dims and other dtypes.
+
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: fa-jit --backward --check --bias --shape=2,4,2,40,56,64 | FileCheck %s --check-prefix=RANDOM
+// RUN: fa-jit --backward --emit=kernel --bias --shape=2,4,2,40,56,64 | FileCheck %s --check-prefix=RANDOM-TYPE
+// RANDOM: variant=gqa,bias compile=
+// RANDOM-NEXT: {{^}}dQ rel_err={{.*}} ok
+// RANDOM-NEXT: {{^}}dK rel_err={{.*}} ok
+// RANDOM-NEXT: {{^}}dV rel_err={{.*}} ok
+// RANDOM-TYPE: bias(%{{.*}} : tensor<1x4x?x?xf32>)
+
+// A bf16 [1, 1, Nq, Nk] bias broadcast over B and heads, with bf16 inputs,
+// checked by the numpy backward too.
+// RUN: %python %S/Inputs/npy_util.py gen %t/a --shape=2,2,2,30,45,32 --dtype=bf16 --bias-shape=1,1,30,45 --bias-dtype=bf16 --grad
+// RUN: fa-jit --backward --check --inputs=%t/a/q.npy,%t/a/k.npy,%t/a/v.npy,%t/a/do.npy,%t/a/bias.npy \
+// RUN:   --grad-outputs=%t/a/dq.npy,%t/a/dk.npy,%t/a/dv.npy | FileCheck %s --check-prefix=BCAST
+// RUN: fa-jit --backward --emit=kernel --inputs=%t/a/q.npy,%t/a/k.npy,%t/a/v.npy,%t/a/do.npy,%t/a/bias.npy | FileCheck %s --check-prefix=BCAST-TYPE
+// BCAST: bf16 B=2 Hq=2 Hkv=2 Nq=30 Nk=45 D=32 Dv=32 variant=bias compile=
+// BCAST-NEXT: {{^}}dQ rel_err={{.*}} ok
+// BCAST-NEXT: {{^}}dK rel_err={{.*}} ok
+// BCAST-NEXT: {{^}}dV rel_err={{.*}} ok
+// BCAST-TYPE: bias(%{{.*}} : tensor<1x1x?x?xbf16>)
+// RUN: %python %S/Inputs/npy_util.py grad-compare %t/a/dq.npy %t/a/dk.npy %t/a/dv.npy %t/a --bias --bound=4e-2 | FileCheck %s --check-prefix=NUMPY
+// NUMPY: numpy dQ rel_err={{.*}} ok
+// NUMPY-NEXT: numpy dK rel_err={{.*}} ok
+// NUMPY-NEXT: numpy dV rel_err={{.*}} ok
+
+// A key-padding-like [B, 1, 1, Nk] f32 bias, MQA, f16 inputs.
+// RUN: %python %S/Inputs/npy_util.py gen %t/c --shape=2,4,1,17,33,64 --dtype=f16 --bias-shape=2,1,1,33 --grad
+// RUN: fa-jit --backward --check --inputs=%t/c/q.npy,%t/c/k.npy,%t/c/v.npy,%t/c/do.npy,%t/c/bias.npy \
+// RUN:   --grad-outputs=%t/c/dq.npy,%t/c/dk.npy,%t/c/dv.npy | FileCheck %s --check-prefix=KEYS
+// KEYS: f16 B=2 Hq=4 Hkv=1 Nq=17 Nk=33 D=64 Dv=64 variant=mqa,bias compile=
+// KEYS-NEXT: {{^}}dQ rel_err={{.*}} ok
+// KEYS-NEXT: {{^}}dK rel_err={{.*}} ok
+// KEYS-NEXT: {{^}}dV rel_err={{.*}} ok
+// RUN: %python %S/Inputs/npy_util.py grad-compare %t/c/dq.npy %t/c/dk.npy %t/c/dv.npy %t/c --bias --bound=1e-2 | FileCheck %s --check-prefix=NUMPY
+
+// A full f16 [B, Hq, Nq, Nk] bias with f32 inputs.
+// RUN: %python %S/Inputs/npy_util.py gen %t/b --shape=2,2,1,17,33,64 --bias-shape=2,2,17,33 --bias-dtype=f16 --grad
+// RUN: fa-jit --backward --check --inputs=%t/b/q.npy,%t/b/k.npy,%t/b/v.npy,%t/b/do.npy,%t/b/bias.npy \
+// RUN:   --grad-outputs=%t/b/dq.npy,%t/b/dk.npy,%t/b/dv.npy | FileCheck %s --check-prefix=FULL
+// FULL: f32 B=2 Hq=2 Hkv=1 Nq=17 Nk=33 D=64 Dv=64 variant=mqa,bias compile=
+// FULL-NEXT: {{^}}dQ rel_err={{.*}} ok
+// FULL-NEXT: {{^}}dK rel_err={{.*}} ok
+// FULL-NEXT: {{^}}dV rel_err={{.*}} ok
+// RUN: %python %S/Inputs/npy_util.py grad-compare %t/b/dq.npy %t/b/dk.npy %t/b/dv.npy %t/b --bias | FileCheck %s --check-prefix=NUMPY
