@@ -83,6 +83,7 @@ class Kernel:
         alibi_slopes: Any = None,
         dropout_seed: int = 0,
         stream: int = 0,
+        dbias: Any = None,
     ) -> None: ...
 
 def compile(spec: AttentionSpec, target: str = "host") -> Kernel: ...

@@ -322,6 +322,13 @@ def _check_inputs(
     return _Inputs(tq, tk, tv, tbias, tslopes)
 
 
+def _check_return_dbias(api: str, inputs: _Inputs, return_dbias: Any) -> None:
+    if return_dbias and inputs.bias is None:
+        raise ValueError(f"{api}: return_dbias=True needs a bias")
+    if return_dbias and not inputs.q.is_cpu:
+        raise NotImplementedError(f"{api}: dbias is computed on the host only")
+
+
 def _check_grad_inputs(
     api: str, inputs: _Inputs, out: Any, dout: Any, lse: Any
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -507,39 +514,55 @@ class Kernel:
         bias: Any = None,
         alibi_slopes: Any = None,
         dropout_seed: int | None = None,
-    ) -> tuple[Any, Any, Any]:
+        return_dbias: bool = False,
+    ) -> tuple[Any, ...]:
         """Gradients ``(dq, dk, dv)`` of the kernel's O given ``dout`` = dLoss/dO.
 
         ``q, k, v`` (and ``bias``, ``alibi_slopes``, ``dropout_seed``) are
         the forward call's, ``out`` and ``lse`` its results (the lse of a
         kernel compiled with ``return_lse=True``). dq, dk, dv are new
         contiguous arrays/tensors of the shapes and dtype of q, k, v; a K/V
-        head shared by several query heads gets the sum over them. The
-        backward kernel is compiled on the first call.
+        head shared by several query heads gets the sum over them. With
+        ``return_dbias=True`` (host only) the result is ``(dq, dk, dv,
+        dbias)``, dbias of the bias's shape and dtype (summed over its
+        broadcast dims). The backward kernel is compiled on the first call.
         """
         api = "fa.Kernel.backward"
         inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
         self._check(api, inputs)
         grads = _check_grad_inputs(api, inputs, out, dout, lse)
-        return self._run_backward(inputs, grads, _check_seed(api, dropout_seed))
+        _check_return_dbias(api, inputs, return_dbias)
+        seed = _check_seed(api, dropout_seed)
+        return self._run_backward(inputs, grads, seed, bool(return_dbias))
 
     def _run_backward(
-        self, inputs: _Inputs, grads: tuple[Tensor, Tensor, Tensor], dropout_seed: int | None
-    ) -> tuple[Any, Any, Any]:
+        self,
+        inputs: _Inputs,
+        grads: tuple[Tensor, Tensor, Tensor],
+        dropout_seed: int | None,
+        return_dbias: bool = False,
+    ) -> tuple[Any, ...]:
         out, dout, lse = grads
         var = self._variant
         dq = empty(inputs.q, inputs.q.shape, var.dtype)
         dk = empty(inputs.q, inputs.k.shape, var.dtype)
         dv = empty(inputs.q, inputs.v.shape, var.dtype)
+        b, hq, nq = inputs.q.shape[:3]
+        full = (b, hq, nq, inputs.k.shape[2])
+        dbias = None
+        if return_dbias and var.bias is not None and inputs.bias is not None:
+            # The kernel's bias shape; reduced to the caller's afterwards.
+            shape = tuple(1 if bc else n for bc, n in zip(var.bias[1], full))
+            dbias = empty(inputs.q, shape, var.bias[0])
+        outputs = [t for t in (dq, dk, dv, dbias) if t is not None]
         if any(0 in t.shape for t in (dq, dk, dv)):
             # Nothing to compute; an empty Q (or K) still has zero gradients.
-            for t in (dq, dk, dv):
+            for t in outputs:
                 t.obj[...] = 0
-            return dq.obj, dk.obj, dv.obj
+            return self._grads(inputs, outputs)
         bias = inputs.bias
         if bias is not None and var.bias is not None:
-            b, hq, nq = inputs.q.shape[:3]
-            bias = _expand(bias, var.bias[1], (b, hq, nq, inputs.k.shape[2]))
+            bias = _expand(bias, var.bias[1], full)
         self._kernel.backward(
             inputs.q.raw(),
             inputs.k.raw(),
@@ -554,8 +577,29 @@ class Kernel:
             inputs.slopes.raw() if inputs.slopes is not None else None,
             int(dropout_seed or 0),
             _current_stream(inputs.q),
+            dbias.raw() if dbias is not None else None,
         )
-        return dq.obj, dk.obj, dv.obj
+        return self._grads(inputs, outputs)
+
+    @staticmethod
+    def _grads(inputs: _Inputs, outputs: list[Tensor]) -> tuple[Any, ...]:
+        """The gradients as arrays/tensors; dbias summed to the caller's bias shape."""
+        grads = [t.obj for t in outputs]
+        if len(outputs) == 4 and inputs.bias is not None:
+            user = inputs.bias  # rank 4, size 1 where the caller's bias broadcasts
+            dims = tuple(
+                i for i, (n, m) in enumerate(zip(user.shape, outputs[3].shape)) if n == 1 != m
+            )
+            dbias = grads[3]
+            if dims:
+                if outputs[3].framework == "torch":
+                    dbias = dbias.sum(dim=dims, keepdim=True)
+                else:
+                    dbias = dbias.sum(axis=dims, keepdims=True, dtype=np.float32).astype(
+                        dbias.dtype
+                    )
+            grads[3] = dbias.reshape(tuple(inputs.bias.obj.shape))
+        return tuple(grads)
 
     def _run(self, inputs: _Inputs, dropout_seed: int | None) -> Any:
         var = self._variant
@@ -694,12 +738,15 @@ def _backward(
     alibi_slopes: Any,
     options: _Options,
     dropout_seed: int | None,
-) -> tuple[Any, Any, Any]:
-    """fa.attention_backward once the options are checked: (dq, dk, dv)."""
+    return_dbias: bool = False,
+) -> tuple[Any, ...]:
+    """fa.attention_backward once the options are checked: (dq, dk, dv[, dbias])."""
     inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
     grads = _check_grad_inputs(api, inputs, out, dout, lse)
+    _check_return_dbias(api, inputs, return_dbias)
     # The kernel that returns the lse: the one whose forward autograd runs.
-    return _kernel_for(api, inputs, options, True)._run_backward(inputs, grads, dropout_seed)
+    kernel = _kernel_for(api, inputs, options, True)
+    return kernel._run_backward(inputs, grads, dropout_seed, return_dbias)
 
 
 def attention(
@@ -774,21 +821,26 @@ def attention_backward(
     score_mod: ScoreMod | None = None,
     mask_mod: MaskMod | None = None,
     dropout_seed: int | None = None,
-) -> tuple[Any, Any, Any]:
+    return_dbias: bool = False,
+) -> tuple[Any, ...]:
     """Gradients ``(dq, dk, dv)`` of :func:`fa.attention` given ``dout`` = dLoss/dO.
 
     ``q, k, v`` and the keywords are those of the forward call, ``out`` and
     ``lse`` what it returned with ``return_lse=True``. Returns new contiguous
     dq, dk, dv with the shapes and dtype of q, k, v (a K/V head shared by
-    several query heads gets the sum over them). No gradient of ``bias`` or
-    ``alibi_slopes``. The backward kernel is compiled once per variant.
+    several query heads gets the sum over them); with ``return_dbias=True``
+    (host only) also dbias, of the shape and dtype of ``bias`` (summed over
+    its broadcast dims). No gradient of ``alibi_slopes``. The backward kernel
+    is compiled once per variant.
     """
     api = "fa.attention_backward"
     inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
     options = _check_options(api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
     seed = _check_seed(api, dropout_seed)
     grads = _check_grad_inputs(api, inputs, out, dout, lse)
-    return _kernel_for(api, inputs, options, True)._run_backward(inputs, grads, seed)
+    _check_return_dbias(api, inputs, return_dbias)
+    kernel = _kernel_for(api, inputs, options, True)
+    return kernel._run_backward(inputs, grads, seed, bool(return_dbias))
 
 
 def _bias_layout(api: str, bias: Any) -> tuple[str, tuple[bool, bool, bool, bool]] | None:

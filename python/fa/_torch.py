@@ -88,10 +88,11 @@ def _attention_backward_op(
     score_mod: str,
     mask_mod: str,
     dropout_seed: int,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """(dQ, dK, dV) of ``fa::attention`` given dO."""
+    bias_grad: bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(dQ, dK, dV, dBias) of ``fa::attention`` given dO; dBias is empty without bias_grad."""
     options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
-    dq, dk, dv = _api._backward(
+    grads = _api._backward(
         "fa.attention (backward)",
         q,
         k,
@@ -103,8 +104,10 @@ def _attention_backward_op(
         alibi_slopes,
         options,
         dropout_seed,
+        bias_grad,
     )
-    return dq, dk, dv
+    dbias = grads[3] if bias_grad else q.new_empty(0)
+    return grads[0], grads[1], grads[2], dbias
 
 
 @_attention_backward_op.register_fake
@@ -125,9 +128,11 @@ def _attention_backward_fake(
     score_mod: str,
     mask_mod: str,
     dropout_seed: int,
-) -> tuple[Tensor, Tensor, Tensor]:
+    bias_grad: bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     # The real op returns contiguous tensors whatever the layout of q, k, v.
-    return tuple(x.new_empty(x.shape) for x in (q, k, v))  # type: ignore[return-value]
+    dbias = bias.new_empty(bias.shape) if bias_grad and bias is not None else q.new_empty(0)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dbias
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
@@ -141,9 +146,12 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tens
 
 def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
     q, k, v, out, lse, bias, alibi_slopes = ctx.saved_tensors
-    dq, dk, dv = _attention_backward_op(dout, q, k, v, out, lse, bias, alibi_slopes, *ctx.options)
-    # No gradients of bias, ALiBi slopes and the options (see attention()).
-    return (dq, dk, dv) + (None,) * (2 + len(ctx.options))
+    bias_grad = bias is not None and ctx.needs_input_grad[3]
+    dq, dk, dv, dbias = _attention_backward_op(
+        dout, q, k, v, out, lse, bias, alibi_slopes, *ctx.options, bias_grad
+    )
+    # No gradients of the ALiBi slopes and the options (see attention()).
+    return (dq, dk, dv, dbias if bias_grad else None) + (None,) * (1 + len(ctx.options))
 
 
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -230,12 +238,16 @@ def attention(
         if x is not None and not isinstance(x, torch.Tensor):
             raise TypeError(f"{api}: {name} must be a torch tensor like q, got {type(x).__name__}")
     if torch.is_grad_enabled():
-        for name, x in (("bias", bias), ("alibi_slopes", alibi_slopes)):
-            if x is not None and x.requires_grad:
-                raise NotImplementedError(
-                    f"{api}: {name} requires grad, but FA computes no gradient for it yet "
-                    f"(pass {name}.detach())"
-                )
+        if alibi_slopes is not None and alibi_slopes.requires_grad:
+            raise NotImplementedError(
+                f"{api}: alibi_slopes requires grad, but FA computes no gradient for it yet "
+                "(pass alibi_slopes.detach())"
+            )
+        if bias is not None and bias.requires_grad and not q.is_cpu:
+            raise NotImplementedError(
+                f"{api}: bias requires grad, but FA computes its gradient on the host only "
+                "(pass bias.detach())"
+            )
     out, lse = _attention_op(
         q,
         k,

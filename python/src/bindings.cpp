@@ -202,7 +202,7 @@ void backward(const fa::Kernel &kernel, const py::object &q,
               const py::object &dout, const py::object &lse,
               const py::object &dq, const py::object &dk, const py::object &dv,
               const py::object &bias, const py::object &alibiSlopes,
-              int64_t dropoutSeed, uintptr_t stream) {
+              int64_t dropoutSeed, uintptr_t stream, const py::object &dbias) {
   fa::TensorView qView = toView(q, "q", false);
   fa::TensorView kView = toView(k, "k", false);
   fa::TensorView vView = toView(v, "v", false);
@@ -215,11 +215,14 @@ void backward(const fa::Kernel &kernel, const py::object &q,
   std::optional<fa::TensorView> biasView = toOptionalView(bias, "bias", false);
   std::optional<fa::TensorView> slopesView =
       toOptionalView(alibiSlopes, "alibi_slopes", false);
+  std::optional<fa::TensorView> dbiasView =
+      toOptionalView(dbias, "dbias", true);
   py::gil_scoped_release release;
   kernel.backward(qView, kView, vView, outView, doutView, lseView, dqView,
                   dkView, dvView, biasView ? &*biasView : nullptr,
                   slopesView ? &*slopesView : nullptr, dropoutSeed,
-                  reinterpret_cast<void *>(stream));
+                  reinterpret_cast<void *>(stream),
+                  dbiasView ? &*dbiasView : nullptr);
 }
 
 std::string causalName(fa::Causal causal) {
@@ -339,10 +342,11 @@ PYBIND11_MODULE(_C, m) {
            py::arg("out"), py::arg("dout"), py::arg("lse"), py::arg("dq"),
            py::arg("dk"), py::arg("dv"), py::arg("bias") = py::none(),
            py::arg("alibi_slopes") = py::none(), py::arg("dropout_seed") = 0,
-           py::arg("stream") = 0,
-           "Gradients: dQ, dK, dV are written into `dq`, `dk`, `dv` from "
-           "forward's inputs, its `out` and `lse`, and `dout` = dLoss/dO. The "
-           "backward kernel is compiled on the first call.")
+           py::arg("stream") = 0, py::arg("dbias") = py::none(),
+           "Gradients: dQ, dK, dV (and dBias) are written into `dq`, `dk`, "
+           "`dv` (and `dbias`) from forward's inputs, its `out` and `lse`, "
+           "and `dout` = dLoss/dO. The backward kernel is compiled on the "
+           "first call.")
       .def_property_readonly("mlir", &fa::Kernel::mlir,
                              "The fa.attention the kernel was compiled from.")
       .def_property_readonly("target", &fa::Kernel::target)

@@ -171,16 +171,33 @@ def test_no_grad_mode_and_inference() -> None:
     assert rel(o, ref) < BOUNDS[torch.float32]
 
 
-def test_bias_that_requires_grad_is_refused() -> None:
+@pytest.mark.parametrize(
+    "shape", [(1, 4, 18, 21), (4, 1, 21), (18, 21)], ids=["per head", "per head key", "2d"]
+)
+def test_bias_gradient(shape: tuple[int, ...]) -> None:
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = inputs(2, 4, 2, 18, 21, 8)
+    bias = (torch.randn(shape, generator=gen) * 0.5).requires_grad_()
+    do = torch.randn(2, 4, 18, 8, generator=gen)
+    (fa.attention(q, k, v, bias=bias, causal="bottom_right") * do).sum().backward()
+    ref = [x.detach().double().requires_grad_() for x in (q, k, v, bias)]
+    want = reference(*ref[:3], bias=ref[3], causal="bottom_right")
+    (want * do.double()).sum().backward()
+    assert bias.grad is not None and bias.grad.shape == bias.shape
+    for x, r in zip((q, k, v, bias), ref):
+        assert rel(x.grad, r.grad) < BOUNDS[torch.float32]
+
+
+def test_alibi_slopes_that_require_grad_are_refused() -> None:
     q, k, v = inputs(1, 2, 2, 8, 8, 8)
-    bias = torch.zeros(8, 8, requires_grad=True)
+    slopes = torch.tensor([0.5, 0.25], requires_grad=True)
     with pytest.raises(
         NotImplementedError,
-        match=r"^fa\.attention: bias requires grad, but FA computes no gradient for it yet "
-        r"\(pass bias\.detach\(\)\)$",
+        match=r"^fa\.attention: alibi_slopes requires grad, but FA computes no gradient for it "
+        r"yet \(pass alibi_slopes\.detach\(\)\)$",
     ):
-        fa.attention(q, k, v, bias=bias)
-    fa.attention(q, k, v, bias=bias.detach()).sum().backward()  # fine detached
+        fa.attention(q, k, v, alibi_slopes=slopes)
+    fa.attention(q, k, v, alibi_slopes=slopes.detach()).sum().backward()  # fine detached
 
 
 def test_errors_keep_their_messages() -> None:
@@ -198,6 +215,9 @@ def test_errors_keep_their_messages() -> None:
 def test_custom_op_registration() -> None:
     q, k, v = inputs(1, 4, 2, 10, 12, 8)
     args = (q, k, v, None, None, "bottom_right", None, None, 20.0, 0.0, "", "", 0)
+    torch.library.opcheck(torch.ops.fa.attention.default, args)
+    bias = torch.randn(1, 4, 10, 12, requires_grad=True)
+    args = (q, k, v, bias, None, "none", None, None, None, 0.0, "", "", 0)
     torch.library.opcheck(torch.ops.fa.attention.default, args)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fa
-from reference import randn, reference_grad, rel_error
+from reference import randn, reference, reference_grad, rel_error
 
 # Relative L2 error bounds of dQ, dK, dV: the gradients are rounded to the
 # dtype, and so are the O and dO they come from (measured: ~3e-7, ~3e-4,
@@ -180,3 +180,24 @@ def test_dropout() -> None:
     want = (ds @ k64, ds.swapaxes(-1, -2) @ q64, m.swapaxes(-1, -2) @ do64)
     for got, w in zip((dq, dk, dv), want):
         assert rel_error(got, w) < 1e-4
+
+
+@pytest.mark.parametrize("bias_shape", [(1, 4, 18, 21), (18, 21), (4, 1, 21)])
+def test_bias_gradient(bias_shape: tuple[int, ...]) -> None:
+    q, k, v, dout = qkv_do("float32", 2, 4, 2, 18, 21, 8)
+    bias = randn(np.random.default_rng(3), bias_shape, "float32", 0.5)
+    o, lse = fa.attention(q, k, v, bias=bias, return_lse=True)
+    dq, dk, dv, dbias = fa.attention_backward(q, k, v, o, dout, lse, bias=bias, return_dbias=True)
+    assert dbias.shape == bias.shape and dbias.dtype == bias.dtype
+    want = reference_grad(q, k, v, dout, bias=bias)
+    for got, w in zip((dq, dk, dv), want):
+        assert rel_error(got, w) < GRAD_BOUNDS["float32"]
+    # dBias along a random direction: a central difference of sum(O * dout),
+    # O from the float64 reference.
+    eps = 1e-3
+    rng = np.random.default_rng(8)
+    direction = rng.standard_normal(bias.shape)
+    plus, _ = reference(q, k, v, bias=bias + eps * direction)
+    minus, _ = reference(q, k, v, bias=bias - eps * direction)
+    numeric = ((plus - minus) * dout).sum() / (2 * eps)
+    assert abs((dbias * direction).sum() - numeric) < 1e-3 * abs(numeric) + 1e-4
