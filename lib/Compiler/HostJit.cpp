@@ -211,7 +211,8 @@ OwningOpRef<ModuleOp> mlir::fa::buildForwardOfGrad(AttentionGradOp grad) {
   return module;
 }
 
-OwningOpRef<ModuleOp> mlir::fa::buildGradOfForward(AttentionOp forward) {
+OwningOpRef<ModuleOp> mlir::fa::buildGradOfForward(AttentionOp forward,
+                                                   bool gradBias) {
   MLIRContext *ctx = forward.getContext();
   ctx->loadDialect<func::FuncDialect>();
   Location loc = forward.getLoc();
@@ -233,6 +234,11 @@ OwningOpRef<ModuleOp> mlir::fa::buildGradOfForward(AttentionOp forward) {
   SmallVector<Type> resultTypes = {forward.getQuery().getType(),
                                    forward.getKey().getType(),
                                    forward.getValue().getType()};
+  // dBias has the bias's type.
+  Type gradBiasType =
+      gradBias && forward.getBias() ? forward.getBias().getType() : Type();
+  if (gradBiasType)
+    resultTypes.push_back(gradBiasType);
   Block *entry =
       createSourceFunction(b, *module, "attention_grad", argTypes, resultTypes);
   IRMapping args;
@@ -240,12 +246,12 @@ OwningOpRef<ModuleOp> mlir::fa::buildGradOfForward(AttentionOp forward) {
     args.map(v, entry->getArgument(6 + i));
   auto lookup = [&](Value v) { return v ? args.lookup(v) : Value(); };
   auto grad = AttentionGradOp::create(
-      b, loc, resultTypes[0], resultTypes[1], resultTypes[2],
-      /*grad_bias=*/Type(), entry->getArgument(0), entry->getArgument(1),
-      entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
-      entry->getArgument(5), lookup(forward.getBias()),
-      lookup(forward.getAlibiSlopes()), lookup(forward.getDropoutSeed()),
-      forward.getScaleAttr(), forward.getCausalAttr(), forward.getWindowAttr(),
+      b, loc, resultTypes[0], resultTypes[1], resultTypes[2], gradBiasType,
+      entry->getArgument(0), entry->getArgument(1), entry->getArgument(2),
+      entry->getArgument(3), entry->getArgument(4), entry->getArgument(5),
+      lookup(forward.getBias()), lookup(forward.getAlibiSlopes()),
+      lookup(forward.getDropoutSeed()), forward.getScaleAttr(),
+      forward.getCausalAttr(), forward.getWindowAttr(),
       forward.getSoftcapAttr(), forward.getDropoutPAttr());
   copyVariantExtras(forward, forward.getScoreMod(), forward.getMaskMod(), grad,
                     grad.getScoreMod(), grad.getMaskMod());

@@ -78,11 +78,13 @@ OwningOpRef<ModuleOp> buildHostKernelModule(Operation *op);
 OwningOpRef<ModuleOp> buildForwardOfGrad(AttentionGradOp grad);
 
 /// Builds a module holding `func.func @attention_grad(Q, K, V, O, dO, lse,
-/// [bias], [alibi_slopes], [seed]) -> (dQ, dK, dV)`: the fa.attention_grad
-/// of `forward`'s variant, without dBias (lse typed f32 [B, Hq, Nq] after O,
-/// whether or not `forward` returns it). Its score_mod_grad is left for
+/// [bias], [alibi_slopes], [seed]) -> (dQ, dK, dV, [dBias])`: the
+/// fa.attention_grad of `forward`'s variant (lse typed f32 [B, Hq, Nq] after
+/// O, whether or not `forward` returns it), with dBias when `gradBias` is set
+/// and `forward` has a bias. Its score_mod_grad is left for
 /// fa-differentiate-score-mod.
-OwningOpRef<ModuleOp> buildGradOfForward(AttentionOp forward);
+OwningOpRef<ModuleOp> buildGradOfForward(AttentionOp forward,
+                                         bool gradBias = false);
 
 /// Runs fa-pipeline-host on `module`; failures are reported through the
 /// context's diagnostics.
