@@ -46,3 +46,28 @@
 // FULL-NEXT: {{^}}dK rel_err={{.*}} ok
 // FULL-NEXT: {{^}}dV rel_err={{.*}} ok
 // RUN: %python %S/Inputs/npy_util.py grad-compare %t/b/dq.npy %t/b/dk.npy %t/b/dv.npy %t/b --bias | FileCheck %s --check-prefix=NUMPY
+
+// dBias (--dbias, or a file whose fa.attention_grad has a grad_bias result):
+// dS summed over the bias's broadcast dims, within the looser of the
+// inputs' and the bias's bounds.
+// RUN: fa-jit --backward --dbias --bias --check --shape=2,4,2,40,56,64 | FileCheck %s --check-prefix=DBIAS
+// RUN: fa-jit --backward --dbias --bias --check --layout=bshd --dtype=bf16 --shape=2,4,2,40,56,64 | FileCheck %s --check-prefix=DBIAS
+// DBIAS: variant={{(gqa,)?}}bias,dbias compile=
+// DBIAS-NEXT: {{^}}dQ rel_err={{.*}} ok
+// DBIAS-NEXT: {{^}}dK rel_err={{.*}} ok
+// DBIAS-NEXT: {{^}}dV rel_err={{.*}} ok
+// DBIAS-NEXT: {{^}}dBias rel_err={{.*}} ok
+// RUN: fa-jit %S/Inputs/backward-dbias.mlir --check | FileCheck %s --check-prefix=DBIAS-FILE
+// DBIAS-FILE: f16 B=2 Hq=4 Hkv=2 Nq=20 Nk=30 D=64 Dv=64 variant=gqa,causal=bottom_right,bias,dbias compile=
+// DBIAS-FILE-NEXT: {{^}}dQ rel_err={{.*}} bound=0.01 ok
+// DBIAS-FILE-NEXT: {{^}}dK rel_err={{.*}} bound=0.01 ok
+// DBIAS-FILE-NEXT: {{^}}dV rel_err={{.*}} bound=0.01 ok
+// DBIAS-FILE-NEXT: {{^}}dBias rel_err={{.*}} bound=0.01 ok
+// RUN: fa-jit --backward --dbias --check --inputs=%t/a/q.npy,%t/a/k.npy,%t/a/v.npy,%t/a/do.npy,%t/a/bias.npy \
+// RUN:   --grad-outputs=%t/a/dq.npy,%t/a/dk.npy,%t/a/dv.npy,%t/a/dbias.npy | FileCheck %s --check-prefix=DBIAS
+// RUN: %python %S/Inputs/npy_util.py grad-compare %t/a/dq.npy %t/a/dk.npy %t/a/dv.npy %t/a --bias \
+// RUN:   --dbias=%t/a/dbias.npy --bound=4e-2 | FileCheck %s --check-prefix=NUMPY-DBIAS
+// NUMPY-DBIAS: numpy dQ rel_err={{.*}} ok
+// NUMPY-DBIAS-NEXT: numpy dK rel_err={{.*}} ok
+// NUMPY-DBIAS-NEXT: numpy dV rel_err={{.*}} ok
+// NUMPY-DBIAS-NEXT: numpy dBias rel_err={{.*}} ok

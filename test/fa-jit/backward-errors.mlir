@@ -20,10 +20,17 @@
 
 // --grad-outputs: three files, and only for the backward.
 // RUN: not fa-jit --backward --grad-outputs=%t/dq.npy,%t/dk.npy 2>&1 | FileCheck %s --check-prefix=GRAD-COUNT
-// GRAD-COUNT: fa-jit: error: --grad-outputs expects dq.npy,dk.npy,dv.npy, got '{{.*}}dk.npy'
+// GRAD-COUNT: fa-jit: error: --grad-outputs expects dq.npy,dk.npy,dv.npy[,dbias.npy], got '{{.*}}dk.npy'
 // RUN: not fa-jit --grad-outputs=%t/dq.npy,%t/dk.npy,%t/dv.npy 2>&1 | FileCheck %s --check-prefix=GRAD-FWD
 // RUN: not fa-jit %S/Inputs/mask-mod.mlir --grad-outputs=%t/dq.npy,%t/dk.npy,%t/dv.npy 2>&1 | FileCheck %s --check-prefix=GRAD-FWD
 // GRAD-FWD: fa-jit: error: --grad-outputs needs the backward (--backward, or a file holding fa.attention_grad)
+
+// --dbias: the backward with a bias; four --grad-outputs only with dBias.
+// RUN: not fa-jit --backward --dbias 2>&1 | FileCheck %s --check-prefix=DBIAS
+// RUN: not fa-jit --dbias --bias 2>&1 | FileCheck %s --check-prefix=DBIAS
+// DBIAS: fa-jit: error: --dbias needs the backward (--backward) and a bias (--bias or a bias file)
+// RUN: not fa-jit --backward --bias --grad-outputs=%t/dq.npy,%t/dk.npy,%t/dv.npy,%t/db.npy 2>&1 | FileCheck %s --check-prefix=NO-DBIAS
+// NO-DBIAS: fa-jit: error: --grad-outputs: the op has no dBias result (give --dbias)
 
 // A file with both passes holds two ops.
 // RUN: not fa-jit %S/Inputs/forward-and-grad.mlir 2>&1 | FileCheck %s --check-prefix=BOTH

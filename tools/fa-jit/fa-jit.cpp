@@ -101,6 +101,11 @@ static cl::opt<bool> biasOpt(
     cl::cat(faCategory));
 static cl::opt<bool> lseOpt("lse", cl::desc("Also return the log-sum-exp"),
                             cl::cat(faCategory));
+static cl::opt<bool>
+    dbiasOpt("dbias",
+             cl::desc("Backward: also return the gradient of the bias "
+                      "(needs --bias or a bias file)"),
+             cl::cat(faCategory));
 static cl::opt<bool> backwardOpt(
     "backward",
     cl::desc("Run the backward: the fa.attention_grad of the variant (or of "
@@ -129,10 +134,9 @@ static cl::opt<std::string> outputOpt("output", cl::desc("Write O as .npy"),
 static cl::opt<std::string>
     lseOutputOpt("lse-output", cl::desc("Write lse as .npy (implies --lse)"),
                  cl::value_desc("lse.npy"), cl::cat(faCategory));
-static cl::opt<std::string>
-    gradOutputsOpt("grad-outputs",
-                   cl::desc("Backward: write dQ, dK and dV as .npy"),
-                   cl::value_desc("dq.npy,dk.npy,dv.npy"), cl::cat(faCategory));
+static cl::opt<std::string> gradOutputsOpt(
+    "grad-outputs", cl::desc("Backward: write dQ, dK, dV (and dBias) as .npy"),
+    cl::value_desc("dq.npy,dk.npy,dv.npy[,dbias.npy]"), cl::cat(faCategory));
 
 // Checking.
 static cl::opt<bool> checkOpt(
@@ -414,7 +418,7 @@ llvm::SmallVector<llvm::StringRef> givenVariantFlags() {
   llvm::SmallVector<llvm::StringRef> given;
   for (cl::Option *opt : std::initializer_list<cl::Option *>{
            &dtypeOpt, &causalOpt, &windowOpt, &softcapOpt, &scaleOpt, &alibiOpt,
-           &biasOpt, &lseOpt, &dropoutOpt})
+           &biasOpt, &lseOpt, &dbiasOpt, &dropoutOpt})
     if (opt->getNumOccurrences())
       given.push_back(opt->ArgStr);
   return given;
@@ -505,7 +509,8 @@ OwningOpRef<ModuleOp> buildFromFlags(MLIRContext &ctx,
 
 /// A short description of the op's variant for the summary line. The
 /// backward's forward always has lse: `backward` leaves it out.
-std::string describeVariant(AttentionOp op, const Dims &dims, bool backward) {
+std::string describeVariant(AttentionOp op, const Dims &dims, bool backward,
+                            bool gradBias = false) {
   llvm::SmallVector<std::string> parts;
   if (dims[kHkv] != dims[kHq])
     parts.push_back(dims[kHkv] == 1 ? "mqa" : "gqa");
@@ -522,7 +527,7 @@ std::string describeVariant(AttentionOp op, const Dims &dims, bool backward) {
   if (op.getAlibiSlopes())
     parts.push_back("alibi");
   if (op.getBias())
-    parts.push_back("bias");
+    parts.push_back(gradBias ? "bias,dbias" : "bias");
   if (!op.getScoreMod().empty())
     parts.push_back("score_mod");
   if (!op.getMaskMod().empty())
@@ -714,8 +719,8 @@ private:
   std::optional<NpyArray> biasInput;
   std::string biasPath;
   NpyArray bias, slopes, out, lse;
-  /// The backward's results.
-  NpyArray dq, dk, dv;
+  /// The backward's results; dbias when the op has a grad_bias result.
+  NpyArray dq, dk, dv, dbias;
   /// The GPU chip to compile for; empty for the host.
   std::string chip;
 };
@@ -789,9 +794,10 @@ bool Driver::parseFlags() {
     return fail("--layout must be bhsd or bshd, got '" + layoutOpt + "'");
   if (blockQOpt < 0 || blockKVOpt < 0)
     return fail("--block-q and --block-kv must be >= 0");
-  if (!gradOutputsOpt.empty() &&
-      llvm::count(llvm::StringRef(gradOutputsOpt), ',') != 2)
-    return fail("--grad-outputs expects dq.npy,dk.npy,dv.npy, got '" +
+  size_t commas = llvm::count(llvm::StringRef(gradOutputsOpt), ',');
+  if (!gradOutputsOpt.empty() && commas != 2 && commas != 3)
+    return fail("--grad-outputs expects dq.npy,dk.npy,dv.npy[,dbias.npy], "
+                "got '" +
                 gradOutputsOpt + "'");
   pipelineOptions.reference = referenceOpt;
   pipelineOptions.blockQ = blockQOpt;
@@ -904,7 +910,7 @@ bool Driver::loadOp() {
     // source does not hold, so that both share one variant.
     gradOp = dyn_cast<AttentionGradOp>(*found);
     if (!gradOp) {
-      gradSource = buildGradOfForward(cast<AttentionOp>(*found));
+      gradSource = buildGradOfForward(cast<AttentionOp>(*found), dbiasOpt);
       gradOp = cast<AttentionGradOp>(*findSingleAttentionOp(*gradSource));
     }
     forwardSource = buildForwardOfGrad(gradOp);
@@ -926,6 +932,12 @@ bool Driver::loadOp() {
   if (!gradOutputsOpt.empty() && !backward)
     return fail("--grad-outputs needs the backward (--backward, or a file "
                 "holding fa.attention_grad)");
+  if (dbiasOpt && (!backward || !op.getBias()))
+    return fail("--dbias needs the backward (--backward) and a bias (--bias "
+                "or a bias file)");
+  bool hasGradBias = backward && gradOp.getGradBias();
+  if (llvm::count(llvm::StringRef(gradOutputsOpt), ',') == 3 && !hasGradBias)
+    return fail("--grad-outputs: the op has no dBias result (give --dbias)");
 
   kernelModule = buildHostKernelModule(op);
   if (!kernelModule || failed(verify(*kernelModule)))
@@ -1058,6 +1070,8 @@ bool Driver::prepareData() {
     dq = makeOutput(dtype, shapeOf(kQDims));
     dk = makeOutput(dtype, shapeOf(kKDims));
     dv = makeOutput(dtype, shapeOf(kVDims));
+    if (gradOp.getGradBias())
+      dbias = makeOutput(bias.dtype, bias.shape);
   }
   return true;
 }
@@ -1082,8 +1096,8 @@ bool Driver::compileAndRun() {
   }
   auto compiled = std::chrono::steady_clock::now();
 
-  // Q, K, V, O, lse (and dO, dQ, dK, dV) in the requested layout; bias and
-  // slopes stay row-major.
+  // Q, K, V, O, lse (and dO, dQ, dK, dV) in the requested layout; bias,
+  // slopes and dBias stay row-major.
   bool headsInner = layoutOpt == "bshd";
   // Runs `kernel` on `before`, the bias and slopes, the seed, then `after`
   // (the outputs).
@@ -1094,7 +1108,9 @@ bool Driver::compileAndRun() {
     // is not noexcept) and the views taken so far would dangle.
     relaid.reserve(before.size() + after.size());
     llvm::SmallVector<HostKernelArg> args;
+    llvm::SmallVector<std::pair<NpyArray *, int64_t>> relaidOutputs;
     auto add = [&](NpyArray *array, bool layout) {
+      layout &= array != &dbias;
       if (layout && headsInner) {
         relaid.push_back(toHeadsInnerLayout(*array));
         args.push_back(relaid.back().arg);
@@ -1111,13 +1127,16 @@ bool Driver::compileAndRun() {
       add(&slopes, false);
     if (op.getDropoutSeed())
       args.push_back(HostKernelArg::i64(static_cast<int64_t>(seedOpt)));
-    for (NpyArray *array : after)
+    for (NpyArray *array : after) {
+      size_t before = relaid.size();
       add(array, true);
+      if (relaid.size() != before)
+        relaidOutputs.push_back({array, relaid.size() - 1});
+    }
     if (llvm::Error error = kernel.run(args))
       return fail(llvm::toString(std::move(error)));
-    if (headsInner)
-      for (auto [i, array] : llvm::enumerate(after))
-        fromHeadsInnerLayout(relaid[relaid.size() - after.size() + i], *array);
+    for (auto [array, index] : relaidOutputs)
+      fromHeadsInnerLayout(relaid[index], *array);
     return true;
   };
 
@@ -1129,9 +1148,12 @@ bool Driver::compileAndRun() {
     return false;
   auto ran = std::chrono::steady_clock::now(), gradRan = ran;
   if (backward) {
+    llvm::SmallVector<NpyArray *> grads = {&dq, &dk, &dv};
+    if (gradOp.getGradBias())
+      grads.push_back(&dbias);
     if (!run(*gradKernel,
              {&inputs[0], &inputs[1], &inputs[2], &out, &inputs[3], &lse},
-             {&dq, &dk, &dv}))
+             grads))
       return false;
     gradRan = std::chrono::steady_clock::now();
   }
@@ -1142,7 +1164,9 @@ bool Driver::compileAndRun() {
                << " on host: " << getDTypeName(dtype);
   for (int i = 0; i < kNumDims; ++i)
     llvm::outs() << " " << kDimNames[i] << "=" << dims[i];
-  llvm::outs() << " variant=" << describeVariant(op, dims, backward)
+  llvm::outs() << " variant="
+               << describeVariant(op, dims, backward,
+                                  backward && gradOp.getGradBias())
                << llvm::formatv(" compile={0:f1}ms",
                                 Ms(compiled - start).count());
   // The backward's run is the gradient kernel; forward= is the pass that
@@ -1378,7 +1402,7 @@ bool Driver::writeOutputs() {
   if (!gradOutputsOpt.empty()) {
     llvm::SmallVector<llvm::StringRef> paths;
     llvm::StringRef(gradOutputsOpt).split(paths, ',');
-    const NpyArray *grads[3] = {&dq, &dk, &dv};
+    const NpyArray *grads[4] = {&dq, &dk, &dv, &dbias};
     for (auto [path, array] : llvm::zip(paths, grads))
       if (!writeNpy(path.str(), *array, error))
         return fail(error);
@@ -1434,16 +1458,25 @@ bool Driver::check() {
   double tolerance = toleranceOpt;
   std::string error;
   if (backward) {
-    std::vector<double> dOut = toDoubles(inputs[3]), refDq, refDk, refDv;
+    std::vector<double> dOut = toDoubles(inputs[3]), refDq, refDk, refDv,
+                        refDbias;
+    bool hasGradBias = static_cast<bool>(gradOp.getGradBias());
     if (!attentionGradReference(
             {q.data(), inputs[0].shape}, {k.data(), inputs[1].shape},
             {v.data(), inputs[2].shape}, {dOut.data(), inputs[3].shape},
-            options, refDq, refDk, refDv, error))
+            options, refDq, refDk, refDv, error,
+            hasGradBias ? &refDbias : nullptr))
       return fail("--check: the reference failed: " + error);
     double bound = tolerance > 0 ? tolerance : gradBound(dtype);
     compare("dQ", dq, refDq, bound);
     compare("dK", dk, refDk, bound);
     compare("dV", dv, refDv, bound);
+    // dBias is dS summed: rounded to the bias's dtype, and as exact as dS,
+    // which O's rounding (inside D) limits. The looser bound of the two.
+    if (hasGradBias)
+      compare("dBias", dbias, refDbias,
+              tolerance > 0 ? tolerance
+                            : std::max(bound, gradBound(bias.dtype)));
     return passed;
   }
   std::vector<double> refOut, refLse;

@@ -17,10 +17,10 @@
   finite O.npy [LSE.npy]
       prints "finite" when no value is NaN or infinite; exits 1 otherwise.
   grad-compare DQ.npy DK.npy DV.npy DIR [--causal top-left|bottom-right]
-      [--bias] [--bound X]
-      recomputes the backward (dQ, dK, dV given DIR/do.npy) in float64 with
-      numpy and prints "numpy dQ rel_err=... ok" (and dK, dV); exits 1 over
-      the bound.
+      [--bias] [--dbias DBIAS.npy] [--bound X]
+      recomputes the backward (dQ, dK, dV given DIR/do.npy, and dBias) in
+      float64 with numpy and prints "numpy dQ rel_err=... ok" (and dK, dV,
+      dBias); exits 1 over the bound.
   masked-grad DQ.npy LSE.npy
       prints how many query rows are fully masked (lse = -inf), checks that
       their dQ is exactly 0 and that dQ has no NaN; exits 1 otherwise.
@@ -162,7 +162,12 @@ def grad_reference(q, k, v, do, causal=None, bias=None):
     # Query heads of one group share a K/V head: sum their gradients.
     dk = dk.reshape(b, hkv, g, nk, d).sum(axis=2)
     dv = dv.reshape(b, hkv, g, nk, dv.shape[-1]).sum(axis=2)
-    return dq, dk, dv
+    # dBias: dS summed over the dims the bias broadcasts.
+    dbias = None
+    if bias is not None:
+        axes = tuple(i for i, n in enumerate(np.shape(bias)) if n == 1)
+        dbias = ds.sum(axis=axes, keepdims=True)
+    return dq, dk, dv, dbias
 
 
 def cmd_grad_compare(args):
@@ -171,8 +176,11 @@ def cmd_grad_compare(args):
     bias = load(os.path.join(args.dir, "bias.npy")) if args.bias else None
     refs = grad_reference(q, k, v, do, args.causal, bias)
     ok = True
-    for name, path, ref in zip(("dQ", "dK", "dV"), (args.dq, args.dk, args.dv),
-                               refs):
+    names, paths = ["dQ", "dK", "dV"], [args.dq, args.dk, args.dv]
+    if args.dbias:
+        names.append("dBias")
+        paths.append(args.dbias)
+    for name, path, ref in zip(names, paths, refs):
         got = load(path)
         if got.shape != ref.shape:
             print(f"numpy: {name} shape {got.shape} != {ref.shape}")
@@ -252,6 +260,7 @@ def main():
     p.add_argument("dir")
     p.add_argument("--causal")
     p.add_argument("--bias", action="store_true")
+    p.add_argument("--dbias")
     p.add_argument("--bound", type=float, default=1e-5)
     p = sub.add_parser("masked-grad")
     p.add_argument("dq")
