@@ -136,8 +136,8 @@ def config_name(c):
 
 _BENCH_LINE = re.compile(r"^bench:\s*(.*?)\s*$", re.M)
 _KEY_VALUE = re.compile(r"([A-Za-z_][\w.]*)=(\S+)")
-_SUMMARY_LINE = re.compile(r"^fa-jit: ran fa\.attention on ([^\s:]+):(.*)$",
-                           re.M)
+_SUMMARY_LINE = re.compile(
+    r"^fa-jit: ran (fa\.attention(?:_grad)?) on ([^\s:]+):(.*)$", re.M)
 _COMPILE = re.compile(r"\bcompile=([0-9.]+(?:[eE][-+]?[0-9]+)?)ms\b")
 
 
@@ -169,9 +169,9 @@ def parse_fa_output(text):
             out["tflops_reported"] = fields["tflops"]
     summaries = _SUMMARY_LINE.findall(text)
     if summaries:
-        target, rest = summaries[-1]
+        op, target, rest = summaries[-1]
         out["target"] = target
-        out["summary"] = "fa-jit: ran fa.attention on %s:%s" % (target, rest)
+        out["summary"] = "fa-jit: ran %s on %s:%s" % (op, target, rest)
         m = _COMPILE.search(rest)
         if m:
             out["compile_ms"] = float(m.group(1))

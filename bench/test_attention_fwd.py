@@ -58,6 +58,16 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(p["target"], "sm_90a")
         self.assertEqual(p["bench"]["min_ms"], 0.24)
 
+    def test_backward_summary(self):
+        text = ("fa-jit: ran fa.attention_grad on sm_90a: bf16 B=1 Hq=8 "
+                "Hkv=8 Nq=128 Nk=128 D=64 Dv=64 variant=plain compile=80.5ms "
+                "forward=0.1ms run=0.3ms\nbench: median_ms=0.5 tflops=200\n")
+        p = bench.parse_fa_output(text)
+        self.assertEqual(p["target"], "sm_90a")
+        self.assertEqual(p["compile_ms"], 80.5)
+        self.assertTrue(p["summary"].startswith(
+            "fa-jit: ran fa.attention_grad on sm_90a: bf16"))
+
     def test_missing_lines(self):
         p = bench.parse_fa_output("nothing here\n")
         self.assertIsNone(p["median_ms"])
