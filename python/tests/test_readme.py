@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from reference import reference, rel_error
+from reference import reference, reference_grad, rel_error
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -30,6 +30,9 @@ def test_readme_example() -> None:
     assert o.shape == q.shape and o.dtype == np.float32
     _, want_lse = reference(q, k, v, causal="top_left")
     assert rel_error(lse, want_lse) < 1e-5
+    want_grads = reference_grad(q, k, v, np.ones_like(q), causal="top_left")
+    for name, want in zip(("dq", "dk", "dv"), want_grads):
+        assert rel_error(namespace[name], want) < 1e-5
     want_o, _ = reference(
         q,
         k,
