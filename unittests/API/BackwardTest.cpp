@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 namespace {
 
@@ -259,6 +260,42 @@ TEST(BackwardTest, CopiesShareTheLazilyCompiledBackward) {
   fa::Kernel copy = kernel;
   checkBackward(kernel, {1, 2, 2, 9, 9, 8, 8}, {});
   checkBackward(copy, {2, 1, 1, 5, 12, 8, 8}, {});
+}
+
+TEST(BackwardTest, ThreadsShareOneLazyCompile) {
+  // Four threads call backward on a kernel that has none yet: one compiles
+  // it, all run it, and all get the same bits.
+  fa::Kernel kernel = fa::compile(specOf(fa::DType::F32, 8));
+  const int64_t b = 1, h = 2, n = 12, d = 8;
+  std::mt19937 rng(6);
+  HostTensor q(fa::DType::F32, {b, h, n, d}), k(fa::DType::F32, q.shape),
+      v(fa::DType::F32, q.shape), o(fa::DType::F32, q.shape),
+      dout(fa::DType::F32, q.shape), lse(fa::DType::F32, {b, h, n});
+  for (HostTensor *t : {&q, &k, &v, &dout})
+    t->randomize(rng);
+  fa::TensorView lseView = lse.view();
+  kernel.forward(q.view(), k.view(), v.view(), o.view(), &lseView);
+  std::vector<std::vector<HostTensor>> grads(4);
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 3; ++i)
+      grads[t].emplace_back(fa::DType::F32, q.shape);
+    threads.emplace_back([&, t] {
+      errors[t] = errorOf([&] {
+        kernel.backward(q.view(), k.view(), v.view(), o.view(), dout.view(),
+                        lse.view(), grads[t][0].view(), grads[t][1].view(),
+                        grads[t][2].view());
+      });
+    });
+  }
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(errors[t], "(no fa::Error)");
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(grads[t][i].bytes, grads[0][i].bytes);
+  }
 }
 
 TEST(BackwardTest, RejectsBadArgumentsBeforeRunning) {
