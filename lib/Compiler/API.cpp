@@ -519,9 +519,22 @@ namespace {
 
 /// Runs the GPU kernel on device views, after the checks its ABI needs:
 /// rows contiguous (stride 1 in the head dim) and 16-byte aligned rows for
-/// cp.async.
+/// cp.async. `allArgs` are q, k, v, [bias], [ALiBi slopes], [seed], out,
+/// [lse], as the host kernel takes them.
 void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
-               const std::vector<mlir::fa::HostKernelArg> &args, void *stream) {
+               const std::vector<mlir::fa::HostKernelArg> &allArgs,
+               void *stream) {
+  // The variant's operands apart: the rest is the plain kernel's q, k, v, o,
+  // lse.
+  std::vector<mlir::fa::HostKernelArg> args(allArgs.begin(),
+                                            allArgs.begin() + 3);
+  size_t next = 3;
+  const mlir::fa::HostKernelArg *bias = spec.bias ? &allArgs[next++] : nullptr;
+  const mlir::fa::HostKernelArg *slopes =
+      spec.alibi ? &allArgs[next++] : nullptr;
+  if (spec.dropoutP != 0.0)
+    ++next;
+  args.insert(args.end(), allArgs.begin() + next, allArgs.end());
   const char *names[5] = {"q", "k", "v", "out", "lse"};
   size_t elementBytes = spec.dtype == fa::DType::F32 ? 4 : 2;
   for (int i = 0; i < 4; ++i) {
@@ -592,6 +605,26 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   double scale =
       spec.scale ? *spec.scale : 1.0 / std::sqrt(double(spec.headDim));
   call.scaleLog2 = static_cast<float>(scale * M_LOG2E);
+  if (bias) {
+    // Size-1 dims broadcast: stride 0 whatever the view says.
+    size_t elementBytes = spec.biasDType == fa::DType::F32 ? 4 : 2;
+    call.bias =
+        reinterpret_cast<uint64_t>(bias->data) + bias->offset * elementBytes;
+    for (int d = 0; d < 4; ++d)
+      call.biasStrides[d] = bias->sizes[d] == 1 ? 0 : bias->strides[d];
+  }
+  if (slopes) {
+    call.slopes = reinterpret_cast<uint64_t>(slopes->data) + slopes->offset * 4;
+    if (slopes->sizes.size() == 2) {
+      if (slopes->strides[1] != 1)
+        fail("alibiSlopes must have stride 1 in its last dim on the GPU, got " +
+             std::to_string(slopes->strides[1]));
+      call.slopesBatchStride = slopes->sizes[0] == 1 ? 0 : slopes->strides[0];
+    } else if (slopes->strides[0] != 1) {
+      fail("alibiSlopes must have stride 1 on the GPU, got " +
+           std::to_string(slopes->strides[0]));
+    }
+  }
   if (rt::Status st =
           mlir::fa::launchCudaKernel(*gpu.image, *gpu.function, call, stream);
       st.failed())

@@ -77,6 +77,8 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
   image.sharedBytes = cast<IntegerAttr>(meta.get("shared_bytes")).getInt();
   image.blockQ = cast<IntegerAttr>(meta.get("block_q")).getInt();
   image.threads = cast<IntegerAttr>(meta.get("threads")).getInt();
+  image.scored = op.getBias() || op.getAlibiSlopes() ||
+                 !op.getScoreMod().empty() || !op.getMaskMod().empty();
   return image;
 }
 
@@ -99,7 +101,8 @@ mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
             kernel.dynamicSharedBytes = image->sharedBytes;
             kernel.gridRule =
                 "ceil(Nq/" + std::to_string(image->blockQ) + "),Hq,B";
-            kernel.paramLayout = "q,k,v,o,lse,strides[14],nq,nk,group,scale";
+            kernel.paramLayout =
+                image->scored ? kCudaForwardScoredParams : kCudaForwardParams;
             kernel.chip = chip.str();
             kernel.image = image->ptx;
             return kernel;
@@ -135,7 +138,12 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
   CudaAttentionCall c = call; // the driver reads parameters through pointers
   int32_t seqQ = c.seqQ, seqKV = c.seqKV,
           group = static_cast<int32_t>(c.headsQ / c.headsKV);
-  void *params[23];
+  bool scored = kernel.paramLayout == kCudaForwardScoredParams;
+  if (!scored && kernel.paramLayout != kCudaForwardParams)
+    return rt::Status::error("kernel cache entry has an unknown parameter "
+                             "layout '" +
+                             kernel.paramLayout + "'");
+  void *params[30];
   for (int i = 0; i < 5; ++i)
     params[i] = &c.pointers[i];
   for (int i = 0; i < 14; ++i)
@@ -144,6 +152,12 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
   params[20] = &seqKV;
   params[21] = &group;
   params[22] = &c.scaleLog2;
+  // The driver reads as many as the kernel declares.
+  params[23] = &c.bias;
+  for (int i = 0; i < 4; ++i)
+    params[24 + i] = &c.biasStrides[i];
+  params[28] = &c.slopes;
+  params[29] = &c.slopesBatchStride;
   rt::Dim3 grid{static_cast<unsigned>((c.seqQ + blockQ - 1) / blockQ),
                 static_cast<unsigned>(c.headsQ),
                 static_cast<unsigned>(c.batch)};

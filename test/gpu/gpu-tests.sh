@@ -41,6 +41,16 @@ done
 # Scores as large as +-1e4 stay finite.
 run --dtype=bf16 --shape=1,2,2,128,128,64 --scale=150 --lse
 
+# The scored path: ALiBi, bias, score_mod, mask_mod (odd N, GQA, causal).
+inputs=$(dirname "$0")/Inputs
+run --dtype=bf16 --shape=2,8,2,129,257,64 --alibi --causal=bottom-right --lse
+run --dtype=f16 --shape=2,4,4,100,100,96 --bias --alibi --softcap=20 --window=40,8 --lse
+run "$inputs/alibi-batch-gqa.mlir" --shape=3,4,2,77,131,64
+run "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128
+run "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64
+run "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
+run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
+
 # The kernel cache: a second process finds the kernel on disk.
 cache=$(mktemp -d)
 first=$(FA_CACHE_DIR=$cache "$fajit" --target=auto --shape=1,2,2,64,64,64 --dtype=bf16 2>&1)

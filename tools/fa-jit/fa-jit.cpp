@@ -1251,9 +1251,12 @@ bool Driver::compileAndRunOnGpu() {
     rt::Status st = buffer.copyToHost(array.data.data(), array.data.size());
     return st.ok() || fail(st.getMessage());
   };
-  rt::DeviceBuffer qBuf, kBuf, vBuf, oBuf, lseBuf;
+  rt::DeviceBuffer qBuf, kBuf, vBuf, oBuf, lseBuf, biasBuf, slopesBuf;
   if (!upload(inputs[0], qBuf) || !upload(inputs[1], kBuf) ||
       !upload(inputs[2], vBuf) || !upload(out, oBuf) || !upload(lse, lseBuf))
+    return false;
+  if ((op.getBias() && !upload(bias, biasBuf)) ||
+      (op.getAlibiSlopes() && !upload(slopes, slopesBuf)))
     return false;
 
   int64_t b = dims[kB], hq = dims[kHq], hkv = dims[kHkv], nq = dims[kNq],
@@ -1274,6 +1277,19 @@ bool Driver::compileAndRunOnGpu() {
   call.seqQ = nq;
   call.seqKV = nk;
   call.scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
+  if (op.getBias()) {
+    // Contiguous; size-1 dims broadcast with stride 0.
+    call.bias = biasBuf.getPointer();
+    int64_t stride = 1;
+    for (int i = 3; i >= 0; --i) {
+      call.biasStrides[i] = bias.shape[i] == 1 ? 0 : stride;
+      stride *= bias.shape[i];
+    }
+  }
+  if (op.getAlibiSlopes()) {
+    call.slopes = slopesBuf.getPointer();
+    call.slopesBatchStride = slopes.shape.size() == 2 ? hq : 0;
+  }
   auto launch = [&]() {
     return launchCudaKernel(kernel, function.value(), call, nullptr);
   };

@@ -288,13 +288,98 @@ TEST(KernelTest, GpuKernelsCompileWithoutAGpuAndCheckTheirViews) {
       errorOf([&] { kernel.forward(q.view(), q.view(), q.view(), q.view()); }),
       "fa::Kernel::forward: q is a CPU tensor, but the kernel was "
       "compiled for a GPU");
-  // What the GPU kernel does not do yet is refused at compile time.
+  // Bias and ALiBi take the scored kernel.
   spec.bias = true;
-  EXPECT_NE(errorOf([&] { fa::compile(spec, "sm_80"); })
-                .find("error: 'fa.attention' op convert-fa-to-nvvm: bias, "
-                      "ALiBi, dropout, score_mod and mask_mod are not "
-                      "supported on the GPU yet"),
+  spec.alibi = true;
+  EXPECT_NE(fa::compile(spec, "sm_80").ptx().find(".entry fa_forward_0"),
             std::string::npos);
+  // What the GPU kernel does not do yet is refused at compile time.
+  spec.dropoutP = 0.1;
+  EXPECT_NE(errorOf([&] { fa::compile(spec, "sm_80"); })
+                .find("error: 'fa.attention' op convert-fa-to-nvvm: dropout "
+                      "is not supported on the GPU yet"),
+            std::string::npos);
+}
+
+TEST(KernelTest, RunsOnTheGpuWithBiasAndAlibiViews) {
+  namespace rt = fa::runtime;
+  rt::Expected<rt::Device> device = rt::Device::get(0);
+  if (device.failed())
+    GTEST_SKIP() << "no GPU: " << device.getMessage();
+  // A bf16 bias [1, Hq, 1, Nk] seen through a padded row stride, and
+  // per-batch slopes [B, Hq]: the scored kernel's strided operands.
+  const int64_t b = 2, hq = 4, hkv = 2, nq = 77, nk = 131, d = 64, pad = 5;
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::BF16;
+  spec.headDim = d;
+  spec.causal = fa::Causal::BottomRight;
+  spec.bias = true;
+  spec.biasDType = fa::DType::BF16;
+  spec.biasBroadcast = {true, false, true, false};
+  spec.alibi = true;
+  spec.alibiPerBatch = true;
+  fa::Kernel kernel = fa::compile(spec, "auto");
+  ASSERT_NE(kernel.target(), "host");
+
+  std::mt19937 rng(11);
+  HostTensor q(fa::DType::BF16, {b, hq, nq, d}),
+      k(fa::DType::BF16, {b, hkv, nk, d}), v(fa::DType::BF16, {b, hkv, nk, d}),
+      o(fa::DType::BF16, {b, hq, nq, d}),
+      bias(fa::DType::BF16, {1, hq, 1, nk + pad}),
+      slopes(fa::DType::F32, {b, hq});
+  q.randomize(rng);
+  k.randomize(rng);
+  v.randomize(rng);
+  bias.randomize(rng);
+  for (int64_t i = 0; i < b * hq; ++i)
+    slopes.set(i, 0.05 * double(i + 1));
+  auto upload = [&](HostTensor &t) {
+    rt::Expected<rt::DeviceBuffer> buffer =
+        rt::DeviceBuffer::allocate(device.value(), t.bytes.size());
+    EXPECT_TRUE(buffer.ok()) << buffer.getMessage();
+    EXPECT_TRUE(
+        buffer.value().copyFromHost(t.bytes.data(), t.bytes.size()).ok());
+    return std::move(buffer.value());
+  };
+  rt::DeviceBuffer dq = upload(q), dk = upload(k), dv = upload(v),
+                   dout = upload(o), dbias = upload(bias),
+                   dslopes = upload(slopes);
+  auto view = [](rt::DeviceBuffer &buffer, fa::DType dtype,
+                 std::vector<int64_t> shape,
+                 std::vector<int64_t> strides = {}) {
+    return fa::TensorView{reinterpret_cast<void *>(buffer.getPointer()), dtype,
+                          std::move(shape), std::move(strides),
+                          fa::Device::CUDA};
+  };
+  fa::TensorView biasView = view(dbias, fa::DType::BF16, {1, hq, 1, nk},
+                                 {hq * (nk + pad), nk + pad, nk + pad, 1});
+  fa::TensorView slopesView = view(dslopes, fa::DType::F32, {b, hq});
+  kernel.forward(view(dq, fa::DType::BF16, {b, hq, nq, d}),
+                 view(dk, fa::DType::BF16, {b, hkv, nk, d}),
+                 view(dv, fa::DType::BF16, {b, hkv, nk, d}),
+                 view(dout, fa::DType::BF16, {b, hq, nq, d}), nullptr,
+                 &biasView, &slopesView);
+  ASSERT_TRUE(device.value().synchronize().ok());
+  ASSERT_TRUE(dout.copyToHost(o.bytes.data(), o.bytes.size()).ok());
+
+  // The reference reads the bias without the padding.
+  std::vector<double> biasValues;
+  for (int64_t h = 0; h < hq; ++h)
+    for (int64_t j = 0; j < nk; ++j)
+      biasValues.push_back(bias.values[h * (nk + pad) + j]);
+  fa::support::AttentionOptions options;
+  options.causal = fa::support::CausalMask::BottomRight;
+  options.bias = {biasValues.data(), {1, hq, 1, nk}};
+  options.alibiSlopes = {slopes.values.data(), {b, hq}};
+  std::vector<double> refO, refLse;
+  std::string error;
+  ASSERT_TRUE(fa::support::attentionReference(
+      {q.values.data(), {b, hq, nq, d}}, {k.values.data(), {b, hkv, nk, d}},
+      {v.values.data(), {b, hkv, nk, d}}, options, refO, refLse, error))
+      << error;
+  std::vector<double> got = o.read();
+  EXPECT_LT(fa::support::relativeError(got.data(), refO.data(), refO.size()),
+            2e-2);
 }
 
 TEST(KernelTest, RunsOnTheGpuWithStridedViews) {

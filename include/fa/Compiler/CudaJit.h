@@ -34,7 +34,18 @@ struct CudaKernelImage {
   int64_t sharedBytes = 0;
   int64_t blockQ = 0;
   int64_t threads = 0;
+  /// Whether the kernel takes the scored path's parameters (bias, ALiBi
+  /// slopes: kCudaForwardScoredParams).
+  bool scored = false;
 };
+
+/// The parameter layouts of the forward kernel (CachedKernel::paramLayout):
+/// plain, and with ALiBi, bias, score_mod or mask_mod.
+inline constexpr const char *kCudaForwardParams =
+    "q,k,v,o,lse,strides[14],nq,nk,group,scale";
+inline constexpr const char *kCudaForwardScoredParams =
+    "q,k,v,o,lse,strides[14],nq,nk,group,scale,bias,bias_strides[4],slopes,"
+    "slopes_stride";
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and
 /// returns the PTX. Failures are reported through the context's diagnostics.
@@ -50,11 +61,18 @@ getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
 /// One call of the kernel, in the ABI convert-fa-to-nvvm defines: device
 /// pointers of q, k, v, o, lse; element strides (batch, head, row) of q, k,
 /// v, o and (batch, head) of lse (rows contiguous); sizes; scale * log2(e).
+/// A scored kernel also reads the bias (any element strides (b, h, i, j),
+/// 0 where it broadcasts) and the f32 ALiBi slopes (`[Hq]`: batch stride 0,
+/// or `[B, Hq]`), each where the op has it.
 struct CudaAttentionCall {
   uint64_t pointers[5] = {0, 0, 0, 0, 0};
   int64_t strides[14] = {};
   int64_t batch = 0, headsQ = 0, headsKV = 0, seqQ = 0, seqKV = 0;
   float scaleLog2 = 0;
+  uint64_t bias = 0;
+  int64_t biasStrides[4] = {};
+  uint64_t slopes = 0;
+  int64_t slopesBatchStride = 0;
 };
 
 /// Launches `kernel` (loaded as `function`) on `stream` with its grid

@@ -19,6 +19,12 @@
 // Causal and window masks narrow the K/V loop per CTA (whole tiles are never
 // visited) and mask inside the tiles they cut.
 //
+// An op with ALiBi, bias, score_mod or mask_mod takes the "scored" path: each
+// score is built in the natural domain in the dialect's order (scale,
+// softcap, ALiBi, bias, score_mod, masks incl. mask_mod) from its absolute
+// (b, h, i, j), then multiplied by log2(e); mask_mod masks every tile. The
+// plain path is left as it was.
+//
 // fa.attention_grad's kernels are built by AttentionGradToNVVM.cpp; both use
 // the primitives of KernelBuilder.h.
 //
@@ -37,6 +43,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <limits>
@@ -54,13 +62,60 @@ namespace {
 
 constexpr int64_t kBlockQ = 64;
 
+/// Whether `op` takes the scored path (per-element variant terms).
+bool isScored(AttentionOp op) {
+  return op.getBias() || op.getAlibiSlopes() || !op.getScoreMod().empty() ||
+         !op.getMaskMod().empty();
+}
+
+/// Whether `op`, inside a score_mod / mask_mod region, can be inlined into
+/// the kernel: arith on scalars (but the divisions arith-to-llvm leaves to
+/// arith-expand), and the f32 math ops emitKernelMath knows.
+bool isKernelRegionOp(Operation *op) {
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (!t.isIntOrIndexOrFloat())
+      return false;
+  if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op))
+    return false;
+  if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
+    return op->getNumRegions() == 0;
+  if (!isa<math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
+           math::SinOp, math::CosOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp,
+           math::FmaOp, math::FloorOp, math::CeilOp>(op))
+    return false;
+  return llvm::all_of(op->getResultTypes(), [](Type t) { return t.isF32(); });
+}
+
+/// Why the forward kernel cannot be built for `op`, or an empty string.
+std::string unsupportedForwardReason(AttentionOp op) {
+  std::string reason = unsupportedShapeReason(op);
+  if (!reason.empty())
+    return reason;
+  if (op.getDropoutSeed())
+    return "dropout is not supported on the GPU yet";
+  for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),
+                              std::make_pair(&op.getMaskMod(), "mask_mod")}) {
+    if (region->empty())
+      continue;
+    for (Operation &inner : region->front().without_terminator())
+      if (!isKernelRegionOp(&inner))
+        return std::string(name) + " op '" +
+               inner.getName().getStringRef().str() +
+               "' is not supported on the GPU (arith and f32 math.tanh, exp, "
+               "exp2, log, log2, sin, cos, sqrt, rsqrt, absf, fma, floor, "
+               "ceil are)";
+  }
+  return "";
+}
+
 /// Builds one forward kernel.
 class FlashKernelBuilder : public KernelBuilder {
 public:
   FlashKernelBuilder(OpBuilder &b, Location loc, AttentionOp op)
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
-        op(op), mTiles(d <= 64 ? 2 : 1), blockQ(kBlockQ * mTiles) {}
+        op(op), mTiles(d <= 64 && !isScored(op) ? 2 : 1),
+        blockQ(kBlockQ * mTiles) {}
 
   /// Query rows per CTA: 64 x mTiles.
   int64_t getBlockQ() const { return blockQ; }
@@ -72,19 +127,74 @@ public:
   int64_t sharedBytes() const { return (blockQ + 2 * kBlockKV) * d * 2; }
 
 private:
+  /// Inlines the single-block `region` with `args` for its arguments; the
+  /// value it yields.
+  Value inlineRegion(Region &region, ValueRange args);
+
   AttentionOp op;
   /// 16-row query tiles per warp. Two (for D <= 64, where the registers
   /// allow) let each K and V fragment read from shared memory feed two mmas.
+  /// The scored path keeps one: its per-element terms (bias loads, slope,
+  /// region values) spill at two.
   int64_t mTiles;
   int64_t blockQ;
 };
 
+Value FlashKernelBuilder::inlineRegion(Region &region, ValueRange args) {
+  Block &block = region.front();
+  IRMapping map;
+  map.map(block.getArguments(), args);
+  for (Operation &inner : block.without_terminator()) {
+    auto x = [&](unsigned i) { return map.lookup(inner.getOperand(i)); };
+    // math ops as PTX instructions: NVPTX has no libcalls for most of them.
+    Value r =
+        llvm::TypeSwitch<Operation *, Value>(&inner)
+            .Case([&](math::TanhOp) { return approx("tanh.approx.f32", x(0)); })
+            .Case([&](math::ExpOp) { return exp2(fmul(x(0), cf(M_LOG2E))); })
+            .Case([&](math::Exp2Op) { return exp2(x(0)); })
+            .Case([&](math::LogOp) {
+              return fmul(approx("lg2.approx.f32", x(0)), cf(M_LN2));
+            })
+            .Case([&](math::Log2Op) { return approx("lg2.approx.f32", x(0)); })
+            .Case([&](math::SinOp) { return approx("sin.approx.f32", x(0)); })
+            .Case([&](math::CosOp) { return approx("cos.approx.f32", x(0)); })
+            .Case(
+                [&](math::RsqrtOp) { return approx("rsqrt.approx.f32", x(0)); })
+            .Case([&](math::SqrtOp) {
+              return LLVM::SqrtOp::create(b, loc, x(0)).getResult();
+            })
+            .Case([&](math::AbsFOp) {
+              return LLVM::FAbsOp::create(b, loc, x(0)).getResult();
+            })
+            .Case([&](math::FloorOp) {
+              return LLVM::FFloorOp::create(b, loc, x(0)).getResult();
+            })
+            .Case([&](math::CeilOp) {
+              return LLVM::FCeilOp::create(b, loc, x(0)).getResult();
+            })
+            .Case([&](math::FmaOp) {
+              return LLVM::FMAOp::create(b, loc, x(0), x(1), x(2)).getResult();
+            })
+            .Default([&](Operation *) { return Value(); });
+    if (r)
+      map.map(inner.getResult(0), r);
+    else
+      b.clone(inner, map);
+  }
+  return map.lookup(block.getTerminator()->getOperand(0));
+}
+
 void FlashKernelBuilder::build(StringRef name) {
   // q, k, v, o, lse; strides (b, h, n) of q, k, v, o and (b, h) of lse;
-  // Nq, Nk, Hq / Hkv; scale * log2(e).
+  // Nq, Nk, Hq / Hkv; scale * log2(e). The scored path adds bias and its
+  // strides (b, h, i, j; 0 where it broadcasts), ALiBi slopes and their
+  // batch stride (0 for [Hq]).
+  bool scored = isScored(op);
   SmallVector<Type> params = {gptr, gptr, gptr, gptr, gptr};
   params.append(14, i64);
   params.append({i32, i32, i32, f32});
+  if (scored)
+    params.append({gptr, i64, i64, i64, i64, gptr, i64});
   Block *entry = &createKernel(name, params).front();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry);
@@ -157,6 +267,35 @@ void FlashKernelBuilder::build(StringRef name) {
   if (auto attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
 
+  // Loop-invariant parts of the scored path: the slope of this (b, h), the
+  // bias rows of this thread (clamped to Nq - 1 so ragged rows read in
+  // bounds) and the region's index arguments.
+  Value slope, nkLast, idxB, idxH;
+  Type biasEt;
+  SmallVector<std::array<Value, 2>> biasRows(mTiles);
+  Value biasStrideJ;
+  if (scored) {
+    nkLast = sub(nk, c32(1));
+    idxB = toIndex(batch);
+    idxH = toIndex(head);
+    if (op.getAlibiSlopes()) {
+      Value at = add(mul(ext64(batch), arg(29)), ext64(head));
+      slope = LLVM::LoadOp::create(b, loc, f32, gep(arg(28), at, f32));
+    }
+    if (Value bias = op.getBias()) {
+      biasEt = cast<ShapedType>(bias.getType()).getElementType();
+      Value head0 = gep(
+          arg(23), add(mul(ext64(batch), arg(24)), mul(ext64(head), arg(25))),
+          biasEt);
+      Value nqLast = sub(nq, c32(1));
+      for (int64_t mt = 0; mt < mTiles; ++mt)
+        for (int64_t r = 0; r < 2; ++r)
+          biasRows[mt][r] = gep(
+              head0, mul(ext64(mins(rows[mt][r], nqLast)), arg(26)), biasEt);
+      biasStrideJ = arg(27);
+    }
+  }
+
   auto loop = scf::ForOp::create(
       b, loc, toIndex(visible.begin), toIndex(visible.end),
       arith::ConstantIndexOp::create(b, loc, kBlockKV), inits,
@@ -195,9 +334,48 @@ void FlashKernelBuilder::build(StringRef name) {
           }
         }
 
-        // Softcap transforms each score (into the log2 domain); otherwise the
-        // scale is folded into the exponent below: p = exp2(s * c - m).
-        if (softcap) {
+        // The scored path: each score in the natural domain, in the
+        // dialect's order; masks follow, then the fma below takes it into the
+        // log2 domain.
+        auto keyOf = [&](int64_t nt, int64_t e) {
+          return add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+        };
+        if (scored) {
+          double scale = op.getScaleOrDefault();
+          for (int64_t mt = 0; mt < mTiles; ++mt)
+            for (int64_t nt = 0; nt < nTilesS; ++nt)
+              for (int64_t e = 0; e < 4; ++e) {
+                Value x = s[mt][nt][e];
+                Value row = rows[mt][e / 2], key = keyOf(nt, e);
+                if (softcap)
+                  x = fmul(
+                      approx("tanh.approx.f32", fmul(x, cf(scale / *softcap))),
+                      cf(*softcap));
+                else
+                  x = fmul(x, cf(scale));
+                if (slope) {
+                  Value dist = sub(add(row, diag), key);
+                  dist = maxs(dist, sub(c32(0), dist));
+                  Value distF = arith::SIToFPOp::create(b, loc, f32, dist);
+                  x = fsub(x, fmul(slope, distF));
+                }
+                if (biasEt) {
+                  // Keys past Nk (a ragged tile) read the last key: masked.
+                  Value at = mul(ext64(mins(key, nkLast)), biasStrideJ);
+                  Value v = LLVM::LoadOp::create(
+                      b, loc, biasEt, gep(biasRows[mt][e / 2], at, biasEt));
+                  if (!biasEt.isF32())
+                    v = arith::ExtFOp::create(b, loc, f32, v);
+                  x = fadd(x, v);
+                }
+                if (!op.getScoreMod().empty())
+                  x = inlineRegion(op.getScoreMod(),
+                                   {x, idxB, idxH, toIndex(row), toIndex(key)});
+                s[mt][nt][e] = x;
+              }
+        } else if (softcap) {
+          // Softcap transforms each score (into the log2 domain); otherwise
+          // the scale is folded into the exponent below: p = exp2(s * c - m).
           for (auto &tiles : s)
             for (auto &t : tiles)
               for (Value &x : t) {
@@ -208,39 +386,57 @@ void FlashKernelBuilder::build(StringRef name) {
               }
         }
 
-        // Masks (keys past Nk, causal, window) only on tiles that cross a
-        // boundary; the test is uniform across the CTA, so the branch is.
-        Value needMask =
-            tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV, nk, diag);
-        SmallVector<Type> scoreTypes(mTiles * nTilesS * 4, f32);
-        auto masked = scf::IfOp::create(b, loc, scoreTypes, needMask,
-                                        /*withElse=*/true);
-        {
-          OpBuilder::InsertionGuard g(b);
-          b.setInsertionPointToStart(masked.thenBlock());
+        auto maskScores = [&]() {
           SmallVector<Value> values;
           for (int64_t mt = 0; mt < mTiles; ++mt) {
             for (int64_t nt = 0; nt < nTilesS; ++nt) {
               for (int64_t e = 0; e < 4; ++e) {
-                Value key =
-                    add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+                Value key = keyOf(nt, e);
                 Value keep = keepKey(masks, rows[mt][e / 2], key, nk, diag,
                                      /*checkBound=*/true);
+                if (!op.getMaskMod().empty())
+                  keep = arith::AndIOp::create(
+                      b, loc, keep,
+                      inlineRegion(op.getMaskMod(),
+                                   {idxB, idxH, toIndex(rows[mt][e / 2]),
+                                    toIndex(key)}));
                 values.push_back(sel(keep, s[mt][nt][e], cf(negInf)));
               }
             }
           }
-          scf::YieldOp::create(b, loc, values);
+          return values;
+        };
+        // mask_mod can mask anything: every tile. Otherwise masks (keys past
+        // Nk, causal, window) only on tiles that cross a boundary; the test
+        // is uniform across the CTA, so the branch is.
+        SmallVector<Value> maskedScores;
+        if (!op.getMaskMod().empty())
+          maskedScores = maskScores();
+        Value needMask =
+            maskedScores.empty()
+                ? tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV, nk, diag)
+                : Value();
+        SmallVector<Type> scoreTypes(mTiles * nTilesS * 4, f32);
+        scf::IfOp masked;
+        if (needMask) {
+          masked = scf::IfOp::create(b, loc, scoreTypes, needMask,
+                                     /*withElse=*/true);
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(masked.thenBlock());
+          scf::YieldOp::create(b, loc, maskScores());
           b.setInsertionPointToStart(masked.elseBlock());
           SmallVector<Value> plain;
           for (auto &tiles : s)
             for (auto &t : tiles)
               plain.append(t.begin(), t.end());
           scf::YieldOp::create(b, loc, plain);
+          maskedScores.assign(masked.getResults().begin(),
+                              masked.getResults().end());
         }
         // Into the log2 domain (the scale is positive, so it commutes with
         // max).
-        Value scoreScale = softcap ? cf(1.0) : scaleLog2;
+        Value scoreScale =
+            scored ? cf(M_LOG2E) : (softcap ? cf(1.0) : scaleLog2);
         SmallVector<Value> next;
         SmallVector<SmallVector<SmallVector<Value, 4>>> acc(mTiles);
         for (int64_t mt = 0; mt < mTiles; ++mt) {
@@ -248,7 +444,7 @@ void FlashKernelBuilder::build(StringRef name) {
           Value rowMax[2] = {cf(negInf), cf(negInf)};
           for (int64_t nt = 0; nt < nTilesS; ++nt)
             for (int64_t e = 0; e < 4; ++e) {
-              s[mt][nt][e] = masked.getResult((mt * nTilesS + nt) * 4 + e);
+              s[mt][nt][e] = maskedScores[(mt * nTilesS + nt) * 4 + e];
               rowMax[e / 2] = fmax(rowMax[e / 2], s[mt][nt][e]);
             }
           // Online softmax: new max, rescale factor, probabilities, sums.
@@ -378,7 +574,7 @@ struct ConvertFAToNVVMPass
         /*isConstant=*/false, LLVM::Linkage::External, "fa_smem", Attribute(),
         /*alignment=*/16, /*addrSpace=*/kShared);
     for (auto [i, op] : llvm::enumerate(ops)) {
-      std::string reason = unsupportedReason(op);
+      std::string reason = unsupportedForwardReason(op);
       if (!reason.empty()) {
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();

@@ -201,9 +201,9 @@ protected:
   Type i32, i64, f32, gptr, sptr;
 };
 
-/// Why `op` (fa.attention or fa.attention_grad) cannot have a GPU kernel, or
-/// an empty string.
-template <typename OpT> std::string unsupportedReason(OpT op) {
+/// Why `op`'s element type and head dims (fa.attention or fa.attention_grad)
+/// have no GPU kernel, or an empty string.
+template <typename OpT> std::string unsupportedShapeReason(OpT op) {
   Type et = op.getElementType();
   int64_t d = op.getQuery().getType().getDimSize(3);
   int64_t dv = op.getValue().getType().getDimSize(3);
@@ -213,6 +213,15 @@ template <typename OpT> std::string unsupportedReason(OpT op) {
     return "head dims must be equal and one of 32, 64, 96, 128 on the GPU "
            "(got D = " +
            std::to_string(d) + ", Dv = " + std::to_string(dv) + ")";
+  return "";
+}
+
+/// Why `op` (fa.attention_grad; the forward has its own) cannot have a GPU
+/// kernel, or an empty string.
+template <typename OpT> std::string unsupportedReason(OpT op) {
+  std::string reason = unsupportedShapeReason(op);
+  if (!reason.empty())
+    return reason;
   // score_mod_grad needs a score_mod (the verifier says so).
   if (op.getBias() || op.getAlibiSlopes() || op.getDropoutSeed() ||
       !op.getScoreMod().empty() || !op.getMaskMod().empty())

@@ -16,8 +16,35 @@ func.func @d256(%q: tensor<1x1x8x256xbf16>) -> tensor<1x1x8x256xbf16> {
 
 // -----
 
-func.func @bias(%q: tensor<1x1x8x64xbf16>, %b: tensor<1x1x8x8xf32>) -> tensor<1x1x8x64xbf16> {
-  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: bias, ALiBi, dropout, score_mod and mask_mod are not supported on the GPU yet}}
-  %o = fa.attention %q, %q, %q bias(%b : tensor<1x1x8x8xf32>) : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
+func.func @dropout(%q: tensor<1x1x8x64xbf16>, %seed: i64) -> tensor<1x1x8x64xbf16> {
+  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: dropout is not supported on the GPU yet}}
+  %o = fa.attention %q, %q, %q dropout_seed(%seed) {dropout_p = 1.000000e-01 : f32} : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
+  return %o : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+// The regions are inlined: math ops without a PTX instruction are refused.
+func.func @atan(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
+  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: score_mod op 'math.atan' is not supported on the GPU (arith and f32 math.tanh, exp, exp2, log, log2, sin, cos, sqrt, rsqrt, absf, fma, floor, ceil are)}}
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %t = math.atan %s : f32
+    fa.yield %t : f32
+  }
+  return %o : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+func.func @ceildiv(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
+  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: mask_mod op 'arith.ceildivui' is not supported on the GPU}}
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c4 = arith.constant 4 : index
+    %d = arith.ceildivui %i, %c4 : index
+    %keep = arith.cmpi ule, %d, %j : index
+    fa.yield %keep : i1
+  }
   return %o : tensor<1x1x8x64xbf16>
 }

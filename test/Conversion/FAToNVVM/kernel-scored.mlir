@@ -1,0 +1,92 @@
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | FileCheck %s
+
+// The scored path (ALiBi, bias, score_mod, mask_mod): per score, from its
+// absolute (b, h, i, j), in the dialect's order, then into the log2 domain.
+// bf16, D = 64, softcap, ALiBi [B, Hq], an f16 bias [1, Hq, 1, Nk].
+
+// CHECK-LABEL: llvm.func @fa_forward_0(
+// The plain ABI, then bias + strides (b, h, i, j), slopes + batch stride.
+// CHECK-SAME: %{{.+}}: f32, %[[BIAS:[^:]+]]: !llvm.ptr<1>, %[[SB:[^:]+]]: i64, %[[SH:[^:]+]]: i64, %[[SI:[^:]+]]: i64, %[[SJ:[^:]+]]: i64, %[[SLOPES:[^:]+]]: !llvm.ptr<1>, %[[SS:[^:]+]]: i64)
+// One m-tile per warp on the scored path, also for D = 64.
+// CHECK-SAME: fa.block_q = 64 : i64
+// The slope of (b, h), once per CTA.
+// CHECK: %[[SB64:.+]] = arith.muli %{{.+}}, %[[SS]] : i64
+// CHECK: %[[SAT:.+]] = arith.addi %[[SB64]], %{{.+}} : i64
+// CHECK: %[[SPTR:.+]] = llvm.getelementptr %[[SLOPES]][%[[SAT]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK: %[[SLOPE:.+]] = llvm.load %[[SPTR]] : !llvm.ptr<1> -> f32
+// The bias rows of the thread, clamped to Nq - 1.
+// CHECK: llvm.getelementptr %[[BIAS]][%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
+// CHECK: arith.minsi
+// CHECK: arith.muli %{{.+}}, %[[SI]] : i64
+// CHECK: arith.minsi
+// CHECK: arith.muli %{{.+}}, %[[SI]] : i64
+// CHECK: scf.for
+// CHECK-COUNT-32: nvvm.mma.sync
+// Per score: scale and softcap, ALiBi, bias (key clamped to Nk - 1), the
+// score_mod's math.exp as exp2 and its arith ops as they are.
+// CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;"
+// CHECK: arith.maxsi
+// CHECK: %[[DIST:.+]] = arith.sitofp %{{.+}} : i32 to f32
+// CHECK: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[DIST]] : f32
+// CHECK: arith.subf %{{.+}}, %[[ALIBI]] : f32
+// CHECK: arith.minsi
+// CHECK: arith.muli %{{.+}}, %[[SJ]] : i64
+// CHECK: %[[B:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f16
+// CHECK: arith.extf %[[B]] : f16 to f32
+// CHECK: %[[LOG2E:.+]] = arith.constant 1.44269502 : f32
+// CHECK: arith.mulf %{{.+}}, %[[LOG2E]] : f32
+// CHECK: llvm.intr.exp2
+// CHECK: arith.index_cast %{{.+}} : index to i32
+// CHECK: arith.sitofp
+// CHECK: arith.addf
+// Without mask_mod the boundary-only masking stays.
+// CHECK: scf.if
+// The log2 domain: s * log2(e) - m as one fma.
+// CHECK: %[[C:.+]] = arith.constant 1.44269502 : f32
+// CHECK: math.fma %{{.+}}, %[[C]], %{{.+}} : f32
+func.func @all(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>, %b: tensor<1x4x1x?xf16>, %s: tensor<1x4xf32>) -> tensor<1x4x?x64xbf16> {
+  %o = fa.attention %q, %k, %v bias(%b : tensor<1x4x1x?xf16>) alibi_slopes(%s : tensor<1x4xf32>) {softcap = 2.000000e+01 : f32}
+      : tensor<1x4x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16> -> tensor<1x4x?x64xbf16> score_mod {
+  ^bb0(%x: f32, %bb: index, %h: index, %i: index, %j: index):
+    %t = math.exp %x : f32
+    %hi = arith.index_cast %h : index to i32
+    %hf = arith.sitofp %hi : i32 to f32
+    %r = arith.addf %t, %hf : f32
+    fa.yield %r : f32
+  }
+  return %o : tensor<1x4x?x64xbf16>
+}
+
+// -----
+
+// mask_mod: every tile is masked (no boundary branch), the region's ops
+// inlined with the absolute (i, j) and and-ed with the key bound and causal.
+
+// CHECK-LABEL: llvm.func @fa_forward_0(
+// CHECK: scf.for
+// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK-NOT: scf.if
+// CHECK: %[[KEEP:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : i32
+// CHECK: %[[CAUSAL:.+]] = arith.cmpi sle, %{{.+}}, %{{.+}} : i32
+// CHECK: %[[BOTH:.+]] = arith.andi %[[KEEP]], %[[CAUSAL]] : i1
+// CHECK: %[[I:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[J:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[DI:.+]] = arith.divui %[[I]], %{{.+}} : index
+// CHECK: %[[DJ:.+]] = arith.divui %[[J]], %{{.+}} : index
+// CHECK: %[[SAME:.+]] = arith.cmpi eq, %[[DI]], %[[DJ]] : index
+// CHECK: %[[ALL:.+]] = arith.andi %[[BOTH]], %[[SAME]] : i1
+// CHECK: arith.select %[[ALL]], %{{.+}}, %{{.+}} : f32
+// CHECK-NOT: scf.if
+// CHECK: math.fma
+func.func @docs(%q: tensor<1x2x?x128xf16>, %k: tensor<1x2x?x128xf16>, %v: tensor<1x2x?x128xf16>) -> tensor<1x2x?x128xf16> {
+  %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>}
+      : tensor<1x2x?x128xf16>, tensor<1x2x?x128xf16>, tensor<1x2x?x128xf16> -> tensor<1x2x?x128xf16> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c16 = arith.constant 16 : index
+    %di = arith.divui %i, %c16 : index
+    %dj = arith.divui %j, %c16 : index
+    %same = arith.cmpi eq, %di, %dj : index
+    fa.yield %same : i1
+  }
+  return %o : tensor<1x2x?x128xf16>
+}
