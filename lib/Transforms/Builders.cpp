@@ -23,6 +23,25 @@ Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
   return mapping.lookupOrDefault(yield.getValues().front());
 }
 
+LogicalResult mlir::fa::checkBlockSizes(Operation *root, StringRef pass,
+                                        int64_t blockQ, int64_t blockKV) {
+  if (blockQ > 0 && blockKV > 0)
+    return success();
+  return root->emitError() << pass
+                           << ": block-q and block-kv must be positive, got "
+                           << blockQ << " and " << blockKV;
+}
+
+SmallVector<Value> mlir::fa::castToTypes(OpBuilder &b, Location loc,
+                                         ValueRange values, TypeRange types) {
+  SmallVector<Value> results;
+  for (auto [value, type] : llvm::zip(values, types))
+    results.push_back(value.getType() == type
+                          ? value
+                          : tensor::CastOp::create(b, loc, type, value));
+  return results;
+}
+
 Value mlir::fa::f32Const(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
 }

@@ -60,7 +60,6 @@ private:
 SmallVector<Value> Tiler::build() {
   MLIRContext *ctx = b.getContext();
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  auto outType = cast<RankedTensorType>(op.getOutput().getType());
   Type et = op.getElementType();
   int64_t headDimV = cast<RankedTensorType>(v.getType()).getDimSize(3);
   Value batch = dim(q, 0), headsQ = dim(q, 1);
@@ -216,28 +215,14 @@ SmallVector<Value> Tiler::build() {
         ArrayRef<OpFoldResult>{one, one, one});
 
   b.setInsertionPointAfter(forall);
-  SmallVector<Value> results;
-  for (auto [result, type] :
-       llvm::zip(forall.getResults(), op->getResultTypes())) {
-    Value r = result;
-    if (r.getType() != type)
-      r = tensor::CastOp::create(b, loc, type, r);
-    results.push_back(r);
-  }
-  (void)outType;
-  return results;
+  return castToTypes(b, loc, forall.getResults(), op->getResultTypes());
 }
 
 struct FATilePass : public fa::impl::FATileBase<FATilePass> {
   using Base::Base;
   void runOnOperation() override {
-    if (blockQ <= 0 || blockKV <= 0) {
-      getOperation()->emitError("fa-tile: block-q and block-kv must be "
-                                "positive, got ")
-          << static_cast<int64_t>(blockQ) << " and "
-          << static_cast<int64_t>(blockKV);
+    if (failed(checkBlockSizes(getOperation(), "fa-tile", blockQ, blockKV)))
       return signalPassFailure();
-    }
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());

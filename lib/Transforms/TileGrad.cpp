@@ -71,14 +71,20 @@ private:
   /// Dsum[b, h, i] = sum_e dO * O, in f32.
   Value buildDsum();
 
+  /// What a Q tile reads: rows [q0, q0 + rows) of query head `head` of
+  /// batch `batch` of Q and dO, and of lse and Dsum.
+  struct QueryTile {
+    Value rows, q, dO, lse, dsum;
+  };
+  QueryTile extractQueryTile(Value dsum, Value batch, Value head, Value q0);
+
   /// Everything one (Q tile, K/V tile) pair contributes: P (times the
   /// dropout factors, as dV needs it) and
   /// dDot = P * (dP - Dsum) * d score / d dot (or d score / d bias with
   /// ScoreDerivative::Bias), both [rows, cols].
   std::pair<Value, Value>
-  buildTilePair(Value qTile, Value kTile, Value vTile, Value doTile,
-                Value lseTile, Value dsumTile, Value batch, Value head,
-                Value q0, Value k0,
+  buildTilePair(const QueryTile &qt, Value kTile, Value vTile, Value batch,
+                Value head, Value q0, Value k0,
                 ScoreDerivative derivative = ScoreDerivative::Dot);
 
   /// acc[x, e] += sum_y a[y, x] * t[y, e] (transposeA) or
@@ -129,6 +135,17 @@ Value GradTiler::toElementType(Value acc, Value rows, int64_t d) {
       });
 }
 
+GradTiler::QueryTile GradTiler::extractQueryTile(Value dsum, Value batchIdx,
+                                                 Value head, Value q0) {
+  QueryTile t;
+  t.rows = minIdx(cst(blockQ), arith::SubIOp::create(b, loc, seqQ, q0));
+  t.q = extractRows(b, loc, op.getQuery(), batchIdx, head, q0, t.rows);
+  t.dO = extractRows(b, loc, op.getGradOutput(), batchIdx, head, q0, t.rows);
+  t.lse = extractVector(op.getLse(), batchIdx, head, q0, t.rows);
+  t.dsum = extractVector(dsum, batchIdx, head, q0, t.rows);
+  return t;
+}
+
 Value GradTiler::buildDsum() {
   Value o = op.getOutput(), dO = op.getGradOutput();
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, dO);
@@ -144,20 +161,19 @@ Value GradTiler::buildDsum() {
       });
 }
 
-std::pair<Value, Value> GradTiler::buildTilePair(Value qTile, Value kTile,
-                                                 Value vTile, Value doTile,
-                                                 Value lseTile, Value dsumTile,
+std::pair<Value, Value> GradTiler::buildTilePair(const QueryTile &qt,
+                                                 Value kTile, Value vTile,
                                                  Value batchIdx, Value head,
                                                  Value q0, Value k0,
                                                  ScoreDerivative derivative) {
-  ScoreTileOp scores = buildScoreTile(b, loc, op, qTile, kTile, batchIdx, head,
+  ScoreTileOp scores = buildScoreTile(b, loc, op, qt.q, kTile, batchIdx, head,
                                       q0, k0, seqQ, seqKV, derivative);
   Value s = scores.getResult(), ds = scores.getDerivative();
   AffineMap tileMap = dimsMap(ctx, 2, {0, 1}), rowMap = dimsMap(ctx, 2, {0});
 
   // P = exp(s - lse); 0 for a fully masked row (lse = -inf).
   Value p = buildGeneric(
-      b, loc, s, lseTile, {rowMap, tileMap}, {kPar, kPar},
+      b, loc, s, qt.lse, {rowMap, tileMap}, {kPar, kPar},
       [](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value empty = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
                                             args[0], f32Const(nb, l, kNegInf));
@@ -167,10 +183,10 @@ std::pair<Value, Value> GradTiler::buildTilePair(Value qTile, Value kTile,
       });
 
   // dP = dO V^T over (r, c, e).
-  OpFoldResult rows = tensor::getMixedSize(b, loc, qTile, 0);
+  OpFoldResult rows = tensor::getMixedSize(b, loc, qt.q, 0);
   OpFoldResult cols = tensor::getMixedSize(b, loc, kTile, 0);
   Value dp = buildGeneric(
-      b, loc, filledF32(b, loc, {rows, cols}, 0.0), {doTile, vTile},
+      b, loc, filledF32(b, loc, {rows, cols}, 0.0), {qt.dO, vTile},
       {dimsMap(ctx, 3, {0, 2}), dimsMap(ctx, 3, {1, 2}),
        dimsMap(ctx, 3, {0, 1})},
       {kPar, kPar, kRed},
@@ -196,7 +212,7 @@ std::pair<Value, Value> GradTiler::buildTilePair(Value qTile, Value kTile,
 
   // dDot = P * (dP - Dsum) * d s / d dot.
   Value dDot = buildGeneric(
-      b, loc, dp, {p, dsumTile, ds}, {tileMap, rowMap, tileMap, tileMap},
+      b, loc, dp, {p, qt.dsum, ds}, {tileMap, rowMap, tileMap, tileMap},
       {kPar, kPar}, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value centered = arith::SubFOp::create(nb, l, args[3], args[1]);
         Value dsScore = arith::MulFOp::create(nb, l, args[0], centered);
@@ -222,8 +238,7 @@ Value GradTiler::accumulateProduct(Value acc, Value a, Value t,
 }
 
 SmallVector<Value> GradTiler::buildKeyValueGrads(Value dsum) {
-  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  Value dO = op.getGradOutput(), lse = op.getLse();
+  Value k = op.getKey(), v = op.getValue();
   Type et = op.getElementType();
   int64_t d = headDim(k), dv = headDim(v);
   SmallVector<OpFoldResult> kSizes = tensor::getMixedSizes(b, loc, k);
@@ -262,17 +277,11 @@ SmallVector<Value> GradTiler::buildKeyValueGrads(Value dsum) {
               OpBuilder::InsertionGuard g2(b);
               b.setInsertionPoint(qb.getInsertionBlock(),
                                   qb.getInsertionPoint());
-              Value rows =
-                  minIdx(cst(blockQ), arith::SubIOp::create(b, loc, seqQ, q0));
-              Value qTile = extractRows(b, loc, q, bi, h, q0, rows);
-              Value doTile = extractRows(b, loc, dO, bi, h, q0, rows);
-              Value lseTile = extractVector(lse, bi, h, q0, rows);
-              Value dsumTile = extractVector(dsum, bi, h, q0, rows);
-              auto [p, dDot] = buildTilePair(qTile, kTile, vTile, doTile,
-                                             lseTile, dsumTile, bi, h, q0, k0);
-              Value dK = accumulateProduct(iters[0], dDot, qTile,
+              QueryTile qt = extractQueryTile(dsum, bi, h, q0);
+              auto [p, dDot] = buildTilePair(qt, kTile, vTile, bi, h, q0, k0);
+              Value dK = accumulateProduct(iters[0], dDot, qt.q,
                                            /*transposeA=*/true);
-              Value dV = accumulateProduct(iters[1], p, doTile,
+              Value dV = accumulateProduct(iters[1], p, qt.dO,
                                            /*transposeA=*/true);
               scf::YieldOp::create(b, loc, ValueRange{dK, dV});
             });
@@ -289,7 +298,6 @@ SmallVector<Value> GradTiler::buildKeyValueGrads(Value dsum) {
 
 Value GradTiler::buildQueryGrad(Value dsum) {
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  Value dO = op.getGradOutput(), lse = op.getLse();
   int64_t d = headDim(q);
   Value numQTiles = arith::CeilDivUIOp::create(b, loc, seqQ, cst(blockQ));
   auto forall = scf::ForallOp::create(
@@ -302,12 +310,9 @@ Value GradTiler::buildQueryGrad(Value dsum) {
   Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1);
   Value q0 =
       arith::MulIOp::create(b, loc, forall.getInductionVar(2), cst(blockQ));
-  Value rows = minIdx(cst(blockQ), arith::SubIOp::create(b, loc, seqQ, q0));
   Value hk = arith::DivUIOp::create(b, loc, h, group);
-  Value qTile = extractRows(b, loc, q, bi, h, q0, rows);
-  Value doTile = extractRows(b, loc, dO, bi, h, q0, rows);
-  Value lseTile = extractVector(lse, bi, h, q0, rows);
-  Value dsumTile = extractVector(dsum, bi, h, q0, rows);
+  QueryTile qt = extractQueryTile(dsum, bi, h, q0);
+  Value rows = qt.rows;
   auto [kvBegin, kvEnd] =
       buildVisibleKeys(b, loc, op.getCausalAttr(), op.getWindowAttr(), q0, rows,
                        seqQ, seqKV, blockKV);
@@ -322,9 +327,7 @@ Value GradTiler::buildQueryGrad(Value dsum) {
             minIdx(cst(blockKV), arith::SubIOp::create(b, loc, seqKV, k0));
         Value kTile = extractRows(b, loc, k, bi, hk, k0, cols);
         Value vTile = extractRows(b, loc, v, bi, hk, k0, cols);
-        Value dDot = buildTilePair(qTile, kTile, vTile, doTile, lseTile,
-                                   dsumTile, bi, h, q0, k0)
-                         .second;
+        Value dDot = buildTilePair(qt, kTile, vTile, bi, h, q0, k0).second;
         Value dQ = accumulateProduct(iters[0], dDot, kTile,
                                      /*transposeA=*/false);
         scf::YieldOp::create(b, loc, dQ);
@@ -341,8 +344,7 @@ Value GradTiler::buildBiasGrad(Value dsum) {
   // own sizes (1 where it broadcasts). A block loops over every (b, h, Q
   // tile, K/V tile) that adds into it, so the sums over broadcast dimensions
   // need no atomics; its accumulator is [rows or 1, Nk or 1] in f32.
-  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  Value dO = op.getGradOutput(), lse = op.getLse(), bias = op.getBias();
+  Value k = op.getKey(), v = op.getValue(), bias = op.getBias();
   auto biasType = cast<RankedTensorType>(bias.getType());
   auto broadcast = [&](int64_t d) { return biasType.getDimSize(d) == 1; };
   Value one = cst(1);
@@ -399,15 +401,14 @@ Value GradTiler::buildBiasGrad(Value dsum) {
         });
     return forOp.getResult(0);
   };
-  auto perKVTile = [&](Value bi, Value h, Value hk, Value q0, Value rows,
-                       Value qTile, Value doTile, Value lseTile, Value dsumTile,
-                       Value k0, Value acc) -> Value {
+  auto perKVTile = [&](Value bi, Value h, Value hk, Value q0,
+                       const QueryTile &qt, Value k0, Value acc) -> Value {
     Value cols = minIdx(cst(blockKV), arith::SubIOp::create(b, loc, seqKV, k0));
     Value kTile = extractRows(b, loc, k, bi, hk, k0, cols);
     Value vTile = extractRows(b, loc, v, bi, hk, k0, cols);
-    Value grad = buildTilePair(qTile, kTile, vTile, doTile, lseTile, dsumTile,
-                               bi, h, q0, k0, ScoreDerivative::Bias)
-                     .second;
+    Value grad =
+        buildTilePair(qt, kTile, vTile, bi, h, q0, k0, ScoreDerivative::Bias)
+            .second;
     OpFoldResult c0 = b.getIndexAttr(0), c1 = b.getIndexAttr(1);
     SmallVector<OpFoldResult> offsets = {c0, broadcast(3) ? c0 : k0};
     SmallVector<OpFoldResult> sizes = {outRows, broadcast(3) ? one : cols};
@@ -424,17 +425,12 @@ Value GradTiler::buildBiasGrad(Value dsum) {
   };
   auto perQTile = [&](Value bi, Value h, Value q0, Value acc) -> Value {
     Value hk = arith::DivUIOp::create(b, loc, h, group);
-    Value rows = minIdx(cst(blockQ), arith::SubIOp::create(b, loc, seqQ, q0));
-    Value qTile = extractRows(b, loc, q, bi, h, q0, rows);
-    Value doTile = extractRows(b, loc, dO, bi, h, q0, rows);
-    Value lseTile = extractVector(lse, bi, h, q0, rows);
-    Value dsumTile = extractVector(dsum, bi, h, q0, rows);
+    QueryTile qt = extractQueryTile(dsum, bi, h, q0);
     auto [kvBegin, kvEnd] =
         buildVisibleKeys(b, loc, op.getCausalAttr(), op.getWindowAttr(), q0,
-                         rows, seqQ, seqKV, blockKV);
+                         qt.rows, seqQ, seqKV, blockKV);
     return loop(kvBegin, kvEnd, cst(blockKV), acc, [&](Value k0, Value a) {
-      return perKVTile(bi, h, hk, q0, rows, qTile, doTile, lseTile, dsumTile,
-                       k0, a);
+      return perKVTile(bi, h, hk, q0, qt, k0, a);
     });
   };
   Value acc =
@@ -486,26 +482,15 @@ SmallVector<Value> GradTiler::build() {
   SmallVector<Value> grads = {dQ, kv[0], kv[1]};
   if (op.getGradBias())
     grads.push_back(buildBiasGrad(dsum));
-  SmallVector<Value> results;
-  for (auto [r, type] : llvm::zip(grads, op->getResultTypes())) {
-    Value result = r;
-    if (result.getType() != type)
-      result = tensor::CastOp::create(b, loc, type, result);
-    results.push_back(result);
-  }
-  return results;
+  return castToTypes(b, loc, grads, op->getResultTypes());
 }
 
 struct FATileGradPass : public fa::impl::FATileGradBase<FATileGradPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (blockQ <= 0 || blockKV <= 0) {
-      getOperation()->emitError("fa-tile-grad: block-q and block-kv must be "
-                                "positive, got ")
-          << static_cast<int64_t>(blockQ) << " and "
-          << static_cast<int64_t>(blockKV);
+    if (failed(
+            checkBlockSizes(getOperation(), "fa-tile-grad", blockQ, blockKV)))
       return signalPassFailure();
-    }
     SmallVector<AttentionGradOp> ops;
     getOperation()->walk([&](AttentionGradOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());

@@ -20,6 +20,14 @@ namespace mlir::fa {
 // linalg helpers
 //===----------------------------------------------------------------------===//
 
+/// Emits "<pass>: block-q and block-kv must be positive, got Q and KV" on
+/// `root` and fails unless both are.
+LogicalResult checkBlockSizes(Operation *root, StringRef pass, int64_t blockQ,
+                              int64_t blockKV);
+/// `values`, each tensor.cast to its type in `types` where it differs.
+SmallVector<Value> castToTypes(OpBuilder &b, Location loc, ValueRange values,
+                               TypeRange types);
+
 /// Computes the value a linalg.generic body yields.
 using BodyFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
