@@ -94,3 +94,35 @@ def test_autograd_on_the_gpu(dtype, bound) -> None:
     for x, r in zip((q, k, v), ref):
         assert x.grad.device.type == "cuda" and x.grad.dtype == dtype
         assert rel(x.grad, r.grad) < bound
+
+
+@pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])
+def test_scored_kernel(dtype, bound) -> None:
+    """Bias [1, Hq, 1, Nk], per-batch ALiBi and a score_mod on the GPU (the scored kernel)."""
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    b, hq, hkv, nq, nk, d = 2, 4, 2, 77, 131, 64
+    q = torch.randn(b, hq, nq, d, device="cuda", dtype=dtype, generator=gen)
+    k = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype, generator=gen)
+    v = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype, generator=gen)
+    bias = torch.randn(1, hq, 1, nk, device="cuda", dtype=dtype, generator=gen)
+    slopes = torch.rand(b, hq, device="cuda", dtype=torch.float32, generator=gen)
+    o = fa.attention(
+        q,
+        k,
+        v,
+        causal="bottom_right",
+        alibi_slopes=slopes,
+        bias=bias,
+        score_mod=lambda s, bi, h, i, j: s + 0.25 * fa.tanh(s) - 0.01 * (i - j),
+    )
+    qd, kd, vd = (t.double().cpu() for t in (q, k, v))
+    kd = kd.repeat_interleave(hq // hkv, dim=1)
+    vd = vd.repeat_interleave(hq // hkv, dim=1)
+    i = torch.arange(nq).view(-1, 1).double()
+    j = torch.arange(nk).view(1, -1).double()
+    s = qd @ kd.transpose(-1, -2) / math.sqrt(d)
+    s = s - slopes.double().cpu().view(b, hq, 1, 1) * (i + nk - nq - j).abs()
+    s = s + bias.double().cpu()
+    s = s + 0.25 * torch.tanh(s) - 0.01 * (i - j)
+    s = s.masked_fill(j > i + nk - nq, float("-inf"))
+    assert rel(o, torch.softmax(s, dim=-1) @ vd) < bound
