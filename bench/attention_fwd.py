@@ -108,7 +108,7 @@ def tflops_of(flops, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
-def make_configs(ds, ns, causals, tokens, width):
+def make_configs(ds, ns, causals, tokens, width, alibi=False):
     configs = []
     for d in ds:
         for causal in causals:
@@ -122,13 +122,15 @@ def make_configs(ds, ns, causals, tokens, width):
                     "H": h,
                     "flops": forward_flops(b, h, n, d, causal) *
                              PASS["flop_factor"],
+                    "alibi": alibi,
                 })
     return configs
 
 
 def config_name(c):
-    return "D=%d causal=%s N=%d B=%d H=%d" % (c["D"], "yes" if c["causal"] else
+    name = "D=%d causal=%s N=%d B=%d H=%d" % (c["D"], "yes" if c["causal"] else
                                               "no", c["N"], c["B"], c["H"])
+    return name + (" alibi" if c.get("alibi") else "")
 
 
 # ----------------------------------------------------------------------------
@@ -203,6 +205,8 @@ def fa_command(fa_jit, c, iters):
     if c["causal"]:
         cmd.append("--causal=bottom-right")
     cmd += PASS["fa_flags"]
+    if c.get("alibi"):
+        cmd.append("--alibi")
     cmd += ["--bench", "--bench-iters=%d" % iters]
     return cmd
 
@@ -444,6 +448,21 @@ def run_anchors(torch, timer, c, anchors, args):
     scale = 1.0 / math.sqrt(D)
     reference = {}
     F = torch.nn.functional
+    # With --alibi: slopes 2^(-8 (h + 1) / H); SDPA and naive get them as an
+    # additive [1, H, N, N] bias (causal folded in), FlexAttention as a
+    # score_mod.
+    slopes = None
+    if c.get("alibi"):
+        slopes = torch.tensor([2.0**(-8.0 * (h + 1) / H) for h in range(H)],
+                              device="cuda")
+
+    def alibi_bias():
+        pos = torch.arange(N, device="cuda")
+        dist = (pos[:, None] - pos[None, :]).abs().float()
+        bias = -(slopes[:, None, None] * dist)[None]
+        if causal:
+            bias.masked_fill_(pos[None, :] > pos[:, None], float("-inf"))
+        return bias.to(torch.bfloat16)
 
     for a in anchors:
         if a in SDPA_BACKENDS:
@@ -451,12 +470,16 @@ def run_anchors(torch, timer, c, anchors, args):
             backend = getattr(SDPBackend, SDPA_BACKENDS[a])
 
             def make():
+                bias = alibi_bias() if slopes is not None else None
+
                 def fn():
-                    return F.scaled_dot_product_attention(q,
-                                                          k,
-                                                          v,
-                                                          is_causal=causal,
-                                                          scale=scale)
+                    return F.scaled_dot_product_attention(
+                        q,
+                        k,
+                        v,
+                        attn_mask=bias,
+                        is_causal=causal and bias is None,
+                        scale=scale)
 
                 return _timed(torch, fn, (q, k, v))
 
@@ -496,8 +519,19 @@ def run_anchors(torch, timer, c, anchors, args):
                                                    N,
                                                    device="cuda")
 
+                score_mod = None
+                if slopes is not None:
+
+                    def score_mod(score, b, h, q_idx, kv_idx):
+                        return score - slopes[h] * (q_idx - kv_idx).abs()
+
                 def fn():
-                    return compiled(q, k, v, block_mask=block_mask, scale=scale)
+                    return compiled(q,
+                                    k,
+                                    v,
+                                    score_mod=score_mod,
+                                    block_mask=block_mask,
+                                    scale=scale)
 
                 return _timed(torch, fn, (q, k, v))
 
@@ -520,10 +554,13 @@ def run_anchors(torch, timer, c, anchors, args):
                 if causal:
                     mask = torch.ones(N, N, dtype=torch.bool,
                                       device="cuda").triu_(1)
+                bias = alibi_bias() if slopes is not None else None
 
                 def fn():
                     s = torch.matmul(q, k.transpose(-2, -1)).float()
                     s.mul_(scale)
+                    if bias is not None:
+                        s.add_(bias)
                     if mask is not None:
                         s.masked_fill_(mask, float("-inf"))
                     p = torch.softmax(s, dim=-1).to(q.dtype)
@@ -1100,6 +1137,10 @@ def parse_args(argv):
                    help="B*N (default 16384)")
     g.add_argument("--width", type=int, default=2048,
                    help="H*D (default 2048)")
+    g.add_argument("--alibi", action="store_true",
+                   help="the ALiBi variant: FA with --alibi, FlexAttention "
+                   "with an ALiBi score_mod, SDPA and naive with an additive "
+                   "[1, H, N, N] bias (SDPA flash takes none: it errors)")
     g = p.add_argument_group("FA")
     g.add_argument("--fa-jit", default=None,
                    help="fa-jit binary (default build/bin/fa-jit if present, "
@@ -1250,7 +1291,7 @@ def main(argv=None):
         return 0
 
     configs = make_configs(args.d, args.n, args.causals, args.tokens,
-                           args.width)
+                           args.width, args.alibi)
     if args.dry_run:
         for c in configs:
             line = config_name(c) + "  GFLOP=%.1f" % (c["flops"] / 1e9)
@@ -1286,6 +1327,7 @@ def main(argv=None):
             "N": args.n,
             "causal": args.causals,
             "causal_kind": "bottom-right (= top-left: Nq = Nk)",
+            "variant": "alibi" if args.alibi else "plain",
             "no_fa": args.no_fa,
             "fa_jit": None if args.no_fa else args.fa_jit,
             "bench_iters": args.bench_iters,

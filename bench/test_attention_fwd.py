@@ -179,6 +179,16 @@ class RunTest(unittest.TestCase):
             "--target=auto --shape=8,16,16,2048,2048,128 --dtype=bf16 "
             "--causal=bottom-right --bench --bench-iters=50", proc.stdout)
 
+    def test_alibi_dry_run(self):
+        proc = self.run_script("--fa-jit", self.fa_jit, "--dry-run", "--d",
+                               "64", "--n", "4096", "--causal", "no",
+                               "--alibi")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(
+            "D=64 causal=no N=4096 B=4 H=32 alibi  GFLOP=549.8  " +
+            self.fa_jit + " --target=auto --shape=4,32,32,4096,4096,64 "
+            "--dtype=bf16 --alibi --bench --bench-iters=50", proc.stdout)
+
     def test_backward_dry_run(self):
         # attention_bwd.py: the same grid, fa-jit --backward, 2.5x the FLOPs.
         proc = subprocess.run([
