@@ -11,3 +11,5 @@ build/bin/fa-opt examples/causal_gqa.mlir -fa-tile -fa-online-softmax |
   sed -n '/scf.forall/,/scf.for /p' | sed -n '1,8p'
 echo "== fa-jit: compile, run and check against the float64 reference"
 build/bin/fa-jit examples/causal_gqa.mlir --shape=2,8,2,300,300,64 --target=auto --check
+echo "== fa-jit: its backward (dQ, dK, dV), checked the same way"
+build/bin/fa-jit examples/causal_gqa.mlir --backward --shape=2,8,2,300,300,64 --target=auto --check
