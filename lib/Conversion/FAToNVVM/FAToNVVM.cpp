@@ -205,12 +205,10 @@ void FlashKernelBuilder::build(StringRef name) {
         os[3] = {arg(14), arg(15), arg(16)}, ls[2] = {arg(17), arg(18)};
   Value nq = arg(19), nk = arg(20), group = arg(21), scaleLog2 = arg(22);
 
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value qTileIdx = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value head = NVVM::BlockIdYOp::create(b, loc, i32);
-  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  Value warp = shr(tid, 5), lane = andi(tid, 31);
-  Value g = shr(lane, 2), tq = andi(lane, 3);
+  ThreadPlace place = getThreadPlace();
+  Value tid = place.tid, qTileIdx = place.tile, head = place.head;
+  Value batch = place.batch, warp = place.warp, lane = place.lane;
+  Value g = place.g, tq = place.tq;
   Value q0 = mul(qTileIdx, c32(blockQ));
   Value headKV = divu(head, group);
 

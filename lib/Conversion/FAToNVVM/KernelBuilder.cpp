@@ -14,6 +14,19 @@ KernelBuilder::KernelBuilder(OpBuilder &b, Location loc, Type et, int64_t d)
       gptr(LLVM::LLVMPointerType::get(b.getContext(), kGlobal)),
       sptr(LLVM::LLVMPointerType::get(b.getContext(), kShared)) {}
 
+KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace() {
+  ThreadPlace t;
+  t.tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  t.tile = NVVM::BlockIdXOp::create(b, loc, i32);
+  t.head = NVVM::BlockIdYOp::create(b, loc, i32);
+  t.batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  t.warp = shr(t.tid, 5);
+  t.lane = andi(t.tid, 31);
+  t.g = shr(t.lane, 2);
+  t.tq = andi(t.lane, 3);
+  return t;
+}
+
 LLVM::LLVMFuncOp KernelBuilder::createKernel(StringRef name,
                                              ArrayRef<Type> params) {
   MLIRContext *ctx = b.getContext();

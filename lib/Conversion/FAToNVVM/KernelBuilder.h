@@ -53,6 +53,15 @@ public:
   /// entry block.
   LLVM::LLVMFuncOp createKernel(StringRef name, ArrayRef<Type> params);
 
+  /// Where the calling thread is (all i32): its id, its block's grid
+  /// coordinates (x: tile, y: head, z: batch), its warp and lane, and the
+  /// lane's row group (lane / 4) and quad position (lane % 4) in mma.sync
+  /// fragments.
+  struct ThreadPlace {
+    Value tid, tile, head, batch, warp, lane, g, tq;
+  };
+  ThreadPlace getThreadPlace();
+
   // Constants and arithmetic.
   Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
   Value c64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
