@@ -90,6 +90,7 @@ steps=(
   "gpu|test/gpu/gpu-tests.sh bin/fa-jit|test/gpu/gpu-tests.sh $FA/bin/fa-jit"
   "api|tests/FAAPITests|tests/FAAPITests --gtest_output=json:$OUT/api.json"
   "backward|tests/FACudaBackwardTests|tests/FACudaBackwardTests"
+  "sanitize|test/gpu/sanitize.sh bin/fa-jit|test/gpu/sanitize.sh $FA/bin/fa-jit"
   "lit|tools/lit/lit.py test/lit.site.cfg.py.pack tools/bin/FileCheck|python3 tools/lit/lit.py -sv --output $OUT/lit.json test"
   "python|python/src/bindings.cpp python/tests include/fa/fa.h|build_python && python3 -m pytest -q -p no:cacheprovider --junitxml=$OUT/python.xml python/tests"
   "bench|bench/attention_fwd.py|python3 bench/attention_fwd.py --fa-jit $FA/bin/fa-jit --json $OUT/bench_fwd.json --png $OUT/bench_fwd.png ${FA_BENCH_ARGS:---budget-s 240}"
@@ -155,7 +156,7 @@ for entry in "${steps[@]}"; do
     note=$(grep -hE '^ *(Passed|Failed|Unsupported|Expectedly Failed|Unresolved|Timed Out) *:' "$step_log" |
       sed -E 's/^ *([A-Za-z ]+[a-z]) *: *([0-9]+).*/\2 \L\1/' | paste -sd, - | sed 's/,/, /g')
     ;;
-  gpu)
+  gpu | sanitize)
     note=$(grep -hoE '[0-9]+ passed, [0-9]+ failed|skipped \(.*\)' "$step_log" | tail -1)
     ;;
   python)
