@@ -210,21 +210,33 @@ Value mlir::fa::buildDropoutScale(OpBuilder &b, Location loc, Value seed,
 // Tiles
 //===----------------------------------------------------------------------===//
 
-Value mlir::fa::buildDropoutTile(OpBuilder &b, Location loc, Value tile,
-                                 Value seed, double p, Value batch, Value head,
-                                 Value q0, Value k0) {
+SmallVector<Value> mlir::fa::buildDropoutTiles(OpBuilder &b, Location loc,
+                                               ValueRange tiles, Value seed,
+                                               double p, Value batch,
+                                               Value head, Value q0, Value k0) {
   AffineMap id = dimsMap(b.getContext(), 2, {0, 1});
-  return buildGeneric(
-      b, loc, tile, {}, {id},
+  SmallVector<AffineMap> maps(tiles.size(), id);
+  auto generic = linalg::GenericOp::create(
+      b, loc, tiles.getTypes(), ValueRange{}, tiles, maps,
       {utils::IteratorType::parallel, utils::IteratorType::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+      [&](OpBuilder &nb, Location l, ValueRange args) {
         Value i =
             arith::AddIOp::create(nb, l, q0, linalg::IndexOp::create(nb, l, 0));
         Value j =
             arith::AddIOp::create(nb, l, k0, linalg::IndexOp::create(nb, l, 1));
         Value scale = buildDropoutScale(nb, l, seed, p, batch, head, i, j);
-        return arith::MulFOp::create(nb, l, args[0], scale);
+        SmallVector<Value> scaled;
+        for (Value x : args)
+          scaled.push_back(arith::MulFOp::create(nb, l, x, scale));
+        linalg::YieldOp::create(nb, l, scaled);
       });
+  return SmallVector<Value>(generic.getResults());
+}
+
+Value mlir::fa::buildDropoutTile(OpBuilder &b, Location loc, Value tile,
+                                 Value seed, double p, Value batch, Value head,
+                                 Value q0, Value k0) {
+  return buildDropoutTiles(b, loc, tile, seed, p, batch, head, q0, k0)[0];
 }
 
 Value mlir::fa::extractRows(OpBuilder &b, Location loc, Value t, Value batch,

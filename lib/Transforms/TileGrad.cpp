@@ -201,14 +201,15 @@ std::pair<Value, Value> GradTiler::buildTilePair(const QueryTile &qt,
 
   // With dropout (Z: 0 or 1 / (1 - p), the forward's), O = (P * Z) V, so
   // dV takes P * Z and dP = (dO V^T) * Z; Dsum = rowsum(dO * O) still equals
-  // rowsum(P * dP).
-  auto dropout = op.getDropoutPAttr();
-  auto applyDropout = [&](Value tile) {
-    return buildDropoutTile(b, loc, tile, op.getDropoutSeed(),
-                            dropout.getValueAsDouble(), batchIdx, head, q0, k0);
-  };
-  if (dropout)
-    dp = applyDropout(dp);
+  // rowsum(P * dP). Both products come from one evaluation of Z.
+  Value pz = p;
+  if (auto dropout = op.getDropoutPAttr()) {
+    SmallVector<Value> scaled =
+        buildDropoutTiles(b, loc, {p, dp}, op.getDropoutSeed(),
+                          dropout.getValueAsDouble(), batchIdx, head, q0, k0);
+    pz = scaled[0];
+    dp = scaled[1];
+  }
 
   // dDot = P * (dP - Dsum) * d s / d dot.
   Value dDot = buildGeneric(
@@ -218,7 +219,7 @@ std::pair<Value, Value> GradTiler::buildTilePair(const QueryTile &qt,
         Value dsScore = arith::MulFOp::create(nb, l, args[0], centered);
         return arith::MulFOp::create(nb, l, dsScore, args[2]);
       });
-  return {dropout ? applyDropout(p) : p, dDot};
+  return {pz, dDot};
 }
 
 Value GradTiler::accumulateProduct(Value acc, Value a, Value t,

@@ -115,8 +115,15 @@ Value buildDropoutScale(OpBuilder &b, Location loc, Value seed, double p,
 // Tiles
 //===----------------------------------------------------------------------===//
 
-/// `tile` ([rows, cols] f32, rows from query q0, columns from key k0) times
-/// buildDropoutScale at each position.
+/// Each of `tiles` ([rows, cols] f32, rows from query q0, columns from key
+/// k0, all the same size) times buildDropoutScale at each position, in one
+/// linalg.generic: the Philox stream is evaluated once per position.
+SmallVector<Value> buildDropoutTiles(OpBuilder &b, Location loc,
+                                     ValueRange tiles, Value seed, double p,
+                                     Value batch, Value head, Value q0,
+                                     Value k0);
+
+/// buildDropoutTiles of one tile.
 Value buildDropoutTile(OpBuilder &b, Location loc, Value tile, Value seed,
                        double p, Value batch, Value head, Value q0, Value k0);
 
