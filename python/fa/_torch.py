@@ -240,8 +240,9 @@ def attention(
     if torch.is_grad_enabled():
         if alibi_slopes is not None and alibi_slopes.requires_grad:
             raise NotImplementedError(
-                f"{api}: alibi_slopes requires grad, but FA computes no gradient for it yet "
-                "(pass alibi_slopes.detach())"
+                f"{api}: alibi_slopes requires grad, but ALiBi slopes are constants in FA, "
+                "as in FlashAttention-2 (pass alibi_slopes.detach(), or a bias for a learned "
+                "positional term)"
             )
         if bias is not None and bias.requires_grad and not q.is_cpu:
             raise NotImplementedError(

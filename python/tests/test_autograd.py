@@ -193,8 +193,9 @@ def test_alibi_slopes_that_require_grad_are_refused() -> None:
     slopes = torch.tensor([0.5, 0.25], requires_grad=True)
     with pytest.raises(
         NotImplementedError,
-        match=r"^fa\.attention: alibi_slopes requires grad, but FA computes no gradient for it "
-        r"yet \(pass alibi_slopes\.detach\(\)\)$",
+        match=r"^fa\.attention: alibi_slopes requires grad, but ALiBi slopes are constants in "
+        r"FA, as in FlashAttention-2 \(pass alibi_slopes\.detach\(\), or a bias for a "
+        r"learned positional term\)$",
     ):
         fa.attention(q, k, v, alibi_slopes=slopes)
     fa.attention(q, k, v, alibi_slopes=slopes.detach()).sum().backward()  # fine detached
