@@ -168,14 +168,22 @@ static void copyVariantExtras(Operation *from, Region &fromScoreMod,
     to->setDiscardableAttr(attr.getName(), attr.getValue());
 }
 
-/// The bias, alibi_slopes and dropout_seed operands that `op` has.
+/// The bias, alibi_slopes, dropout_seed and capture operands that `op` has.
 template <typename OpT> static SmallVector<Value> getVariantOperands(OpT op) {
   SmallVector<Value> values;
   for (Value v : {Value(op.getBias()), Value(op.getAlibiSlopes()),
                   Value(op.getDropoutSeed())})
     if (v)
       values.push_back(v);
+  llvm::append_range(values, op.getCaptures());
   return values;
+}
+
+/// `values`, each mapped through `mapping`.
+static SmallVector<Value> lookupAll(const IRMapping &mapping,
+                                    ValueRange values) {
+  return llvm::map_to_vector(values,
+                             [&](Value v) { return mapping.lookup(v); });
 }
 
 OwningOpRef<ModuleOp> mlir::fa::buildForwardOfGrad(AttentionGradOp grad) {
@@ -203,8 +211,9 @@ OwningOpRef<ModuleOp> mlir::fa::buildForwardOfGrad(AttentionGradOp grad) {
       b, loc, oType, lseType, args.lookup(grad.getQuery()),
       args.lookup(grad.getKey()), args.lookup(grad.getValue()),
       lookup(grad.getBias()), lookup(grad.getAlibiSlopes()),
-      lookup(grad.getDropoutSeed()), grad.getScaleAttr(), grad.getCausalAttr(),
-      grad.getWindowAttr(), grad.getSoftcapAttr(), grad.getDropoutPAttr());
+      lookup(grad.getDropoutSeed()), lookupAll(args, grad.getCaptures()),
+      grad.getScaleAttr(), grad.getCausalAttr(), grad.getWindowAttr(),
+      grad.getSoftcapAttr(), grad.getDropoutPAttr());
   copyVariantExtras(grad, grad.getScoreMod(), grad.getMaskMod(), forward,
                     forward.getScoreMod(), forward.getMaskMod());
   func::ReturnOp::create(b, loc, forward->getResults());
@@ -250,8 +259,8 @@ OwningOpRef<ModuleOp> mlir::fa::buildGradOfForward(AttentionOp forward,
       entry->getArgument(0), entry->getArgument(1), entry->getArgument(2),
       entry->getArgument(3), entry->getArgument(4), entry->getArgument(5),
       lookup(forward.getBias()), lookup(forward.getAlibiSlopes()),
-      lookup(forward.getDropoutSeed()), forward.getScaleAttr(),
-      forward.getCausalAttr(), forward.getWindowAttr(),
+      lookup(forward.getDropoutSeed()), lookupAll(args, forward.getCaptures()),
+      forward.getScaleAttr(), forward.getCausalAttr(), forward.getWindowAttr(),
       forward.getSoftcapAttr(), forward.getDropoutPAttr());
   copyVariantExtras(forward, forward.getScoreMod(), forward.getMaskMod(), grad,
                     grad.getScoreMod(), grad.getMaskMod());
@@ -650,6 +659,8 @@ enum class Opcode {
   TruncI,
   UIToFP,
   Select,
+  // tensor.extract from a capture.
+  Extract,
 };
 
 } // namespace
@@ -663,6 +674,9 @@ struct RegionEvaluator::Instruction {
   /// Bit width of the integer the op works on (its operands for cmpi and
   /// casts from integers, its result otherwise); 64 for index.
   unsigned width = 64;
+  /// Extract: which capture, and the slots of its indices.
+  int64_t capture = 0;
+  SmallVector<int64_t, 4> indices;
 };
 
 static unsigned getIntWidth(Type t) {
@@ -795,9 +809,16 @@ FailureOr<RegionEvaluator> RegionEvaluator::compile(Region &region,
   RegionEvaluator evaluator;
   auto program = std::make_shared<std::vector<Instruction>>();
   DenseMap<Value, int64_t> slots;
-  for (BlockArgument arg : block.getArguments())
-    slots[arg] = slots.size();
-  evaluator.numArgs = block.getNumArguments();
+  // Scalar arguments take slots; tensor ones (the captures, trailing) are
+  // numbered apart and only read by tensor.extract.
+  DenseMap<Value, int64_t> captures;
+  for (BlockArgument arg : block.getArguments()) {
+    if (isa<RankedTensorType>(arg.getType()))
+      captures[arg] = captures.size();
+    else
+      slots[arg] = slots.size();
+  }
+  evaluator.numArgs = slots.size();
 
   for (Operation &op : block) {
     if (op.hasTrait<OpTrait::IsTerminator>()) {
@@ -809,6 +830,22 @@ FailureOr<RegionEvaluator> RegionEvaluator::compile(Region &region,
       break;
     }
     Instruction inst;
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      auto it = captures.find(extract.getTensor());
+      if (it == captures.end()) {
+        error = "cannot evaluate 'tensor.extract' of a tensor that is not a "
+                "capture";
+        return failure();
+      }
+      inst.opcode = Opcode::Extract;
+      inst.capture = it->second;
+      for (Value index : extract.getIndices())
+        inst.indices.push_back(slots.lookup(index));
+      inst.result = slots.size();
+      slots[extract.getResult()] = inst.result;
+      program->push_back(inst);
+      continue;
+    }
     // Binary and unary ops only need their opcode; the rest fill in more.
     std::optional<Opcode> opcode =
         llvm::TypeSwitch<Operation *, std::optional<Opcode>>(&op)
@@ -915,11 +952,34 @@ FailureOr<RegionEvaluator> RegionEvaluator::compile(Region &region,
   return evaluator;
 }
 
-double RegionEvaluator::evaluate(ArrayRef<double> args) const {
+/// Element `index` (slots of `v`) of `capture`; NaN outside it.
+static double extractCapture(const RegionCapture &capture,
+                             ArrayRef<int64_t> indices, ArrayRef<double> v) {
+  if (indices.size() != capture.shape.size())
+    return std::nan("");
+  int64_t offset = 0;
+  for (auto [slot, size] : llvm::zip(indices, capture.shape)) {
+    double i = v[slot];
+    if (!(i >= 0.0 && i < static_cast<double>(size)))
+      return std::nan("");
+    offset = offset * size + static_cast<int64_t>(i);
+  }
+  return capture.values[offset];
+}
+
+double RegionEvaluator::evaluate(ArrayRef<double> args,
+                                 ArrayRef<RegionCapture> captures) const {
   SmallVector<double, 32> v(numSlots, 0.0);
   for (int64_t i = 0, e = std::min<int64_t>(numArgs, args.size()); i < e; ++i)
     v[i] = args[i];
   for (const Instruction &inst : *program) {
+    if (inst.opcode == Opcode::Extract) {
+      v[inst.result] =
+          inst.capture < static_cast<int64_t>(captures.size())
+              ? extractCapture(captures[inst.capture], inst.indices, v)
+              : std::nan("");
+      continue;
+    }
     double a = v[inst.operands[0]], b = v[inst.operands[1]],
            c = v[inst.operands[2]];
     unsigned w = inst.width;
@@ -1071,6 +1131,8 @@ double RegionEvaluator::evaluate(ArrayRef<double> args) const {
       break;
     case Opcode::Select:
       r = a != 0.0 ? b : c;
+      break;
+    case Opcode::Extract:
       break;
     }
     v[inst.result] = r;

@@ -115,6 +115,7 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
     s = arith::AddFOp::create(b, loc, s, extToF32(b, loc, bias));
   if (variant.scoreMod) {
     SmallVector<Value> args = {s, pos.batch, pos.head, pos.query, pos.key};
+    llvm::append_range(args, variant.captures);
     s = inlineVariantRegion(b, *variant.scoreMod, args);
     if (derivative) {
       assert(scoreModGrad && "a score_mod derivative needs its region");
@@ -144,9 +145,11 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
     addMask(
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, pos.key, hi));
   }
-  if (variant.maskMod)
-    addMask(inlineVariantRegion(b, *variant.maskMod,
-                                {pos.batch, pos.head, pos.query, pos.key}));
+  if (variant.maskMod) {
+    SmallVector<Value> args = {pos.batch, pos.head, pos.query, pos.key};
+    llvm::append_range(args, variant.captures);
+    addMask(inlineVariantRegion(b, *variant.maskMod, args));
+  }
   if (keep) {
     s = arith::SelectOp::create(
         b, loc, keep, s,
@@ -266,8 +269,8 @@ ScoreTileOp createScoreTile(OpBuilder &b, Location loc, OpT op, Value qTile,
   return ScoreTileOp::create(
       b, loc, tileType, withDerivative ? Type(tileType) : Type(), qTile, kTile,
       batch, head, q0, k0, seqQ, seqKV, op.getBias(), op.getAlibiSlopes(),
-      b.getF32FloatAttr(op.getScaleOrDefault()), op.getCausalAttr(),
-      op.getWindowAttr(), op.getSoftcapAttr(),
+      op.getCaptures(), b.getF32FloatAttr(op.getScaleOrDefault()),
+      op.getCausalAttr(), op.getWindowAttr(), op.getSoftcapAttr(),
       derivative == ScoreDerivative::Bias ? b.getUnitAttr() : UnitAttr());
 }
 } // namespace

@@ -125,6 +125,12 @@ static cl::opt<std::string>
                        "(otherwise random normal); shapes and dtypes must "
                        "match the op"),
               cl::value_desc("files"), cl::cat(faCategory));
+static cl::opt<std::string> capturesOpt(
+    "captures",
+    cl::desc("cap0.npy,cap1.npy,...: the op's captures, in order (the "
+             "tensors its score_mod / mask_mod read); dtypes and static dims "
+             "must match the op's capture types"),
+    cl::value_desc("files"), cl::cat(faCategory));
 static cl::opt<uint64_t>
     seedOpt("seed", cl::desc("Seed of the random inputs (and of dropout)"),
             cl::init(0), cl::cat(faCategory));
@@ -249,6 +255,24 @@ std::optional<DType> toDType(Type t) {
   if (t.isBF16())
     return DType::BF16;
   return std::nullopt;
+}
+
+/// The .npy dtype of a capture's element type, where .npy I/O has one.
+std::optional<DType> toCaptureDType(Type t) {
+  if (t.isF64())
+    return DType::F64;
+  if (t.isSignlessInteger(32))
+    return DType::I32;
+  if (t.isSignlessInteger(64))
+    return DType::I64;
+  return toDType(t);
+}
+
+std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
 }
 
 bool isAttentionDType(DType dtype) {
@@ -502,7 +526,8 @@ OwningOpRef<ModuleOp> buildFromFlags(MLIRContext &ctx,
   auto op = AttentionOp::create(
       b, loc, resultTypes[0], variant.lse ? resultTypes[1] : Type(),
       entry->getArgument(0), entry->getArgument(1), entry->getArgument(2), bias,
-      slopes, seed, scale, causal, window, softcap, dropout);
+      slopes, seed, /*captures=*/ValueRange(), scale, causal, window, softcap,
+      dropout);
   func::ReturnOp::create(b, loc, op->getResults());
   return module;
 }
@@ -584,18 +609,22 @@ Dims staticDims(AttentionOp op) {
   return dims;
 }
 
-/// Builds the reference's callbacks from the op's regions.
-bool buildRegionCallbacks(AttentionOp op, AttentionOptions &options) {
+/// Builds the reference's callbacks from the op's regions, which read
+/// `captures` (the op's, as doubles).
+bool buildRegionCallbacks(AttentionOp op,
+                          llvm::ArrayRef<RegionCapture> captureViews,
+                          AttentionOptions &options) {
   std::string error;
+  llvm::SmallVector<RegionCapture> captures(captureViews);
   if (!op.getScoreMod().empty()) {
     FailureOr<RegionEvaluator> eval =
         RegionEvaluator::compile(op.getScoreMod(), error);
     if (failed(eval))
       return fail("--check: score_mod: " + error);
-    options.scoreMod = [eval = *eval](double s, int64_t b, int64_t h, int64_t i,
-                                      int64_t j) {
+    options.scoreMod = [eval = *eval, captures](double s, int64_t b, int64_t h,
+                                                int64_t i, int64_t j) {
       double args[5] = {s, double(b), double(h), double(i), double(j)};
-      return eval.evaluate(args);
+      return eval.evaluate(args, captures);
     };
   }
   if (!op.getMaskMod().empty()) {
@@ -603,10 +632,10 @@ bool buildRegionCallbacks(AttentionOp op, AttentionOptions &options) {
         RegionEvaluator::compile(op.getMaskMod(), error);
     if (failed(eval))
       return fail("--check: mask_mod: " + error);
-    options.maskMod = [eval = *eval](int64_t b, int64_t h, int64_t i,
-                                     int64_t j) {
+    options.maskMod = [eval = *eval, captures](int64_t b, int64_t h, int64_t i,
+                                               int64_t j) {
       double args[4] = {double(b), double(h), double(i), double(j)};
-      return eval.evaluate(args) != 0.0;
+      return eval.evaluate(args, captures) != 0.0;
     };
   }
   return true;
@@ -718,6 +747,9 @@ private:
   /// The bias file, when --inputs gives one.
   std::optional<NpyArray> biasInput;
   std::string biasPath;
+  /// The --captures files, in the op's order.
+  std::vector<NpyArray> captures;
+  llvm::SmallVector<std::string> capturePaths;
   NpyArray bias, slopes, out, lse;
   /// The backward's results; dbias when the op has a grad_bias result.
   NpyArray dq, dk, dv, dbias;
@@ -830,6 +862,18 @@ bool Driver::parseSource() {
 }
 
 bool Driver::readInputs() {
+  if (!capturesOpt.empty()) {
+    llvm::SmallVector<llvm::StringRef> paths;
+    llvm::StringRef(capturesOpt).split(paths, ',');
+    for (llvm::StringRef path : paths) {
+      NpyArray array;
+      std::string error;
+      if (!readNpy(path.str(), array, error))
+        return fail(error);
+      capturePaths.push_back(path.str());
+      captures.push_back(std::move(array));
+    }
+  }
   if (inputsOpt.empty())
     return true;
   llvm::SmallVector<llvm::StringRef> parts;
@@ -929,6 +973,10 @@ bool Driver::loadOp() {
                 " is a bias, but the op has no bias operand");
   if (!lseOutputOpt.empty() && !op.getLse())
     return fail("--lse-output: the op has no lse result");
+  if (captures.size() != op.getCaptures().size())
+    return fail("--captures: the op has " +
+                std::to_string(op.getCaptures().size()) + " captures, got " +
+                std::to_string(captures.size()) + " files");
   if (!gradOutputsOpt.empty() && !backward)
     return fail("--grad-outputs needs the backward (--backward, or a file "
                 "holding fa.attention_grad)");
@@ -1061,6 +1109,23 @@ bool Driver::prepareData() {
                          double(b + 1));
     slopes = fromDoubles(DType::F32, shape, values.data());
   }
+  for (auto [capture, path, value] :
+       llvm::zip(captures, capturePaths, op.getCaptures())) {
+    auto type = cast<RankedTensorType>(value.getType());
+    std::optional<DType> captureDType = toCaptureDType(type.getElementType());
+    if (!captureDType)
+      return fail("--captures: fa-jit reads f16, bf16, f32, f64, i32 and i64 "
+                  "captures, the op has " +
+                  typeString(type));
+    if (!checkDType(capture, *captureDType, path))
+      return false;
+    bool shapeOk = static_cast<int64_t>(capture.shape.size()) == type.getRank();
+    for (int64_t i = 0; shapeOk && i < type.getRank(); ++i)
+      shapeOk = type.isDynamicDim(i) || type.getDimSize(i) == capture.shape[i];
+    if (!shapeOk)
+      return fail(path + ": expected a capture of type " + typeString(type) +
+                  ", got shape " + formatShape(capture.shape));
+  }
   if (randomGradOutput)
     inputs.push_back(randomNormal(dtype, shapeOf(kODims), rng));
   out = makeOutput(dtype, shapeOf(kODims));
@@ -1127,6 +1192,8 @@ bool Driver::compileAndRun() {
       add(&slopes, false);
     if (op.getDropoutSeed())
       args.push_back(HostKernelArg::i64(static_cast<int64_t>(seedOpt)));
+    for (NpyArray &capture : captures)
+      add(&capture, false);
     for (NpyArray *array : after) {
       size_t before = relaid.size();
       add(array, true);
@@ -1454,7 +1521,15 @@ bool Driver::check() {
     options.dropoutP = dropout.getValueAsDouble();
     options.dropoutSeed = seedOpt;
   }
-  if (!buildRegionCallbacks(op, options))
+  std::vector<std::vector<double>> captureValues;
+  llvm::SmallVector<RegionCapture> captureViews;
+  for (const NpyArray &capture : captures)
+    captureValues.push_back(toDoubles(capture));
+  for (auto [capture, values] : llvm::zip(captures, captureValues))
+    captureViews.push_back(
+        {values.data(), llvm::SmallVector<int64_t, 4>(capture.shape.begin(),
+                                                      capture.shape.end())});
+  if (!buildRegionCallbacks(op, captureViews, options))
     return false;
   options.numThreads = 0;
   bool passed = true;

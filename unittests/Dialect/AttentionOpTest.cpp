@@ -54,7 +54,8 @@ protected:
         builder, builder.getUnknownLoc(), results, body.getArgument(0),
         body.getArgument(1), body.getArgument(2), /*bias=*/Value(),
         /*alibi_slopes=*/Value(), /*dropout_seed=*/Value(),
-        /*scale=*/FloatAttr(), /*causal=*/CausalKindAttr(),
+        /*captures=*/ValueRange(), /*scale=*/FloatAttr(),
+        /*causal=*/CausalKindAttr(),
         /*window=*/DenseI64ArrayAttr(), /*softcap=*/FloatAttr(),
         /*dropout_p=*/FloatAttr());
   }

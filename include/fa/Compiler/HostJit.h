@@ -143,6 +143,13 @@ private:
   int64_t numOutputs = 0;
 };
 
+/// A capture as RegionEvaluator reads it: its elements as doubles, in C
+/// order.
+struct RegionCapture {
+  const double *values = nullptr;
+  llvm::SmallVector<int64_t, 4> shape;
+};
+
 /// A score_mod or mask_mod region compiled into a small program that
 /// evaluates it in double (integers as exact doubles, i1 as 0 / 1), for the
 /// float64 reference. Evaluation is read-only, so one program may run on many
@@ -153,14 +160,18 @@ public:
   /// first op it cannot evaluate.
   static FailureOr<RegionEvaluator> compile(Region &region, std::string &error);
 
-  /// Evaluates the region on `args` (one per block argument) and returns the
-  /// value it yields.
-  double evaluate(llvm::ArrayRef<double> args) const;
+  /// Evaluates the region on `args` (one per scalar block argument) and
+  /// `captures` (one per tensor block argument, the op's captures) and
+  /// returns the value it yields. A tensor.extract outside its capture gives
+  /// NaN, so that a check against the reference fails.
+  double evaluate(llvm::ArrayRef<double> args,
+                  llvm::ArrayRef<RegionCapture> captures = {}) const;
 
   struct Instruction;
 
 private:
   int64_t numSlots = 0;
+  /// Scalar block arguments; the captures follow them.
   int64_t numArgs = 0;
   int64_t resultSlot = 0;
   std::shared_ptr<const std::vector<Instruction>> program;

@@ -59,6 +59,9 @@ struct ScoreVariant {
   Region *maskMod = nullptr;
   bool hasAlibi = false;
   bool hasBias = false;
+  /// The op's captures: the regions' trailing arguments where they are
+  /// inlined (values defined above the inlining point).
+  SmallVector<Value, 2> captures;
 
   template <typename OpT> static ScoreVariant get(OpT op, double scale) {
     ScoreVariant v;
@@ -70,6 +73,7 @@ struct ScoreVariant {
     v.maskMod = op.getMaskMod().empty() ? nullptr : &op.getMaskMod();
     v.hasAlibi = static_cast<bool>(op.getAlibiSlopes());
     v.hasBias = static_cast<bool>(op.getBias());
+    v.captures.assign(op.getCaptures().begin(), op.getCaptures().end());
     return v;
   }
 
@@ -94,7 +98,8 @@ struct ScorePositions {
 
 /// Turns the raw dot product `dot` (f32) into the score of fa.attention's
 /// definition. `bias` (any float type) and `slope` (f32) are the values at
-/// this position, null when the variant has none. With `derivative`, also
+/// this position, null when the variant has none; the regions read
+/// `variant.captures`. With `derivative`, also
 /// sets it to d score / d dot, or with `wrtBias` to d score / d bias (0
 /// where masked); a variant with a score_mod then needs `scoreModGrad`, the
 /// region of its derivative.

@@ -93,6 +93,8 @@ std::string unsupportedForwardReason(AttentionOp op) {
     return reason;
   if (op.getDropoutSeed())
     return "dropout is not supported on the GPU yet";
+  if (!op.getCaptures().empty())
+    return "captures are not supported on the GPU yet";
   for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),
                               std::make_pair(&op.getMaskMod(), "mask_mod")}) {
     if (region->empty())
@@ -597,7 +599,10 @@ struct ConvertFAToNVVMPass
             }));
     }
     for (auto [i, op] : llvm::enumerate(gradOps)) {
-      std::string reason = unsupportedReason(op);
+      std::string reason =
+          op.getCaptures().empty()
+              ? unsupportedReason(op)
+              : "captures are not supported by the GPU backward yet";
       if (!reason.empty()) {
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();

@@ -950,7 +950,7 @@ func.func @score_tile_mask_mod_yield(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32
 // Positions are indices (the custom form implies it; the generic one does not).
 func.func @score_tile_position_type(%qt: tensor<16x8xf32>, %kt: tensor<32x8xf32>, %i: index, %x: i64) {
   // expected-error @+1 {{'fa.score_tile' op operand #2 must be index, but got 'i64'}}
-  %s = "fa.score_tile"(%qt, %kt, %x, %i, %i, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 0>, scale = 5.000000e-01 : f32}> ({}, {}, {}) : (tensor<16x8xf32>, tensor<32x8xf32>, i64, index, index, index, index, index) -> tensor<16x32xf32>
+  %s = "fa.score_tile"(%qt, %kt, %x, %i, %i, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0>, scale = 5.000000e-01 : f32}> ({}, {}, {}) : (tensor<16x8xf32>, tensor<32x8xf32>, i64, index, index, index, index, index) -> tensor<16x32xf32>
   return
 }
 
@@ -1003,7 +1003,7 @@ func.func @missing_segments(%q: tensor<2x8x128x64xf16>, %k: tensor<2x8x128x64xf1
 
 func.func @score_mod_two_blocks(%q: tensor<2x8x128x64xf16>, %k: tensor<2x8x128x64xf16>, %v: tensor<2x8x128x64xf16>) {
   // expected-error @+1 {{'fa.attention' op region #0 ('score_mod') failed to verify constraint: region with at most 1 blocks}}
-  %o = "fa.attention"(%q, %k, %v) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> ({
+  %o = "fa.attention"(%q, %k, %v) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>}> ({
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
     fa.yield %s : f32
   ^bb1:
@@ -1130,4 +1130,87 @@ func.func @yield_in_scf(%cond: i1) -> f32 {
     scf.yield %c : f32
   }
   return %r : f32
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// captures
+//===----------------------------------------------------------------------===//
+
+func.func @capture_rank0(%q: tensor<2x8x128x64xf16>, %c: tensor<f32>) {
+  // expected-error @+1 {{'fa.attention' op capture #0 must be a tensor of rank >= 1 with i8, i16, i32, i64, f16, bf16, f32 or f64 elements, got 'tensor<f32>'}}
+  %o = fa.attention %q, %q, %q captures(%c : tensor<f32>) : tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16> -> tensor<2x8x128x64xf16>
+  return
+}
+
+// -----
+
+func.func @capture_element_type(%q: tensor<2x8x128x64xf16>, %a: tensor<8xi32>, %c: tensor<8xi1>) {
+  // expected-error @+1 {{'fa.attention_grad' op capture #1 must be a tensor of rank >= 1 with i8, i16, i32, i64, f16, bf16, f32 or f64 elements, got 'tensor<8xi1>'}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %q captures(%a, %c : tensor<8xi32>, tensor<8xi1>) : tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16> -> tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>
+  return
+}
+
+// -----
+
+func.func @capture_index_elements(%qt: tensor<16x8xf32>, %i: index, %c: tensor<4xindex>) {
+  // expected-error @+1 {{'fa.score_tile' op capture #0 must be a tensor of rank >= 1 with i8, i16, i32, i64, f16, bf16, f32 or f64 elements, got 'tensor<4xindex>'}}
+  %s = fa.score_tile %qt, %qt at [%i, %i, %i, %i] of [%i, %i] captures(%c : tensor<4xindex>) {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+// A region takes every capture, after its index arguments.
+func.func @capture_missing_block_arg(%q: tensor<2x8x128x64xf16>, %d: tensor<?xi32>) {
+  // expected-error @+1 {{'fa.attention' op mask_mod region must have arguments (index, index, index, index, tensor<?xi32>)}}
+  %o = fa.attention %q, %q, %q captures(%d : tensor<?xi32>) : tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16> -> tensor<2x8x128x64xf16> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %t = arith.constant true
+    fa.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @capture_block_arg_type(%q: tensor<2x8x128x64xf16>, %d: tensor<?xi32>, %t: tensor<8xf32>) {
+  // expected-error @+1 {{'fa.attention' op score_mod region must have arguments (f32, index, index, index, index, tensor<?xi32>, tensor<8xf32>)}}
+  %o = fa.attention %q, %q, %q captures(%d, %t : tensor<?xi32>, tensor<8xf32>) : tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16> -> tensor<2x8x128x64xf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %x: tensor<8xf32>, %y: tensor<?xi32>):
+    fa.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The regions stay isolated: captures reach them only as block arguments.
+func.func @capture_used_from_above(%q: tensor<2x8x128x64xf16>, %d: tensor<?xi32>) {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %o = fa.attention %q, %q, %q captures(%d : tensor<?xi32>) : tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128x64xf16> -> tensor<2x8x128x64xf16> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %x: tensor<?xi32>):
+    // expected-error @+1 {{using value defined outside the region}}
+    %di = tensor.extract %d[%i] : tensor<?xi32>
+    %z = arith.constant 0 : i32
+    %keep = arith.cmpi eq, %di, %z : i32
+    fa.yield %keep : i1
+  }
+  return
+}
+
+// -----
+
+func.func @score_mod_grad_captures(%q: tensor<2x1x8x4xf32>, %lse: tensor<2x1x8xf32>, %p: tensor<8xi64>) {
+  // expected-error @+1 {{'fa.attention_grad' op score_mod_grad region must have arguments (f32, index, index, index, index, tensor<8xi64>)}}
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %lse captures(%p : tensor<8xi64>) : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8xf32> -> tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %x: tensor<8xi64>):
+    fa.yield %s : f32
+  } score_mod_grad {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %one = arith.constant 1.0 : f32
+    fa.yield %one : f32
+  }
+  return
 }

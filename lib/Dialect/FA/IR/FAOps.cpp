@@ -68,20 +68,52 @@ LogicalResult checkPositiveFinite(Operation *op, FloatAttr attr,
   return success();
 }
 
+/// Checks that the region, when present, takes `argTypes` and yields one
+/// `yieldType`.
 LogicalResult checkRegion(Operation *op, Region &region, StringRef name,
-                          TypeRange argTypes, Type yieldType,
-                          StringRef signature) {
+                          ArrayRef<Type> argTypes, Type yieldType) {
   if (region.empty())
     return success();
   Block &block = region.front();
-  if (block.getArgumentTypes() != argTypes)
+  if (block.getArgumentTypes() != TypeRange(argTypes)) {
+    // Printed unquoted, unlike types streamed into a diagnostic.
+    std::string signature;
+    llvm::raw_string_ostream os(signature);
+    llvm::interleaveComma(argTypes, os);
     return op->emitOpError()
-           << name << " region must have arguments " << signature;
+           << name << " region must have arguments (" << signature << ")";
+  }
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield || yield.getValues().size() != 1 ||
       yield.getValues().front().getType() != yieldType)
     return op->emitOpError() << name << " region must yield one " << yieldType;
   return success();
+}
+
+/// Captures are read element by element with tensor.extract, by every
+/// lowering (host memrefs, GPU global loads, the float64 reference).
+LogicalResult checkCaptures(Operation *op, ValueRange captures) {
+  for (auto [i, capture] : llvm::enumerate(captures)) {
+    auto type = cast<RankedTensorType>(capture.getType());
+    Type et = type.getElementType();
+    bool intOk = et.isSignlessInteger(8) || et.isSignlessInteger(16) ||
+                 et.isSignlessInteger(32) || et.isSignlessInteger(64);
+    bool floatOk = et.isF16() || et.isBF16() || et.isF32() || et.isF64();
+    if (type.getRank() < 1 || (!intOk && !floatOk))
+      return op->emitOpError()
+             << "capture #" << i
+             << " must be a tensor of rank >= 1 with i8, i16, i32, i64, f16, "
+                "bf16, f32 or f64 elements, got "
+             << type;
+  }
+  return success();
+}
+
+/// The argument types of a region: `base`, then the captures' types.
+SmallVector<Type> regionArgTypes(ArrayRef<Type> base, ValueRange captures) {
+  SmallVector<Type> types(base);
+  llvm::append_range(types, captures.getTypes());
+  return types;
 }
 
 /// Shapes read off Q, K and V, with dynamic dimensions as kDynamic.
@@ -209,18 +241,19 @@ LogicalResult verifyVariant(OpT op, const AttentionShape &s) {
                         s.batch, "query batch size")))
       return failure();
   }
-  return success();
+  return checkCaptures(o, op.getCaptures());
 }
 
 template <typename OpT> LogicalResult verifyVariantRegions(OpT op) {
   Builder b(op.getContext());
   Type f32 = b.getF32Type(), idx = b.getIndexType(), i1 = b.getI1Type();
+  ValueRange captures = op.getCaptures();
   if (failed(checkRegion(op, op.getScoreMod(), "score_mod",
-                         {f32, idx, idx, idx, idx}, f32,
-                         "(f32, index, index, index, index)")))
+                         regionArgTypes({f32, idx, idx, idx, idx}, captures),
+                         f32)))
     return failure();
-  return checkRegion(op, op.getMaskMod(), "mask_mod", {idx, idx, idx, idx}, i1,
-                     "(index, index, index, index)");
+  return checkRegion(op, op.getMaskMod(), "mask_mod",
+                     regionArgTypes({idx, idx, idx, idx}, captures), i1);
 }
 
 /// The regions of the backward form: the variant's, plus score_mod_grad.
@@ -233,9 +266,9 @@ template <typename OpT> LogicalResult verifyGradRegions(OpT op) {
     return op.emitOpError("score_mod_grad needs a score_mod");
   Builder b(op.getContext());
   Type f32 = b.getF32Type(), idx = b.getIndexType();
-  return checkRegion(op, op.getScoreModGrad(), "score_mod_grad",
-                     {f32, idx, idx, idx, idx}, f32,
-                     "(f32, index, index, index, index)");
+  return checkRegion(
+      op, op.getScoreModGrad(), "score_mod_grad",
+      regionArgTypes({f32, idx, idx, idx, idx}, op.getCaptures()), f32);
 }
 
 template <typename OpT> int64_t headGroupSize(OpT op) {
@@ -374,7 +407,7 @@ LogicalResult ScoreTileOp::verify() {
                 "Hq], got "
              << type;
   }
-  return success();
+  return checkCaptures(*this, getCaptures());
 }
 
 LogicalResult ScoreTileOp::verifyRegions() {

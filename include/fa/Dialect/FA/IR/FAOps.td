@@ -16,11 +16,14 @@ include "mlir/IR/OpBase.td"
 //===----------------------------------------------------------------------===//
 
 // Optional operands that carry per-call data of a variant. They come after
-// the op's own tensor operands.
+// the op's own tensor operands. `captures` are tensors the score_mod /
+// mask_mod regions read (with tensor.extract): they are passed to each region
+// as trailing block arguments, in order, so the regions stay isolated.
 defvar FA_VariantOperands = (ins
   Optional<AnyRankedTensor>:$bias,
   Optional<AnyRankedTensor>:$alibi_slopes,
-  Optional<I64>:$dropout_seed
+  Optional<I64>:$dropout_seed,
+  Variadic<AnyRankedTensor>:$captures
 );
 
 // Attributes that fix a variant at compile time.
@@ -50,6 +53,7 @@ defvar FA_VariantFormat = [{
   (`bias` `(` $bias^ `:` type($bias) `)`)?
   (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
   (`dropout_seed` `(` $dropout_seed^ `)`)?
+  (`captures` `(` $captures^ `:` type($captures) `)`)?
   attr-dict
 }];
 
@@ -109,6 +113,10 @@ def FA_AttentionOp : FA_AttentionBase<"attention"> {
        `window = array<i64: left, right>` (keeps
        `i + Nk - Nq - left <= j <= i + Nk - Nq + right`), and the `mask_mod`
        region (keeps `(b, h, i, j)` where it yields true).
+
+    The regions may read the `captures` tensors (ranked, rank >= 1, integer
+    or float elements), which they receive, in order, as block arguments
+    after `(s, b, h, i, j)` resp. `(b, h, i, j)`, with `tensor.extract`.
 
     Then the row softmax, dropout of probabilities with `dropout_p` from a
     Philox stream keyed by `dropout_seed` (kept ones scaled by
@@ -204,7 +212,8 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [
     in all (the bottom-right diagonal needs both). `query` is `[rows, D]`,
     `key` is `[cols, D]`, the result `[rows, cols]` in f32, `-inf` where
     masked. `bias` and `alibi_slopes` are the whole operands of the
-    `fa.attention`, indexed at absolute positions. `scale` is resolved.
+    `fa.attention`, indexed at absolute positions; so are `captures`, which
+    the regions receive as trailing block arguments. `scale` is resolved.
 
     The optional second result (used by the backward) is the derivative of
     each score with respect to its raw dot product `dot(q_i, k_j)`: `scale`
@@ -225,6 +234,7 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [
     Index:$query_len, Index:$key_len,
     Optional<AnyRankedTensor>:$bias,
     Optional<AnyRankedTensor>:$alibi_slopes,
+    Variadic<AnyRankedTensor>:$captures,
     F32Attr:$scale,
     OptionalAttr<FA_CausalAttr>:$causal,
     OptionalAttr<DenseI64ArrayAttr>:$window,
@@ -239,6 +249,7 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [
         $key_offset `]` `of` `[` $query_len `,` $key_len `]`
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
     attr-dict `:` type($query) `,` type($key) `->` type(results)
   }], FA_GradRegionFormat);
   let hasVerifier = 1;
