@@ -41,11 +41,13 @@ std::string version();
 /// diagnostic (with its location) when parsing, verification or a pass fails.
 std::string runPipeline(const std::string &mlir, const std::string &pipeline);
 
-enum class DType { F16, BF16, F32 };
+/// Q, K, V, O and the bias are f16, bf16 or f32; captures may also be f64 or
+/// integers.
+enum class DType { F16, BF16, F32, F64, I8, I16, I32, I64 };
 enum class Device { CPU, CUDA };
 enum class Causal { None, TopLeft, BottomRight };
 
-/// "f16", "bf16" or "f32".
+/// "f16", "bf16", "f32", "f64", "i8", "i16", "i32" or "i64".
 const char *toString(DType dtype);
 
 /// A tensor someone else owns: a pointer to element [0, ..., 0], its shape
@@ -56,6 +58,14 @@ struct TensorView {
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   Device device = Device::CPU;
+};
+
+/// A tensor that score_mod / mask_mod read (a "capture"): per-token document
+/// ids, per-head tables. Its sizes are given at call time.
+struct CaptureSpec {
+  DType dtype = DType::I32;
+  /// >= 1.
+  int64_t rank = 1;
 };
 
 /// Everything a kernel is compiled for. Batch size and sequence lengths are
@@ -91,6 +101,12 @@ struct AttentionSpec {
   /// `fa.yield %keep : i1`.
   std::string scoreMod;
   std::string maskMod;
+  /// Tensors both regions may read: after their index arguments they see
+  /// %cap0, %cap1, ... of type tensor<?x...xT> (rank and dtype from here)
+  /// and read elements with tensor.extract. forward and backward take one
+  /// view per capture, in order. Indices are not bounds-checked: one out of
+  /// range reads outside the view, as in C.
+  std::vector<CaptureSpec> captures;
   /// Also return the log-sum-exp [B, Hq, Nq] (f32).
   bool returnLse = false;
 };
@@ -105,12 +121,14 @@ public:
   /// before running and throws fa::Error naming the argument otherwise.
   /// A GPU kernel takes CUDA views (rows contiguous and 16-byte aligned) and
   /// runs on `stream` (a CUstream; null: the default stream) without
-  /// synchronizing.
+  /// synchronizing. `captures` are the views of spec.captures (any sizes and
+  /// strides; on the kernel's device).
   void forward(const TensorView &q, const TensorView &k, const TensorView &v,
                const TensorView &out, const TensorView *lse = nullptr,
                const TensorView *bias = nullptr,
                const TensorView *alibiSlopes = nullptr, int64_t dropoutSeed = 0,
-               void *stream = nullptr) const;
+               void *stream = nullptr,
+               const std::vector<TensorView> &captures = {}) const;
 
   /// dQ, dK, dV of forward's O: given forward's inputs, its out and lse
   /// [B, Hq, Nq] (f32; from a kernel of the same spec with returnLse), and
@@ -122,7 +140,8 @@ public:
   /// GPU kernel takes CUDA views (as forward) and runs on `stream`; it waits
   /// for the stream before returning (it frees its Dsum workspace).
   /// With `dbias` (host only), also writes dLoss/dbias, of the bias's dtype
-  /// and compiled shape (summed over its broadcast dims).
+  /// and compiled shape (summed over its broadcast dims). `captures` are
+  /// forward's; they get no gradient.
   void backward(const TensorView &q, const TensorView &k, const TensorView &v,
                 const TensorView &out, const TensorView &dout,
                 const TensorView &lse, const TensorView &dq,
@@ -130,7 +149,8 @@ public:
                 const TensorView *bias = nullptr,
                 const TensorView *alibiSlopes = nullptr,
                 int64_t dropoutSeed = 0, void *stream = nullptr,
-                const TensorView *dbias = nullptr) const;
+                const TensorView *dbias = nullptr,
+                const std::vector<TensorView> &captures = {}) const;
 
   /// The fa.attention the kernel was compiled from.
   const std::string &mlir() const;

@@ -145,6 +145,22 @@ std::string specToMLIR(const fa::AttentionSpec &spec,
     args += ", %seed: i64";
     operands += " dropout_seed(%seed)";
   }
+  // Captures: function arguments %capture<i> (the operands), and the
+  // regions' trailing arguments %cap<i> (regions cannot shadow names).
+  std::string captureArgs, captureNames, captureTypes;
+  for (size_t i = 0; i < spec.captures.size(); ++i) {
+    std::string type = "tensor<";
+    for (int64_t d = 0; d < spec.captures[i].rank; ++d)
+      type += "?x";
+    type += elementTypeName(spec.captures[i].dtype) + ">";
+    std::string index = std::to_string(i);
+    args += ", %capture" + index + ": " + type;
+    captureArgs += ", %cap" + index + ": " + type;
+    captureNames += (i ? ", %capture" : "%capture") + index;
+    captureTypes += (i ? ", " : "") + type;
+  }
+  if (!spec.captures.empty())
+    operands += " captures(" + captureNames + " : " + captureTypes + ")";
   std::vector<std::string> attrs;
   if (spec.scale)
     attrs.push_back("scale = " + floatText(*spec.scale) + " : f32");
@@ -187,12 +203,12 @@ std::string specToMLIR(const fa::AttentionSpec &spec,
   }
   if (!spec.scoreMod.empty())
     text += "  score_mod {\n  ^bb0(%score: f32, %b: index, %h: index, "
-            "%q_idx: index, %kv_idx: index):\n" +
-            spec.scoreMod + "\n  }\n";
+            "%q_idx: index, %kv_idx: index" +
+            captureArgs + "):\n" + spec.scoreMod + "\n  }\n";
   if (!spec.maskMod.empty())
     text += "  mask_mod {\n  ^bb0(%b: index, %h: index, %q_idx: index, "
-            "%kv_idx: index):\n" +
-            spec.maskMod + "\n  }\n";
+            "%kv_idx: index" +
+            captureArgs + "):\n" + spec.maskMod + "\n  }\n";
   if (grad)
     text = text + "  return %dq, %dk, %dv" +
            (form == SpecForm::GradWithBias ? ", %dbias" : "") + " : " +
@@ -270,6 +286,16 @@ const char *fa::toString(DType dtype) {
     return "bf16";
   case DType::F32:
     return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::I8:
+    return "i8";
+  case DType::I16:
+    return "i16";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
   }
   return "?";
 }
@@ -318,6 +344,22 @@ fa::Kernel fa::compile(const AttentionSpec &spec,
                 ", Dv = " + std::to_string(spec.headDimV));
   if (spec.numHeadsQ < 0 || spec.numHeadsKV < 0)
     throw Error("fa::compile: head counts must be positive or 0 (any)");
+  auto isAttentionDType = [](DType t) {
+    return t == DType::F16 || t == DType::BF16 || t == DType::F32;
+  };
+  if (!isAttentionDType(spec.dtype))
+    throw Error(std::string("fa::compile: dtype must be f16, bf16 or f32, "
+                            "got ") +
+                toString(spec.dtype));
+  if (spec.bias && !isAttentionDType(spec.biasDType))
+    throw Error(std::string("fa::compile: biasDType must be f16, bf16 or "
+                            "f32, got ") +
+                toString(spec.biasDType));
+  for (size_t i = 0; i < spec.captures.size(); ++i)
+    if (spec.captures[i].rank < 1)
+      throw Error("fa::compile: capture " + std::to_string(i) +
+                  " must have rank >= 1, got " +
+                  std::to_string(spec.captures[i].rank));
 
   auto impl = std::make_shared<Kernel::Impl>();
   impl->spec = spec;
@@ -443,7 +485,8 @@ CheckedInputs checkInputs(const char *api, const fa::AttentionSpec &spec,
                           const fa::TensorView &k, const fa::TensorView &v,
                           const fa::TensorView *bias,
                           const fa::TensorView *alibiSlopes,
-                          int64_t dropoutSeed) {
+                          int64_t dropoutSeed,
+                          const std::vector<fa::TensorView> &captures) {
   using fa::DType;
   CheckedInputs in;
   in.q = toArg(api, q, "q", spec.dtype, 4, false, device);
@@ -498,6 +541,16 @@ CheckedInputs checkInputs(const char *api, const fa::AttentionSpec &spec,
   }
   if (spec.dropoutP != 0.0)
     in.variant.push_back(mlir::fa::HostKernelArg::i64(dropoutSeed));
+  if (captures.size() != spec.captures.size())
+    fail(api, "the kernel was compiled with " +
+                  std::to_string(spec.captures.size()) + " captures, got " +
+                  std::to_string(captures.size()));
+  for (size_t i = 0; i < captures.size(); ++i) {
+    std::string name = "capture " + std::to_string(i);
+    in.variant.push_back(
+        toArg(api, captures[i], name.c_str(), spec.captures[i].dtype,
+              static_cast<size_t>(spec.captures[i].rank), false, device));
+  }
   return in;
 }
 
@@ -534,6 +587,8 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
       spec.alibi ? &allArgs[next++] : nullptr;
   if (spec.dropoutP != 0.0)
     ++next;
+  // Captures fail the GPU compile for now.
+  next += spec.captures.size();
   args.insert(args.end(), allArgs.begin() + next, allArgs.end());
   const char *names[5] = {"q", "k", "v", "out", "lse"};
   size_t elementBytes = spec.dtype == fa::DType::F32 ? 4 : 2;
@@ -637,11 +692,12 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
                          const TensorView &v, const TensorView &out,
                          const TensorView *lse, const TensorView *bias,
                          const TensorView *alibiSlopes, int64_t dropoutSeed,
-                         void *stream) const {
+                         void *stream,
+                         const std::vector<TensorView> &captures) const {
   const AttentionSpec &spec = impl->spec;
   Device device = impl->gpu ? Device::CUDA : Device::CPU;
   CheckedInputs in = checkInputs(kForward, spec, device, q, k, v, bias,
-                                 alibiSlopes, dropoutSeed);
+                                 alibiSlopes, dropoutSeed, captures);
   std::vector<mlir::fa::HostKernelArg> args = {in.q, in.k, in.v};
   llvm::append_range(args, in.variant);
 
@@ -798,11 +854,12 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
                           const TensorView &dq, const TensorView &dk,
                           const TensorView &dv, const TensorView *bias,
                           const TensorView *alibiSlopes, int64_t dropoutSeed,
-                          void *stream, const TensorView *dbias) const {
+                          void *stream, const TensorView *dbias,
+                          const std::vector<TensorView> &captures) const {
   const AttentionSpec &spec = impl->spec;
   Device device = impl->gpu ? Device::CUDA : Device::CPU;
   CheckedInputs in = checkInputs(kBackward, spec, device, q, k, v, bias,
-                                 alibiSlopes, dropoutSeed);
+                                 alibiSlopes, dropoutSeed, captures);
   // @fa_backward(Q, K, V, O, dO, lse, [bias], [alibi_slopes], [seed], dQ,
   // dK, dV).
   std::vector<mlir::fa::HostKernelArg> args = {in.q, in.k, in.v};

@@ -1,0 +1,212 @@
+//===- CapturesTest.cpp - captured tensors through fa.h -------------------===//
+//
+// Tensors read by score_mod / mask_mod (spec.captures, passed as views to
+// forward and backward), checked against the float64 reference with the
+// same tables read in C++.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestTensors.h"
+
+#include "fa/Support/Reference.h"
+#include "fa/fa.h"
+
+#include "gtest/gtest.h"
+
+#include <random>
+
+namespace {
+
+using fa::testing::errorOf;
+using fa::testing::HostTensor;
+
+constexpr int64_t kB = 2, kH = 4, kN = 45, kD = 16;
+
+/// Per-token document ids (documents of 1 to 9 tokens) and a per-head table
+/// stored with a stride of 2 (every other float), so that the view's strides
+/// are honoured.
+struct Tables {
+  std::vector<int32_t> doc;
+  std::vector<float> tabStorage;
+  Tables() {
+    std::mt19937 rng(3);
+    int32_t id = 0;
+    while (static_cast<int64_t>(doc.size()) < kN) {
+      int64_t len = 1 + rng() % 9;
+      for (int64_t i = 0; i < len && static_cast<int64_t>(doc.size()) < kN; ++i)
+        doc.push_back(id);
+      ++id;
+    }
+    for (int64_t h = 0; h < kH; ++h) {
+      tabStorage.push_back(0.1f * static_cast<float>(h + 1));
+      tabStorage.push_back(1e9f); // never read
+    }
+  }
+  float tab(int64_t h) const { return tabStorage[2 * h]; }
+  std::vector<fa::TensorView> views() {
+    return {{doc.data(), fa::DType::I32, {kN}, {}, fa::Device::CPU},
+            {tabStorage.data(), fa::DType::F32, {kH}, {2}, fa::Device::CPU}};
+  }
+  /// The variant in the reference: score -= tab[h] * |i - j|; keep j <= i
+  /// in the same document.
+  fa::support::AttentionOptions options() const {
+    fa::support::AttentionOptions o;
+    o.scoreMod = [this](double s, int64_t, int64_t h, int64_t i, int64_t j) {
+      return s - tab(h) * std::abs(static_cast<double>(i - j));
+    };
+    o.maskMod = [this](int64_t, int64_t, int64_t i, int64_t j) {
+      return j <= i && doc[i] == doc[j];
+    };
+    return o;
+  }
+};
+
+fa::AttentionSpec captureSpec() {
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::F32;
+  spec.headDim = kD;
+  spec.returnLse = true;
+  spec.captures = {{fa::DType::I32, 1}, {fa::DType::F32, 1}};
+  spec.scoreMod = R"mlir(
+    %t = tensor.extract %cap1[%h] : tensor<?xf32>
+    %d = arith.subi %q_idx, %kv_idx : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %a = math.absf %df : f32
+    %p = arith.mulf %t, %a : f32
+    %r = arith.subf %score, %p : f32
+    fa.yield %r : f32
+  )mlir";
+  spec.maskMod = R"mlir(
+    %di = tensor.extract %cap0[%q_idx] : tensor<?xi32>
+    %dj = tensor.extract %cap0[%kv_idx] : tensor<?xi32>
+    %same = arith.cmpi eq, %di, %dj : i32
+    %causal = arith.cmpi ule, %kv_idx, %q_idx : index
+    %keep = arith.andi %same, %causal : i1
+    fa.yield %keep : i1
+  )mlir";
+  return spec;
+}
+
+TEST(CapturesTest, ForwardAndBackwardReadThem) {
+  fa::Kernel kernel = fa::compile(captureSpec());
+  EXPECT_NE(kernel.mlir().find("captures(%capture0, %capture1 : tensor<?xi32>, "
+                               "tensor<?xf32>)"),
+            std::string::npos);
+  Tables tables;
+  std::vector<fa::TensorView> captures = tables.views();
+  std::mt19937 rng(5);
+  HostTensor q(fa::DType::F32, {kB, kH, kN, kD}),
+      k(fa::DType::F32, {kB, kH, kN, kD}), v(fa::DType::F32, {kB, kH, kN, kD}),
+      o(fa::DType::F32, {kB, kH, kN, kD}),
+      dout(fa::DType::F32, {kB, kH, kN, kD});
+  HostTensor lse(fa::DType::F32, {kB, kH, kN});
+  HostTensor dq(fa::DType::F32, q.shape), dk(fa::DType::F32, k.shape),
+      dv(fa::DType::F32, v.shape);
+  for (HostTensor *t : {&q, &k, &v, &dout})
+    t->randomize(rng);
+  fa::TensorView lseView = lse.view();
+  kernel.forward(q.view(), k.view(), v.view(), o.view(), &lseView, nullptr,
+                 nullptr, 0, nullptr, captures);
+  kernel.backward(q.view(), k.view(), v.view(), o.view(), dout.view(),
+                  lse.view(), dq.view(), dk.view(), dv.view(), nullptr, nullptr,
+                  0, nullptr, nullptr, captures);
+
+  fa::support::AttentionOptions options = tables.options();
+  std::vector<double> refO, refLse, refDq, refDk, refDv;
+  std::string error;
+  ASSERT_TRUE(fa::support::attentionReference(q.ref(), k.ref(), v.ref(),
+                                              options, refO, refLse, error))
+      << error;
+  ASSERT_TRUE(fa::support::attentionGradReference(q.ref(), k.ref(), v.ref(),
+                                                  dout.ref(), options, refDq,
+                                                  refDk, refDv, error))
+      << error;
+  auto relErr = [](const HostTensor &got, const std::vector<double> &ref) {
+    std::vector<double> values = got.read();
+    return fa::support::relativeError(values.data(), ref.data(), ref.size());
+  };
+  EXPECT_LT(relErr(o, refO), 1e-5);
+  EXPECT_LT(relErr(lse, refLse), 1e-5);
+  EXPECT_LT(relErr(dq, refDq), 2e-5);
+  EXPECT_LT(relErr(dk, refDk), 2e-5);
+  EXPECT_LT(relErr(dv, refDv), 2e-5);
+
+  // The tables matter: other document ids give another O.
+  std::vector<int32_t> oneDoc(kN, 0);
+  captures[0].data = oneDoc.data();
+  HostTensor o2(fa::DType::F32, o.shape);
+  kernel.forward(q.view(), k.view(), v.view(), o2.view(), &lseView, nullptr,
+                 nullptr, 0, nullptr, captures);
+  EXPECT_GT(relErr(o2, refO), 1e-2);
+}
+
+TEST(CapturesTest, RejectsBadCaptureViews) {
+  fa::Kernel kernel = fa::compile(captureSpec());
+  Tables tables;
+  HostTensor q(fa::DType::F32, {1, kH, 8, kD}), o(fa::DType::F32, q.shape);
+  HostTensor lse(fa::DType::F32, {1, kH, 8});
+  fa::TensorView lseView = lse.view();
+  auto forward = [&](const std::vector<fa::TensorView> &captures) {
+    return errorOf([&] {
+      kernel.forward(q.view(), q.view(), q.view(), o.view(), &lseView, nullptr,
+                     nullptr, 0, nullptr, captures);
+    });
+  };
+  std::vector<fa::TensorView> views = tables.views();
+  EXPECT_EQ(forward({views[0]}), "fa::Kernel::forward: the kernel was "
+                                 "compiled with 2 captures, got 1");
+  std::vector<fa::TensorView> wrongDType = views;
+  wrongDType[0].dtype = fa::DType::I64;
+  EXPECT_EQ(forward(wrongDType),
+            "fa::Kernel::forward: capture 0 must have dtype i32, got i64");
+  std::vector<fa::TensorView> wrongRank = views;
+  wrongRank[1].shape = {2, 2};
+  wrongRank[1].strides = {};
+  EXPECT_EQ(
+      forward(wrongRank),
+      "fa::Kernel::forward: capture 1 must have rank 1, got shape [2, 2]");
+  std::vector<fa::TensorView> onGpu = views;
+  onGpu[1].device = fa::Device::CUDA;
+  EXPECT_EQ(forward(onGpu), "fa::Kernel::forward: capture 1 is a CUDA tensor, "
+                            "but the kernel was compiled for the host");
+  std::vector<fa::TensorView> noData = views;
+  noData[0].data = nullptr;
+  EXPECT_EQ(forward(noData),
+            "fa::Kernel::forward: capture 0 has no data (null pointer)");
+  HostTensor dq(fa::DType::F32, q.shape);
+  EXPECT_EQ(errorOf([&] {
+              kernel.backward(q.view(), q.view(), q.view(), o.view(), o.view(),
+                              lse.view(), dq.view(), dq.view(), dq.view());
+            }),
+            "fa::Kernel::backward: the kernel was compiled with 2 captures, "
+            "got 0");
+}
+
+TEST(CapturesTest, RejectsBadCaptureSpecs) {
+  fa::AttentionSpec spec = captureSpec();
+  spec.captures[1].rank = 0;
+  EXPECT_EQ(errorOf([&] { fa::compile(spec); }),
+            "fa::compile: capture 1 must have rank >= 1, got 0");
+  spec = captureSpec();
+  spec.dtype = fa::DType::I32;
+  EXPECT_EQ(errorOf([&] { fa::compile(spec); }),
+            "fa::compile: dtype must be f16, bf16 or f32, got i32");
+  // A region that reads a capture the spec does not declare.
+  spec = captureSpec();
+  spec.captures.pop_back();
+  EXPECT_EQ(errorOf([&] {
+              fa::compile(spec);
+            }).rfind("fa::compile: invalid attention spec\n<spec>:", 0),
+            0u);
+  // The GPU forward does not take captures yet.
+  EXPECT_NE(errorOf([&] {
+              fa::AttentionSpec gpu = captureSpec();
+              gpu.dtype = fa::DType::BF16;
+              gpu.headDim = 64;
+              fa::compile(gpu, "sm_90a");
+            }).find("captures are not supported on the GPU yet"),
+            std::string::npos);
+}
+
+} // namespace
