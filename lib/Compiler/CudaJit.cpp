@@ -180,7 +180,7 @@ FailureOr<CudaBackwardImage> mlir::fa::compileCudaBackward(AttentionGradOp op,
   image.ptx = std::move(ptx);
   // convert-fa-to-nvvm records the launch contracts on the module.
   auto contracts = (*module)->getAttrOfType<ArrayAttr>("fa.backward");
-  if (!contracts || contracts.size() != 3)
+  if (!contracts || contracts.size() != (op.getGradBias() ? 4u : 3u))
     return op.emitOpError(
         "fa-pipeline-cuda lost the backward kernels' launch contracts");
   for (Attribute attr : contracts) {
@@ -192,6 +192,8 @@ FailureOr<CudaBackwardImage> mlir::fa::compileCudaBackward(AttentionGradOp op,
     entry.sharedBytes = cast<IntegerAttr>(dict.get("shared_bytes")).getInt();
     image.entries.push_back(std::move(entry));
   }
+  image.scored = op.getBias() || op.getAlibiSlopes() ||
+                 !op.getScoreMod().empty() || !op.getMaskMod().empty();
   return image;
 }
 
@@ -213,7 +215,9 @@ mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
             kernel.blockX = first.threads;
             kernel.dynamicSharedBytes = first.sharedBytes;
             kernel.gridRule = first.gridRule;
-            kernel.paramLayout = kCudaBackwardParams;
+            const char *params =
+                image->scored ? kCudaBackwardScoredParams : kCudaBackwardParams;
+            kernel.paramLayout = params;
             for (const CudaEntryPoint &e :
                  ArrayRef<CudaEntryPoint>(image->entries).drop_front()) {
               rt::CachedKernel::Entry entry;
@@ -221,7 +225,7 @@ mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
               entry.blockX = e.threads;
               entry.dynamicSharedBytes = e.sharedBytes;
               entry.gridRule = e.gridRule;
-              entry.paramLayout = kCudaBackwardParams;
+              entry.paramLayout = params;
               kernel.entries.push_back(std::move(entry));
             }
             kernel.chip = chip.str();
@@ -245,45 +249,63 @@ namespace {
 struct BackwardLaunch {
   std::string name;
   unsigned threads = 0, sharedBytes = 0;
-  /// Its grid: ceil(N / rows) over the queries (Nq, Hq) or the keys
-  /// (Nk, Hkv), then B.
-  bool overKeys = false;
+  /// Its grid: x is ceil(N / rows) over the queries (Nq) or the keys (Nk),
+  /// or 1 (`single`); y is Hq, Hkv (`overKeys`) or 1 (`oneHead`); z is B or
+  /// 1 (`oneBatch`). dBias's blocks have 1 where the bias broadcasts.
+  bool overKeys = false, single = false, oneHead = false, oneBatch = false;
   int64_t rows = 0;
+  /// The scored path's parameters (kCudaBackwardScoredParams).
+  bool scored = false;
 };
 
-/// Parses "ceil(Nq/<rows>),Hq,B" or "ceil(Nk/<rows>),Hkv,B".
+/// Parses "ceil(Nq/<rows>),Hq,B" or "ceil(Nk/<rows>),Hkv,B", and dbias's
+/// "ceil(Nq/<rows>)|1,Hq|1,B|1".
 ::fa::runtime::Expected<BackwardLaunch>
 parseLaunch(const std::string &name, unsigned threads, unsigned sharedBytes,
             const std::string &gridRule, const std::string &params) {
   namespace rt = ::fa::runtime;
   BackwardLaunch launch{name, threads, sharedBytes};
-  if (params != kCudaBackwardParams)
+  launch.scored = params == kCudaBackwardScoredParams;
+  if (params != kCudaBackwardParams && !launch.scored)
     return rt::Status::error("kernel " + name + " has parameter layout '" +
                              params + "', expected '" + kCudaBackwardParams +
-                             "'");
+                             "' or '" + kCudaBackwardScoredParams + "'");
   StringRef rule(gridRule);
-  bool ok = rule.consume_front("ceil(N");
-  launch.overKeys = rule.consume_front("k");
-  ok = ok && (launch.overKeys || rule.consume_front("q")) &&
-       rule.consume_front("/") && !rule.consumeInteger(10, launch.rows) &&
-       launch.rows > 0 &&
-       rule.consume_front(launch.overKeys ? "),Hkv,B" : "),Hq,B") &&
-       rule.empty();
+  bool ok;
+  if (StringRef(name).starts_with("fa_backward_dbias_")) {
+    launch.single = rule.consume_front("1");
+    ok = launch.single || (rule.consume_front("ceil(Nq/") &&
+                           !rule.consumeInteger(10, launch.rows) &&
+                           launch.rows > 0 && rule.consume_front(")"));
+    launch.oneHead = rule.consume_front(",1");
+    ok = ok && (launch.oneHead || rule.consume_front(",Hq"));
+    launch.oneBatch = rule.consume_front(",1");
+    ok = ok && (launch.oneBatch || rule.consume_front(",B")) && rule.empty();
+  } else {
+    ok = rule.consume_front("ceil(N");
+    launch.overKeys = rule.consume_front("k");
+    ok = ok && (launch.overKeys || rule.consume_front("q")) &&
+         rule.consume_front("/") && !rule.consumeInteger(10, launch.rows) &&
+         launch.rows > 0 &&
+         rule.consume_front(launch.overKeys ? "),Hkv,B" : "),Hq,B") &&
+         rule.empty();
+  }
   if (!ok)
     return rt::Status::error("kernel " + name + " has a bad grid rule '" +
                              gridRule + "'");
   return launch;
 }
 
-/// The three kernels of a backward cache entry, checked.
+/// The kernels of a backward cache entry (three, or four with dbias),
+/// checked.
 ::fa::runtime::Expected<std::vector<BackwardLaunch>>
 backwardLaunches(const ::fa::runtime::CachedKernel &kernel) {
   namespace rt = ::fa::runtime;
-  if (kernel.entries.size() != 2)
+  if (kernel.entries.size() != 2 && kernel.entries.size() != 3)
     return rt::Status::error("kernel cache entry " + kernel.kernelName +
                              " is not a backward (it has " +
                              std::to_string(kernel.entries.size()) +
-                             " further entry points, expected 2)");
+                             " further entry points, expected 2 or 3)");
   std::vector<BackwardLaunch> launches;
   rt::Expected<BackwardLaunch> first =
       parseLaunch(kernel.kernelName, kernel.blockX, kernel.dynamicSharedBytes,
@@ -299,14 +321,21 @@ backwardLaunches(const ::fa::runtime::CachedKernel &kernel) {
       return launch.getStatus();
     launches.push_back(launch.take());
   }
-  const char *prefixes[3] = {"fa_backward_dsum_", "fa_backward_dkdv_",
-                             "fa_backward_dq_"};
-  for (int i = 0; i < 3; ++i)
+  const char *prefixes[4] = {"fa_backward_dsum_", "fa_backward_dkdv_",
+                             "fa_backward_dq_", "fa_backward_dbias_"};
+  for (size_t i = 0; i < launches.size(); ++i) {
+    if (launches[i].scored != launches[0].scored)
+      return rt::Status::error("kernel cache entry " + kernel.kernelName +
+                               ": its entry points' parameter layouts differ");
     if (!StringRef(launches[i].name).starts_with(prefixes[i]))
       return rt::Status::error("kernel cache entry " + kernel.kernelName +
                                ": entry point " + std::to_string(i) + " is " +
                                launches[i].name + ", expected " + prefixes[i] +
                                "<i>");
+  }
+  if (launches.size() == 4 && !launches[0].scored)
+    return rt::Status::error("kernel cache entry " + kernel.kernelName +
+                             ": dbias needs the scored parameter layout");
   return launches;
 }
 } // namespace
@@ -332,7 +361,11 @@ mlir::fa::loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
     }
     functions.push_back(function.take());
   }
-  return CudaBackwardFunctions{functions[0], functions[1], functions[2]};
+  CudaBackwardFunctions result{functions[0], functions[1], functions[2],
+                               std::nullopt};
+  if (functions.size() == 4)
+    result.dbias = functions[3];
+  return result;
 }
 
 ::fa::runtime::Status
@@ -346,8 +379,13 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   if (call.batch < 0 || call.headsQ < 0 || call.headsKV < 0 || call.seqQ < 0 ||
       call.seqKV < 0)
     return rt::Status::error("backward: negative size");
+  bool withDBias = launches->size() == 4;
+  if (withDBias && !functions.dbias)
+    return rt::Status::error("backward: the dbias kernel is not loaded");
+  // dBias of a bias broadcast over rows or columns has elements (zeros)
+  // even when Nq = Nk = 0.
   if (call.batch == 0 || call.headsQ == 0 ||
-      (call.seqQ == 0 && call.seqKV == 0))
+      (call.seqQ == 0 && call.seqKV == 0 && !withDBias))
     return rt::Status::success();
   if (call.headsKV == 0 || call.headsQ % call.headsKV != 0)
     return rt::Status::error(
@@ -381,7 +419,16 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   int32_t seqQ = int32_t(call.seqQ), seqKV = int32_t(call.seqKV),
           group = int32_t(call.headsQ / call.headsKV);
   float scaleLog2 = call.scaleLog2, scale = call.scale;
-  void *params[43];
+  // The scored path's tail (the driver reads as many as a kernel declares).
+  uint64_t bias = call.bias, slopes = call.slopes, dbias = call.dbias;
+  int64_t biasStrides[4], dbiasStrides[4],
+      slopesStride = call.slopesBatchStride;
+  for (int i = 0; i < 4; ++i) {
+    biasStrides[i] = call.biasStrides[i];
+    dbiasStrides[i] = call.dbiasStrides[i];
+  }
+  int32_t batch = int32_t(call.batch), headsQ = int32_t(call.headsQ);
+  void *params[57];
   for (int i = 0; i < 10; ++i)
     params[i] = &pointers[i];
   for (int i = 0; i < 28; ++i)
@@ -391,17 +438,29 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   params[40] = &group;
   params[41] = &scaleLog2;
   params[42] = &scale;
+  params[43] = &bias;
+  for (int i = 0; i < 4; ++i) {
+    params[44 + i] = &biasStrides[i];
+    params[51 + i] = &dbiasStrides[i];
+  }
+  params[48] = &slopes;
+  params[49] = &slopesStride;
+  params[50] = &dbias;
+  params[55] = &batch;
+  params[56] = &headsQ;
 
-  const rt::Function *fns[3] = {&functions.dsum, &functions.dkdv,
-                                &functions.dq};
-  for (int i = 0; i < 3; ++i) {
+  const rt::Function *fns[4] = {&functions.dsum, &functions.dkdv, &functions.dq,
+                                withDBias ? &*functions.dbias : nullptr};
+  for (size_t i = 0; i < launches->size(); ++i) {
     const BackwardLaunch &launch = (*launches)[i];
     int64_t n = launch.overKeys ? call.seqKV : call.seqQ;
-    if (n == 0)
+    if (n == 0 && !launch.single)
       continue;
-    rt::Dim3 grid{unsigned((n + launch.rows - 1) / launch.rows),
-                  unsigned(launch.overKeys ? call.headsKV : call.headsQ),
-                  unsigned(call.batch)};
+    rt::Dim3 grid{
+        launch.single ? 1u : unsigned((n + launch.rows - 1) / launch.rows),
+        launch.oneHead ? 1u
+                       : unsigned(launch.overKeys ? call.headsKV : call.headsQ),
+        launch.oneBatch ? 1u : unsigned(call.batch)};
     rt::Status status =
         rt::launch(*fns[i], grid, rt::Dim3{launch.threads, 1, 1},
                    launch.sharedBytes, stream, params);

@@ -70,6 +70,8 @@ void mlir::fa::buildHostPipeline(OpPassManager &pm,
 
 void mlir::fa::buildCudaPipeline(OpPassManager &pm,
                                  const CudaPipelineOptions &options) {
+  // The backward kernels inline score_mod's derivative.
+  pm.addPass(createFADifferentiateScoreMod());
   ConvertFAToNVVMOptions toNVVM;
   toNVVM.chip = options.chip;
   pm.addPass(createConvertFAToNVVM(toNVVM));

@@ -1371,11 +1371,12 @@ bool Driver::compileAndRunOnGpu() {
 
   // The backward on the forward's O and lse, still on the device. Its
   // outputs start as NaN (from the host) so that anything unwritten shows.
-  rt::DeviceBuffer doBuf, dqBuf, dkBuf, dvBuf, workspace;
+  rt::DeviceBuffer doBuf, dqBuf, dkBuf, dvBuf, dbiasBuf, workspace;
   CudaBackwardCall gradCall;
+  bool hasGradBias = backward && gradOp.getGradBias();
   if (backward) {
     if (!upload(inputs[3], doBuf) || !upload(dq, dqBuf) || !upload(dk, dkBuf) ||
-        !upload(dv, dvBuf))
+        !upload(dv, dvBuf) || (hasGradBias && !upload(dbias, dbiasBuf)))
       return false;
     uint64_t gradPointers[9] = {
         pointers[0],        pointers[1],        pointers[2],
@@ -1400,6 +1401,20 @@ bool Driver::compileAndRunOnGpu() {
     gradCall.seqKV = nk;
     gradCall.scale = static_cast<float>(op.getScaleOrDefault());
     gradCall.scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
+    // The forward's bias and slopes; dBias contiguous in the bias's shape.
+    gradCall.bias = call.bias;
+    std::copy(std::begin(call.biasStrides), std::end(call.biasStrides),
+              gradCall.biasStrides);
+    gradCall.slopes = call.slopes;
+    gradCall.slopesBatchStride = call.slopesBatchStride;
+    if (hasGradBias) {
+      gradCall.dbias = dbiasBuf.getPointer();
+      int64_t stride = 1;
+      for (int i = 3; i >= 0; --i) {
+        gradCall.dbiasStrides[i] = stride;
+        stride *= dbias.shape[i];
+      }
+    }
     // Our own Dsum workspace keeps the launch asynchronous (for --bench).
     rt::Expected<rt::DeviceBuffer> allocated = rt::DeviceBuffer::allocate(
         device.value(),
@@ -1420,7 +1435,8 @@ bool Driver::compileAndRunOnGpu() {
     if (rt::Status st = device.value().synchronize(); st.failed())
       return fail(st.getMessage());
     gradRan = std::chrono::steady_clock::now();
-    if (!download(dqBuf, dq) || !download(dkBuf, dk) || !download(dvBuf, dv))
+    if (!download(dqBuf, dq) || !download(dkBuf, dk) || !download(dvBuf, dv) ||
+        (hasGradBias && !download(dbiasBuf, dbias)))
       return false;
   }
 
@@ -1432,7 +1448,8 @@ bool Driver::compileAndRunOnGpu() {
   for (int i = 0; i < kNumDims; ++i)
     llvm::outs() << " " << kDimNames[i] << "=" << dims[i];
   bool anyCompiled = compiledNow || gradCompiledNow;
-  llvm::outs() << " variant=" << describeVariant(op, dims, backward)
+  llvm::outs() << " variant="
+               << describeVariant(op, dims, backward, hasGradBias)
                << llvm::formatv(" compile={0:f1}ms ({1})",
                                 Ms(compiled - start).count(),
                                 anyCompiled ? "compiled" : "cached");
@@ -1448,7 +1465,7 @@ bool Driver::compileAndRunOnGpu() {
     rt::Expected<rt::Event> e1 = rt::Event::create(device.value());
     if (e0.failed() || e1.failed())
       return fail("cannot create CUDA events");
-    // The backward times its three kernels (Dsum, dK/dV, dQ) together.
+    // The backward times its kernels (Dsum, dK/dV, dQ, dBias) together.
     auto timed = [&]() { return backward ? launchGrad() : launch(); };
     for (int i = 0; i < 5; ++i)
       if (rt::Status st = timed(); st.failed())

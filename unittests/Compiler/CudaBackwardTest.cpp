@@ -75,6 +75,32 @@ struct Case {
     ownWorkspace = true;
     return *this;
   }
+  /// An additive bias of this shape (each dim 1 or the full size) and
+  /// element type, and its gradient when `grad`.
+  enum class BiasType { F32, F16, BF16 };
+  Case &withBias(std::array<int64_t, 4> shape, BiasType type, bool grad) {
+    biasShape = shape;
+    biasType = type;
+    dbias = grad;
+    return *this;
+  }
+  /// ALiBi slopes [Hq] or, `perBatch`, [B, Hq].
+  Case &withAlibi(bool perBatch) {
+    alibi = perBatch ? 2 : 1;
+    return *this;
+  }
+  /// score_mod: a tanh cap of 20 plus a relative position term,
+  /// 20 tanh(s / 20) + (j - i) / 100.
+  Case &withScoreMod() {
+    scoreMod = true;
+    return *this;
+  }
+  /// mask_mod: documents of 40 rows, i / 40 == j / 40 (rows without keys
+  /// of their document are fully masked).
+  Case &withMaskMod() {
+    maskMod = true;
+    return *this;
+  }
 
   const char *name;
   bool bf16;
@@ -84,6 +110,12 @@ struct Case {
   std::optional<double> softcap;
   bool sm80 = false;
   bool ownWorkspace = false;
+  std::optional<std::array<int64_t, 4>> biasShape;
+  BiasType biasType = BiasType::F32;
+  bool dbias = false;
+  int alibi = 0;
+  bool scoreMod = false, maskMod = false;
+  bool scored() const { return biasShape || alibi || scoreMod || maskMod; }
 
   friend std::ostream &operator<<(std::ostream &os, const Case &c) {
     return os << c.name;
@@ -147,6 +179,44 @@ std::string attributes(const Case &c) {
   return text.empty() ? "" : "{" + text + "}";
 }
 
+/// The bias's MLIR type, e.g. tensor<1x4x?x?xbf16> (broadcast dims static).
+std::string biasTypeText(const Case &c) {
+  std::string text = "tensor<";
+  for (int i = 0; i < 4; ++i)
+    text +=
+        ((*c.biasShape)[i] == 1 ? std::string("1") : std::string("?")) + "x";
+  const char *et[] = {"f32", "f16", "bf16"};
+  return text + et[int(c.biasType)] + ">";
+}
+
+/// The variant's regions (after the op's types).
+std::string regionsText(const Case &c) {
+  std::string text;
+  if (c.scoreMod)
+    text += " score_mod {\n"
+            "  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):\n"
+            "    %c = arith.constant 20.0 : f32\n"
+            "    %y = arith.divf %x, %c : f32\n"
+            "    %t = math.tanh %y : f32\n"
+            "    %z = arith.mulf %t, %c : f32\n"
+            "    %d = arith.subi %j, %i : index\n"
+            "    %di = arith.index_cast %d : index to i64\n"
+            "    %df = arith.sitofp %di : i64 to f32\n"
+            "    %w = arith.constant 0.01 : f32\n"
+            "    %rp = arith.mulf %df, %w : f32\n"
+            "    %r = arith.addf %z, %rp : f32\n"
+            "    fa.yield %r : f32\n  }";
+  if (c.maskMod)
+    text += " mask_mod {\n"
+            "  ^bb0(%b: index, %h: index, %i: index, %j: index):\n"
+            "    %c = arith.constant 40 : index\n"
+            "    %di = arith.divui %i, %c : index\n"
+            "    %dj = arith.divui %j, %c : index\n"
+            "    %same = arith.cmpi eq, %di, %dj : index\n"
+            "    fa.yield %same : i1\n  }";
+  return text;
+}
+
 /// fa.attention and fa.attention_grad of the variant, in one function.
 std::string moduleText(const Case &c) {
   std::string et = c.bf16 ? "bf16" : "f16";
@@ -157,14 +227,32 @@ std::string moduleText(const Case &c) {
   std::string q = type(c.hq), kv = type(c.hkv),
               lse = "tensor<?x" + std::to_string(c.hq) + "x?xf32>";
   std::string attrs = attributes(c);
+  std::string args, operands, dbias, dbiasName;
+  if (c.biasShape) {
+    args += ", %bias: " + biasTypeText(c);
+    operands += " bias(%bias : " + biasTypeText(c) + ")";
+    if (c.dbias) {
+      dbias = ", " + biasTypeText(c);
+      dbiasName = ", %db";
+    }
+  }
+  if (c.alibi) {
+    std::string t = c.alibi == 1 ? "tensor<" + std::to_string(c.hq) + "xf32>"
+                                 : "tensor<?x" + std::to_string(c.hq) + "xf32>";
+    args += ", %slopes: " + t;
+    operands += " alibi_slopes(%slopes : " + t + ")";
+  }
+  std::string regions = regionsText(c);
   return "func.func @f(%q: " + q + ", %k: " + kv + ", %v: " + kv +
-         ", %do: " + q + ") -> (" + q + ", " + kv + ", " + kv + ") {\n" +
-         "  %o, %lse = fa.attention %q, %k, %v " + attrs + " : " + q + ", " +
-         kv + ", " + kv + " -> " + q + ", " + lse + "\n" +
-         "  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse " +
+         ", %do: " + q + args + ") -> (" + q + ", " + kv + ", " + kv + dbias +
+         ") {\n" + "  %o, %lse = fa.attention %q, %k, %v" + operands + " " +
+         attrs + " : " + q + ", " + kv + ", " + kv + " -> " + q + ", " + lse +
+         regions + "\n" + "  %dq, %dk, %dv" + dbiasName +
+         " = fa.attention_grad %q, %k, %v, %o, %do, %lse" + operands + " " +
          attrs + " : " + q + ", " + kv + ", " + kv + ", " + q + ", " + q +
-         ", " + lse + " -> " + q + ", " + kv + ", " + kv + "\n" +
-         "  return %dq, %dk, %dv : " + q + ", " + kv + ", " + kv + "\n}\n";
+         ", " + lse + " -> " + q + ", " + kv + ", " + kv + dbias + regions +
+         "\n" + "  return %dq, %dk, %dv" + dbiasName + " : " + q + ", " + kv +
+         ", " + kv + dbias + "\n}\n";
 }
 
 /// The forward and backward kernels of `c` for `chip`, from the kernel cache
@@ -267,6 +355,49 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   k.randomize(rng);
   v.randomize(rng);
   dO.randomize(rng);
+  // The bias (f32 or rounded to f16/bf16; bytes for the device, values for
+  // the reference), its gradient (poisoned) and the ALiBi slopes.
+  std::vector<int64_t> biasShape;
+  std::vector<uint8_t> biasBytes;
+  std::vector<double> biasValues;
+  size_t biasElementBytes = c.biasType == Case::BiasType::F32 ? 4 : 2;
+  if (c.biasShape) {
+    int64_t full[4] = {c.b, c.hq, c.nq, c.nk};
+    for (int i = 0; i < 4; ++i)
+      biasShape.push_back((*c.biasShape)[i] == 1 ? 1 : full[i]);
+    size_t n =
+        size_t(biasShape[0] * biasShape[1] * biasShape[2] * biasShape[3]);
+    biasBytes.resize(n * biasElementBytes);
+    biasValues.resize(n);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (size_t i = 0; i < n; ++i) {
+      float x = float(normal(rng));
+      if (c.biasType == Case::BiasType::F32) {
+        std::memcpy(&biasBytes[4 * i], &x, 4);
+        biasValues[i] = x;
+        continue;
+      }
+      bool bf16 = c.biasType == Case::BiasType::BF16;
+      uint16_t bits =
+          bf16 ? fa::support::floatToBFloat16(x) : fa::support::floatToHalf(x);
+      std::memcpy(&biasBytes[2 * i], &bits, 2);
+      biasValues[i] = bf16 ? fa::support::bfloat16ToFloat(bits)
+                           : fa::support::halfToFloat(bits);
+    }
+  }
+  std::vector<int64_t> slopesShape;
+  std::vector<float> slopes;
+  std::vector<double> slopesValues;
+  if (c.alibi) {
+    slopesShape = c.alibi == 1 ? std::vector<int64_t>{c.hq}
+                               : std::vector<int64_t>{c.b, c.hq};
+    for (int64_t bi = 0; bi < (c.alibi == 1 ? 1 : c.b); ++bi)
+      for (int64_t h = 0; h < c.hq; ++h) {
+        slopes.push_back(float(std::exp2(-8.0 * double(h + 1) / double(c.hq)) *
+                               (1.0 + 0.25 * double(bi))));
+        slopesValues.push_back(slopes.back());
+      }
+  }
   size_t lseBytes = size_t(c.b * c.hq * c.nq) * 4;
   rt::DeviceBuffer qBuf = upload(q.bits.data(), q.bytes()),
                    kBuf = upload(k.bits.data(), k.bytes()),
@@ -276,6 +407,21 @@ TEST_P(CudaBackwardTest, MatchesReference) {
                    dqBuf = poisoned(q.bytes()), dkBuf = poisoned(k.bytes()),
                    dvBuf = poisoned(v.bytes());
   double scale = 1.0 / std::sqrt(double(c.d));
+  rt::DeviceBuffer biasBuf, dbiasBuf, slopesBuf;
+  int64_t biasStrides[4] = {}, dbiasStrides[4] = {};
+  if (c.biasShape) {
+    biasBuf = upload(biasBytes.data(), biasBytes.size());
+    int64_t stride = 1;
+    for (int i = 3; i >= 0; --i) {
+      biasStrides[i] = biasShape[i] == 1 ? 0 : stride;
+      dbiasStrides[i] = stride;
+      stride *= biasShape[i];
+    }
+    if (c.dbias)
+      dbiasBuf = poisoned(biasBytes.size());
+  }
+  if (c.alibi)
+    slopesBuf = upload(slopes.data(), slopes.size() * 4);
 
   mlir::fa::CudaAttentionCall fwd;
   const HostTensor *fwdTensors[4] = {&q, &k, &v, &q};
@@ -292,6 +438,14 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   fwd.seqQ = c.nq;
   fwd.seqKV = c.nk;
   fwd.scaleLog2 = float(scale * M_LOG2E);
+  if (c.biasShape) {
+    fwd.bias = biasBuf.getPointer();
+    std::copy(biasStrides, biasStrides + 4, fwd.biasStrides);
+  }
+  if (c.alibi) {
+    fwd.slopes = slopesBuf.getPointer();
+    fwd.slopesBatchStride = c.alibi == 2 ? c.hq : 0;
+  }
   rt::Status status =
       mlir::fa::launchCudaKernel(*forward, *forwardFn, fwd, nullptr);
   ASSERT_TRUE(status.ok()) << status.getMessage();
@@ -313,6 +467,14 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   bwd.seqKV = c.nk;
   bwd.scaleLog2 = float(scale * M_LOG2E);
   bwd.scale = float(scale);
+  bwd.bias = fwd.bias;
+  std::copy(fwd.biasStrides, fwd.biasStrides + 4, bwd.biasStrides);
+  bwd.slopes = fwd.slopes;
+  bwd.slopesBatchStride = fwd.slopesBatchStride;
+  if (c.dbias) {
+    bwd.dbias = dbiasBuf.getPointer();
+    std::copy(dbiasStrides, dbiasStrides + 4, bwd.dbiasStrides);
+  }
   rt::DeviceBuffer workspace;
   if (c.ownWorkspace) {
     workspace = poisoned(mlir::fa::getCudaBackwardWorkspaceBytes(bwd));
@@ -334,6 +496,30 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   auto [dqBits, dq] = read(dqBuf, q);
   auto [dkBits, dk] = read(dkBuf, k);
   auto [dvBits, dv] = read(dvBuf, v);
+  // dBias in the bias's element type.
+  auto readBias = [&]() {
+    std::vector<uint8_t> bytes(biasBytes.size());
+    dbiasBuf.copyToHost(bytes.data(), bytes.size()).check();
+    std::vector<double> out(biasValues.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (c.biasType == Case::BiasType::F32) {
+        float x;
+        std::memcpy(&x, &bytes[4 * i], 4);
+        out[i] = x;
+        continue;
+      }
+      uint16_t bits;
+      std::memcpy(&bits, &bytes[2 * i], 2);
+      out[i] = c.biasType == Case::BiasType::BF16
+                   ? fa::support::bfloat16ToFloat(bits)
+                   : fa::support::halfToFloat(bits);
+    }
+    return std::make_pair(bytes, out);
+  };
+  std::vector<uint8_t> dbiasBytes;
+  std::vector<double> dbias;
+  if (c.dbias)
+    std::tie(dbiasBytes, dbias) = readBias();
 
   // Deterministic: a second run gives the same bits.
   if (c.ownWorkspace) {
@@ -347,6 +533,14 @@ TEST_P(CudaBackwardTest, MatchesReference) {
     EXPECT_EQ(read(dqBuf, q).first, dqBits) << "dQ differs between runs";
     EXPECT_EQ(read(dkBuf, k).first, dkBits) << "dK differs between runs";
     EXPECT_EQ(read(dvBuf, v).first, dvBits) << "dV differs between runs";
+    if (c.dbias) {
+      dbiasBuf.fill(0xff).check();
+      ASSERT_TRUE(
+          mlir::fa::launchCudaBackward(*backward, *backwardFns, bwd, nullptr)
+              .ok());
+      ASSERT_TRUE(device->synchronize().ok());
+      EXPECT_EQ(readBias().first, dbiasBytes) << "dBias differs between runs";
+    }
   }
 
   fa::support::AttentionOptions options;
@@ -356,10 +550,23 @@ TEST_P(CudaBackwardTest, MatchesReference) {
         fa::support::SlidingWindow{c.window->first, c.window->second};
   options.softcap = c.softcap;
   options.numThreads = 0;
-  std::vector<double> refDq, refDk, refDv;
+  if (c.biasShape)
+    options.bias = {biasValues.data(), biasShape};
+  if (c.alibi)
+    options.alibiSlopes = {slopesValues.data(), slopesShape};
+  if (c.scoreMod)
+    options.scoreMod = [](double s, int64_t, int64_t, int64_t i, int64_t j) {
+      return 20.0 * std::tanh(s / 20.0) + double(float(0.01)) * double(j - i);
+    };
+  if (c.maskMod)
+    options.maskMod = [](int64_t, int64_t, int64_t i, int64_t j) {
+      return i / 40 == j / 40;
+    };
+  std::vector<double> refDq, refDk, refDv, refDbias;
   std::string error;
   ASSERT_TRUE(fa::support::attentionGradReference(
-      q.ref(), k.ref(), v.ref(), dO.ref(), options, refDq, refDk, refDv, error))
+      q.ref(), k.ref(), v.ref(), dO.ref(), options, refDq, refDk, refDv, error,
+      c.dbias ? &refDbias : nullptr))
       << error;
   double errDq = fa::support::relativeError(dq.data(), refDq.data(), dq.size());
   double errDk = fa::support::relativeError(dk.data(), refDk.data(), dk.size());
@@ -370,6 +577,19 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   EXPECT_LT(errDq, bound) << "dQ";
   EXPECT_LT(errDk, bound) << "dK";
   EXPECT_LT(errDv, bound) << "dV";
+  if (c.dbias) {
+    // dS summed in f32, rounded once to the bias's type: the inputs' bound
+    // (or bf16's when the bias is bf16).
+    double errDb =
+        fa::support::relativeError(dbias.data(), refDbias.data(), dbias.size());
+    double dbBound =
+        c.biasType == Case::BiasType::BF16 ? std::max(bound, 1e-2) : bound;
+    std::printf("[ backward ] %-28s %-6s dbias %.2e (bound %.0e)\n", c.name,
+                chip.c_str(), errDb, dbBound);
+    EXPECT_LT(errDb, dbBound) << "dBias";
+    for (double x : dbias)
+      ASSERT_TRUE(std::isfinite(x)) << "dBias has a non-finite element";
+  }
 }
 
 using CM = CausalMask;
@@ -489,8 +709,10 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   const rt::CachedKernel &backward = *kernels.backward;
   EXPECT_EQ(backward.kernelName, "fa_backward_dsum_0");
   EXPECT_EQ(backward.gridRule, "ceil(Nq/64),Hq,B");
-  EXPECT_EQ(backward.paramLayout, mlir::fa::kCudaBackwardParams);
-  ASSERT_EQ(backward.entries.size(), 2u);
+  const char *params = c.scored() ? mlir::fa::kCudaBackwardScoredParams
+                                  : mlir::fa::kCudaBackwardParams;
+  EXPECT_EQ(backward.paramLayout, params);
+  ASSERT_EQ(backward.entries.size(), c.dbias ? 3u : 2u);
   EXPECT_EQ(backward.entries[0].kernelName, "fa_backward_dkdv_0");
   EXPECT_EQ(backward.entries[0].gridRule, "ceil(Nk/64),Hkv,B");
   EXPECT_EQ(backward.entries[1].kernelName, "fa_backward_dq_0");
@@ -498,7 +720,10 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   for (const rt::CachedKernel::Entry &e : backward.entries) {
     EXPECT_EQ(e.blockX, 128u);
     EXPECT_GT(e.dynamicSharedBytes, 0u);
-    EXPECT_EQ(e.paramLayout, mlir::fa::kCudaBackwardParams);
+    EXPECT_EQ(e.paramLayout, params);
+  }
+  if (c.dbias) {
+    EXPECT_EQ(backward.entries[2].kernelName, "fa_backward_dbias_0");
   }
   for (const char *entry :
        {".entry fa_backward_dsum_0(", ".entry fa_backward_dkdv_0(",
@@ -510,7 +735,7 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
 
 // Odd N, Nq != Nk both ways, both causal alignments (bottom-right with
 // Nq > Nk leaves rows fully masked: lse = -inf), windows, softcap, GQA 4:1
-// and MQA, B * H > 1, D = 32, 64, 96 and 128.
+// and MQA, B * H > 1, D = 32, 64, 96 and 128; then the scored path.
 const Case kCases[] = {
     Case("bf16_d64_plain", kBF16, 64, {2, 4, 4, 257, 257}),
     Case("f16_d64_plain_sm80", kF16, 64, {2, 2, 2, 200, 130})
@@ -555,6 +780,52 @@ const Case kCases[] = {
     Case("bf16_d128_softcap_gqa_long", kBF16, 128, {1, 4, 1, 700, 640})
         .withSoftcap(30)
         .withCausal(CM::BottomRight),
+    // The scored path: bias (every broadcast shape, f16/bf16/f32, with its
+    // gradient), ALiBi [Hq] and [B, Hq], score_mod, mask_mod; odd N, Nq !=
+    // Nk, GQA and MQA.
+    Case("bf16_d64_bias_full_dbias", kBF16, 64, {2, 4, 2, 131, 200})
+        .withBias({0, 0, 0, 0}, Case::BiasType::BF16, true)
+        .withWorkspace(),
+    Case("f16_d128_bias_heads_f32_dbias", kF16, 128, {2, 4, 1, 200, 131})
+        .withBias({1, 0, 1, 0}, Case::BiasType::F32, true)
+        .withCausal(CM::BottomRight)
+        .withWorkspace(),
+    Case("bf16_d96_bias_rows_dbias", kBF16, 96, {2, 2, 2, 77, 150})
+        .withBias({0, 1, 0, 1}, Case::BiasType::F16, true)
+        .withWindow(30, 10),
+    Case("f16_d32_bias_scalar_dbias", kF16, 32, {3, 2, 1, 65, 63})
+        .withBias({1, 1, 1, 1}, Case::BiasType::F32, true),
+    Case("bf16_d64_bias_batch_dbias_sm80", kBF16, 64, {2, 8, 2, 100, 257})
+        .withBias({0, 1, 1, 0}, Case::BiasType::BF16, true)
+        .withAlibi(false)
+        .forSm80(),
+    Case("f16_d64_alibi_heads_causal_gqa", kF16, 64, {2, 8, 2, 257, 257})
+        .withAlibi(false)
+        .withCausal(CM::BottomRight),
+    Case("bf16_d128_alibi_batch_softcap", kBF16, 128, {2, 4, 4, 150, 99})
+        .withAlibi(true)
+        .withSoftcap(30),
+    Case("bf16_d128_score_mod_bias_dbias", kBF16, 128, {1, 4, 2, 190, 211})
+        .withScoreMod()
+        .withBias({1, 0, 0, 0}, Case::BiasType::F32, true)
+        .withSoftcap(25)
+        .withAlibi(true)
+        .withWorkspace(),
+    Case("f16_d64_mask_mod_documents", kF16, 64, {2, 4, 2, 300, 170})
+        .withMaskMod()
+        .withCausal(CM::TopLeft),
+    Case("bf16_d96_mask_mod_score_mod_mqa", kBF16, 96, {2, 4, 1, 129, 257})
+        .withMaskMod()
+        .withScoreMod()
+        .withAlibi(false),
+    Case("f16_d128_all_dbias", kF16, 128, {2, 4, 2, 200, 200})
+        .withBias({0, 0, 0, 0}, Case::BiasType::F16, true)
+        .withAlibi(true)
+        .withScoreMod()
+        .withMaskMod()
+        .withSoftcap(30)
+        .withCausal(CM::BottomRight)
+        .withWorkspace(),
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,17 +101,25 @@ struct CudaEntryPoint {
 };
 
 /// The backward's kernels as PTX: one module, three entry points launched
-/// in order (dsum, dkdv, dq).
+/// in order (dsum, dkdv, dq), and a fourth (dbias) when the op has a
+/// grad_bias result.
 struct CudaBackwardImage {
   std::string ptx;
   std::string chip;
   std::vector<CudaEntryPoint> entries;
+  /// Whether the kernels take the scored path's parameters (bias, ALiBi
+  /// slopes, dBias: kCudaBackwardScoredParams).
+  bool scored = false;
 };
 
-/// The parameter layout of the backward kernels (CachedKernel::paramLayout,
-/// the same for the three).
+/// The parameter layouts of the backward kernels (CachedKernel::paramLayout,
+/// the same for all of an op's): plain, and with ALiBi, bias, score_mod or
+/// mask_mod.
 inline constexpr const char *kCudaBackwardParams =
     "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale";
+inline constexpr const char *kCudaBackwardScoredParams =
+    "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale,"
+    "bias,bias_strides[4],slopes,slopes_stride,dbias,dbias_strides[4],b,hq";
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip`.
 /// Failures are reported through the context's diagnostics.
@@ -119,7 +128,7 @@ FailureOr<CudaBackwardImage> compileCudaBackward(AttentionGradOp op,
 
 /// The backward kernels of `op` for `chip` from the kernel cache, compiled
 /// and stored on a miss, like getOrCompileCudaKernel. The entry holds the
-/// dsum kernel as kernelName and dkdv, dq as its two `entries`.
+/// dsum kernel as kernelName and dkdv, dq (and dbias) as its `entries`.
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 getOrCompileCudaBackward(AttentionGradOp op, StringRef chip, bool &compiled,
                          std::string &error);
@@ -143,14 +152,26 @@ struct CudaBackwardCall {
   /// overwrite; 0: launchCudaBackward allocates it and waits for the stream
   /// before freeing it (a synchronous call).
   uint64_t workspace = 0;
+  /// The scored path (read where the op has them, like CudaAttentionCall):
+  /// the bias with element strides (b, h, i, j; 0 where it broadcasts), the
+  /// f32 ALiBi slopes (batch stride 0 for `[Hq]`), and dBias (the op's
+  /// grad_bias: the bias's shape and type, written whole) with its element
+  /// strides.
+  uint64_t bias = 0;
+  int64_t biasStrides[4] = {};
+  uint64_t slopes = 0;
+  int64_t slopesBatchStride = 0;
+  uint64_t dbias = 0;
+  int64_t dbiasStrides[4] = {};
 };
 
 /// Bytes of the Dsum workspace of `call`: B * Hq * Nq * 4.
 uint64_t getCudaBackwardWorkspaceBytes(const CudaBackwardCall &call);
 
-/// The three kernels of a backward cache entry, loaded.
+/// The kernels of a backward cache entry, loaded (dbias where it has one).
 struct CudaBackwardFunctions {
   ::fa::runtime::Function dsum, dkdv, dq;
+  std::optional<::fa::runtime::Function> dbias;
 };
 
 /// Gets the backward's kernels from `module` (loaded from `kernel.image`)
@@ -159,9 +180,10 @@ struct CudaBackwardFunctions {
 loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
                  const ::fa::runtime::Module &module);
 
-/// Launches dsum, dkdv and dq on `stream` (asynchronous unless the launcher
-/// allocates the workspace). Empty problems launch nothing that is not
-/// needed: Nk = 0 gives dQ = 0, Nq = 0 gives dK = dV = 0.
+/// Launches dsum, dkdv, dq (and dbias) on `stream` (asynchronous unless the
+/// launcher allocates the workspace). Empty problems launch nothing that is
+/// not needed: Nk = 0 gives dQ = 0, Nq = 0 gives dK = dV = 0 (and dBias =
+/// 0 where it has elements).
 ::fa::runtime::Status
 launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
                    const CudaBackwardFunctions &functions,

@@ -53,18 +53,26 @@ public:
   GradKernelBuilder(OpBuilder &b, Location loc, AttentionGradOp op)
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
-        op(op), masks{op.getCausalAttr(), op.getWindowAttr()} {
+        op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
+        scored(hasScoreTerms(op)) {
     if (auto attr = op.getSoftcapAttr())
       softcap = attr.getValueAsDouble();
+    if (Value bias = op.getBias())
+      biasEt = cast<ShapedType>(bias.getType()).getElementType();
     // dK and dV take 2 D registers per thread: for D > 64, 64 columns of
     // S^T and dP^T would spill, and at D = 128 so would 32 with softcap's
     // 1 - tanh^2 per score (ptxas -v, sm_80 and sm_90a).
-    dkdvBlockQ = d <= 64 ? 64 : (d == 128 && softcap ? 16 : 32);
+    // The scored path's per-score terms (bias loads, slope, region values
+    // and score_mod's derivative) spill at D = 64 with 64 and at D = 128
+    // with 32.
+    dkdvBlockQ = d <= 64 ? (scored ? 32 : 64)
+                         : (d == 128 && (softcap || scored) ? 16 : 32);
   }
 
   void buildDsum(StringRef name);
   void buildDkDv(StringRef name);
   void buildDq(StringRef name);
+  void buildDBias(StringRef name);
 
   /// Q rows per iteration of the dkdv kernel.
   int64_t getDkDvBlockQ() const { return dkdvBlockQ; }
@@ -76,6 +84,24 @@ public:
   int64_t dqSharedBytes() const {
     return (2 * kBlockRows + 2 * kBlockKV) * d * 2;
   }
+  /// K/V rows per dbias step: 32 for D > 64, where a 64-column tile's
+  /// accumulator, S and dP spill.
+  int64_t dbiasBlockKV() const { return d <= 64 ? kBlockKV : kBlockKV / 2; }
+  /// Q and dO tiles, a K and a V tile, then [warps][K/V rows] f32 for
+  /// cross-warp sums.
+  int64_t dbiasSharedBytes() const {
+    return (2 * kBlockRows + 2 * dbiasBlockKV()) * d * 2 +
+           kWarps * dbiasBlockKV() * 4;
+  }
+  /// dBias's grid: (ceil(Nq / 64) or 1, Hq or 1, B or 1), 1 where the bias
+  /// broadcasts (a CTA then loops over the broadcast members).
+  std::string dbiasGrid() {
+    auto type = cast<ShapedType>(op.getBias().getType());
+    auto bcast = [&](unsigned i) { return type.getDimSize(i) == 1; };
+    return std::string(
+               bcast(2) ? "1" : "ceil(Nq/" + std::to_string(kBlockRows) + ")") +
+           (bcast(1) ? ",1" : ",Hq") + (bcast(0) ? ",1" : ",B");
+  }
 
 private:
   /// The arguments the three kernels share (one ABI, so the launcher packs
@@ -85,6 +111,11 @@ private:
     Value qs[3], ks[3], vs[3], os[3], dOs[3], dqs[3], dks[3], dvs[3];
     Value lses[2], dsums[2];
     Value nq, nk, group, scaleLog2, scale;
+    /// The scored path's: bias and its strides (b, h, i, j; 0 where it
+    /// broadcasts), ALiBi slopes and their batch stride (0 for [Hq]), dBias
+    /// and its strides, B and Hq (i32). Null/0 where the op lacks them.
+    Value bias, biasStrides[4], slopes, slopesStride, dbias, dbiasStrides[4];
+    Value batches, headsQ;
   };
   /// Creates kernel `name` and moves the insertion point into it.
   Args beginKernel(StringRef name);
@@ -93,9 +124,41 @@ private:
   /// its derivative factor 1 - tanh^2 per score; empty without a softcap.
   Tiles applySoftcap(Tiles &s);
   /// s = keep(nt, e) ? s : -inf, inside a branch on `needMask` (uniform
-  /// across the CTA, so the branch is).
+  /// across the CTA, so the branch is), or on every tile when it is null.
   void maskScores(Tiles &s, Value needMask,
                   function_ref<Value(int64_t nt, int64_t e)> keep);
+
+  /// The scored path's terms of (batch, head): its slope (loaded here), the
+  /// bias's type, score_mod, the regions' index arguments.
+  ScoreTerms scoreTerms(const Args &a, Value batch, Value head);
+  /// Query and key (i32) of element (nt, e) of a score tile.
+  using Place = function_ref<std::pair<Value, Value>(int64_t nt, int64_t e)>;
+  /// The scored path: the dot products `s` become natural-domain scores
+  /// (KernelBuilder::scoredScore; the bias of element (nt, e) at query i and
+  /// key j read from `biasAddress(nt, e, i, j)`). Returns each score's
+  /// derivative factor, softcap's 1 - tanh^2 (`withSoftcap`) times
+  /// score_mod_grad, or nothing when that is 1.
+  Tiles scoreScored(
+      Tiles &s, const ScoreTerms &terms, Place place,
+      function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
+      bool withSoftcap);
+  /// The scored path from dot products to probabilities: the scores
+  /// (scoreScored), masked by `keep` (under a uniform branch on `needMask`,
+  /// or on every tile when it is null), P = exp2(s * log2(e) - lse), with
+  /// lseLog2(nt) the lse * log2(e) of the 4 elements of n-tile nt. Returns P
+  /// times the derivative factor, and sets `pA` (unless null) to P's first
+  /// `aSteps` A fragments. The derivative factors never outlive the branch.
+  Tiles scoredProbabilities(
+      Tiles &s, const ScoreTerms &terms, Place place,
+      function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
+      Value needMask, function_ref<Value(int64_t nt, int64_t e)> keep,
+      function_ref<std::array<Value, 4>(int64_t nt)> lseLog2, int64_t aSteps,
+      SmallVector<SmallVector<Value, 4>> *pA);
+  /// p * factor, but 0 where p is 0: score_mod_grad may be infinite or NaN
+  /// where a score is masked, and the derivative there is 0.
+  Value timesDerivative(Value p, Value factor);
+  /// The gradient stored as `et` (a bias's element type) at `ptr`.
+  void storeAs(Type et, Value value, Value ptr);
   /// Stores accumulator tiles (times `factor` unless null) as rows of `et`:
   /// row `row + 8 * r` gets the elements e with e / 2 == r, when < `limit`.
   void storeRows(const Tiles &acc, Value base, Value rowStride, Value row,
@@ -107,7 +170,11 @@ private:
 
   AttentionGradOp op;
   Masks masks;
+  /// ALiBi, bias, score_mod or mask_mod: the scored path (its own ABI tail).
+  bool scored;
   std::optional<double> softcap;
+  /// The bias's element type, or null.
+  Type biasEt;
   /// Q rows per dkdv iteration.
   int64_t dkdvBlockQ;
 };
@@ -121,6 +188,15 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
   SmallVector<Type> params(10, gptr);
   params.append(28, i64);
   params.append({i32, i32, i32, f32, f32});
+  // The scored path: bias, strides[4], slopes, stride, dbias, strides[4],
+  // B, Hq.
+  if (scored) {
+    params.push_back(gptr);
+    params.append(4, i64);
+    params.append({gptr, i64, gptr});
+    params.append(4, i64);
+    params.append({i32, i32});
+  }
   Block *entry = &createKernel(name, params).front();
   b.setInsertionPointToStart(entry);
   auto arg = [&](unsigned i) { return entry->getArgument(i); };
@@ -142,6 +218,18 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
   a.group = arg(40);
   a.scaleLog2 = arg(41);
   a.scale = arg(42);
+  if (scored) {
+    a.bias = arg(43);
+    for (unsigned i = 0; i < 4; ++i) {
+      a.biasStrides[i] = arg(44 + i);
+      a.dbiasStrides[i] = arg(51 + i);
+    }
+    a.slopes = arg(48);
+    a.slopesStride = arg(49);
+    a.dbias = arg(50);
+    a.batches = arg(55);
+    a.headsQ = arg(56);
+  }
   return a;
 }
 
@@ -164,6 +252,13 @@ KernelBuilder::Tiles GradKernelBuilder::applySoftcap(Tiles &s) {
 
 void GradKernelBuilder::maskScores(
     Tiles &s, Value needMask, function_ref<Value(int64_t nt, int64_t e)> keep) {
+  if (!needMask) {
+    Value negInf = cf(-std::numeric_limits<double>::infinity());
+    for (int64_t nt = 0; nt < int64_t(s.size()); ++nt)
+      for (int64_t e = 0; e < 4; ++e)
+        s[nt][e] = sel(keep(nt, e), s[nt][e], negInf);
+    return;
+  }
   SmallVector<Type> types(s.size() * 4, f32);
   auto masked = scf::IfOp::create(b, loc, types, needMask, /*withElse=*/true);
   {
@@ -207,6 +302,127 @@ void GradKernelBuilder::storeRows(const Tiles &acc, Value base, Value rowStride,
                             /*alignment=*/4);
     }
   }
+}
+
+KernelBuilder::ScoreTerms
+GradKernelBuilder::scoreTerms(const Args &a, Value batch, Value head) {
+  ScoreTerms terms;
+  terms.scale = op.getScaleOrDefault();
+  terms.softcap = softcap;
+  if (op.getAlibiSlopes()) {
+    Value at = add(mul(ext64(batch), a.slopesStride), ext64(head));
+    terms.slope = LLVM::LoadOp::create(b, loc, f32, gep(a.slopes, at, f32));
+  }
+  terms.biasType = biasEt;
+  terms.scoreMod = op.getScoreMod().empty() ? nullptr : &op.getScoreMod();
+  terms.idxB = toIndex(batch);
+  terms.idxH = toIndex(head);
+  terms.diag = sub(a.nk, a.nq);
+  return terms;
+}
+
+KernelBuilder::Tiles GradKernelBuilder::scoreScored(
+    Tiles &s, const ScoreTerms &terms, Place place,
+    function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
+    bool withSoftcap) {
+  bool capDeriv = withSoftcap && softcap;
+  bool modDeriv = !op.getScoreModGrad().empty();
+  Tiles deriv(capDeriv || modDeriv ? s.size() : 0);
+  for (int64_t nt = 0; nt < int64_t(s.size()); ++nt)
+    for (int64_t e = 0; e < 4; ++e) {
+      auto [i, j] = place(nt, e);
+      Value th, pre;
+      s[nt][e] = scoredScore(
+          terms, s[nt][e], i, j, [&] { return biasAddress(nt, e, i, j); },
+          capDeriv ? &th : nullptr, modDeriv ? &pre : nullptr);
+      Value factor;
+      if (capDeriv)
+        factor = fsub(cf(1.0), fmul(th, th));
+      if (modDeriv) {
+        Value g =
+            inlineRegion(op.getScoreModGrad(),
+                         {pre, terms.idxB, terms.idxH, toIndex(i), toIndex(j)});
+        factor = factor ? fmul(factor, g) : g;
+      }
+      if (factor)
+        deriv[nt].push_back(factor);
+    }
+  return deriv;
+}
+
+KernelBuilder::Tiles GradKernelBuilder::scoredProbabilities(
+    Tiles &s, const ScoreTerms &terms, Place place,
+    function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
+    Value needMask, function_ref<Value(int64_t nt, int64_t e)> keep,
+    function_ref<std::array<Value, 4>(int64_t nt)> lseLog2, int64_t aSteps,
+    SmallVector<SmallVector<Value, 4>> *pA) {
+  int64_t n = s.size();
+  // A's registers (i32) then P times the derivative (f32), flat.
+  auto compute = [&](bool masked) {
+    Tiles p = s;
+    Tiles deriv =
+        scoreScored(p, terms, place, biasAddress, /*withSoftcap=*/true);
+    Value negInf = cf(-std::numeric_limits<double>::infinity());
+    for (int64_t nt = 0; nt < n; ++nt) {
+      std::array<Value, 4> lse = lseLog2(nt);
+      for (int64_t e = 0; e < 4; ++e) {
+        if (masked)
+          p[nt][e] = sel(keep(nt, e), p[nt][e], negInf);
+        Value negL = arith::NegFOp::create(b, loc, lse[e]);
+        p[nt][e] =
+            exp2(math::FmaOp::create(b, loc, p[nt][e], cf(M_LOG2E), negL));
+      }
+    }
+    SmallVector<Value> flat;
+    if (pA)
+      for (int64_t step = 0; step < aSteps; ++step)
+        llvm::append_range(flat, accToA(p, step));
+    for (int64_t nt = 0; nt < n; ++nt)
+      for (int64_t e = 0; e < 4; ++e)
+        flat.push_back(deriv.empty() ? p[nt][e]
+                                     : timesDerivative(p[nt][e], deriv[nt][e]));
+    return flat;
+  };
+  SmallVector<Value> flat;
+  if (!needMask) {
+    flat = compute(/*masked=*/bool(keep));
+  } else {
+    SmallVector<Type> types(pA ? aSteps * 4 : 0, i32);
+    types.append(n * 4, f32);
+    auto branch = scf::IfOp::create(b, loc, types, needMask, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    scf::YieldOp::create(b, loc, compute(/*masked=*/true));
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(b, loc, compute(/*masked=*/false));
+    flat.assign(branch.getResults().begin(), branch.getResults().end());
+  }
+  int64_t at = 0;
+  if (pA) {
+    pA->clear();
+    for (int64_t step = 0; step < aSteps; ++step, at += 4)
+      pA->push_back({flat[at], flat[at + 1], flat[at + 2], flat[at + 3]});
+  }
+  Tiles p(n);
+  for (int64_t nt = 0; nt < n; ++nt)
+    for (int64_t e = 0; e < 4; ++e)
+      p[nt].push_back(flat[at++]);
+  return p;
+}
+
+Value GradKernelBuilder::timesDerivative(Value p, Value factor) {
+  Value product = fmul(p, factor);
+  if (op.getScoreModGrad().empty())
+    return product;
+  Value zero =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, p, cf(0.0));
+  return sel(zero, p, product);
+}
+
+void GradKernelBuilder::storeAs(Type type, Value value, Value ptr) {
+  if (!type.isF32())
+    value = arith::TruncFOp::create(b, loc, type, value);
+  LLVM::StoreOp::create(b, loc, value, ptr);
 }
 
 std::array<Value, 2> GradKernelBuilder::loadPair(Value array, Value index) {
@@ -337,6 +553,16 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   SmallVector<Value> inits(2 * nTilesO * 4, cf(0.0));
   Value scoreScale = softcap ? cf(1.0) : a.scaleLog2;
   Value keyRow = add(add(k0, warpRow0), g);
+  // The scored path: this thread's two keys' part of a bias address, keys
+  // clamped to Nk - 1 (rows of a ragged tile read in bounds; never stored).
+  Value nqLast, keyOff[2];
+  Region *maskMod = op.getMaskMod().empty() ? nullptr : &op.getMaskMod();
+  if (biasEt) {
+    nqLast = sub(a.nq, c32(1));
+    for (int64_t r = 0; r < 2; ++r)
+      keyOff[r] = mul(ext64(mins(add(keyRow, c32(8 * r)), sub(a.nk, c32(1)))),
+                      a.biasStrides[3]);
+  }
   auto unpack = [&](ValueRange flat) {
     Tiles dK(nTilesO), dV(nTilesO);
     for (int64_t nt = 0; nt < nTilesO; ++nt)
@@ -360,6 +586,15 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
             add(mul(ext64(batch), a.lses[0]), mul(ext64(head), a.lses[1]));
         Value dsumRow =
             add(mul(ext64(batch), a.dsums[0]), mul(ext64(head), a.dsums[1]));
+        ScoreTerms terms;
+        Value biasHead;
+        if (scored)
+          terms = scoreTerms(a, batch, head);
+        if (biasEt)
+          biasHead = gep(a.bias,
+                         add(mul(ext64(batch), a.biasStrides[0]),
+                             mul(ext64(head), a.biasStrides[1])),
+                         biasEt);
         auto tiles = scf::ForOp::create(
             b, loc, toIndex(qBegin), toIndex(qEnd),
             arith::ConstantIndexOp::create(b, loc, blockQ), headIters,
@@ -403,34 +638,77 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
               // S^T = K Q^T: rows are this warp's keys, columns queries.
               Tiles p = zeroTiles(nTilesS);
               mmaABt(p, kA, kSteps, sQ, lane);
-              Tiles capDeriv = applySoftcap(p);
-              if (masks.causal || masks.window) {
-                Value need = tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
-                                           /*nk=*/Value(), diag);
-                maskScores(p, need, [&](int64_t nt, int64_t e) {
-                  Value key = add(keyRow, c32(8 * (e / 2)));
+              SmallVector<SmallVector<Value, 4>> pA;
+              if (scored) {
+                // S^T: element (nt, e) is key row g (+ 8), query column.
+                auto place = [&](int64_t nt, int64_t e) {
                   Value query =
                       add(q0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
-                  return keepKey(masks, query, key, a.nk, diag,
-                                 /*checkBound=*/false);
-                });
-              }
-              // P^T = exp2(S^T * c - lse * log2(e)), lse per column.
-              for (int64_t nt = 0; nt < nTilesS; ++nt) {
-                auto lseLog2 = loadPair(sLse, add(c32(nt * 8), shl(tq, 1)));
-                for (int64_t e = 0; e < 4; ++e) {
-                  Value negL = arith::NegFOp::create(b, loc, lseLog2[e & 1]);
-                  p[nt][e] = exp2(
-                      math::FmaOp::create(b, loc, p[nt][e], scoreScale, negL));
+                  return std::make_pair(query, add(keyRow, c32(8 * (e / 2))));
+                };
+                // Queries past Nq are masked too: a non-finite score there
+                // would reach dK and dV through the zero rows of dO and Q.
+                Value need;
+                if (!maskMod)
+                  need = arith::OrIOp::create(
+                      b, loc,
+                      tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
+                                    /*nk=*/Value(), diag),
+                      cmp(arith::CmpIPredicate::sgt, add(q0, c32(blockQ)),
+                          a.nq));
+                p = scoredProbabilities(
+                    p, terms, place,
+                    [&](int64_t, int64_t e, Value i, Value) {
+                      Value at =
+                          add(mul(ext64(mins(i, nqLast)), a.biasStrides[2]),
+                              keyOff[e / 2]);
+                      return gep(biasHead, at, biasEt);
+                    },
+                    need,
+                    [&](int64_t nt, int64_t e) {
+                      auto [query, key] = place(nt, e);
+                      Value keep = keepScored(masks, maskMod, terms.idxB,
+                                              terms.idxH, query, key, a.nk,
+                                              diag, /*checkBound=*/false);
+                      return arith::AndIOp::create(
+                          b, loc, keep,
+                          cmp(arith::CmpIPredicate::slt, query, a.nq));
+                    },
+                    [&](int64_t nt) -> std::array<Value, 4> {
+                      // lse per column of S^T.
+                      auto l = loadPair(sLse, add(c32(nt * 8), shl(tq, 1)));
+                      return {l[0], l[1], l[0], l[1]};
+                    },
+                    qSteps, &pA);
+              } else {
+                Tiles capDeriv = applySoftcap(p);
+                if (masks.causal || masks.window) {
+                  Value need = tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
+                                             /*nk=*/Value(), diag);
+                  maskScores(p, need, [&](int64_t nt, int64_t e) {
+                    Value key = add(keyRow, c32(8 * (e / 2)));
+                    Value query =
+                        add(q0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+                    return keepKey(masks, query, key, a.nk, diag,
+                                   /*checkBound=*/false);
+                  });
                 }
+                // P^T = exp2(S^T * c - lse * log2(e)), lse per column.
+                for (int64_t nt = 0; nt < nTilesS; ++nt) {
+                  auto lseLog2 = loadPair(sLse, add(c32(nt * 8), shl(tq, 1)));
+                  for (int64_t e = 0; e < 4; ++e) {
+                    Value negL = arith::NegFOp::create(b, loc, lseLog2[e & 1]);
+                    p[nt][e] = exp2(math::FmaOp::create(b, loc, p[nt][e],
+                                                        scoreScale, negL));
+                  }
+                }
+                for (int64_t s = 0; s < qSteps; ++s)
+                  pA.push_back(accToA(p, s));
+                if (softcap)
+                  for (int64_t nt = 0; nt < nTilesS; ++nt)
+                    for (int64_t e = 0; e < 4; ++e)
+                      p[nt][e] = fmul(p[nt][e], capDeriv[nt][e]);
               }
-              SmallVector<SmallVector<Value, 4>> pA;
-              for (int64_t s = 0; s < qSteps; ++s)
-                pA.push_back(accToA(p, s));
-              if (softcap)
-                for (int64_t nt = 0; nt < nTilesS; ++nt)
-                  for (int64_t e = 0; e < 4; ++e)
-                    p[nt][e] = fmul(p[nt][e], capDeriv[nt][e]);
 
               NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
               NVVM::Barrier0Op::create(b, loc);
@@ -541,6 +819,26 @@ void GradKernelBuilder::buildDq(StringRef name) {
   int64_t nTilesS = kBlockKV / 8, nTilesO = d / 8, kvSteps = kBlockKV / 16;
   SmallVector<Value> inits(nTilesO * 4, cf(0.0));
   Value scoreScale = softcap ? cf(1.0) : a.scaleLog2;
+  // The scored path: this (b, h)'s terms and this thread's two bias rows,
+  // clamped to Nq - 1 (rows past Nq are never stored).
+  ScoreTerms terms;
+  Value biasRows[2], nkLast;
+  Region *maskMod = op.getMaskMod().empty() ? nullptr : &op.getMaskMod();
+  if (scored)
+    terms = scoreTerms(a, batch, head);
+  if (biasEt) {
+    nkLast = sub(a.nk, c32(1));
+    Value biasHead = gep(a.bias,
+                         add(mul(ext64(batch), a.biasStrides[0]),
+                             mul(ext64(head), a.biasStrides[1])),
+                         biasEt);
+    for (int64_t r = 0; r < 2; ++r)
+      biasRows[r] =
+          gep(biasHead,
+              mul(ext64(mins(add(row, c32(8 * r)), sub(a.nq, c32(1)))),
+                  a.biasStrides[2]),
+              biasEt);
+  }
 
   auto loop = scf::ForOp::create(
       b, loc, toIndex(visible.begin), toIndex(visible.end),
@@ -562,22 +860,50 @@ void GradKernelBuilder::buildDq(StringRef name) {
         // S = Q K^T, P = exp2(S * c - lse * log2(e)).
         Tiles p = zeroTiles(nTilesS);
         mmaABt(p, qA, kSteps, sK, lane);
-        Tiles capDeriv = applySoftcap(p);
-        Value need =
-            tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV, a.nk, visible.diag);
-        maskScores(p, need, [&](int64_t nt, int64_t e) {
-          Value key = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
-          return keepKey(masks, add(row, c32(8 * (e / 2))), key, a.nk,
-                         visible.diag, /*checkBound=*/true);
-        });
-        for (int64_t nt = 0; nt < nTilesS; ++nt)
-          for (int64_t e = 0; e < 4; ++e) {
-            Value negL = arith::NegFOp::create(b, loc, lseLog2[e / 2]);
-            p[nt][e] =
-                exp2(math::FmaOp::create(b, loc, p[nt][e], scoreScale, negL));
-            if (softcap)
-              p[nt][e] = fmul(p[nt][e], capDeriv[nt][e]);
-          }
+        if (scored) {
+          auto place = [&](int64_t nt, int64_t e) {
+            Value key = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+            return std::make_pair(add(row, c32(8 * (e / 2))), key);
+          };
+          Value need = maskMod ? Value()
+                               : tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV,
+                                               a.nk, visible.diag);
+          // Keys past Nk (a ragged tile) read the last key: masked.
+          p = scoredProbabilities(
+              p, terms, place,
+              [&](int64_t, int64_t e, Value, Value j) {
+                Value at = mul(ext64(mins(j, nkLast)), a.biasStrides[3]);
+                return gep(biasRows[e / 2], at, biasEt);
+              },
+              need,
+              [&](int64_t nt, int64_t e) {
+                auto [query, key] = place(nt, e);
+                return keepScored(masks, maskMod, terms.idxB, terms.idxH, query,
+                                  key, a.nk, visible.diag,
+                                  /*checkBound=*/true);
+              },
+              [&](int64_t) -> std::array<Value, 4> {
+                return {lseLog2[0], lseLog2[0], lseLog2[1], lseLog2[1]};
+              },
+              0, nullptr);
+        } else {
+          Tiles capDeriv = applySoftcap(p);
+          Value need = tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV, a.nk,
+                                     visible.diag);
+          maskScores(p, need, [&](int64_t nt, int64_t e) {
+            Value key = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+            return keepKey(masks, add(row, c32(8 * (e / 2))), key, a.nk,
+                           visible.diag, /*checkBound=*/true);
+          });
+          for (int64_t nt = 0; nt < nTilesS; ++nt)
+            for (int64_t e = 0; e < 4; ++e) {
+              Value negL = arith::NegFOp::create(b, loc, lseLog2[e / 2]);
+              p[nt][e] =
+                  exp2(math::FmaOp::create(b, loc, p[nt][e], scoreScale, negL));
+              if (softcap)
+                p[nt][e] = fmul(p[nt][e], capDeriv[nt][e]);
+            }
+        }
 
         // dP = dO V^T, dS = P (dP - Dsum), dQ += dS K.
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
@@ -604,15 +930,326 @@ void GradKernelBuilder::buildDq(StringRef name) {
 }
 
 //===----------------------------------------------------------------------===//
+// dbias
+//===----------------------------------------------------------------------===//
+
+void GradKernelBuilder::buildDBias(StringRef name) {
+  OpBuilder::InsertionGuard guard(b);
+  Args a = beginKernel(name);
+  auto biasType = cast<ShapedType>(op.getBias().getType());
+  bool bcast[4];
+  for (unsigned i = 0; i < 4; ++i)
+    bcast[i] = biasType.getDimSize(i) == 1;
+  const int64_t blockQ = kBlockRows, blockKV = dbiasBlockKV();
+  ThreadPlace place = getThreadPlace();
+  Value tid = place.tid, warp = place.warp, lane = place.lane, g = place.g,
+        tq = place.tq;
+  // This CTA's block of dBias: (bias batch, bias head, Q tile), 0 along the
+  // broadcast dims.
+  Value bb = place.batch, hb = place.head;
+  Value warpRow0 = mul(warp, c32(16));
+  Value outRow0 = mul(place.tile, c32(blockQ));
+
+  // Shared memory: Q, dO, K, V tiles, then [warps][64] f32 for sums.
+  Value smem = LLVM::AddressOfOp::create(b, loc, sptr, "fa_smem");
+  int64_t qBytes = blockQ * d * 2, kvBytes = blockKV * d * 2;
+  Value sQ = smem, sDO = smemAt(smem, c32(qBytes)),
+        sK = smemAt(smem, c32(2 * qBytes)),
+        sV = smemAt(smem, c32(2 * qBytes + kvBytes)),
+        sSum = smemAt(smem, c32(2 * qBytes + 2 * kvBytes));
+  int64_t kSteps = d / 16, nTilesS = blockKV / 8;
+  double inf = std::numeric_limits<double>::infinity();
+  Value nqLast = sub(a.nq, c32(1)), nkLast = sub(a.nk, c32(1));
+  Region *maskMod = op.getMaskMod().empty() ? nullptr : &op.getMaskMod();
+  Value dbiasBase = gep(
+      a.dbias,
+      add(mul(ext64(bb), a.dbiasStrides[0]), mul(ext64(hb), a.dbiasStrides[1])),
+      biasEt);
+
+  // What this thread accumulates: a 16 x 64 tile per warp (4 values per
+  // n-tile), column sums over its rows (2 per n-tile: i broadcasts), row
+  // sums (2: j broadcasts) or one sum (both).
+  enum class Acc { Tile, Cols, Rows, All };
+  Acc kind = bcast[2] ? (bcast[3] ? Acc::All : Acc::Cols)
+                      : (bcast[3] ? Acc::Rows : Acc::Tile);
+  int64_t accSize = kind == Acc::Tile   ? nTilesS * 4
+                    : kind == Acc::Cols ? nTilesS * 2
+                    : kind == Acc::Rows ? 2
+                                        : 1;
+  auto accIndex = [&](int64_t nt, int64_t e) -> int64_t {
+    switch (kind) {
+    case Acc::Tile:
+      return nt * 4 + e;
+    case Acc::Cols:
+      return nt * 2 + (e & 1);
+    case Acc::Rows:
+      return e / 2;
+    case Acc::All:
+      return 0;
+    }
+    llvm_unreachable("bad accumulator kind");
+  };
+  auto loopOver = [&](Value lo, Value hi, Value step, ValueRange init,
+                      function_ref<SmallVector<Value>(Value, ValueRange)> body)
+      -> SmallVector<Value> {
+    auto forOp = scf::ForOp::create(
+        b, loc, toIndex(lo), toIndex(hi), toIndex(step), init,
+        [&](OpBuilder &, Location, Value iv, ValueRange iters) {
+          Value i = arith::IndexCastOp::create(b, loc, i32, iv);
+          scf::YieldOp::create(b, loc, body(i, iters));
+        });
+    return SmallVector<Value>(forOp.getResults());
+  };
+  // Sums `v` over the lanes whose ids differ in the bits of `offsets`.
+  auto laneSum = [&](Value v, ArrayRef<int64_t> offsets) {
+    for (int64_t offset : offsets) {
+      Value other =
+          NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset), c32(0x1f),
+                               NVVM::ShflKind::bfly, UnitAttr());
+      v = fadd(v, other);
+    }
+    return v;
+  };
+
+  // dS of (batch bi, head hi, Q tile q0, K/V tile kv0), added into `acc`.
+  auto addTile = [&](Value bi, Value hi, Value q0, Value kv0,
+                     ValueRange accIn) -> SmallVector<Value> {
+    SmallVector<Value> acc(accIn);
+    // The keys' addresses and masks would otherwise be hoisted out of the
+    // loops over (b, h, Q tile) and spill.
+    kv0 = opaque(kv0);
+    Value hk = divu(hi, a.group);
+    // Everyone is done with the previous tiles.
+    NVVM::Barrier0Op::create(b, loc);
+    copyTile(blockQ, sQ, headBase(a.q, bi, hi, a.qs[0], a.qs[1]), q0, a.nq,
+             a.qs[2], tid);
+    copyTile(blockQ, sDO, headBase(a.dO, bi, hi, a.dOs[0], a.dOs[1]), q0, a.nq,
+             a.dOs[2], tid);
+    copyTile(blockKV, sK, headBase(a.k, bi, hk, a.ks[0], a.ks[1]), kv0, a.nk,
+             a.ks[2], tid);
+    copyTile(blockKV, sV, headBase(a.v, bi, hk, a.vs[0], a.vs[1]), kv0, a.nk,
+             a.vs[2], tid);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    // lse * log2(e) (+inf past Nq and for empty rows) and Dsum of the rows
+    // g and g + 8 of this warp.
+    Value row = add(add(q0, warpRow0), g);
+    Value lseRow = add(mul(ext64(bi), a.lses[0]), mul(ext64(hi), a.lses[1]));
+    Value dsumRow = add(mul(ext64(bi), a.dsums[0]), mul(ext64(hi), a.dsums[1]));
+    Value lseLog2[2], dsum[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      Value rowR = add(row, c32(8 * r));
+      Value valid = cmp(arith::CmpIPredicate::slt, rowR, a.nq);
+      Value src = ext64(sel(valid, rowR, c32(0)));
+      Value lse =
+          LLVM::LoadOp::create(b, loc, f32, gep(a.lse, add(lseRow, src), f32));
+      Value ds = LLVM::LoadOp::create(b, loc, f32,
+                                      gep(a.dsum, add(dsumRow, src), f32));
+      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                          lse, cf(-inf));
+      lseLog2[r] =
+          sel(valid, sel(empty, cf(inf), fmul(lse, cf(M_LOG2E))), cf(inf));
+      dsum[r] = sel(valid, ds, cf(0.0));
+    }
+    ScoreTerms terms = scoreTerms(a, bi, hi);
+    Value biasHead = gep(
+        a.bias,
+        add(mul(ext64(bi), a.biasStrides[0]), mul(ext64(hi), a.biasStrides[1])),
+        biasEt);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    NVVM::Barrier0Op::create(b, loc);
+
+    // S = Q K^T, scored and masked (every tile, rows past Nq too: they are
+    // summed when i broadcasts); P; dS = P (dP - Dsum) score_mod'.
+    Tiles p = zeroTiles(nTilesS);
+    auto qA = [&](int64_t kk) { return loadA(sQ, warpRow0, kk, lane); };
+    auto dOA = [&](int64_t kk) { return loadA(sDO, warpRow0, kk, lane); };
+    mmaABt(p, qA, kSteps, sK, lane);
+    auto placeOf = [&](int64_t nt, int64_t e) {
+      Value key = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+      return std::make_pair(add(row, c32(8 * (e / 2))), key);
+    };
+    Tiles deriv = scoreScored(
+        p, terms, placeOf,
+        [&](int64_t, int64_t, Value i, Value j) {
+          Value at = add(mul(ext64(mins(i, nqLast)), a.biasStrides[2]),
+                         mul(ext64(mins(j, nkLast)), a.biasStrides[3]));
+          return gep(biasHead, at, biasEt);
+        },
+        /*withSoftcap=*/false);
+    maskScores(p, Value(), [&](int64_t nt, int64_t e) {
+      auto [i, j] = placeOf(nt, e);
+      Value keep = keepScored(masks, maskMod, terms.idxB, terms.idxH, i, j,
+                              a.nk, terms.diag, /*checkBound=*/true);
+      return arith::AndIOp::create(b, loc, keep,
+                                   cmp(arith::CmpIPredicate::slt, i, a.nq));
+    });
+    for (int64_t nt = 0; nt < nTilesS; ++nt)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value negL = arith::NegFOp::create(b, loc, lseLog2[e / 2]);
+        p[nt][e] =
+            exp2(math::FmaOp::create(b, loc, p[nt][e], cf(M_LOG2E), negL));
+        if (!deriv.empty())
+          p[nt][e] = timesDerivative(p[nt][e], deriv[nt][e]);
+      }
+    Tiles dp = zeroTiles(nTilesS);
+    mmaABt(dp, dOA, kSteps, sV, lane);
+    for (int64_t nt = 0; nt < nTilesS; ++nt)
+      for (int64_t e = 0; e < 4; ++e) {
+        int64_t at = accIndex(nt, e);
+        acc[at] = fadd(acc[at], fmul(p[nt][e], fsub(dp[nt][e], dsum[e / 2])));
+      }
+    return acc;
+  };
+
+  // Over every (b, h, Q tile) that adds into this block, for K/V tile kv0;
+  // pairs that causal or window mask whole are skipped (dS = 0 there).
+  Value one = c32(1);
+  Value bBegin = bcast[0] ? c32(0) : bb,
+        bEnd = bcast[0] ? a.batches : add(bb, one);
+  Value hBegin = bcast[1] ? c32(0) : hb,
+        hEnd = bcast[1] ? a.headsQ : add(hb, one);
+  Value qBegin = bcast[2] ? c32(0) : outRow0,
+        qEnd = bcast[2] ? a.nq : add(outRow0, one);
+  auto members = [&](Value kv0, ValueRange accIn) {
+    return loopOver(bBegin, bEnd, one, accIn, [&](Value bi, ValueRange accB) {
+      return loopOver(hBegin, hEnd, one, accB, [&](Value hi, ValueRange accH) {
+        return loopOver(
+            qBegin, qEnd, c32(blockQ), accH, [&](Value q0, ValueRange accQ) {
+              if (!masks.causal && !masks.window)
+                return addTile(bi, hi, q0, kv0, accQ);
+              KeyRange keys =
+                  visibleKeys(masks, q0, blockQ, a.nq, a.nk, blockKV);
+              Value visible = arith::AndIOp::create(
+                  b, loc, cmp(arith::CmpIPredicate::sge, kv0, keys.begin),
+                  cmp(arith::CmpIPredicate::slt, kv0, keys.end));
+              SmallVector<Type> types(accQ.size(), f32);
+              auto ifOp = scf::IfOp::create(b, loc, types, visible,
+                                            /*withElse=*/true);
+              OpBuilder::InsertionGuard ifGuard(b);
+              b.setInsertionPointToStart(ifOp.thenBlock());
+              scf::YieldOp::create(b, loc, addTile(bi, hi, q0, kv0, accQ));
+              b.setInsertionPointToStart(ifOp.elseBlock());
+              scf::YieldOp::create(b, loc, accQ);
+              return SmallVector<Value>(ifOp.getResults());
+            });
+      });
+    });
+  };
+
+  // Stores `value` at (i, j) of this block of dBias (when `inRange`, unless
+  // null).
+  auto storeAt = [&](Value inRange, Value i, Value j, Value value) {
+    OpBuilder::InsertionGuard ifGuard(b);
+    if (inRange) {
+      auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+    }
+    Value at =
+        add(mul(ext64(i), a.dbiasStrides[2]), mul(ext64(j), a.dbiasStrides[3]));
+    storeAs(biasEt, value, gep(dbiasBase, at, biasEt));
+  };
+  // The sum over the whole CTA of one value per warp in sSum[warp * 64 +
+  // col], for col = tid < cols, in warp order (deterministic).
+  auto sumWarps = [&](function_ref<void(Value col, Value sum)> use,
+                      int64_t cols) {
+    NVVM::Barrier0Op::create(b, loc);
+    auto ifOp = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::slt, tid, c32(cols)), false);
+    {
+      OpBuilder::InsertionGuard ifGuard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value sum;
+      for (int64_t w = 0; w < kWarps; ++w) {
+        Value v = LLVM::LoadOp::create(
+            b, loc, f32, smemAt(sSum, shl(add(tid, c32(w * blockKV)), 2)));
+        sum = sum ? fadd(sum, v) : v;
+      }
+      use(tid, sum);
+    }
+    // sSum is free again.
+    NVVM::Barrier0Op::create(b, loc);
+  };
+
+  SmallVector<Value> zeros(accSize, cf(0.0));
+  SmallVector<Value> total = loopOver(
+      c32(0), a.nk, c32(blockKV), bcast[3] ? ValueRange(zeros) : ValueRange(),
+      [&](Value kv0, ValueRange carried) -> SmallVector<Value> {
+        if (bcast[3])
+          return members(kv0, carried);
+        SmallVector<Value> acc = members(kv0, zeros);
+        if (kind == Acc::Tile) {
+          for (int64_t nt = 0; nt < nTilesS; ++nt)
+            for (int64_t e = 0; e < 4; ++e) {
+              Value i = add(add(add(outRow0, warpRow0), g), c32(8 * (e / 2)));
+              Value j = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+              Value inRange = arith::AndIOp::create(
+                  b, loc, cmp(arith::CmpIPredicate::slt, i, a.nq),
+                  cmp(arith::CmpIPredicate::slt, j, a.nk));
+              storeAt(inRange, i, j, acc[nt * 4 + e]);
+            }
+          return {};
+        }
+        // Column sums: over the 8 row groups of the warp, then the warps.
+        for (Value &v : acc)
+          v = laneSum(v, {4, 8, 16});
+        {
+          auto ifOp = scf::IfOp::create(
+              b, loc, cmp(arith::CmpIPredicate::slt, lane, c32(4)), false);
+          OpBuilder::InsertionGuard ifGuard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          for (int64_t nt = 0; nt < nTilesS; ++nt)
+            for (int64_t c = 0; c < 2; ++c) {
+              Value col = add(c32(nt * 8), add(shl(tq, 1), c32(c)));
+              Value at = add(mul(warp, c32(blockKV)), col);
+              LLVM::StoreOp::create(b, loc, acc[nt * 2 + c],
+                                    smemAt(sSum, shl(at, 2)));
+            }
+        }
+        sumWarps(
+            [&](Value col, Value sum) {
+              Value j = add(kv0, col);
+              storeAt(cmp(arith::CmpIPredicate::slt, j, a.nk), c32(0), j, sum);
+            },
+            blockKV);
+        return {};
+      });
+
+  if (kind == Acc::Rows) {
+    // Row sums: over the quad, stored by its first lane.
+    for (int64_t r = 0; r < 2; ++r) {
+      Value sum = quadReduce(total[r], /*isMax=*/false);
+      Value i = add(add(add(outRow0, warpRow0), g), c32(8 * r));
+      Value inRange =
+          arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::slt, i, a.nq),
+                                cmp(arith::CmpIPredicate::eq, tq, c32(0)));
+      storeAt(inRange, i, c32(0), sum);
+    }
+  } else if (kind == Acc::All) {
+    Value sum = laneSum(total[0], {1, 2, 4, 8, 16});
+    {
+      auto ifOp = scf::IfOp::create(
+          b, loc, cmp(arith::CmpIPredicate::eq, lane, c32(0)), false);
+      OpBuilder::InsertionGuard ifGuard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      LLVM::StoreOp::create(b, loc, sum,
+                            smemAt(sSum, shl(mul(warp, c32(blockKV)), 2)));
+    }
+    sumWarps([&](Value, Value all) { storeAt(Value(), c32(0), c32(0), all); },
+             1);
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+//===----------------------------------------------------------------------===//
 // Entry point
 //===----------------------------------------------------------------------===//
 
-SmallVector<KernelContract, 3>
+SmallVector<KernelContract, 4>
 mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
                                           StringRef suffix) {
   GradKernelBuilder kernels(b, op.getLoc(), op);
   std::string rows = std::to_string(kBlockRows);
-  SmallVector<KernelContract, 3> contracts = {
+  SmallVector<KernelContract, 4> contracts = {
       {("fa_backward_dsum_" + suffix).str(),
        "ceil(Nq/" + std::to_string(kDsumRows) + "),Hq,B", kThreads, 0},
       {("fa_backward_dkdv_" + suffix).str(), "ceil(Nk/" + rows + "),Hkv,B",
@@ -622,5 +1259,12 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
   kernels.buildDsum(contracts[0].name);
   kernels.buildDkDv(contracts[1].name);
   kernels.buildDq(contracts[2].name);
+  if (op.getGradBias()) {
+    // dBias by its own sweep over the blocks of the bias (below).
+    contracts.push_back({("fa_backward_dbias_" + suffix).str(),
+                         kernels.dbiasGrid(), kThreads,
+                         kernels.dbiasSharedBytes()});
+    kernels.buildDBias(contracts[3].name);
+  }
   return contracts;
 }

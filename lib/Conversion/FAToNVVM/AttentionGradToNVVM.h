@@ -19,12 +19,12 @@ struct KernelContract {
   int64_t sharedBytes = 0;
 };
 
-/// Emits the three backward kernels of `op` (supported: see
-/// unsupportedReason) at the insertion point, a gpu.module:
-/// fa_backward_dsum_<suffix>, fa_backward_dkdv_<suffix> and
-/// fa_backward_dq_<suffix>, to be launched in that order. Returns their
-/// contracts in that order.
-SmallVector<KernelContract, 3>
+/// Emits the backward kernels of `op` (supported: see unsupportedReason) at
+/// the insertion point, a gpu.module: fa_backward_dsum_<suffix>,
+/// fa_backward_dkdv_<suffix>, fa_backward_dq_<suffix> and, when `op` has a
+/// grad_bias result, fa_backward_dbias_<suffix>, to be launched in that
+/// order. Returns their contracts in that order.
+SmallVector<KernelContract, 4>
 buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op, StringRef suffix);
 
 } // namespace mlir::fa::nvvm

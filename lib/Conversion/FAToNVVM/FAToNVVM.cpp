@@ -63,28 +63,7 @@ namespace {
 constexpr int64_t kBlockQ = 64;
 
 /// Whether `op` takes the scored path (per-element variant terms).
-bool isScored(AttentionOp op) {
-  return op.getBias() || op.getAlibiSlopes() || !op.getScoreMod().empty() ||
-         !op.getMaskMod().empty();
-}
-
-/// Whether `op`, inside a score_mod / mask_mod region, can be inlined into
-/// the kernel: arith on scalars (but the divisions arith-to-llvm leaves to
-/// arith-expand), and the f32 math ops emitKernelMath knows.
-bool isKernelRegionOp(Operation *op) {
-  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
-    if (!t.isIntOrIndexOrFloat())
-      return false;
-  if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op))
-    return false;
-  if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
-    return op->getNumRegions() == 0;
-  if (!isa<math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
-           math::SinOp, math::CosOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp,
-           math::FmaOp, math::FloorOp, math::CeilOp>(op))
-    return false;
-  return llvm::all_of(op->getResultTypes(), [](Type t) { return t.isF32(); });
-}
+bool isScored(AttentionOp op) { return hasScoreTerms(op); }
 
 /// Why the forward kernel cannot be built for `op`, or an empty string.
 std::string unsupportedForwardReason(AttentionOp op) {
@@ -129,10 +108,6 @@ public:
   int64_t sharedBytes() const { return (blockQ + 2 * kBlockKV) * d * 2; }
 
 private:
-  /// Inlines the single-block `region` with `args` for its arguments; the
-  /// value it yields.
-  Value inlineRegion(Region &region, ValueRange args);
-
   AttentionOp op;
   /// 16-row query tiles per warp. Two (for D <= 64, where the registers
   /// allow) let each K and V fragment read from shared memory feed two mmas.
@@ -141,50 +116,6 @@ private:
   int64_t mTiles;
   int64_t blockQ;
 };
-
-Value FlashKernelBuilder::inlineRegion(Region &region, ValueRange args) {
-  Block &block = region.front();
-  IRMapping map;
-  map.map(block.getArguments(), args);
-  for (Operation &inner : block.without_terminator()) {
-    auto x = [&](unsigned i) { return map.lookup(inner.getOperand(i)); };
-    // math ops as PTX instructions: NVPTX has no libcalls for most of them.
-    Value r =
-        llvm::TypeSwitch<Operation *, Value>(&inner)
-            .Case([&](math::TanhOp) { return approx("tanh.approx.f32", x(0)); })
-            .Case([&](math::ExpOp) { return exp2(fmul(x(0), cf(M_LOG2E))); })
-            .Case([&](math::Exp2Op) { return exp2(x(0)); })
-            .Case([&](math::LogOp) {
-              return fmul(approx("lg2.approx.f32", x(0)), cf(M_LN2));
-            })
-            .Case([&](math::Log2Op) { return approx("lg2.approx.f32", x(0)); })
-            .Case([&](math::SinOp) { return approx("sin.approx.f32", x(0)); })
-            .Case([&](math::CosOp) { return approx("cos.approx.f32", x(0)); })
-            .Case(
-                [&](math::RsqrtOp) { return approx("rsqrt.approx.f32", x(0)); })
-            .Case([&](math::SqrtOp) {
-              return LLVM::SqrtOp::create(b, loc, x(0)).getResult();
-            })
-            .Case([&](math::AbsFOp) {
-              return LLVM::FAbsOp::create(b, loc, x(0)).getResult();
-            })
-            .Case([&](math::FloorOp) {
-              return LLVM::FFloorOp::create(b, loc, x(0)).getResult();
-            })
-            .Case([&](math::CeilOp) {
-              return LLVM::FCeilOp::create(b, loc, x(0)).getResult();
-            })
-            .Case([&](math::FmaOp) {
-              return LLVM::FMAOp::create(b, loc, x(0), x(1), x(2)).getResult();
-            })
-            .Default([&](Operation *) { return Value(); });
-    if (r)
-      map.map(inner.getResult(0), r);
-    else
-      b.clone(inner, map);
-  }
-  return map.lookup(block.getTerminator()->getOperand(0));
-}
 
 void FlashKernelBuilder::build(StringRef name) {
   // q, k, v, o, lse; strides (b, h, n) of q, k, v, o and (b, h) of lse;
@@ -341,36 +272,24 @@ void FlashKernelBuilder::build(StringRef name) {
           return add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
         };
         if (scored) {
-          double scale = op.getScaleOrDefault();
+          ScoreTerms terms{op.getScaleOrDefault(),
+                           softcap,
+                           slope,
+                           biasEt,
+                           op.getScoreMod().empty() ? nullptr
+                                                    : &op.getScoreMod(),
+                           idxB,
+                           idxH,
+                           diag};
           for (int64_t mt = 0; mt < mTiles; ++mt)
             for (int64_t nt = 0; nt < nTilesS; ++nt)
               for (int64_t e = 0; e < 4; ++e) {
-                Value x = s[mt][nt][e];
                 Value row = rows[mt][e / 2], key = keyOf(nt, e);
-                if (softcap)
-                  x = fmul(
-                      approx("tanh.approx.f32", fmul(x, cf(scale / *softcap))),
-                      cf(*softcap));
-                else
-                  x = fmul(x, cf(scale));
-                if (slope) {
-                  Value dist = sub(add(row, diag), key);
-                  dist = maxs(dist, sub(c32(0), dist));
-                  Value distF = arith::SIToFPOp::create(b, loc, f32, dist);
-                  x = fsub(x, fmul(slope, distF));
-                }
-                if (biasEt) {
-                  // Keys past Nk (a ragged tile) read the last key: masked.
+                // Keys past Nk (a ragged tile) read the last key: masked.
+                Value x = scoredScore(terms, s[mt][nt][e], row, key, [&] {
                   Value at = mul(ext64(mins(key, nkLast)), biasStrideJ);
-                  Value v = LLVM::LoadOp::create(
-                      b, loc, biasEt, gep(biasRows[mt][e / 2], at, biasEt));
-                  if (!biasEt.isF32())
-                    v = arith::ExtFOp::create(b, loc, f32, v);
-                  x = fadd(x, v);
-                }
-                if (!op.getScoreMod().empty())
-                  x = inlineRegion(op.getScoreMod(),
-                                   {x, idxB, idxH, toIndex(row), toIndex(key)});
+                  return gep(biasRows[mt][e / 2], at, biasEt);
+                });
                 s[mt][nt][e] = x;
               }
         } else if (softcap) {
@@ -392,14 +311,10 @@ void FlashKernelBuilder::build(StringRef name) {
             for (int64_t nt = 0; nt < nTilesS; ++nt) {
               for (int64_t e = 0; e < 4; ++e) {
                 Value key = keyOf(nt, e);
-                Value keep = keepKey(masks, rows[mt][e / 2], key, nk, diag,
-                                     /*checkBound=*/true);
-                if (!op.getMaskMod().empty())
-                  keep = arith::AndIOp::create(
-                      b, loc, keep,
-                      inlineRegion(op.getMaskMod(),
-                                   {idxB, idxH, toIndex(rows[mt][e / 2]),
-                                    toIndex(key)}));
+                Value keep = keepScored(
+                    masks, op.getMaskMod().empty() ? nullptr : &op.getMaskMod(),
+                    idxB, idxH, rows[mt][e / 2], key, nk, diag,
+                    /*checkBound=*/true);
                 values.push_back(sel(keep, s[mt][nt][e], cf(negInf)));
               }
             }

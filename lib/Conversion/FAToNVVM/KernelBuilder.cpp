@@ -3,6 +3,11 @@
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -55,6 +60,15 @@ Value KernelBuilder::approx(StringRef instruction, Value x) {
                                    /*is_align_stack=*/false,
                                    LLVM::TailCallKind::None,
                                    LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+Value KernelBuilder::opaque(Value x) {
+  return LLVM::InlineAsmOp::create(
+             b, loc, i32, ValueRange{x}, "mov.b32 $0, $1;", "=r,r",
+             /*has_side_effects=*/true,
+             /*is_align_stack=*/false, LLVM::TailCallKind::None,
+             LLVM::AsmDialectAttr(), ArrayAttr())
       .getResult(0);
 }
 
@@ -300,4 +314,120 @@ Value KernelBuilder::tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ,
   }
   return needMask ? needMask
                   : arith::ConstantIntOp::create(b, loc, 0, 1).getResult();
+}
+
+Value KernelBuilder::scoredScore(const ScoreTerms &terms, Value dot, Value row,
+                                 Value key, function_ref<Value()> biasAddress,
+                                 Value *tanh, Value *preMod) {
+  Value x = dot;
+  if (terms.softcap) {
+    Value th =
+        approx("tanh.approx.f32", fmul(x, cf(terms.scale / *terms.softcap)));
+    if (tanh)
+      *tanh = th;
+    x = fmul(th, cf(*terms.softcap));
+  } else {
+    x = fmul(x, cf(terms.scale));
+  }
+  if (terms.slope) {
+    Value dist = sub(add(row, terms.diag), key);
+    dist = maxs(dist, sub(c32(0), dist));
+    Value distF = arith::SIToFPOp::create(b, loc, f32, dist);
+    x = fsub(x, fmul(terms.slope, distF));
+  }
+  if (terms.biasType) {
+    Value v = LLVM::LoadOp::create(b, loc, terms.biasType, biasAddress());
+    if (!terms.biasType.isF32())
+      v = arith::ExtFOp::create(b, loc, f32, v);
+    x = fadd(x, v);
+  }
+  if (preMod)
+    *preMod = x;
+  if (terms.scoreMod)
+    x = inlineRegion(*terms.scoreMod,
+                     {x, terms.idxB, terms.idxH, toIndex(row), toIndex(key)});
+  return x;
+}
+
+Value KernelBuilder::keepScored(const Masks &masks, Region *maskMod, Value idxB,
+                                Value idxH, Value row, Value key, Value nk,
+                                Value diag, bool checkBound) {
+  Value keep = keepKey(masks, row, key, nk, diag, checkBound);
+  if (maskMod)
+    keep = arith::AndIOp::create(
+        b, loc, keep,
+        inlineRegion(*maskMod, {idxB, idxH, toIndex(row), toIndex(key)}));
+  return keep;
+}
+
+Value KernelBuilder::inlineRegion(Region &region, ValueRange args) {
+  Block &block = region.front();
+  IRMapping map;
+  map.map(block.getArguments(), args);
+  for (Operation &inner : block.without_terminator()) {
+    auto x = [&](unsigned i) { return map.lookup(inner.getOperand(i)); };
+    // math ops as PTX instructions: NVPTX has no libcalls for most of them.
+    Value r =
+        llvm::TypeSwitch<Operation *, Value>(&inner)
+            .Case([&](math::TanhOp) { return approx("tanh.approx.f32", x(0)); })
+            .Case([&](math::ExpOp) { return exp2(fmul(x(0), cf(M_LOG2E))); })
+            .Case([&](math::Exp2Op) { return exp2(x(0)); })
+            .Case([&](math::LogOp) {
+              return fmul(approx("lg2.approx.f32", x(0)), cf(M_LN2));
+            })
+            .Case([&](math::Log2Op) { return approx("lg2.approx.f32", x(0)); })
+            .Case([&](math::SinOp) { return approx("sin.approx.f32", x(0)); })
+            .Case([&](math::CosOp) { return approx("cos.approx.f32", x(0)); })
+            .Case(
+                [&](math::RsqrtOp) { return approx("rsqrt.approx.f32", x(0)); })
+            .Case([&](math::SqrtOp) {
+              return LLVM::SqrtOp::create(b, loc, x(0)).getResult();
+            })
+            .Case([&](math::AbsFOp) {
+              return LLVM::FAbsOp::create(b, loc, x(0)).getResult();
+            })
+            .Case([&](math::FloorOp) {
+              return LLVM::FFloorOp::create(b, loc, x(0)).getResult();
+            })
+            .Case([&](math::CeilOp) {
+              return LLVM::FCeilOp::create(b, loc, x(0)).getResult();
+            })
+            .Case([&](math::FmaOp) {
+              return LLVM::FMAOp::create(b, loc, x(0), x(1), x(2)).getResult();
+            })
+            .Default([&](Operation *) { return Value(); });
+    if (r)
+      map.map(inner.getResult(0), r);
+    else
+      b.clone(inner, map);
+  }
+  return map.lookup(block.getTerminator()->getOperand(0));
+}
+
+bool mlir::fa::nvvm::isKernelRegionOp(Operation *op) {
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (!t.isIntOrIndexOrFloat())
+      return false;
+  if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op))
+    return false;
+  if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
+    return op->getNumRegions() == 0;
+  if (!isa<math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
+           math::SinOp, math::CosOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp,
+           math::FmaOp, math::FloorOp, math::CeilOp>(op))
+    return false;
+  return llvm::all_of(op->getResultTypes(), [](Type t) { return t.isF32(); });
+}
+
+std::string mlir::fa::nvvm::kernelRegionReason(Region &region, StringRef name) {
+  if (region.empty())
+    return "";
+  for (Operation &inner : region.front().without_terminator())
+    if (!isKernelRegionOp(&inner))
+      return (name + " op '" + inner.getName().getStringRef() +
+              "' is not supported on the GPU (arith and f32 math.tanh, exp, "
+              "exp2, log, log2, sin, cos, sqrt, rsqrt, absf, fma, floor, "
+              "ceil are)")
+          .str();
+  return "";
 }

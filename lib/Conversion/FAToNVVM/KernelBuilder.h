@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace mlir::fa::nvvm {
@@ -104,6 +105,10 @@ public:
 
   /// A one-operand f32 PTX instruction (lg2, tanh have no libcall on NVPTX).
   Value approx(StringRef instruction, Value x);
+  /// `x` (i32) through a mov that LLVM may not move: what is computed from
+  /// it stays where it is used instead of being hoisted out of a loop and
+  /// kept live (in registers) across it.
+  Value opaque(Value x);
 
   /// Element pointer `base + offset` (offset in elements of `elementType`,
   /// i64).
@@ -202,6 +207,37 @@ public:
   /// so that the bounds' i32 arithmetic cannot overflow.
   Value windowSize(int64_t size);
 
+  /// The scored path's terms of one (b, h): what the forward and the
+  /// backward kernels add to each dot product, in the dialect's order.
+  struct ScoreTerms {
+    double scale = 1.0;
+    std::optional<double> softcap;
+    /// The f32 ALiBi slope of this (b, h), or null.
+    Value slope;
+    /// The bias's element type (f16, bf16, f32), or null without a bias.
+    Type biasType;
+    /// The op's score_mod region, or null.
+    Region *scoreMod = nullptr;
+    /// b and h as index (the regions' first arguments), and Nk - Nq (i32).
+    Value idxB, idxH, diag;
+  };
+  /// The score of `dot` for query `row` and key `key` (i32) in the natural
+  /// domain: scale (or softcap), ALiBi, bias (loaded from `biasAddress()`,
+  /// which the caller keeps in bounds), score_mod. `tanh` gets softcap's
+  /// tanh and `preMod` the score before score_mod, where asked for (the
+  /// backward's derivatives).
+  Value scoredScore(const ScoreTerms &terms, Value dot, Value row, Value key,
+                    function_ref<Value()> biasAddress, Value *tanh = nullptr,
+                    Value *preMod = nullptr);
+  /// keepKey(...) and, with a mask_mod region, its value at (b, h, row, key).
+  Value keepScored(const Masks &masks, Region *maskMod, Value idxB, Value idxH,
+                   Value row, Value key, Value nk, Value diag, bool checkBound);
+  /// Inlines the single-block `region` (score_mod, mask_mod or
+  /// score_mod_grad) with `args` for its arguments; the value it yields. The
+  /// f32 math ops NVPTX has no libcall-free lowering for become PTX
+  /// instructions.
+  Value inlineRegion(Region &region, ValueRange args);
+
 protected:
   OpBuilder &b;
   Location loc;
@@ -225,17 +261,42 @@ template <typename OpT> std::string unsupportedShapeReason(OpT op) {
   return "";
 }
 
+/// Whether `op` has per-score terms (ALiBi, bias, score_mod, mask_mod): the
+/// kernels' scored path.
+template <typename OpT> bool hasScoreTerms(OpT op) {
+  return op.getBias() || op.getAlibiSlopes() || !op.getScoreMod().empty() ||
+         !op.getMaskMod().empty();
+}
+
+/// Whether `op`, inside a score_mod / mask_mod / score_mod_grad region, can
+/// be inlined into a kernel: arith on scalars (but the divisions
+/// arith-to-llvm leaves to arith-expand), and the f32 math ops
+/// KernelBuilder::inlineRegion knows.
+bool isKernelRegionOp(Operation *op);
+
+/// Why the ops of `region` (named `name`) cannot be inlined into a kernel,
+/// or an empty string.
+std::string kernelRegionReason(Region &region, StringRef name);
+
 /// Why `op` (fa.attention_grad; the forward has its own) cannot have a GPU
 /// kernel, or an empty string.
 template <typename OpT> std::string unsupportedReason(OpT op) {
   std::string reason = unsupportedShapeReason(op);
   if (!reason.empty())
     return reason;
-  // score_mod_grad needs a score_mod (the verifier says so).
-  if (op.getBias() || op.getAlibiSlopes() || op.getDropoutSeed() ||
-      !op.getScoreMod().empty() || !op.getMaskMod().empty())
-    return "bias, ALiBi, dropout, score_mod and mask_mod are not supported "
-           "on the GPU yet";
+  if (op.getDropoutSeed())
+    return "dropout is not supported by the GPU backward yet";
+  if (!op.getScoreMod().empty() && op.getScoreModGrad().empty())
+    return "score_mod has no score_mod_grad region; run "
+           "fa-differentiate-score-mod first";
+  for (auto [region, name] :
+       {std::make_pair(&op.getScoreMod(), "score_mod"),
+        std::make_pair(&op.getScoreModGrad(), "score_mod_grad"),
+        std::make_pair(&op.getMaskMod(), "mask_mod")}) {
+    reason = kernelRegionReason(*region, name);
+    if (!reason.empty())
+      return reason;
+  }
   return "";
 }
 

@@ -1,5 +1,7 @@
 // The backward kernels assemble with ptxas for sm_80 and sm_90a and use no
-// local memory for D = 64 and 128 (softcap, the most registers, included).
+// local memory for D = 64 and 128 (softcap, the most registers, included),
+// and so do the scored path's (bias, ALiBi, score_mod, mask_mod; four
+// kernels with dBias) for D = 32 to 128.
 // REQUIRES: ptxas
 // RUN: split-file %s %t
 // RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90.128.ptx
@@ -11,6 +13,22 @@
 // RUN: fa-opt %t/bf16-64-mqa-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.64.ptx -o %t/80.64.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t/90.128.ptx
+// RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/bf16-128-scored-all.sm_90a.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/bf16-128-scored-all.sm_90a.ptx -o %t/bf16-128-scored-all.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
+// RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/bf16-128-scored-all.sm_80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/bf16-128-scored-all.sm_80.ptx -o %t/bf16-128-scored-all.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
+// RUN: fa-opt %t/f16-64-bias-bcast-alibi-bh.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/f16-64-bias-bcast-alibi-bh.sm_80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/f16-64-bias-bcast-alibi-bh.sm_80.ptx -o %t/f16-64-bias-bcast-alibi-bh.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
+// RUN: fa-opt %t/f16-64-bias-bcast-alibi-bh.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/f16-64-bias-bcast-alibi-bh.sm_90a.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/f16-64-bias-bcast-alibi-bh.sm_90a.ptx -o %t/f16-64-bias-bcast-alibi-bh.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
+// RUN: fa-opt %t/bf16-96-bias-rows-mask-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/bf16-96-bias-rows-mask-window.sm_80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/bf16-96-bias-rows-mask-window.sm_80.ptx -o %t/bf16-96-bias-rows-mask-window.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
+// RUN: fa-opt %t/f16-128-alibi-mask-causal.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/f16-128-alibi-mask-causal.sm_90a.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/f16-128-alibi-mask-causal.sm_90a.ptx -o %t/f16-128-alibi-mask-causal.sm_90a.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/bf16-64-bias-softcap-score-mod.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/bf16-64-bias-softcap-score-mod.sm_90a.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/bf16-64-bias-softcap-score-mod.sm_90a.ptx -o %t/bf16-64-bias-softcap-score-mod.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
+// RUN: fa-opt %t/f16-32-bias-scalar.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/f16-32-bias-scalar.sm_80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/f16-32-bias-scalar.sm_80.ptx -o %t/f16-32-bias-scalar.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
 
 // Three kernels, each without spills.
 // CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq}}_0'
@@ -20,6 +38,17 @@
 // CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq}}_0'
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
+
+// The scored path with dBias: four kernels, each without spills.
+// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq|dbias}}_0'
+// SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq|dbias}}_0'
+// SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq|dbias}}_0'
+// SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq|dbias}}_0'
+// SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SCORED-NOT: bytes spill
 
 // PTX: .target sm_90a
 // PTX-DAG: .visible .entry fa_backward_dsum_0(
@@ -54,4 +83,120 @@ func.func @g(%q: tensor<?x4x?x128xf16>, %k: tensor<?x1x?x128xf16>, %v: tensor<?x
 func.func @g(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x1x?x64xbf16>, %v: tensor<?x1x?x64xbf16>, %o: tensor<?x8x?x64xbf16>, %do: tensor<?x8x?x64xbf16>, %lse: tensor<?x8x?xf32>) -> (tensor<?x8x?x64xbf16>, tensor<?x1x?x64xbf16>, tensor<?x1x?x64xbf16>) {
   %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse {window = array<i64: 128, 0>} : tensor<?x8x?x64xbf16>, tensor<?x1x?x64xbf16>, tensor<?x1x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?x64xbf16>, tensor<?x1x?x64xbf16>, tensor<?x1x?x64xbf16>
   return %dq, %dk, %dv : tensor<?x8x?x64xbf16>, tensor<?x1x?x64xbf16>, tensor<?x1x?x64xbf16>
+}
+
+//--- bf16-128-scored-all.mlir
+func.func @g(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>, %o: tensor<?x8x?x128xbf16>, %do: tensor<?x8x?x128xbf16>, %lse: tensor<?x8x?xf32>, %bias: tensor<?x8x?x?xbf16>, %s: tensor<8xf32>) -> (tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x8x?x?xbf16>) {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %k, %v, %o, %do, %lse bias(%bias : tensor<?x8x?x?xbf16>) alibi_slopes(%s : tensor<8xf32>) {softcap = 30.0 : f32, causal = #fa.causal<bottom_right>} : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x8x?x?xbf16> score_mod {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 20.0 : f32
+    %y = arith.divf %x, %c : f32
+    %t = math.tanh %y : f32
+    %z = arith.mulf %t, %c : f32
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %w = arith.constant 0.01 : f32
+    %rp = arith.mulf %df, %w : f32
+    %r = arith.addf %z, %rp : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c64 = arith.constant 64 : index
+    %di = arith.divui %i, %c64 : index
+    %dj = arith.divui %j, %c64 : index
+    %same = arith.cmpi eq, %di, %dj : index
+    fa.yield %same : i1
+  }
+  return %dq, %dk, %dv, %db : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x8x?x?xbf16>
+}
+
+//--- f16-64-bias-bcast-alibi-bh.mlir
+func.func @g(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>, %v: tensor<?x2x?x64xf16>, %o: tensor<?x8x?x64xf16>, %do: tensor<?x8x?x64xf16>, %lse: tensor<?x8x?xf32>, %bias: tensor<1x8x1x?xf32>, %s: tensor<?x8xf32>) -> (tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<1x8x1x?xf32>) {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %k, %v, %o, %do, %lse bias(%bias : tensor<1x8x1x?xf32>) alibi_slopes(%s : tensor<?x8xf32>)  : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?xf32> -> tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<1x8x1x?xf32> score_mod {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 20.0 : f32
+    %y = arith.divf %x, %c : f32
+    %t = math.tanh %y : f32
+    %z = arith.mulf %t, %c : f32
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %w = arith.constant 0.01 : f32
+    %rp = arith.mulf %df, %w : f32
+    %r = arith.addf %z, %rp : f32
+    fa.yield %r : f32
+  }
+  return %dq, %dk, %dv, %db : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<1x8x1x?xf32>
+}
+
+//--- bf16-96-bias-rows-mask-window.mlir
+func.func @g(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x2x?x96xbf16>, %v: tensor<?x2x?x96xbf16>, %o: tensor<?x8x?x96xbf16>, %do: tensor<?x8x?x96xbf16>, %lse: tensor<?x8x?xf32>, %bias: tensor<?x1x?x1xbf16>) -> (tensor<?x8x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x1x?x1xbf16>) {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %k, %v, %o, %do, %lse bias(%bias : tensor<?x1x?x1xbf16>) {window = array<i64: 100, 20>} : tensor<?x8x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x8x?x96xbf16>, tensor<?x8x?x96xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x1x?x1xbf16> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c64 = arith.constant 64 : index
+    %di = arith.divui %i, %c64 : index
+    %dj = arith.divui %j, %c64 : index
+    %same = arith.cmpi eq, %di, %dj : index
+    fa.yield %same : i1
+  }
+  return %dq, %dk, %dv, %db : tensor<?x8x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x1x?x1xbf16>
+}
+
+//--- f16-128-alibi-mask-causal.mlir
+func.func @g(%q: tensor<?x8x?x128xf16>, %k: tensor<?x2x?x128xf16>, %v: tensor<?x2x?x128xf16>, %o: tensor<?x8x?x128xf16>, %do: tensor<?x8x?x128xf16>, %lse: tensor<?x8x?xf32>, %s: tensor<8xf32>) -> (tensor<?x8x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16>) {
+  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse alibi_slopes(%s : tensor<8xf32>) {causal = #fa.causal<top_left>} : tensor<?x8x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x8x?x128xf16>, tensor<?x8x?x128xf16>, tensor<?x8x?xf32> -> tensor<?x8x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c64 = arith.constant 64 : index
+    %di = arith.divui %i, %c64 : index
+    %dj = arith.divui %j, %c64 : index
+    %same = arith.cmpi eq, %di, %dj : index
+    fa.yield %same : i1
+  }
+  return %dq, %dk, %dv : tensor<?x8x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16>
+}
+
+//--- bf16-64-bias-softcap-score-mod.mlir
+func.func @g(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %o: tensor<?x8x?x64xbf16>, %do: tensor<?x8x?x64xbf16>, %lse: tensor<?x8x?xf32>, %bias: tensor<?x8x?x?xf16>, %s: tensor<?x8xf32>) -> (tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x8x?x?xf16>) {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %k, %v, %o, %do, %lse bias(%bias : tensor<?x8x?x?xf16>) alibi_slopes(%s : tensor<?x8xf32>) {softcap = 25.0 : f32, causal = #fa.causal<top_left>} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x8x?x?xf16> score_mod {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 20.0 : f32
+    %y = arith.divf %x, %c : f32
+    %t = math.tanh %y : f32
+    %z = arith.mulf %t, %c : f32
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %w = arith.constant 0.01 : f32
+    %rp = arith.mulf %df, %w : f32
+    %r = arith.addf %z, %rp : f32
+    fa.yield %r : f32
+  }
+  return %dq, %dk, %dv, %db : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x8x?x?xf16>
+}
+
+//--- f16-32-bias-scalar.mlir
+func.func @g(%q: tensor<?x8x?x32xf16>, %k: tensor<?x2x?x32xf16>, %v: tensor<?x2x?x32xf16>, %o: tensor<?x8x?x32xf16>, %do: tensor<?x8x?x32xf16>, %lse: tensor<?x8x?xf32>, %bias: tensor<1x1x1x1xf32>, %s: tensor<8xf32>) -> (tensor<?x8x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<1x1x1x1xf32>) {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %k, %v, %o, %do, %lse bias(%bias : tensor<1x1x1x1xf32>) alibi_slopes(%s : tensor<8xf32>) {causal = #fa.causal<bottom_right>} : tensor<?x8x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x8x?x32xf16>, tensor<?x8x?x32xf16>, tensor<?x8x?xf32> -> tensor<?x8x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<1x1x1x1xf32> score_mod {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 20.0 : f32
+    %y = arith.divf %x, %c : f32
+    %t = math.tanh %y : f32
+    %z = arith.mulf %t, %c : f32
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %w = arith.constant 0.01 : f32
+    %rp = arith.mulf %df, %w : f32
+    %r = arith.addf %z, %rp : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c64 = arith.constant 64 : index
+    %di = arith.divui %i, %c64 : index
+    %dj = arith.divui %j, %c64 : index
+    %same = arith.cmpi eq, %di, %dj : index
+    fa.yield %same : i1
+  }
+  return %dq, %dk, %dv, %db : tensor<?x8x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<1x1x1x1xf32>
 }

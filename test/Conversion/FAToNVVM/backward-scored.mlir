@@ -1,0 +1,179 @@
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | FileCheck %s
+
+// bf16, D = 64, GQA 2:1, a full f16 bias [B, Hq, Nq, Nk] with its gradient,
+// ALiBi [Hq] and a score_mod with its derivative: the three kernels take the
+// scored ABI tail, and a fourth writes dBias.
+
+// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 24832 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 32768 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dbias_0", shared_bytes = 33792 : i64, threads = 128 : i64}], gpu.container_module}
+
+// The plain ABI, then bias, its strides (b, h, i, j), slopes, their batch
+// stride, dBias, its strides, B and Hq.
+// CHECK-LABEL: llvm.func @fa_backward_dsum_0(
+// CHECK-SAME: %arg42: f32, %arg43: !llvm.ptr<1>, %arg44: i64, %arg45: i64, %arg46: i64, %arg47: i64, %arg48: !llvm.ptr<1>, %arg49: i64, %arg50: !llvm.ptr<1>, %arg51: i64, %arg52: i64, %arg53: i64, %arg54: i64, %arg55: i32, %arg56: i32)
+
+// dkdv: Q tiles of 32 rows (the scored path at D = 64); the slope of each
+// query head of the group; S^T's scores in the natural domain: scale, ALiBi,
+// the bias at (query clamped to Nq - 1, key), score_mod; masks on tiles that
+// cross Nq; P^T with log2(e) in the fma; dS^T takes score_mod_grad's value,
+// 0 where P is 0.
+// CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: %[[BIAS:arg43]]: !llvm.ptr<1>, %[[SB:arg44]]: i64, %[[SH:arg45]]: i64, %[[SI:arg46]]: i64, %[[SJ:arg47]]: i64, %[[SLOPES:arg48]]: !llvm.ptr<1>, %[[SS:arg49]]: i64,
+// CHECK: arith.muli %{{.+}}, %[[SJ]] : i64
+// CHECK: arith.muli %{{.+}}, %[[SJ]] : i64
+// CHECK: scf.for
+// CHECK: %[[SAT:.+]] = arith.muli %{{.+}}, %[[SS]] : i64
+// CHECK: llvm.getelementptr %[[SLOPES]][%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK: %[[SLOPE:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK: llvm.getelementptr %[[BIAS]][%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
+// CHECK: scf.for
+// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: scf.if %{{.+}} -> (i32, i32,
+// CHECK: %[[SCALE:.+]] = arith.constant 1.250000e-01 : f32
+// CHECK: arith.mulf %{{.+}}, %[[SCALE]] : f32
+// CHECK: %[[DIST:.+]] = arith.sitofp %{{.+}} : i32 to f32
+// CHECK: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[DIST]] : f32
+// CHECK: arith.subf %{{.+}}, %[[ALIBI]] : f32
+// CHECK: arith.minsi
+// CHECK: arith.muli %{{.+}}, %[[SI]] : i64
+// CHECK: %[[B:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f16
+// CHECK: arith.extf %[[B]] : f16 to f32
+// CHECK: %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
+// CHECK: arith.mulf %{{.+}}, %[[HALF]] : f32
+// CHECK: %[[GRAD:.+]] = arith.constant 5.000000e-01 : f32
+// CHECK: arith.select
+// CHECK: %[[LOG2E:.+]] = arith.constant 1.44269502 : f32
+// CHECK: math.fma %{{.+}}, %[[LOG2E]], %{{.+}} : f32
+// CHECK: llvm.intr.exp2
+// CHECK: %[[PD:.+]] = arith.mulf %{{.+}}, %[[GRAD]] : f32
+// CHECK: %[[ZERO:.+]] = arith.cmpf oeq, %{{.+}}, %{{.+}} : f32
+// CHECK: arith.select %[[ZERO]], %{{.+}}, %[[PD]] : f32
+// CHECK: } else {
+// CHECK: scf.yield
+// CHECK-COUNT-48: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: llvm.return
+
+// dq: the slope and the thread's two bias rows once; the keys clamped to
+// Nk - 1.
+// CHECK-LABEL: llvm.func @fa_backward_dq_0(
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK: arith.minsi
+// CHECK: arith.minsi
+// CHECK: scf.for
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: scf.if %{{.+}} -> (f32,
+// CHECK: arith.minsi
+// CHECK: arith.muli %{{.+}}, %{{.+}} : i64
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f16
+// CHECK: llvm.return
+
+// dbias: one block per (Q tile, head, batch); over the K/V tiles, one
+// member each (nothing broadcasts): S, P, dP, dS = P (dP - Dsum) score_mod'
+// into a 16 x 64 tile per warp, stored as f16 where in bounds.
+// CHECK-LABEL: llvm.func @fa_backward_dbias_0(
+// CHECK-SAME: attributes {fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 33792 : i64, fa.threads = 128 : i64
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;"
+// CHECK-COUNT-16: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: arith.constant 5.000000e-01 : f32
+// CHECK-NOT: scf.if
+// CHECK: math.fma
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: arith.subf
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.addf
+// CHECK-COUNT-32: arith.truncf %{{.+}} : f32 to f16
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK-NOT: atomicrmw
+// CHECK: llvm.return
+
+func.func @full_bias(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %o: tensor<?x4x?x64xbf16>, %do: tensor<?x4x?x64xbf16>, %lse: tensor<?x4x?xf32>, %bias: tensor<?x4x?x?xf16>, %s: tensor<4xf32>) -> (tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x4x?x?xf16>) {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %k, %v, %o, %do, %lse bias(%bias : tensor<?x4x?x?xf16>) alibi_slopes(%s : tensor<4xf32>) : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?xf32> -> tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x4x?x?xf16> score_mod {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    %half = arith.constant 5.000000e-01 : f32
+    %r = arith.mulf %x, %half : f32
+    fa.yield %r : f32
+  } score_mod_grad {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    %half = arith.constant 5.000000e-01 : f32
+    fa.yield %half : f32
+  }
+  return %dq, %dk, %dv, %db : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x4x?x?xf16>
+}
+
+// -----
+
+// f16, D = 128, mask_mod and causal, no bias gradient: three kernels; every
+// tile is masked (no branch), mask_mod inlined per score in dkdv and dq.
+
+// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 41088 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 65536 : i64, threads = 128 : i64}], gpu.container_module}
+// CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK-NOT: scf.if
+// CHECK: arith.cmpi sle
+// CHECK: %[[I:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: arith.remui %[[I]], %{{.+}} : index
+// CHECK: llvm.intr.exp2
+// CHECK-LABEL: llvm.func @fa_backward_dq_0(
+// CHECK: scf.for
+// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK-NOT: scf.if
+// CHECK: arith.remui
+// CHECK: llvm.intr.exp2
+// CHECK-NOT: llvm.func @fa_backward_dbias
+
+func.func @mask_mod(%q: tensor<?x2x?x128xf16>, %o: tensor<?x2x?x128xf16>, %lse: tensor<?x2x?xf32>) -> tensor<?x2x?x128xf16> {
+  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %o, %o, %lse {causal = #fa.causal<top_left>} : tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?xf32> -> tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16>, tensor<?x2x?x128xf16> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c2 = arith.constant 2 : index
+    %r = arith.remui %i, %c2 : index
+    %z = arith.constant 0 : index
+    %even = arith.cmpi eq, %r, %z : index
+    fa.yield %even : i1
+  }
+  return %dq : tensor<?x2x?x128xf16>
+}
+
+// -----
+
+// A bias broadcast over batch and rows, [1, Hq, 1, Nk] f32: its gradient
+// block is one row of a head; the CTA loops over every batch and Q tile
+// and sums columns over the warp's rows (shuffles) and the warps (shared
+// memory, in warp order): no atomics.
+
+// CHECK: {grid = "1,Hq,1", name = "fa_backward_dbias_0", shared_bytes = 33792 : i64, threads = 128 : i64}
+// CHECK-LABEL: llvm.func @fa_backward_dbias_0(
+// CHECK-SAME: %[[B:arg55]]: i32, %[[HQ:arg56]]: i32)
+// CHECK: scf.for
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK: nvvm.shfl.sync bfly %{{.+}}, %{{.+}}, %[[C4:.+]], %{{.+}} : f32 -> f32
+// CHECK: llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-4: llvm.load %{{.+}} : !llvm.ptr<3> -> f32
+// CHECK: llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr<1>
+// CHECK: nvvm.barrier0
+// CHECK-NOT: atomicrmw
+// CHECK: llvm.return
+
+func.func @broadcast_bias(%q: tensor<?x4x?x64xbf16>, %o: tensor<?x4x?x64xbf16>, %lse: tensor<?x4x?xf32>, %bias: tensor<1x4x1x?xf32>) -> tensor<1x4x1x?xf32> {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %q, %q, %o, %o, %lse bias(%bias : tensor<1x4x1x?xf32>) : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?xf32> -> tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<1x4x1x?xf32>
+  return %db : tensor<1x4x1x?xf32>
+}
