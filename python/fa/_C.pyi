@@ -1,5 +1,6 @@
 """Type stubs of fa._C (python/src/bindings.cpp)."""
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 RawTensor = tuple[int, str | DType, tuple[int, ...], tuple[int, ...] | None, str | Device]
@@ -10,6 +11,11 @@ class DType:
     f16: ClassVar[DType]
     bf16: ClassVar[DType]
     f32: ClassVar[DType]
+    f64: ClassVar[DType]
+    i8: ClassVar[DType]
+    i16: ClassVar[DType]
+    i32: ClassVar[DType]
+    i64: ClassVar[DType]
     name: str
     value: int
 
@@ -45,6 +51,7 @@ class AttentionSpec:
     score_mod: str
     mask_mod: str
     return_lse: bool
+    captures: list[tuple[DType, int]]
     def __init__(self) -> None: ...
 
 class Kernel:
@@ -67,6 +74,7 @@ class Kernel:
         alibi_slopes: Any = None,
         dropout_seed: int = 0,
         stream: int = 0,
+        captures: Sequence[Any] = (),
     ) -> None: ...
     def backward(
         self,
@@ -84,6 +92,7 @@ class Kernel:
         dropout_seed: int = 0,
         stream: int = 0,
         dbias: Any = None,
+        captures: Sequence[Any] = (),
     ) -> None: ...
 
 def compile(spec: AttentionSpec, target: str = "host") -> Kernel: ...

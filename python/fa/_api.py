@@ -7,7 +7,7 @@ import numbers
 import random
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Union
 
 import numpy as np
@@ -23,7 +23,7 @@ from fa._tensor import (
     is_real_torch_tensor,
     is_tensor,
 )
-from fa._trace import trace_mask_mod, trace_score_mod
+from fa._trace import Captures, trace_mask_mod, trace_score_mod
 
 __all__ = ["Kernel", "attention", "attention_backward", "compile"]
 
@@ -58,6 +58,7 @@ class _Variant:
     score_mod: str = ""
     mask_mod: str = ""
     return_lse: bool = False
+    captures: tuple[tuple[str, int], ...] = ()  # (element type, rank) of each capture
 
     def spec(self) -> _C.AttentionSpec:
         spec = _C.AttentionSpec()
@@ -80,6 +81,7 @@ class _Variant:
         spec.score_mod = self.score_mod
         spec.mask_mod = self.mask_mod
         spec.return_lse = self.return_lse
+        spec.captures = list(self.captures)
         return spec
 
 
@@ -325,8 +327,6 @@ def _check_inputs(
 def _check_return_dbias(api: str, inputs: _Inputs, return_dbias: Any) -> None:
     if return_dbias and inputs.bias is None:
         raise ValueError(f"{api}: return_dbias=True needs a bias")
-    if return_dbias and not inputs.q.is_cpu:
-        raise NotImplementedError(f"{api}: dbias is computed on the host only")
 
 
 def _check_grad_inputs(
@@ -404,9 +404,14 @@ class Kernel:
     returns O, or (O, lse) when compiled with ``return_lse=True``.
     """
 
-    def __init__(self, variant: _Variant, kernel: _C.Kernel) -> None:
+    def __init__(
+        self, variant: _Variant, kernel: _C.Kernel, captures: tuple[Any, ...] = ()
+    ) -> None:
         self._variant = variant
         self._kernel = kernel
+        # The arrays fa.compile's modifiers index: read on every call (the
+        # cached kernels of fa.attention get them per call instead).
+        self._captures = captures
 
     @property
     def mlir(self) -> str:
@@ -523,7 +528,7 @@ class Kernel:
         kernel compiled with ``return_lse=True``). dq, dk, dv are new
         contiguous arrays/tensors of the shapes and dtype of q, k, v; a K/V
         head shared by several query heads gets the sum over them. With
-        ``return_dbias=True`` (host only) the result is ``(dq, dk, dv,
+        ``return_dbias=True`` (host and GPU) the result is ``(dq, dk, dv,
         dbias)``, dbias of the bias's shape and dtype (summed over its
         broadcast dims). The backward kernel is compiled on the first call.
         """
@@ -541,6 +546,7 @@ class Kernel:
         grads: tuple[Tensor, Tensor, Tensor],
         dropout_seed: int | None,
         return_dbias: bool = False,
+        captures: tuple[Any, ...] | None = None,
     ) -> tuple[Any, ...]:
         out, dout, lse = grads
         var = self._variant
@@ -563,6 +569,9 @@ class Kernel:
         bias = inputs.bias
         if bias is not None and var.bias is not None:
             bias = _expand(bias, var.bias[1], full)
+        capture_raws, keep = _capture_raws(
+            "fa.attention_backward", self._captures if captures is None else captures
+        )
         self._kernel.backward(
             inputs.q.raw(),
             inputs.k.raw(),
@@ -578,7 +587,9 @@ class Kernel:
             int(dropout_seed or 0),
             _current_stream(inputs.q),
             dbias.raw() if dbias is not None else None,
+            capture_raws,
         )
+        del keep
         return self._grads(inputs, outputs)
 
     @staticmethod
@@ -601,7 +612,9 @@ class Kernel:
             grads[3] = dbias.reshape(tuple(inputs.bias.obj.shape))
         return tuple(grads)
 
-    def _run(self, inputs: _Inputs, dropout_seed: int | None) -> Any:
+    def _run(
+        self, inputs: _Inputs, dropout_seed: int | None, captures: tuple[Any, ...] | None = None
+    ) -> Any:
         var = self._variant
         b, hq, nq = inputs.q.shape[:3]
         out = empty(inputs.q, (b, hq, nq, var.head_dim_v), var.dtype)
@@ -614,6 +627,9 @@ class Kernel:
         if bias is not None and var.bias is not None:
             full = (b, hq, nq, inputs.k.shape[2])
             bias = _expand(bias, var.bias[1], full)
+        capture_raws, keep = _capture_raws(
+            "fa.attention", self._captures if captures is None else captures
+        )
         self._kernel.forward(
             inputs.q.raw(),
             inputs.k.raw(),
@@ -624,7 +640,9 @@ class Kernel:
             inputs.slopes.raw() if inputs.slopes is not None else None,
             int(dropout_seed),
             _current_stream(inputs.q),
+            capture_raws,
         )
+        del keep
         return (out.obj, lse.obj) if lse is not None else out.obj
 
 
@@ -663,6 +681,41 @@ class _Options:
     dropout_p: float = 0.0
     score_mod: str = ""
     mask_mod: str = ""
+    # The arrays the modifiers index (the op's captures) and their
+    # (element type, rank).
+    captures: tuple[Any, ...] = field(default=(), compare=False)
+    capture_types: tuple[tuple[str, int], ...] = ()
+
+
+def _capture_raws(api: str, arrays: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+    """The raw views of captured arrays for ``fa._C`` (and the objects to keep alive)."""
+    raws, keep = [], []
+    for i, array in enumerate(arrays):
+        t = as_tensor(array)
+        if t is None:
+            raise TypeError(f"{api}: captured array {i} is not a numpy array or torch tensor")
+        code = _CAPTURE_CODES[t.dtype_name]
+        raws.append((t.data_ptr, code, t.shape, t.strides, t.device))
+        keep.append(t)
+    return raws, keep
+
+
+# fa._C dtype names of captures: unsigned and bool elements are passed as the
+# signed integers of their width (the traced region zero-extends them).
+_CAPTURE_CODES = {
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "i8",
+    "uint16": "i16",
+    "uint32": "i32",
+    "bool": "i8",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float32": "f32",
+    "float64": "f64",
+}
 
 
 def _check_options(
@@ -681,9 +734,19 @@ def _check_options(
         window=_check_window(api, window),
         softcap=_check_positive(api, "softcap", softcap, "None or a finite number > 0"),
         dropout_p=_check_dropout(api, dropout_p),
-        score_mod=trace_score_mod(score_mod, api) if score_mod is not None else "",
-        mask_mod=trace_mask_mod(mask_mod, api) if mask_mod is not None else "",
+        **_traced(api, score_mod, mask_mod),
     )
+
+
+def _traced(api: str, score_mod: Any, mask_mod: Any) -> dict[str, Any]:
+    """The traced regions and the captures they share, as _Options fields."""
+    captures = Captures()
+    return {
+        "score_mod": (trace_score_mod(score_mod, api, captures) if score_mod is not None else ""),
+        "mask_mod": trace_mask_mod(mask_mod, api, captures) if mask_mod is not None else "",
+        "captures": tuple(captures.arrays),
+        "capture_types": captures.signature(),
+    }
 
 
 def _variant_of(inputs: _Inputs, options: _Options, return_lse: bool) -> _Variant:
@@ -701,6 +764,7 @@ def _variant_of(inputs: _Inputs, options: _Options, return_lse: bool) -> _Varian
         score_mod=options.score_mod,
         mask_mod=options.mask_mod,
         return_lse=return_lse,
+        captures=options.capture_types,
     )
 
 
@@ -723,7 +787,8 @@ def _forward(
 ) -> Any:
     """fa.attention once the options are checked: O, or (O, lse)."""
     inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
-    return _kernel_for(api, inputs, options, return_lse)._run(inputs, dropout_seed)
+    kernel = _kernel_for(api, inputs, options, return_lse)
+    return kernel._run(inputs, dropout_seed, options.captures)
 
 
 def _backward(
@@ -746,7 +811,7 @@ def _backward(
     _check_return_dbias(api, inputs, return_dbias)
     # The kernel that returns the lse: the one whose forward autograd runs.
     kernel = _kernel_for(api, inputs, options, True)
-    return kernel._run_backward(inputs, grads, dropout_seed, return_dbias)
+    return kernel._run_backward(inputs, grads, dropout_seed, return_dbias, options.captures)
 
 
 def attention(
@@ -800,7 +865,7 @@ def attention(
     inputs = _check_inputs(api, q, k, v, bias, alibi_slopes)
     options = _check_options(api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
     seed = _check_seed(api, dropout_seed)
-    return _kernel_for(api, inputs, options, bool(return_lse))._run(inputs, seed)
+    return _kernel_for(api, inputs, options, bool(return_lse))._run(inputs, seed, options.captures)
 
 
 def attention_backward(
@@ -829,7 +894,7 @@ def attention_backward(
     ``lse`` what it returned with ``return_lse=True``. Returns new contiguous
     dq, dk, dv with the shapes and dtype of q, k, v (a K/V head shared by
     several query heads gets the sum over them); with ``return_dbias=True``
-    (host only) also dbias, of the shape and dtype of ``bias`` (summed over
+    also dbias, of the shape and dtype of ``bias`` (summed over
     its broadcast dims). No gradient of ``alibi_slopes``. The backward kernel
     is compiled once per variant.
     """
@@ -840,7 +905,7 @@ def attention_backward(
     grads = _check_grad_inputs(api, inputs, out, dout, lse)
     _check_return_dbias(api, inputs, return_dbias)
     kernel = _kernel_for(api, inputs, options, True)
-    return kernel._run_backward(inputs, grads, seed, bool(return_dbias))
+    return kernel._run_backward(inputs, grads, seed, bool(return_dbias), options.captures)
 
 
 def _bias_layout(api: str, bias: Any) -> tuple[str, tuple[bool, bool, bool, bool]] | None:
@@ -937,9 +1002,14 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
         alibi=_alibi_layout(api, alibi_slopes),
         bias=_bias_layout(api, bias),
         dropout_p=_check_dropout(api, dropout_p),
-        score_mod=trace_score_mod(score_mod, api) if score_mod is not None else "",
-        mask_mod=trace_mask_mod(mask_mod, api) if mask_mod is not None else "",
         return_lse=bool(return_lse),
+    )
+    traced = _traced(api, score_mod, mask_mod)
+    variant = replace(
+        variant,
+        score_mod=traced["score_mod"],
+        mask_mod=traced["mask_mod"],
+        captures=traced["capture_types"],
     )
     if variant.num_heads_q and variant.num_heads_kv and variant.num_heads_q % variant.num_heads_kv:
         raise ValueError(
@@ -948,4 +1018,5 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
         )
     if not isinstance(target, str):
         raise TypeError(f"{api}: target must be a string, got {type(target).__name__}")
-    return _compile(api, variant, target)
+    kernel = _compile(api, variant, target)
+    return Kernel(variant, kernel._kernel, traced["captures"])

@@ -195,6 +195,12 @@ def _checked_options(
     o = _api._check_options(
         "fa.attention", causal, scale, window, softcap, dropout_p, score_mod, mask_mod
     )
+    if o.captures:
+        raise NotImplementedError(
+            "fa.attention: score_mod / mask_mod index captured tensors, which the torch op "
+            "does not pass yet (numpy arrays through fa.attention and fa.attention_backward "
+            "do; or call with numpy arrays)"
+        )
     window_list = list(o.window) if o.window is not None else None
     return o.causal, o.scale, window_list, o.softcap, o.dropout_p, o.score_mod, o.mask_mod
 
@@ -243,11 +249,6 @@ def attention(
                 f"{api}: alibi_slopes requires grad, but ALiBi slopes are constants in FA, "
                 "as in FlashAttention-2 (pass alibi_slopes.detach(), or a bias for a learned "
                 "positional term)"
-            )
-        if bias is not None and bias.requires_grad and not q.is_cpu:
-            raise NotImplementedError(
-                f"{api}: bias requires grad, but FA computes its gradient on the host only "
-                "(pass bias.detach())"
             )
     out, lse = _attention_op(
         q,

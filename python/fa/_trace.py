@@ -10,6 +10,12 @@ Python ints) and conditions (``i1``; comparisons). Mixing kinds follows
 Python: ``i1 -> index -> f32``; an index becomes f32 through
 ``arith.index_cast`` to i64 and ``arith.sitofp``. Python control flow on a
 traced value cannot be recorded and raises ``TypeError``.
+
+Arrays and tensors the modifier closes over (or reads as globals) and
+indexes with traced values are *captures*: each distinct array (by
+identity) becomes one operand of the op (:class:`Captures`), the regions
+read it with ``tensor.extract`` (``%cap<i>``), and the element becomes an
+index (integers), a condition (bool) or an f32 value (floats).
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ import inspect
 import math
 import numbers
 import struct
+import types
 from typing import Any, Callable, NoReturn, Union
 
 import numpy as np
 
 __all__ = [
+    "Captures",
     "TracedValue",
     "abs",
     "exp",
@@ -43,7 +51,64 @@ _RANK = {I1: 0, INDEX: 1, F32: 2}
 _KIND_NAMES = {F32: "a float (f32)", INDEX: "an integer (index)", I1: "a boolean (i1)"}
 
 _BOOL_MESSAGE = "Python `if`/`and`/`or`/`not`/`bool()` on a traced value (use fa.where, & and |)"
-_CAPTURE_MESSAGE = "captured tensors (per-head tables, document ids) are not supported yet"
+_CAPTURE_MESSAGE = (
+    "captured tensors are read only by indexing them with traced values "
+    "(table[h], doc[q_idx]: numpy arrays and torch tensors the function closes over or "
+    "reads as globals)"
+)
+
+# Element types of captures: (MLIR element type, how an element is traced).
+_CAPTURE_ELEMENTS = {
+    "int8": ("i8", "signed"),
+    "int16": ("i16", "signed"),
+    "int32": ("i32", "signed"),
+    "int64": ("i64", "signed"),
+    "uint8": ("i8", "unsigned"),
+    "uint16": ("i16", "unsigned"),
+    "uint32": ("i32", "unsigned"),
+    "bool": ("i8", "bool"),
+    "float16": ("f16", "float"),
+    "bfloat16": ("bf16", "float"),
+    "float32": ("f32", "float"),
+    "float64": ("f64", "float"),
+}
+
+
+def _element_name(x: Any) -> str:
+    name = str(x.dtype)
+    return name[len("torch.") :] if name.startswith("torch.") else np.dtype(x.dtype).name
+
+
+class Captures:
+    """The arrays traced modifiers index: the op's ``captures`` operand, in order.
+
+    Shared by the ``score_mod`` and ``mask_mod`` of one call; an array is
+    recorded once, by identity.
+    """
+
+    def __init__(self) -> None:
+        self.arrays: list[Any] = []
+        self._index: dict[int, int] = {}
+
+    def add(self, x: Any) -> int:
+        key = id(x)
+        if key not in self._index:
+            self._index[key] = len(self.arrays)
+            self.arrays.append(x)
+        return self._index[key]
+
+    def element(self, i: int) -> tuple[str, str]:
+        return _CAPTURE_ELEMENTS[_element_name(self.arrays[i])]
+
+    def type(self, i: int) -> str:
+        """The MLIR type of capture ``i``: ``tensor<?x...xT>`` (sizes are per call)."""
+        x = self.arrays[i]
+        return "tensor<" + "?x" * len(x.shape) + self.element(i)[0] + ">"
+
+    def signature(self) -> tuple[tuple[str, int], ...]:
+        """(element type, rank) of each capture: what a kernel is compiled for."""
+        return tuple((self.element(i)[0], len(x.shape)) for i, x in enumerate(self.arrays))
+
 
 Operand = Union["TracedValue", bool, int, float]
 
@@ -51,9 +116,10 @@ Operand = Union["TracedValue", bool, int, float]
 class _Tracer:
     """Records the ops of one modifier's region body."""
 
-    def __init__(self, api: str, what: str) -> None:
+    def __init__(self, api: str, what: str, captures: Captures | None = None) -> None:
         self.api = api
         self.what = what
+        self.captures = captures
         self.lines: list[str] = []
         self._count = 0
         self._constants: dict[tuple[str, str], TracedValue] = {}
@@ -91,6 +157,43 @@ class _Tracer:
         if key not in self._constants:
             self._constants[key] = self.emit(text, type_)
         return self._constants[key]
+
+    def extract(self, array: Any, indices: tuple[Any, ...]) -> TracedValue:
+        """``array[indices]`` (all of its dims) as a traced value."""
+        if self.captures is None:
+            self.fail("a captured array (captures are not available here)")
+        name = _element_name(array)
+        if name not in _CAPTURE_ELEMENTS:
+            self.fail(
+                f"a captured array of dtype {name} (int8/16/32/64, uint8/16/32, bool, "
+                "float16, bfloat16, float32 or float64 are supported)"
+            )
+        if len(indices) != len(array.shape):
+            self.fail(
+                f"indexing a captured array of shape {tuple(array.shape)} with "
+                f"{len(indices)} indices (give one per dim)"
+            )
+        names = []
+        for i in indices:
+            kind = i.type if isinstance(i, TracedValue) else self.constant_kind(i)
+            if kind == F32:
+                self.fail("a float used as an index into a captured array")
+            names.append(self.convert(self.lift(i), INDEX).name)
+        c = self.captures.add(array)
+        elem, how = self.captures.element(c)
+        type_ = self.captures.type(c)
+        value = self.emit(f"tensor.extract %cap{c}[{', '.join(names)}] : {type_}", elem)
+        if how == "signed":
+            return self.emit(f"arith.index_cast {value.name} : {elem} to index", INDEX)
+        if how == "unsigned":
+            return self.emit(f"arith.index_castui {value.name} : {elem} to index", INDEX)
+        if how == "bool":
+            zero = self.emit(f"arith.constant 0 : {elem}", elem)
+            return self.emit(f"arith.cmpi ne, {value.name}, {zero.name} : {elem}", I1)
+        if elem == "f32":
+            return value
+        op = "arith.truncf" if elem == "f64" else "arith.extf"
+        return self.emit(f"{op} {value.name} : {elem} to f32", F32)
 
     def lift(self, x: Any) -> TracedValue:
         """A traced value for ``x`` (a traced value or a Python number)."""
@@ -197,6 +300,84 @@ def _is_captured_array(x: Any) -> bool:
     if isinstance(x, np.generic):
         return False
     return callable(getattr(x, "data_ptr", None)) or hasattr(x, "__array_interface__")
+
+
+class _CapturedArray:
+    """Stands for an array a modifier closes over while it is traced.
+
+    Indexing it with traced values (``table[h]``, ``doc[q_idx]``,
+    ``tab[h, kv_idx - q_idx]``, ``tab[h][i]``) records a capture; indexing
+    with Python ints only reads the array (a constant). Attributes (``shape``,
+    ``dtype``, ...) and ``len`` are the array's.
+    """
+
+    __slots__ = ("_array", "_tracer", "_prefix")
+
+    def __init__(self, array: Any, tracer: _Tracer, prefix: tuple[Any, ...] = ()) -> None:
+        self._array = array
+        self._tracer = tracer
+        self._prefix = prefix
+
+    def __getitem__(self, key: Any) -> Any:
+        keys = self._prefix + (key if isinstance(key, tuple) else (key,))
+        if any(isinstance(k, (slice, type(None), type(Ellipsis))) for k in keys):
+            self._tracer.fail("slicing a captured array (index it with one value per dim)")
+        if not any(isinstance(k, TracedValue) for k in keys):
+            return self._array[keys]
+        if len(keys) < len(self._array.shape):
+            return _CapturedArray(self._array, self._tracer, keys)
+        return self._tracer.extract(self._array, keys)
+
+    def __len__(self) -> int:
+        return len(self._array)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._array, name)
+
+    def _fail(self, *args: Any, **kwargs: Any) -> NoReturn:
+        shape = tuple(self._array.shape)
+        self._tracer.fail(f"{_CAPTURE_MESSAGE} (got a captured array of shape {shape})")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _fail
+    __pow__ = __rpow__ = __neg__ = __abs__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __eq__ = __ne__ = __and__ = __or__ = __xor__ = __invert__ = __bool__ = _fail  # type: ignore[assignment]
+    __array__ = __iter__ = _fail
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _with_captures(fn: Any, tracer: _Tracer) -> Any:
+    """``fn`` with the arrays it closes over or reads as globals as :class:`_CapturedArray`."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    code = fn.__code__
+    closure = fn.__closure__
+    new_closure = closure
+    changed = False
+    if closure:
+        cells = []
+        for cell in closure:
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                cells.append(cell)
+                continue
+            if _is_captured_array(value):
+                cell = types.CellType(_CapturedArray(value, tracer))
+                changed = True
+            cells.append(cell)
+        new_closure = tuple(cells)
+    names = [n for n in code.co_names if _is_captured_array(fn.__globals__.get(n))]
+    if not changed and not names:
+        return fn
+    globals_ = fn.__globals__
+    if names:
+        globals_ = dict(globals_)
+        for n in names:
+            globals_[n] = _CapturedArray(globals_[n], tracer)
+    clone = types.FunctionType(code, globals_, fn.__name__, fn.__defaults__, new_closure)
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    return clone
 
 
 # Arithmetic, with Python's semantics on each kind.
@@ -427,7 +608,8 @@ class TracedValue:
 
     def __index__(self) -> int:
         self._tracer.fail(
-            f"{_CAPTURE_MESSAGE} (a traced value was used as an index or a Python int)"
+            f"{_CAPTURE_MESSAGE}; a traced value was used as a Python int or to index "
+            "something else (a list, a tuple, or an array reached through an attribute)"
         )
 
     def __iter__(self) -> NoReturn:
@@ -449,7 +631,8 @@ class TracedValue:
     def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
         # Also what numpy calls when a traced value indexes an array.
         self._tracer.fail(
-            f"{_CAPTURE_MESSAGE} (a traced value was used to index an array or converted to one)"
+            f"{_CAPTURE_MESSAGE}; a traced value was converted to an array or indexed an "
+            "array reached through an attribute or a container"
         )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -471,6 +654,9 @@ class TracedValue:
         values = [*args, *(kwargs or {}).values()]
         flat = [y for x in values for y in (x if isinstance(x, (tuple, list)) else (x,))]
         tracer = next(x._tracer for x in flat if isinstance(x, TracedValue))
+        if getattr(func, "__name__", "") == "__getitem__" and len(args) == 2:
+            # A tensor reached by another path than a name (self.table[h]).
+            return _CapturedArray(args[0], tracer)[args[1]]
         shapes = [tuple(x.shape) for x in flat if _is_captured_array(x)]
         shape = f" of shape {shapes[0]}" if shapes else ""
         tracer.fail(f"{_CAPTURE_MESSAGE} (a traced value met a captured torch tensor{shape})")
@@ -610,11 +796,19 @@ def _check_signature(fn: Any, api: str, what: str, params: tuple[str, ...], retu
 
 
 def _trace(
-    fn: Any, api: str, what: str, params: tuple[str, ...], types: tuple[str, ...], returns: str
+    fn: Any,
+    api: str,
+    what: str,
+    params: tuple[str, ...],
+    types_: tuple[str, ...],
+    returns: str,
+    captures: Captures | None,
 ) -> tuple[_Tracer, Any]:
     _check_signature(fn, api, what, params, returns)
-    tracer = _Tracer(api, what)
-    args = [tracer.argument(f"%{p}", t) for p, t in zip(params, types)]
+    tracer = _Tracer(api, what, captures)
+    args = [tracer.argument(f"%{p}", t) for p, t in zip(params, types_)]
+    if captures is not None:
+        fn = _with_captures(fn, tracer)
     return tracer, fn(*args)
 
 
@@ -623,16 +817,19 @@ def _body(tracer: _Tracer, result: TracedValue) -> str:
     return "\n".join("    " + line for line in tracer.lines)
 
 
-def trace_score_mod(fn: Callable[..., Any] | str, api: str = "fa.attention") -> str:
+def trace_score_mod(
+    fn: Callable[..., Any] | str, api: str = "fa.attention", captures: Captures | None = None
+) -> str:
     """The ``score_mod`` region body (MLIR text) of ``fn(score, b, h, q_idx, kv_idx)``.
 
     A string is taken as the region body itself (MLIR, ending with
-    ``fa.yield %x : f32``).
+    ``fa.yield %x : f32``). Arrays ``fn`` indexes are recorded in
+    ``captures`` (none without it).
     """
     if isinstance(fn, str):
         return fn
     tracer, result = _trace(
-        fn, api, "score_mod", _SCORE_ARGS, (F32, INDEX, INDEX, INDEX, INDEX), "score"
+        fn, api, "score_mod", _SCORE_ARGS, (F32, INDEX, INDEX, INDEX, INDEX), "score", captures
     )
     if result is None:
         tracer.fail("the function returned None (it must return the new score)")
@@ -645,15 +842,20 @@ def trace_score_mod(fn: Callable[..., Any] | str, api: str = "fa.attention") -> 
     return _body(tracer, value)
 
 
-def trace_mask_mod(fn: Callable[..., Any] | str, api: str = "fa.attention") -> str:
+def trace_mask_mod(
+    fn: Callable[..., Any] | str, api: str = "fa.attention", captures: Captures | None = None
+) -> str:
     """The ``mask_mod`` region body (MLIR text) of ``fn(b, h, q_idx, kv_idx)``.
 
     A string is taken as the region body itself (MLIR, ending with
-    ``fa.yield %keep : i1``).
+    ``fa.yield %keep : i1``). Arrays ``fn`` indexes are recorded in
+    ``captures`` (none without it).
     """
     if isinstance(fn, str):
         return fn
-    tracer, result = _trace(fn, api, "mask_mod", _MASK_ARGS, (INDEX, INDEX, INDEX, INDEX), "keep")
+    tracer, result = _trace(
+        fn, api, "mask_mod", _MASK_ARGS, (INDEX, INDEX, INDEX, INDEX), "keep", captures
+    )
     if result is None:
         tracer.fail("the function returned None (it must return whether to keep the score)")
     value = tracer.lift(result)

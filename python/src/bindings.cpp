@@ -39,6 +39,17 @@ fa::DType parseDType(const py::handle &obj, const std::string &what) {
       return fa::DType::BF16;
     if (name == "f32" || name == "float32")
       return fa::DType::F32;
+    // Captures may also be f64 or integers.
+    if (name == "f64" || name == "float64")
+      return fa::DType::F64;
+    if (name == "i8" || name == "int8")
+      return fa::DType::I8;
+    if (name == "i16" || name == "int16")
+      return fa::DType::I16;
+    if (name == "i32" || name == "int32")
+      return fa::DType::I32;
+    if (name == "i64" || name == "int64")
+      return fa::DType::I64;
     throw py::value_error(what + ": unsupported dtype '" + name +
                           "' (expected f16, bf16 or f32)");
   }
@@ -177,10 +188,20 @@ toOptionalView(const py::object &obj, const std::string &name, bool output) {
   return toView(obj, name, output);
 }
 
+/// One view per capture (a sequence of tensors).
+std::vector<fa::TensorView> toCaptureViews(const py::object &captures) {
+  std::vector<fa::TensorView> views;
+  size_t i = 0;
+  for (const py::handle &c : captures)
+    views.push_back(toView(c, "capture " + std::to_string(i++), false));
+  return views;
+}
+
 void forward(const fa::Kernel &kernel, const py::object &q, const py::object &k,
              const py::object &v, const py::object &out, const py::object &lse,
              const py::object &bias, const py::object &alibiSlopes,
-             int64_t dropoutSeed, uintptr_t stream) {
+             int64_t dropoutSeed, uintptr_t stream,
+             const py::object &captures) {
   fa::TensorView qView = toView(q, "q", false);
   fa::TensorView kView = toView(k, "k", false);
   fa::TensorView vView = toView(v, "v", false);
@@ -189,12 +210,13 @@ void forward(const fa::Kernel &kernel, const py::object &q, const py::object &k,
   std::optional<fa::TensorView> biasView = toOptionalView(bias, "bias", false);
   std::optional<fa::TensorView> slopesView =
       toOptionalView(alibiSlopes, "alibi_slopes", false);
+  std::vector<fa::TensorView> captureViews = toCaptureViews(captures);
   // The caller keeps every tensor alive for the duration of the call.
   py::gil_scoped_release release;
   kernel.forward(qView, kView, vView, outView, lseView ? &*lseView : nullptr,
                  biasView ? &*biasView : nullptr,
                  slopesView ? &*slopesView : nullptr, dropoutSeed,
-                 reinterpret_cast<void *>(stream));
+                 reinterpret_cast<void *>(stream), captureViews);
 }
 
 void backward(const fa::Kernel &kernel, const py::object &q,
@@ -202,7 +224,8 @@ void backward(const fa::Kernel &kernel, const py::object &q,
               const py::object &dout, const py::object &lse,
               const py::object &dq, const py::object &dk, const py::object &dv,
               const py::object &bias, const py::object &alibiSlopes,
-              int64_t dropoutSeed, uintptr_t stream, const py::object &dbias) {
+              int64_t dropoutSeed, uintptr_t stream, const py::object &dbias,
+              const py::object &captures) {
   fa::TensorView qView = toView(q, "q", false);
   fa::TensorView kView = toView(k, "k", false);
   fa::TensorView vView = toView(v, "v", false);
@@ -217,12 +240,13 @@ void backward(const fa::Kernel &kernel, const py::object &q,
       toOptionalView(alibiSlopes, "alibi_slopes", false);
   std::optional<fa::TensorView> dbiasView =
       toOptionalView(dbias, "dbias", true);
+  std::vector<fa::TensorView> captureViews = toCaptureViews(captures);
   py::gil_scoped_release release;
   kernel.backward(qView, kView, vView, outView, doutView, lseView, dqView,
                   dkView, dvView, biasView ? &*biasView : nullptr,
                   slopesView ? &*slopesView : nullptr, dropoutSeed,
                   reinterpret_cast<void *>(stream),
-                  dbiasView ? &*dbiasView : nullptr);
+                  dbiasView ? &*dbiasView : nullptr, captureViews);
 }
 
 std::string causalName(fa::Causal causal) {
@@ -290,7 +314,12 @@ PYBIND11_MODULE(_C, m) {
   py::enum_<fa::DType>(m, "DType", "Element type of Q, K, V and O.")
       .value("f16", fa::DType::F16)
       .value("bf16", fa::DType::BF16)
-      .value("f32", fa::DType::F32);
+      .value("f32", fa::DType::F32)
+      .value("f64", fa::DType::F64)
+      .value("i8", fa::DType::I8)
+      .value("i16", fa::DType::I16)
+      .value("i32", fa::DType::I32)
+      .value("i64", fa::DType::I64);
   py::enum_<fa::Device>(m, "Device", "Where a tensor lives.")
       .value("cpu", fa::Device::CPU)
       .value("cuda", fa::Device::CUDA);
@@ -329,6 +358,24 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("mask_mod", &fa::AttentionSpec::maskMod,
                      "Body of the mask_mod region (MLIR text).")
       .def_readwrite("return_lse", &fa::AttentionSpec::returnLse)
+      .def_property(
+          "captures",
+          [](const fa::AttentionSpec &spec) {
+            py::list list;
+            for (const fa::CaptureSpec &c : spec.captures)
+              list.append(py::make_tuple(c.dtype, c.rank));
+            return list;
+          },
+          [](fa::AttentionSpec &spec, const py::iterable &captures) {
+            spec.captures.clear();
+            for (const py::handle &c : captures) {
+              auto pair = c.cast<py::tuple>();
+              spec.captures.push_back(
+                  {parseDType(pair[0], "captures"), pair[1].cast<int64_t>()});
+            }
+          },
+          "(dtype, rank) of each tensor score_mod / mask_mod read (%cap0, "
+          "%cap1, ...).")
       .def("__repr__", &specRepr);
 
   py::class_<fa::Kernel>(m, "Kernel", "A compiled attention variant.")
@@ -336,6 +383,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("out"), py::arg("lse") = py::none(),
            py::arg("bias") = py::none(), py::arg("alibi_slopes") = py::none(),
            py::arg("dropout_seed") = 0, py::arg("stream") = 0,
+           py::arg("captures") = py::tuple(),
            "Runs the kernel: O (and lse) are written into `out` (and `lse`); "
            "a GPU kernel runs on `stream` (a CUstream as an int).")
       .def("backward", &backward, py::arg("q"), py::arg("k"), py::arg("v"),
@@ -343,6 +391,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("dk"), py::arg("dv"), py::arg("bias") = py::none(),
            py::arg("alibi_slopes") = py::none(), py::arg("dropout_seed") = 0,
            py::arg("stream") = 0, py::arg("dbias") = py::none(),
+           py::arg("captures") = py::tuple(),
            "Gradients: dQ, dK, dV (and dBias) are written into `dq`, `dk`, "
            "`dv` (and `dbias`) from forward's inputs, its `out` and `lse`, "
            "and `dout` = dLoss/dO. The backward kernel is compiled on the "

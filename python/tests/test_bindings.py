@@ -111,7 +111,10 @@ def test_argument_errors() -> None:
         ValueError, match=r"^k: a raw tensor is a tuple \(data_ptr, dtype, shape, strides, device\)"
     ):
         kernel.forward(x, (0, "f32"), x, x.copy())
-    with pytest.raises(ValueError, match=r"^v: unsupported dtype 'f64'"):
+    with pytest.raises(ValueError, match=r"^v: unsupported dtype 'c64'"):
+        kernel.forward(x, x, (x.ctypes.data, "c64", x.shape, None, "cpu"), x.copy())
+    # f64 is a dtype of captures, not of Q, K, V.
+    with pytest.raises(_C.FAError, match=r"^fa::Kernel::forward: v must have dtype f32, got f64$"):
         kernel.forward(x, x, (x.ctypes.data, "f64", x.shape, None, "cpu"), x.copy())
     with pytest.raises(
         TypeError, match=r"^q must be a numpy array, an object with the buffer protocol"

@@ -108,17 +108,31 @@ UNTRACEABLE: list[tuple[str, Callable[..., Any], str]] = [
     ),
     ("float()", lambda s, b, h, q, k: float(s), r"float\(\)/int\(\) or a `math` function"),
     (
-        "numpy table",
-        lambda s, b, h, q, k: s + table[h],
-        r"captured tensors \(per-head tables, document ids\)",
-    ),
-    (
         "list table",
         lambda s, b, h, q, k: s + python_list[h],
-        r"captured tensors \(per-head tables, document ids\)",
+        r"captured tensors are read only by indexing them with traced values .*; a traced "
+        r"value was used as a Python int or to index something else \(a list",
     ),
-    ("captured array", lambda s, b, h, q, k: s * table, r"captured tensors .* shape \(4,\)"),
-    ("captured array left", lambda s, b, h, q, k: table * s, r"captured tensors .* shape \(4,\)"),
+    (
+        "captured array",
+        lambda s, b, h, q, k: s * table,
+        r"captured tensors are read only by indexing .* \(got a captured array of shape \(4,\)\)",
+    ),
+    (
+        "captured array left",
+        lambda s, b, h, q, k: table * s,
+        r"captured tensors are read only by indexing .* \(got a captured array of shape \(4,\)\)",
+    ),
+    (
+        "slice of a captured array",
+        lambda s, b, h, q, k: s + table[:2][h],
+        r"slicing a captured array \(index it with one value per dim\)",
+    ),
+    (
+        "float index",
+        lambda s, b, h, q, k: s + table[s],
+        r"a float used as an index into a captured array",
+    ),
     (
         "np.where",
         lambda s, b, h, q, k: np.where(q > k, s, 0.0),
