@@ -162,17 +162,14 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
   return s;
 }
 
-Value mlir::fa::buildDropoutScale(OpBuilder &b, Location loc, Value seed,
-                                  double p, Value batch, Value head,
-                                  Value query, Value key) {
+Value mlir::fa::buildPhiloxDropout(OpBuilder &b, Location loc, Value seed,
+                                   double p, ArrayRef<Value> counter) {
+  assert(counter.size() == 4 && "Philox4x32 takes four counter words");
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto c32 = [&](uint32_t v) -> Value {
     return arith::ConstantIntOp::create(b, loc, i32, static_cast<int32_t>(v));
   };
-  auto word = [&](Value index) -> Value {
-    return arith::IndexCastUIOp::create(b, loc, i32, index);
-  };
-  Value c[4] = {word(key), word(query), word(head), word(batch)};
+  Value c[4] = {counter[0], counter[1], counter[2], counter[3]};
   Value k0 = arith::TruncIOp::create(b, loc, i32, seed);
   Value k1 = arith::TruncIOp::create(
       b, loc, i32,
@@ -207,6 +204,16 @@ Value mlir::fa::buildDropoutScale(OpBuilder &b, Location loc, Value seed,
   Value kept = f32Const(b, loc, 1.0 / (1.0 - p));
   Value dropped = f32Const(b, loc, 0.0);
   return arith::SelectOp::create(b, loc, keep, kept, dropped);
+}
+
+Value mlir::fa::buildDropoutScale(OpBuilder &b, Location loc, Value seed,
+                                  double p, Value batch, Value head,
+                                  Value query, Value key) {
+  auto word = [&](Value index) -> Value {
+    return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
+  };
+  Value counter[4] = {word(key), word(query), word(head), word(batch)};
+  return buildPhiloxDropout(b, loc, seed, p, counter);
 }
 
 //===----------------------------------------------------------------------===//

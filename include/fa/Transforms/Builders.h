@@ -115,6 +115,10 @@ Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
 /// f32). `seed` is i64; positions are indices.
 Value buildDropoutScale(OpBuilder &b, Location loc, Value seed, double p,
                         Value batch, Value head, Value query, Value key);
+/// buildDropoutScale on the four i32 counter words (j, i, h, b) directly,
+/// for callers (the GPU kernels) that hold positions as i32.
+Value buildPhiloxDropout(OpBuilder &b, Location loc, Value seed, double p,
+                         ArrayRef<Value> counter);
 
 //===----------------------------------------------------------------------===//
 // Tiles
