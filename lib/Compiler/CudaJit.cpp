@@ -16,10 +16,11 @@ using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
-/// Runs fa-pipeline-cuda for `chip` on a module holding a copy of just `op`
-/// inside a function of its operands; the module and its PTX.
+/// Runs fa-pipeline-cuda for `chip` (and the forward's `tile`) on a module
+/// holding a copy of just `op` inside a function of its operands; the module
+/// and its PTX.
 FailureOr<std::pair<OwningOpRef<ModuleOp>, std::string>>
-compileAlone(Operation *op, StringRef chip) {
+compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {}) {
   MLIRContext *ctx = op->getContext();
   ctx->loadDialect<gpu::GPUDialect, LLVM::LLVMDialect, func::FuncDialect>();
   OpBuilder b(ctx);
@@ -38,6 +39,8 @@ compileAlone(Operation *op, StringRef chip) {
   PassManager pm(ctx);
   CudaPipelineOptions options;
   options.chip = chip.str();
+  options.blockQ = tile.blockQ;
+  options.blockKV = tile.blockKV;
   buildCudaPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
@@ -50,18 +53,24 @@ compileAlone(Operation *op, StringRef chip) {
 }
 
 /// The cache key of `op` for `chip`: the op in generic form (attributes,
-/// regions, types), the chip and the compiler version.
-std::string cacheKey(Operation *op, StringRef chip) {
+/// regions, types), the chip (with the forward's tile when not the
+/// default) and the compiler version.
+std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {}) {
   std::string irText;
   llvm::raw_string_ostream irOS(irText);
   op->print(irOS, OpPrintingFlags().printGenericOpForm());
-  return ::fa::runtime::makeKey(irText, chip, FA_VERSION);
+  std::string target = chip.str();
+  if (tile.blockQ || tile.blockKV)
+    target += ";block-q=" + std::to_string(tile.blockQ) +
+              ";block-kv=" + std::to_string(tile.blockKV);
+  return ::fa::runtime::makeKey(irText, target, FA_VERSION);
 }
 } // namespace
 
 FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
-                                                       StringRef chip) {
-  auto compiled = compileAlone(op, chip);
+                                                       StringRef chip,
+                                                       CudaForwardTile tile) {
+  auto compiled = compileAlone(op, chip, tile);
   if (failed(compiled))
     return failure();
   auto &[module, ptx] = *compiled;
@@ -84,15 +93,16 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
 
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
-                                 std::string &error) {
+                                 std::string &error, CudaForwardTile tile) {
   namespace rt = ::fa::runtime;
-  std::string key = cacheKey(op, chip);
+  std::string key = cacheKey(op, chip, tile);
   compiled = false;
   rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
       rt::KernelCache::global().getOrCompile(
           key, [&]() -> rt::Expected<rt::CachedKernel> {
             compiled = true;
-            FailureOr<CudaKernelImage> image = compileCudaKernel(op, chip);
+            FailureOr<CudaKernelImage> image =
+                compileCudaKernel(op, chip, tile);
             if (failed(image))
               return rt::Status::error("fa-pipeline-cuda failed");
             rt::CachedKernel kernel;

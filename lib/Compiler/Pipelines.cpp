@@ -74,6 +74,8 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   pm.addPass(createFADifferentiateScoreMod());
   ConvertFAToNVVMOptions toNVVM;
   toNVVM.chip = options.chip;
+  toNVVM.blockQ = options.blockQ;
+  toNVVM.blockKV = options.blockKV;
   pm.addPass(createConvertFAToNVVM(toNVVM));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());

@@ -25,7 +25,7 @@ run() {
 }
 
 for dtype in bf16 f16; do
-  for d in 64 96 128; do
+  for d in 64 96 128 256; do
     run --dtype=$dtype --shape=2,4,4,257,257,$d --lse
     run --dtype=$dtype --shape=1,8,2,100,333,$d --causal=bottom-right --lse
     run --dtype=$dtype --shape=1,4,1,1000,77,$d --causal=top-left --lse
@@ -38,6 +38,24 @@ for dtype in bf16 f16; do
   run --dtype=$dtype --shape=1,4,4,64,200,64 --causal=bottom-right --lse
   run --dtype=$dtype --shape=1,2,2,200,64,64 --causal=bottom-right --lse
 done
+# D = 256: a window with softcap, and the scored path.
+run --dtype=bf16 --shape=1,4,2,300,300,256 --window=32,8 --softcap=20 --lse
+run --dtype=f16 --shape=2,4,2,129,257,256 --alibi --bias --causal=bottom-right --lse
+
+# Every forward tile configuration fa-jit offers (--block-q, --block-kv;
+# bench/fwd_tile_sweep.sh): ragged N, both causal alignments, GQA, lse.
+for tile in 32:128x64 64:128x64 64:128x32 64:64x64 64:64x128 96:64x64 \
+  96:64x32 96:128x32 128:64x64 128:64x32 128:64x128 128:128x32 256:64x32 \
+  256:64x64; do
+  d=${tile%%:*} t=${tile#*:}
+  run --dtype=bf16 --shape=1,4,2,333,190,$d --causal=bottom-right --lse \
+    --block-q=${t%x*} --block-kv=${t#*x}
+  run --dtype=f16 --shape=1,2,1,190,333,$d --causal=top-left --lse \
+    --block-q=${t%x*} --block-kv=${t#*x}
+done
+run --dtype=bf16 --shape=1,4,4,300,300,128 --window=40,8 --softcap=20 \
+  --block-q=128 --block-kv=32 --lse
+
 # Scores as large as +-1e4 stay finite.
 run --dtype=bf16 --shape=1,2,2,128,128,64 --scale=150 --lse
 

@@ -45,6 +45,7 @@ variants=(
   "--dtype=bf16 --shape=1,4,2,257,131,64 --causal=bottom-right --lse"
   "--dtype=f16 --shape=2,4,1,100,333,128 --window=40,8 --lse"
   "--dtype=bf16 --shape=1,2,2,77,77,96 --softcap=20"
+  "--dtype=bf16 --shape=1,4,2,257,131,128 --causal=top-left --block-q=128 --block-kv=32 --lse"
   "$inputs/score-mod-all.mlir --shape=1,4,2,77,131,128"
   "$inputs/mask-mod-docs.mlir --shape=1,4,2,100,133,64"
 )

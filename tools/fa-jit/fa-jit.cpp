@@ -182,12 +182,16 @@ static cl::opt<std::string>
               cl::desc("Where to run: host, or a GPU chip (sm_80, sm_90a; "
                        "auto: the GPU found, else the host)"),
               cl::init("host"), cl::cat(faCategory));
-static cl::opt<int64_t> blockQOpt("block-q",
-                                  cl::desc("Query rows per tile (0: default)"),
-                                  cl::init(0), cl::cat(faCategory));
-static cl::opt<int64_t>
-    blockKVOpt("block-kv", cl::desc("Key/value rows per tile (0: default)"),
-               cl::init(0), cl::cat(faCategory));
+static cl::opt<int64_t> blockQOpt(
+    "block-q",
+    cl::desc("Query rows per tile (0: default); on a GPU target, of the "
+             "forward kernel: 64 or 128"),
+    cl::init(0), cl::cat(faCategory));
+static cl::opt<int64_t> blockKVOpt(
+    "block-kv",
+    cl::desc("Key/value rows per tile (0: default); on a GPU target, of the "
+             "forward kernel: 32, 64 or 128"),
+    cl::init(0), cl::cat(faCategory));
 static cl::opt<bool>
     referenceOpt("reference",
                  cl::desc("Lower through fa-decompose (the materialized "
@@ -1008,7 +1012,8 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image = compileCudaKernel(op, chip);
+    FailureOr<CudaKernelImage> image =
+        compileCudaKernel(op, chip, {blockQOpt, blockKVOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1262,8 +1267,8 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  std::shared_ptr<const rt::CachedKernel> cached =
-      getOrCompileCudaKernel(op, chip, compiledNow, error);
+  std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
+      op, chip, compiledNow, error, {blockQOpt, blockKVOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

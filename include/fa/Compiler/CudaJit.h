@@ -48,16 +48,23 @@ inline constexpr const char *kCudaForwardScoredParams =
     "q,k,v,o,lse,strides[14],nq,nk,group,scale,bias,bias_strides[4],slopes,"
     "slopes_stride";
 
+/// The forward kernel's tile (fa-pipeline-cuda's block-q and block-kv; 0:
+/// the default for the op's D).
+struct CudaForwardTile {
+  int64_t blockQ = 0, blockKV = 0;
+};
+
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and
 /// returns the PTX. Failures are reported through the context's diagnostics.
-FailureOr<CudaKernelImage> compileCudaKernel(AttentionOp op, StringRef chip);
+FailureOr<CudaKernelImage> compileCudaKernel(AttentionOp op, StringRef chip,
+                                             CudaForwardTile tile = {});
 
 /// The kernel of `op` for `chip` from the kernel cache (memory, then
 /// $FA_CACHE_DIR), compiled and stored on a miss. Sets `compiled` when it was
 /// compiled now. Returns null, with the reason in `error`, on failure.
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
-                       std::string &error);
+                       std::string &error, CudaForwardTile tile = {});
 
 /// One call of the kernel, in the ABI convert-fa-to-nvvm defines: device
 /// pointers of q, k, v, o, lse; element strides (batch, head, row) of q, k,

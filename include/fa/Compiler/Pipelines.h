@@ -34,6 +34,16 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Target chip: sm_80, sm_90a, ..."),
                            llvm::cl::init("sm_80")};
+  Option<int64_t> blockQ{
+      *this, "block-q",
+      llvm::cl::desc("Forward kernel: query rows per CTA, 64 or 128 (0: the "
+                     "default for D)"),
+      llvm::cl::init(0)};
+  Option<int64_t> blockKV{
+      *this, "block-kv",
+      llvm::cl::desc("Forward kernel: K/V rows per tile, 32, 64 or 128 (0: "
+                     "the default for D)"),
+      llvm::cl::init(0)};
 };
 
 /// fa-pipeline-cuda: fa.attention to a gpu.binary holding the PTX of an

@@ -28,11 +28,15 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
   let description = [{
     Adds a `gpu.module @fa_kernels` (NVVM target `chip`) holding, for each
     fa.attention, an `llvm.func @fa_forward_<i>` kernel: one CTA per (Q tile
-    of 64 rows, or 128 for D <= 64, query head, batch), 4 warps of 16 rows
-    per m-tile (two m-tiles for D <= 64), K/V tiles of
-    64 rows copied with cp.async into XOR-swizzled shared memory, ldmatrix +
+    of `block-q` rows, query head, batch), 4 warps of 16 rows per m-tile
+    (block-q / 64 m-tiles), K/V tiles of `block-kv` rows copied with
+    cp.async into XOR-swizzled shared memory on FlashAttention-2's schedule
+    (V(n) during S, K(n + 1) during the softmax and P V), ldmatrix +
     mma.sync m16n8k16 for Q K^T and P V, and the online softmax on the
-    accumulator fragments (exp2, scale * log2(e) folded). The kernel's ABI:
+    accumulator fragments (exp2, scale * log2(e) folded). Default tiles
+    (block-q x block-kv): 128 x 64 for D <= 64, 64 x 64 for D = 96 and
+    128, 64 x 32 for D = 256; the scored path (ALiBi, bias, score_mod,
+    mask_mod) 64 x 64 for D <= 64, else 64 x 32. The kernel's ABI:
     q, k, v, o, lse pointers; element strides (batch, head, row) of q, k, v,
     o and (batch, head) of lse (rows contiguous); Nq, Nk, Hq / Hkv (i32);
     scale * log2(e) (f32). Grid (ceil(Nq / block_q), Hq, B), 128 threads,
@@ -50,13 +54,19 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     scale * log2(e), scale (f32). The first op's contracts are the module's
     `fa.backward` attribute.
 
-    Supported: f16 and bf16; D = Dv in {32, 64, 96, 128}; scale, causal
-    (both alignments), window, softcap, GQA/MQA, lse. Anything else is an
-    error naming what is not supported.
+    Supported: f16 and bf16; D = Dv in {32, 64, 96, 128, 256} (the
+    backward: up to 128); scale, causal (both alignments), window, softcap,
+    GQA/MQA, lse. Anything else is an error naming what is not supported.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
-           "Target chip (sm_80, sm_90a, ...)">
+           "Target chip (sm_80, sm_90a, ...)">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Forward: query rows per CTA, 64 or 128 (one or two m-tiles of "
+           "16 rows per warp); 0: the default for the variant's D">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Forward: rows of the K/V tiles the loop visits, 32, 64 or 128; "
+           "0: the default for the variant's D">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -4,11 +4,15 @@
 // follows FlashAttention-2's work partitioning on mma.sync tensor cores:
 //
 //  - one CTA per (Q tile, query head, batch); 4 warps, each owning one or two
-//    m-tiles of 16 query rows (two for D <= 64: a Q tile of 128 rows) whose
-//    Q fragments stay in registers;
-//  - a loop over K/V tiles of 64 rows, copied global -> shared with cp.async
-//    (16-byte chunks, XOR-swizzled so ldmatrix is bank-conflict free; rows
-//    past the end are zero-filled);
+//    m-tiles of 16 query rows (block-q 64 or 128); the Q fragments stay in
+//    registers where they fit (up to 32 of them), else are re-read from
+//    shared memory per k-step;
+//  - a loop over K/V tiles of 32, 64 or 128 rows (block-kv), copied global ->
+//    shared with cp.async (16-byte chunks, XOR-swizzled so ldmatrix is
+//    bank-conflict free; rows past the end are zero-filled) on
+//    FlashAttention-2's schedule: V(n) lands during S = Q K(n)^T, K(n + 1)
+//    during the softmax and P V(n), with one buffer each and two barriers
+//    per tile;
 //  - S = Q K^T with ldmatrix + mma.sync m16n8k16 (f16/bf16 in, f32 acc);
 //  - the online softmax on the accumulator fragments in the log2 domain
 //    (scale * log2(e) folded into one multiply, exp2), row max/sum across the
@@ -60,14 +64,12 @@ using namespace mlir::fa::nvvm;
 
 namespace {
 
-constexpr int64_t kBlockQ = 64;
-
 /// Whether `op` takes the scored path (per-element variant terms).
 bool isScored(AttentionOp op) { return hasScoreTerms(op); }
 
 /// Why the forward kernel cannot be built for `op`, or an empty string.
 std::string unsupportedForwardReason(AttentionOp op) {
-  std::string reason = unsupportedShapeReason(op);
+  std::string reason = unsupportedShapeReason(op, {32, 64, 96, 128, 256});
   if (!reason.empty())
     return reason;
   if (op.getDropoutSeed())
@@ -89,14 +91,49 @@ std::string unsupportedForwardReason(AttentionOp op) {
   return "";
 }
 
+/// The forward kernel's tiling: query rows per CTA (64 per m-tile of 16
+/// rows per warp) and rows of the K/V tiles the loop visits.
+struct ForwardTile {
+  int64_t blockQ = 0, blockKV = 0;
+};
+
+/// The tile `op` gets unless the pass is told otherwise (each assembles
+/// with no spills: ptxas tests). D <= 64: two m-tiles, so each K and V
+/// fragment read from shared memory feeds two mmas. D = 96/128: one m-tile
+/// (two spill with 64-key tiles). D = 256: one m-tile of 128 O registers,
+/// 32-key tiles. The scored path keeps one m-tile (its per-element terms,
+/// bias loads, slope and region values, spill at two), and 32-key tiles
+/// above D = 64.
+ForwardTile defaultForwardTile(AttentionOp op) {
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  bool scored = isScored(op);
+  if (d <= 64)
+    return {scored ? 64 : 128, 64};
+  if (d <= 128 && !scored)
+    return {64, 64};
+  return {64, 32};
+}
+
+/// Why `tile` is not a forward tile, or an empty string.
+std::string unsupportedTileReason(ForwardTile tile) {
+  if (tile.blockQ != 64 && tile.blockQ != 128)
+    return "block-q must be 64 or 128 (got " + std::to_string(tile.blockQ) +
+           ")";
+  if (tile.blockKV != 32 && tile.blockKV != 64 && tile.blockKV != 128)
+    return "block-kv must be 32, 64 or 128 (got " +
+           std::to_string(tile.blockKV) + ")";
+  return "";
+}
+
 /// Builds one forward kernel.
 class FlashKernelBuilder : public KernelBuilder {
 public:
-  FlashKernelBuilder(OpBuilder &b, Location loc, AttentionOp op)
+  FlashKernelBuilder(OpBuilder &b, Location loc, AttentionOp op,
+                     ForwardTile tile)
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
-        op(op), mTiles(d <= 64 && !isScored(op) ? 2 : 1),
-        blockQ(kBlockQ * mTiles) {}
+        op(op), mTiles(tile.blockQ / 64), blockQ(tile.blockQ),
+        blockKV(tile.blockKV), qInRegisters(mTiles * d <= 128) {}
 
   /// Query rows per CTA: 64 x mTiles.
   int64_t getBlockQ() const { return blockQ; }
@@ -105,16 +142,17 @@ public:
   void build(StringRef name);
 
   /// Dynamic shared memory the kernel needs, in bytes.
-  int64_t sharedBytes() const { return (blockQ + 2 * kBlockKV) * d * 2; }
+  int64_t sharedBytes() const { return (blockQ + 2 * blockKV) * d * 2; }
 
 private:
   AttentionOp op;
-  /// 16-row query tiles per warp. Two (for D <= 64, where the registers
-  /// allow) let each K and V fragment read from shared memory feed two mmas.
-  /// The scored path keeps one: its per-element terms (bias loads, slope,
-  /// region values) spill at two.
+  /// 16-row query tiles per warp.
   int64_t mTiles;
-  int64_t blockQ;
+  int64_t blockQ, blockKV;
+  /// Whether the Q fragments stay in registers for the whole loop (mTiles x
+  /// D / 4 of them: up to 32); otherwise they are re-read from shared memory
+  /// per k-step of S.
+  bool qInRegisters;
 };
 
 void FlashKernelBuilder::build(StringRef name) {
@@ -151,35 +189,53 @@ void FlashKernelBuilder::build(StringRef name) {
 
   // Shared memory: the Q tile, then one K and one V tile.
   Value smem = LLVM::AddressOfOp::create(b, loc, sptr, "fa_smem");
-  int64_t qBytes = blockQ * d * 2, kvBytes = kBlockKV * d * 2;
+  int64_t qBytes = blockQ * d * 2, kvBytes = blockKV * d * 2;
   Value sQ = smem, sK = smemAt(smem, c32(qBytes)),
         sV = smemAt(smem, c32(qBytes + kvBytes));
 
-  // Q tile -> shared -> registers (A fragments, one x4 ldmatrix per 16 cols).
+  // The K/V rows this CTA's queries can see.
+  Masks masks{op.getCausalAttr(), op.getWindowAttr()};
+  KeyRange visible = visibleKeys(masks, q0, blockQ, nq, nk, blockKV);
+  Value diag = visible.diag;
+
+  // The pipeline (FlashAttention-2's): K and V have one buffer each, and
+  // every copy overlaps the math of the other: K(n) lands before V(n) is
+  // issued, V(n) during S = Q K(n)^T, K(n + 1) during the softmax and
+  // O += P V(n). Each cp.async group is one tile (commits with nothing
+  // issued are empty groups), so `wait_group 0` waits for the one in flight.
+  // Q, then the first K tile.
   copyTile(blockQ, sQ, qBase, q0, nq, qs[2], tid);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  NVVM::Barrier0Op::create(b, loc);
+  Value any = cmp(arith::CmpIPredicate::slt, visible.begin, visible.end);
+  auto firstK = scf::IfOp::create(b, loc, any, /*withElse=*/false);
+  {
+    OpBuilder::InsertionGuard guardK(b);
+    b.setInsertionPointToStart(firstK.thenBlock());
+    copyTile(blockKV, sK, kBase, visible.begin, nk, ks[2], tid);
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+
+  // Q's A fragments (one x4 ldmatrix per 16 columns): kept in registers
+  // when they fit, else read per k-step of S.
   int64_t kSteps = d / 16;
   // Warp w owns rows mt * 64 + w * 16 + [0, 16) for each of its m-tiles.
   Value warpRow0 = mul(warp, c32(16));
+  Value qRowLane = add(warpRow0, aRow(lane)), qColLane = aCol(lane);
+  auto loadQ = [&](int64_t mt, int64_t kk) {
+    Value at = swizzledAt(qRowLane, mt * 64, qColLane, kk * 16);
+    auto frag = ldmatrix4(smemAt(sQ, at), false);
+    return SmallVector<Value, 4>(frag.begin(), frag.end());
+  };
   SmallVector<SmallVector<SmallVector<Value, 4>>> qFrag(mTiles);
-  for (int64_t mt = 0; mt < mTiles; ++mt) {
-    qFrag[mt].resize(kSteps);
-    Value row = add(add(c32(mt * 64), warpRow0), aRow(lane));
-    for (int64_t kk = 0; kk < kSteps; ++kk) {
-      Value col = add(c32(kk * 16), aCol(lane));
-      auto frag = ldmatrix4(smemAt(sQ, swizzled(row, col)), false);
-      qFrag[mt][kk].assign(frag.begin(), frag.end());
-    }
+  if (qInRegisters) {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
+    NVVM::Barrier0Op::create(b, loc);
+    for (int64_t mt = 0; mt < mTiles; ++mt)
+      for (int64_t kk = 0; kk < kSteps; ++kk)
+        qFrag[mt].push_back(loadQ(mt, kk));
   }
 
-  // The K/V rows this CTA's queries can see.
-  Masks masks{op.getCausalAttr(), op.getWindowAttr()};
-  KeyRange visible = visibleKeys(masks, q0, blockQ, nq, nk, kBlockKV);
-  Value diag = visible.diag;
-
-  int64_t nTilesS = kBlockKV / 8, nTilesO = d / 8;
+  int64_t nTilesS = blockKV / 8, nTilesO = d / 8;
   // Per m-tile loop state: m (rows g, g + 8), l (same), acc (nTilesO x 4).
   int64_t stateSize = 4 + nTilesO * 4;
   double negInf = -std::numeric_limits<double>::infinity();
@@ -227,43 +283,55 @@ void FlashKernelBuilder::build(StringRef name) {
     }
   }
 
+  // Lane parts of the K (B of S) and V (transposed B of P V) fragment
+  // addresses.
+  Value keyInPair = bRow(lane), dimHalf = bCol(lane);
+  Value keyInStep = aRow(lane), dvHalf = aCol(lane);
   auto loop = scf::ForOp::create(
       b, loc, toIndex(visible.begin), toIndex(visible.end),
-      arith::ConstantIndexOp::create(b, loc, kBlockKV), inits,
+      arith::ConstantIndexOp::create(b, loc, blockKV), inits,
       [&](OpBuilder &, Location, Value ivIndex, ValueRange iters) {
         Value kv0 = arith::IndexCastOp::create(b, loc, i32, ivIndex);
-        // Everyone is done with the previous tiles; fetch K and V.
+        // K(n) (and Q) have landed, and everyone is done with V(n - 1):
+        // fetch V(n) while S is computed.
+        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
         NVVM::Barrier0Op::create(b, loc);
-        copyTile(kBlockKV, sK, kBase, kv0, nk, ks[2], tid);
+        copyTile(blockKV, sV, vBase, kv0, nk, vs[2], tid);
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
-        copyTile(kBlockKV, sV, vBase, kv0, nk, vs[2], tid);
-        NVVM::CpAsyncCommitGroupOp::create(b, loc);
-        NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
-        NVVM::Barrier0Op::create(b, loc);
 
-        // S = Q K^T: 8 n-tiles of 8 keys, x4 ldmatrix gives two at once, and
+        // S = Q K^T: n-tiles of 8 keys, x4 ldmatrix gives two at once, and
         // each K fragment serves every m-tile.
         SmallVector<SmallVector<SmallVector<Value, 4>>> s(mTiles);
-        for (auto &tiles : s) {
-          tiles.resize(nTilesS);
-          for (auto &t : tiles)
-            t.assign(4, cf(0.0));
-        }
-        Value keyInPair = bRow(lane);
-        Value dimHalf = bCol(lane);
+        for (auto &tiles : s)
+          tiles = zeroTiles(nTilesS);
         for (int64_t kk = 0; kk < kSteps; ++kk) {
+          SmallVector<SmallVector<Value, 4>> qa(mTiles);
+          for (int64_t mt = 0; mt < mTiles; ++mt)
+            qa[mt] = qInRegisters ? qFrag[mt][kk] : loadQ(mt, kk);
           for (int64_t pair = 0; pair < nTilesS / 2; ++pair) {
-            Value key = add(c32(pair * 16), keyInPair);
-            Value dim = add(c32(kk * 16), dimHalf);
-            auto r = ldmatrix4(smemAt(sK, swizzled(key, dim)), false);
+            Value at = swizzledAt(keyInPair, pair * 16, dimHalf, kk * 16);
+            auto r = ldmatrix4(smemAt(sK, at), false);
             for (int64_t mt = 0; mt < mTiles; ++mt) {
-              s[mt][2 * pair] =
-                  mma(qFrag[mt][kk], {r[0], r[1]}, s[mt][2 * pair]);
+              s[mt][2 * pair] = mma(qa[mt], {r[0], r[1]}, s[mt][2 * pair]);
               s[mt][2 * pair + 1] =
-                  mma(qFrag[mt][kk], {r[2], r[3]}, s[mt][2 * pair + 1]);
+                  mma(qa[mt], {r[2], r[3]}, s[mt][2 * pair + 1]);
             }
           }
         }
+
+        // V(n) has landed, and everyone is done with K(n): fetch K(n + 1)
+        // while the softmax and P V run.
+        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+        NVVM::Barrier0Op::create(b, loc);
+        Value nextKV0 = add(kv0, c32(blockKV));
+        Value more = cmp(arith::CmpIPredicate::slt, nextKV0, visible.end);
+        auto nextK = scf::IfOp::create(b, loc, more, /*withElse=*/false);
+        {
+          OpBuilder::InsertionGuard guardK(b);
+          b.setInsertionPointToStart(nextK.thenBlock());
+          copyTile(blockKV, sK, kBase, nextKV0, nk, ks[2], tid);
+        }
+        NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
         // The scored path: each score in the natural domain, in the
         // dialect's order; masks follow, then the fma below takes it into the
@@ -329,7 +397,7 @@ void FlashKernelBuilder::build(StringRef name) {
           maskedScores = maskScores();
         Value needMask =
             maskedScores.empty()
-                ? tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV, nk, diag)
+                ? tileNeedsMask(masks, q0, blockQ, kv0, blockKV, nk, diag)
                 : Value();
         SmallVector<Type> scoreTypes(mTiles * nTilesS * 4, f32);
         scf::IfOp masked;
@@ -393,18 +461,13 @@ void FlashKernelBuilder::build(StringRef name) {
 
         // O += P V: P's accumulator layout is the A layout of the next mma;
         // each V fragment serves every m-tile.
-        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-        NVVM::Barrier0Op::create(b, loc);
-        Value keyInStep = aRow(lane);
-        Value dvHalf = aCol(lane);
-        for (int64_t j = 0; j < kBlockKV / 16; ++j) {
+        for (int64_t j = 0; j < blockKV / 16; ++j) {
           SmallVector<SmallVector<Value, 4>> a(mTiles);
           for (int64_t mt = 0; mt < mTiles; ++mt)
             a[mt] = accToA(s[mt], j);
-          Value key = add(c32(j * 16), keyInStep);
           for (int64_t pair = 0; pair < nTilesO / 2; ++pair) {
-            Value dv = add(c32(pair * 16), dvHalf);
-            auto r = ldmatrix4(smemAt(sV, swizzled(key, dv)), true);
+            Value at = swizzledAt(keyInStep, j * 16, dvHalf, pair * 16);
+            auto r = ldmatrix4(smemAt(sV, at), true);
             for (int64_t mt = 0; mt < mTiles; ++mt) {
               acc[mt][2 * pair] = mma(a[mt], {r[0], r[1]}, acc[mt][2 * pair]);
               acc[mt][2 * pair + 1] =
@@ -494,7 +557,16 @@ struct ConvertFAToNVVMPass
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();
       }
-      FlashKernelBuilder kernel(b, op.getLoc(), op);
+      ForwardTile tile = defaultForwardTile(op);
+      if (blockQ)
+        tile.blockQ = blockQ;
+      if (blockKV)
+        tile.blockKV = blockKV;
+      if (std::string why = unsupportedTileReason(tile); !why.empty()) {
+        op.emitOpError("convert-fa-to-nvvm: ") << why;
+        return signalPassFailure();
+      }
+      FlashKernelBuilder kernel(b, op.getLoc(), op, tile);
       std::string name = "fa_forward_" + std::to_string(i);
       kernel.build(name);
       // The launch contract, read by the runtime.

@@ -8,10 +8,10 @@ func.func @f32(%q: tensor<1x1x8x64xf32>) -> tensor<1x1x8x64xf32> {
 
 // -----
 
-func.func @d256(%q: tensor<1x1x8x256xbf16>) -> tensor<1x1x8x256xbf16> {
-  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: head dims must be equal and one of 32, 64, 96, 128 on the GPU (got D = 256, Dv = 256)}}
-  %o = fa.attention %q, %q, %q : tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16> -> tensor<1x1x8x256xbf16>
-  return %o : tensor<1x1x8x256xbf16>
+func.func @d80(%q: tensor<1x1x8x80xbf16>) -> tensor<1x1x8x80xbf16> {
+  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: head dims must be equal and one of 32, 64, 96, 128, 256 on the GPU (got D = 80, Dv = 80)}}
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x80xbf16>, tensor<1x1x8x80xbf16>, tensor<1x1x8x80xbf16> -> tensor<1x1x8x80xbf16>
+  return %o : tensor<1x1x8x80xbf16>
 }
 
 // -----

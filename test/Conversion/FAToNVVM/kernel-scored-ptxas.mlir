@@ -1,5 +1,5 @@
 // The scored forward kernel (bias + ALiBi + score_mod; mask_mod) assembles
-// with ptxas for sm_80 and sm_90a at D = 64 and 128 with no spills.
+// with ptxas for sm_80 and sm_90a at D = 64, 128 and 256 with no spills.
 // REQUIRES: ptxas
 // RUN: split-file %s %t
 // RUN: fa-opt %t/bf16-128.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90a.bf16-128.ptx
@@ -14,6 +14,10 @@
 // RUN: %ptxas -arch=sm_90a -v %t/90a.f16-128-mask.ptx -o %t/90a.f16-128-mask.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/bf16-64-mask.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.bf16-64-mask.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.bf16-64-mask.ptx -o %t/80.bf16-64-mask.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/bf16-256.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90a.bf16-256.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/90a.bf16-256.ptx -o %t/90a.bf16-256.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/bf16-256.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.bf16-256.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/80.bf16-256.ptx -o %t/80.bf16-256.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t/90a.bf16-128.ptx
 
 // CHECK: Compiling entry function 'fa_forward_0'
@@ -114,4 +118,22 @@ func.func @f(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x
     fa.yield %same : i1
   }
   return %o : tensor<?x8x?x64xbf16>
+}
+//--- bf16-256.mlir
+func.func @f(%q: tensor<?x8x?x256xbf16>, %k: tensor<?x2x?x256xbf16>, %v: tensor<?x2x?x256xbf16>, %b: tensor<?x8x?x?xbf16>, %s: tensor<?x8xf32>) -> tensor<?x8x?x256xbf16> {
+  %o = fa.attention %q, %k, %v bias(%b : tensor<?x8x?x?xbf16>) alibi_slopes(%s : tensor<?x8xf32>) {causal = #fa.causal<bottom_right>} : tensor<?x8x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16> -> tensor<?x8x?x256xbf16> score_mod {
+  ^bb0(%x: f32, %bb: index, %h: index, %i: index, %j: index):
+    %cap = arith.constant 8.000000e+00 : f32
+    %xs = arith.divf %x, %cap : f32
+    %t = math.tanh %xs : f32
+    %c = arith.mulf %t, %cap : f32
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %w = arith.constant 1.000000e-02 : f32
+    %rel = arith.mulf %w, %df : f32
+    %r = arith.addf %c, %rel : f32
+    fa.yield %r : f32
+  }
+  return %o : tensor<?x8x?x256xbf16>
 }

@@ -61,10 +61,17 @@ func.func @all(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<
 
 // mask_mod: every tile is masked (no boundary branch), the region's ops
 // inlined with the absolute (i, j) and and-ed with the key bound and causal.
+// D = 128 on the scored path: one m-tile, K/V tiles of 32 keys.
 
 // CHECK-LABEL: llvm.func @fa_forward_0(
+// CHECK-SAME: fa.block_q = 64 : i64, fa.shared_bytes = 32768 : i64
 // CHECK: scf.for
-// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK-COUNT-32: nvvm.mma.sync
+// The next K tile's copy (kernel.mlir), then no boundary branch.
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: scf.if
+// CHECK: nvvm.cp.async.commit.group
 // CHECK-NOT: scf.if
 // CHECK: %[[KEEP:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : i32
 // CHECK: %[[CAUSAL:.+]] = arith.cmpi sle, %{{.+}}, %{{.+}} : i32

@@ -1,7 +1,11 @@
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | FileCheck %s
+// The schedule of each kernel: its copies, cp.async groups, waits,
+// barriers, mmas and branches in order, runs of one counted.
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
 
 // bf16, D = 128, GQA, causal bottom-right, with lse: one kernel in a
-// gpu.module for the chip; the host function is left as it is.
+// gpu.module for the chip; the host function is left as it is. One m-tile
+// per warp (Q tile of 64 rows), K/V tiles of 64 rows, Q in registers.
 
 // CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}, gpu.container_module}
 // CHECK: func.func @causal_gqa
@@ -11,26 +15,41 @@
 // CHECK-NEXT: llvm.func @fa_forward_0(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>,
 // CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{.+}}: i32, %[[SCALE:[^:]+]]: f32)
 // CHECK-SAME: attributes {fa.block_q = 64 : i64, fa.shared_bytes = 49152 : i64, fa.threads = 128 : i64, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
-// The Q tile: 64 rows x 16 chunks of 16 bytes over 128 threads.
-// CHECK-COUNT-8: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache =  cg, %{{.+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
-// CHECK: nvvm.cp.async.commit.group
-// CHECK-NEXT: nvvm.cp.async.wait.group 0
-// CHECK-NEXT: nvvm.barrier0
-// Q fragments: one x4 ldmatrix per 16 columns.
-// CHECK-COUNT-8: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
 // Causal bottom-right: the K/V loop stops at min(Nk, q0 + 64 + Nk - Nq).
 // CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
-// CHECK: scf.for
-// K then V, each its own cp.async group; S waits for K only.
-// CHECK: nvvm.barrier0
+// The Q tile: 64 rows x 16 chunks of 16 bytes over 128 threads, one group;
+// the first K tile, if the loop has one, the next.
+// CHECK-COUNT-8: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache =  cg, %{{.+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CHECK-NEXT: nvvm.cp.async.commit.group
+// CHECK-NEXT: %[[ANY:.+]] = arith.cmpi slt, %{{.+}}, %[[END:.+]] : i32
+// CHECK-NEXT: scf.if %[[ANY]] {
 // CHECK-COUNT-8: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
-// CHECK-COUNT-8: nvvm.cp.async.shared.global
-// CHECK: nvvm.cp.async.commit.group
-// CHECK-NEXT: nvvm.cp.async.wait.group 1
+// Q has landed (K need not have): its fragments, one x4 ldmatrix per 16
+// columns.
+// CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: nvvm.barrier0
+// CHECK-COUNT-8: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64
+// K(n) has landed and everyone is done with V(n - 1): V(n) is issued
+// before S.
+// CHECK-NEXT: %[[KV0:.+]] = arith.index_cast
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
 // S = Q K^T: 8 k-steps x 8 n-tiles of m16n8k16 in bf16.
 // CHECK-COUNT-64: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// V(n) has landed and everyone is done with K(n): K(n + 1), if the loop
+// goes on, is issued before the softmax.
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
+// CHECK-NEXT: %[[NEXT:.+]] = arith.addi %[[KV0]], %[[C64]] : i32
+// CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %[[END]] : i32
+// CHECK-NEXT: scf.if %[[MORE]] {
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
 // Masks only on tiles that cross Nk or the diagonal: one uniform branch
 // yields the 32 scores of a thread, masked or as they are.
 // CHECK: %[[NEED:.+]] = arith.ori
@@ -42,18 +61,45 @@
 // CHECK: math.fma %[[S]]#0, %[[SCALE]], %{{.+}} : f32
 // CHECK-NEXT: llvm.intr.exp2
 // V is read transposed.
-// CHECK: nvvm.cp.async.wait.group 0
-// CHECK-NEXT: nvvm.barrier0
 // CHECK: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32
 // CHECK-COUNT-64: nvvm.mma.sync
 // CHECK: scf.yield
 // lse = (m + lg2 l) * ln 2 by the first lane of each quad.
 // CHECK: llvm.inline_asm "lg2.approx.f32 $0, $1;", "=f,f"
 // CHECK: llvm.return
+
+// The whole schedule: two waits and two barriers per K/V tile.
+// SCHED:      llvm.func @fa_forward_0
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT:  1 nvvm.cp.async.wait.group 1
+// SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  1 scf.for
+// SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
+// SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT: 64 nvvm.mma.sync
+// SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
+// SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT:  1 } else
+// SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT: 64 nvvm.mma.sync
+// SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT:  4 scf.if
 func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
   return %o, %lse : tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
 }
+
 
 // -----
 
@@ -66,11 +112,41 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // The Q tile: 128 rows x 8 chunks over 128 threads; Q fragments for both
 // m-tiles (4 k-steps each).
 // CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.wait.group 1
 // CHECK-COUNT-8: nvvm.ldmatrix
 // CHECK: scf.for
 // CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
 // CHECK-NOT: lg2.approx
+
+// The same schedule; S is 4 k-steps x 8 n-tiles x 2 m-tiles, P V 4 k-steps
+// x 8 n-tiles x 2 m-tiles, and every tile may cross Nk (no causal bound).
+// SCHED:      llvm.func @fa_forward_0
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  4 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT:  1 nvvm.cp.async.wait.group 1
+// SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  1 scf.for
+// SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
+// SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  4 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT: 64 nvvm.mma.sync
+// SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
+// SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  4 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT:  1 } else
+// SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT: 64 nvvm.mma.sync
+// SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT:  4 scf.if
 func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tensor<2x4x?x64xf16>) -> tensor<2x4x?x64xf16> {
   %o = fa.attention %q, %k, %v {softcap = 30.0 : f32} : tensor<2x4x?x64xf16>, tensor<2x4x?x64xf16>, tensor<2x4x?x64xf16> -> tensor<2x4x?x64xf16>
   return %o : tensor<2x4x?x64xf16>
