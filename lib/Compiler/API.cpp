@@ -251,7 +251,7 @@ struct GpuKernel {
   std::string loadError;
 };
 
-/// The GPU backward's three kernels (one cache entry), loaded on first use.
+/// The GPU backward's kernels (one cache entry), loaded on first use.
 struct GpuBackward {
   std::shared_ptr<const rt::CachedKernel> image;
   std::optional<rt::Device> device;
@@ -272,7 +272,7 @@ struct fa::Kernel::Impl {
   mutable std::mutex backwardMutex;
   /// Indexed by whether it computes dBias too.
   mutable std::unique_ptr<mlir::fa::HostKernel> hostBackward[2];
-  mutable std::unique_ptr<GpuBackward> gpuBackward;
+  mutable std::unique_ptr<GpuBackward> gpuBackward[2];
   mutable std::string backwardError[2];
 };
 
@@ -723,7 +723,7 @@ namespace {
 
 /// Compiles the backward of `impl`'s spec: its fa.attention_grad, through
 /// fa-pipeline-host like the forward, or for the GPU from the kernel cache.
-/// `withBias` adds dBias (host only). Sets impl.backwardError on failure.
+/// `withBias` adds dBias. Sets impl.backwardError on failure.
 void compileBackward(const fa::Kernel::Impl &impl, bool withBias) {
   std::string &error = impl.backwardError[withBias];
   DiagnosticContext ctx;
@@ -746,7 +746,7 @@ void compileBackward(const fa::Kernel::Impl &impl, bool withBias) {
       error += "\n" + ctx.text;
       return;
     }
-    impl.gpuBackward = std::move(gpu);
+    impl.gpuBackward[withBias] = std::move(gpu);
     return;
   }
   mlir::OwningOpRef<mlir::ModuleOp> kernelModule =
@@ -788,16 +788,17 @@ void loadGpuBackward(GpuBackward &gpu, const std::string &chip) {
 
 /// Runs the GPU backward on device views (checked as the forward's are:
 /// rows contiguous, 16-byte aligned rows). `args` are @fa_backward's: q, k,
-/// v, out, dout, lse, dq, dk, dv.
+/// v, out, dout, lse, [bias], [slopes], [seed], [captures], dq, dk, dv,
+/// [dbias] (`withBias`).
 void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
                        const std::vector<mlir::fa::HostKernelArg> &args,
-                       void *stream) {
+                       bool withBias, void *stream) {
   const char *names[9] = {"q",   "k",  "v",  "out", "dout",
                           "lse", "dq", "dk", "dv"};
   size_t elementBytes = spec.dtype == fa::DType::F32 ? 4 : 2;
-  // dq, dk, dv are the last three (after the variant's operands, which the
-  // GPU backward does not take: they fail its compile).
-  size_t n = args.size();
+  // dq, dk, dv are the last three before dbias (the variant's operands
+  // come after lse).
+  size_t n = args.size() - (withBias ? 1 : 0);
   const mlir::fa::HostKernelArg *tensors[9] = {
       &args[0], &args[1],     &args[2],     &args[3],    &args[4],
       &args[5], &args[n - 3], &args[n - 2], &args[n - 1]};
@@ -839,6 +840,34 @@ void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
       spec.scale ? *spec.scale : 1.0 / std::sqrt(double(spec.headDim));
   call.scale = static_cast<float>(scale);
   call.scaleLog2 = static_cast<float>(scale * M_LOG2E);
+  // The scored path's operands, as the forward passes them; dBias written
+  // whole with its own strides.
+  size_t biasBytes = spec.biasDType == fa::DType::F32 ? 4 : 2;
+  size_t next = 6;
+  if (spec.bias) {
+    const mlir::fa::HostKernelArg &bias = args[next++];
+    call.bias = reinterpret_cast<uint64_t>(bias.data) + bias.offset * biasBytes;
+    for (int d = 0; d < 4; ++d)
+      call.biasStrides[d] = bias.sizes[d] == 1 ? 0 : bias.strides[d];
+  }
+  if (spec.alibi) {
+    const mlir::fa::HostKernelArg &slopes = args[next++];
+    call.slopes = reinterpret_cast<uint64_t>(slopes.data) + slopes.offset * 4;
+    int64_t last = slopes.strides.back();
+    if (last != 1 && slopes.sizes.back() > 1)
+      fail(kBackward,
+           "alibiSlopes must have stride 1 in its last dim on the GPU, got " +
+               std::to_string(last));
+    if (slopes.sizes.size() == 2)
+      call.slopesBatchStride = slopes.sizes[0] == 1 ? 0 : slopes.strides[0];
+  }
+  if (withBias) {
+    const mlir::fa::HostKernelArg &dbias = args.back();
+    call.dbias =
+        reinterpret_cast<uint64_t>(dbias.data) + dbias.offset * biasBytes;
+    for (int d = 0; d < 4; ++d)
+      call.dbiasStrides[d] = dbias.strides[d];
+  }
   // workspace = 0: the launcher allocates Dsum and waits for the stream.
   if (rt::Status st = mlir::fa::launchCudaBackward(*gpu.image, *gpu.functions,
                                                    call, stream);
@@ -881,8 +910,6 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
     if (!spec.bias)
       fail(kBackward, "dbias needs a bias, but the kernel was compiled "
                       "without one");
-    if (impl->gpu)
-      fail(kBackward, "dbias is not computed on the GPU");
     args.push_back(
         toArg(kBackward, *dbias, "dbias", spec.biasDType, 4, true, device));
     const int64_t full[4] = {in.b, in.hq, in.nq, in.nk};
@@ -895,18 +922,18 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
   GpuBackward *gpu = nullptr;
   {
     std::lock_guard<std::mutex> lock(impl->backwardMutex);
-    if (!impl->hostBackward[withBias] && !impl->gpuBackward &&
+    if (!impl->hostBackward[withBias] && !impl->gpuBackward[withBias] &&
         impl->backwardError[withBias].empty())
       compileBackward(*impl, withBias);
-    if (!impl->hostBackward[withBias] && !impl->gpuBackward)
+    if (!impl->hostBackward[withBias] && !impl->gpuBackward[withBias])
       fail(kBackward, impl->backwardError[withBias]);
     host = impl->hostBackward[withBias].get();
-    gpu = impl->gpuBackward.get();
+    gpu = impl->gpuBackward[withBias].get();
     if (gpu && !gpu->functions)
       loadGpuBackward(*gpu, impl->gpu->image->chip);
   }
   if (gpu)
-    return launchGpuBackward(*gpu, spec, args, stream);
+    return launchGpuBackward(*gpu, spec, args, withBias, stream);
   if (llvm::Error err = host->run(args))
     fail(kBackward, llvm::toString(std::move(err)));
 }

@@ -126,3 +126,36 @@ def test_scored_kernel(dtype, bound) -> None:
     s = s + 0.25 * torch.tanh(s) - 0.01 * (i - j)
     s = s.masked_fill(j > i + nk - nq, float("-inf"))
     assert rel(o, torch.softmax(s, dim=-1) @ vd) < bound
+
+
+@pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])
+@pytest.mark.parametrize("bias_shape", [(2, 4, 77, 131), (1, 4, 1, 131), (2, 1, 77, 1)])
+def test_autograd_with_bias_on_the_gpu(dtype, bound, bias_shape) -> None:
+    """The bias's gradient (summed over its broadcast dims) from the GPU backward."""
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    b, hq, hkv, nq, nk, d = 2, 4, 2, 77, 131, 64
+    q = torch.randn(b, hq, nq, d, device="cuda", dtype=dtype, generator=gen)
+    k = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype, generator=gen)
+    v = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype, generator=gen)
+    bias = torch.randn(*bias_shape, device="cuda", dtype=dtype, generator=gen)
+    slopes = torch.rand(hq, device="cuda", dtype=torch.float32, generator=gen)
+    do = torch.randn(b, hq, nq, d, device="cuda", dtype=torch.float32, generator=gen)
+    for t in (q, k, v, bias):
+        t.requires_grad_()
+    o = fa.attention(q, k, v, causal="bottom_right", alibi_slopes=slopes, bias=bias)
+    (o.float() * do).sum().backward()
+    torch.cuda.synchronize()
+
+    ref = [t.detach().double().cpu().requires_grad_() for t in (q, k, v, bias)]
+    kr = ref[1].repeat_interleave(hq // hkv, dim=1)
+    vr = ref[2].repeat_interleave(hq // hkv, dim=1)
+    i = torch.arange(nq).view(-1, 1).double()
+    j = torch.arange(nk).view(1, -1).double()
+    s = ref[0] @ kr.transpose(-1, -2) / math.sqrt(d)
+    s = s - slopes.double().cpu().view(1, hq, 1, 1) * (i + nk - nq - j).abs() + ref[3]
+    s = s.masked_fill(j > i + nk - nq, float("-inf"))
+    (torch.softmax(s, dim=-1) @ vr * do.double().cpu()).sum().backward()
+    for x, r in zip((q, k, v, bias), ref):
+        assert x.grad.device.type == "cuda" and x.grad.dtype == dtype
+        assert x.grad.shape == r.grad.shape
+        assert rel(x.grad, r.grad) < bound

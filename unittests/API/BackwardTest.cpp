@@ -454,4 +454,87 @@ TEST(BackwardTest, RunsOnTheGpu) {
   }
 }
 
+TEST(BackwardTest, RunsOnTheGpuWithBiasAlibiAndDBias) {
+  namespace rt = fa::runtime;
+  rt::Expected<rt::Device> device = rt::Device::get(0);
+  if (device.failed())
+    GTEST_SKIP() << "no GPU: " << device.getMessage();
+  // A bf16 bias broadcast over the batch [1, Hq, Nq, Nk] and its gradient
+  // (summed over the batch by the dbias kernel), ALiBi [Hq].
+  fa::DType dtype = fa::DType::BF16;
+  fa::AttentionSpec spec = specOf(dtype, 64);
+  spec.causal = fa::Causal::BottomRight;
+  spec.bias = true;
+  spec.biasDType = fa::DType::BF16;
+  spec.biasBroadcast = {true, false, false, false};
+  spec.alibi = true;
+  fa::Kernel kernel = fa::compile(spec, "auto");
+  ASSERT_NE(kernel.target(), "host");
+  const int64_t b = 2, hq = 4, hkv = 2, nq = 100, nk = 150, d = 64;
+  std::mt19937 rng(6);
+  HostTensor q(dtype, {b, hq, nq, d}), k(dtype, {b, hkv, nk, d}),
+      v(dtype, {b, hkv, nk, d}), o(dtype, {b, hq, nq, d}),
+      dout(dtype, {b, hq, nq, d}), dq(dtype, q.shape), dk(dtype, k.shape),
+      dv(dtype, v.shape), bias(fa::DType::BF16, {1, hq, nq, nk}),
+      dbias(fa::DType::BF16, bias.shape);
+  HostTensor lse(fa::DType::F32, {b, hq, nq}), slopes(fa::DType::F32, {hq});
+  for (HostTensor *t : {&q, &k, &v, &dout, &bias})
+    t->randomize(rng);
+  for (int64_t h = 0; h < hq; ++h)
+    slopes.set(h, 0.05 * double(h + 1));
+  std::vector<rt::DeviceBuffer> buffers;
+  std::vector<HostTensor *> all = {&q,  &k,  &v,  &o,    &dout,   &lse,
+                                   &dq, &dk, &dv, &bias, &slopes, &dbias};
+  buffers.reserve(all.size());
+  std::vector<fa::TensorView> views;
+  for (HostTensor *t : all) {
+    rt::Expected<rt::DeviceBuffer> buffer =
+        rt::DeviceBuffer::allocate(device.value(), t->bytes.size());
+    ASSERT_TRUE(buffer.ok()) << buffer.getMessage();
+    ASSERT_TRUE(
+        buffer.value().copyFromHost(t->bytes.data(), t->bytes.size()).ok());
+    buffers.push_back(std::move(buffer.value()));
+    fa::TensorView view = t->view();
+    view.data = reinterpret_cast<void *>(buffers.back().getPointer());
+    view.device = fa::Device::CUDA;
+    views.push_back(view);
+  }
+  kernel.forward(views[0], views[1], views[2], views[3], &views[5], &views[9],
+                 &views[10]);
+  kernel.backward(views[0], views[1], views[2], views[3], views[4], views[5],
+                  views[6], views[7], views[8], &views[9], &views[10], 0,
+                  nullptr, &views[11]);
+  ASSERT_TRUE(device.value().synchronize().ok());
+  for (int i : {6, 7, 8, 11})
+    ASSERT_TRUE(buffers[i]
+                    .copyToHost(all[i]->bytes.data(), all[i]->bytes.size())
+                    .ok());
+
+  fa::support::AttentionOptions options;
+  options.causal = fa::support::CausalMask::BottomRight;
+  options.bias = bias.ref();
+  options.alibiSlopes = slopes.ref();
+  std::vector<double> refDq, refDk, refDv, refDbias;
+  std::string error;
+  ASSERT_TRUE(fa::support::attentionGradReference(
+      q.ref(), k.ref(), v.ref(), dout.ref(), options, refDq, refDk, refDv,
+      error, &refDbias))
+      << error;
+  double bound = gradBoundFor(dtype);
+  std::vector<double> gotDq = dq.read(), gotDk = dk.read(), gotDv = dv.read(),
+                      gotDbias = dbias.read();
+  EXPECT_LT(
+      fa::support::relativeError(gotDq.data(), refDq.data(), refDq.size()),
+      bound);
+  EXPECT_LT(
+      fa::support::relativeError(gotDk.data(), refDk.data(), refDk.size()),
+      bound);
+  EXPECT_LT(
+      fa::support::relativeError(gotDv.data(), refDv.data(), refDv.size()),
+      bound);
+  EXPECT_LT(fa::support::relativeError(gotDbias.data(), refDbias.data(),
+                                       refDbias.size()),
+            bound);
+}
+
 } // namespace
