@@ -685,6 +685,8 @@ class _Options:
     # (element type, rank).
     captures: tuple[Any, ...] = field(default=(), compare=False)
     capture_types: tuple[tuple[str, int], ...] = ()
+    # Where the modifiers found each capture (see fa._trace.Captures.sources).
+    capture_sources: tuple[Any, ...] = field(default=(), compare=False)
 
 
 def _capture_raws(api: str, arrays: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
@@ -746,6 +748,7 @@ def _traced(api: str, score_mod: Any, mask_mod: Any) -> dict[str, Any]:
         "mask_mod": trace_mask_mod(mask_mod, api, captures) if mask_mod is not None else "",
         "captures": tuple(captures.arrays),
         "capture_types": captures.signature(),
+        "capture_sources": tuple(captures.sources),
     }
 
 

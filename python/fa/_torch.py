@@ -7,7 +7,12 @@ stays optional. Through ``torch.library`` the forward is one op to autograd
 (traced without a graph break; the fake implementations give the shapes).
 
 ``score_mod`` / ``mask_mod`` are traced to MLIR text before the op is called,
-so the op's arguments are tensors, numbers and strings only.
+so the op's arguments are tensors, numbers and strings only. Tensors the
+modifiers index (the op's captures: document ids, per-head tables) are the
+op's trailing ``captures`` argument: fetched from the modifiers' closures or
+globals outside the traced text, so that under ``torch.compile`` they are
+graph inputs (new values need no recompile) and not constants. They get no
+gradient.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fa import _api
+from fa import _api, _trace
 
 __all__ = ["attention"]
 
@@ -39,9 +44,11 @@ def _attention_op(
     score_mod: str,
     mask_mod: str,
     dropout_seed: int,
+    captures: list[Tensor],
 ) -> tuple[Tensor, Tensor]:
     """(O, lse) of one attention variant (options as ``_api._Options`` holds them)."""
-    options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
+    _check_capture_devices("fa.attention", q, captures)
+    options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
     out, lse = _api._forward(
         "fa.attention", q, k, v, bias, alibi_slopes, options, dropout_seed, return_lse=True
     )
@@ -63,6 +70,7 @@ def _attention_fake(
     score_mod: str,
     mask_mod: str,
     dropout_seed: int,
+    captures: list[Tensor],
 ) -> tuple[Tensor, Tensor]:
     b, hq, nq = q.shape[:3]
     out = q.new_empty((b, hq, nq, v.shape[3]))
@@ -89,9 +97,11 @@ def _attention_backward_op(
     mask_mod: str,
     dropout_seed: int,
     bias_grad: bool,
+    captures: list[Tensor],
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(dQ, dK, dV, dBias) of ``fa::attention`` given dO; dBias is empty without bias_grad."""
-    options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
+    _check_capture_devices("fa.attention (backward)", q, captures)
+    options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
     grads = _api._backward(
         "fa.attention (backward)",
         q,
@@ -129,6 +139,7 @@ def _attention_backward_fake(
     mask_mod: str,
     dropout_seed: int,
     bias_grad: bool,
+    captures: list[Tensor],
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     # The real op returns contiguous tensors whatever the layout of q, k, v.
     dbias = bias.new_empty(bias.shape) if bias_grad and bias is not None else q.new_empty(0)
@@ -137,21 +148,24 @@ def _attention_backward_fake(
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
     q, k, v, bias, alibi_slopes = inputs[:5]
+    captures = inputs[-1]
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes)
-    ctx.options = inputs[5:]
+    ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes, *captures)
+    ctx.options = inputs[5:-1]
+    ctx.num_captures = len(captures)
     # The lse is saved for the backward but has no gradient of its own.
     ctx.mark_non_differentiable(lse)
 
 
 def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
-    q, k, v, out, lse, bias, alibi_slopes = ctx.saved_tensors
+    q, k, v, out, lse, bias, alibi_slopes, *captures = ctx.saved_tensors
     bias_grad = bias is not None and ctx.needs_input_grad[3]
     dq, dk, dv, dbias = _attention_backward_op(
-        dout, q, k, v, out, lse, bias, alibi_slopes, *ctx.options, bias_grad
+        dout, q, k, v, out, lse, bias, alibi_slopes, *ctx.options, bias_grad, captures
     )
-    # No gradients of the ALiBi slopes and the options (see attention()).
-    return (dq, dk, dv, dbias if bias_grad else None) + (None,) * (1 + len(ctx.options))
+    # No gradients of the ALiBi slopes, the options and the captures (see attention()).
+    none = (None,) * (1 + len(ctx.options))
+    return (dq, dk, dv, dbias if bias_grad else None, *none, [None] * ctx.num_captures)
 
 
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -165,6 +179,7 @@ def _options(
     dropout_p: float,
     score_mod: str,
     mask_mod: str,
+    captures: list[Tensor] | tuple[Tensor, ...] = (),
 ) -> _api._Options:
     return _api._Options(
         causal=causal,
@@ -174,7 +189,31 @@ def _options(
         dropout_p=dropout_p,
         score_mod=score_mod,
         mask_mod=mask_mod,
+        captures=tuple(captures),
+        capture_types=tuple(_capture_type(c) for c in captures),
     )
+
+
+def _capture_type(x: Tensor) -> tuple[str, int]:
+    """(element type, rank) of a captured tensor, as the kernel is compiled for it."""
+    name = str(x.dtype)[len("torch.") :]
+    elements = _trace._CAPTURE_ELEMENTS
+    if name not in elements:
+        raise TypeError(
+            f"fa.attention: a captured tensor of dtype {name} (int8/16/32/64, uint8/16/32, "
+            "bool, float16, bfloat16, float32 or float64 are supported)"
+        )
+    return elements[name][0], x.dim()
+
+
+def _check_capture_devices(api: str, q: Tensor, captures: list[Tensor]) -> None:
+    for i, c in enumerate(captures):
+        if c.device != q.device:
+            raise ValueError(
+                f"{api}: captured tensor {i} (indexed by score_mod / mask_mod) is on "
+                f"{c.device}, q on {q.device}: captures must be on q's device (move it with "
+                f".to({str(q.device)!r}))"
+            )
 
 
 @torch.compiler.assume_constant_result
@@ -186,23 +225,49 @@ def _checked_options(
     dropout_p: Any,
     score_mod: Any,
     mask_mod: Any,
-) -> tuple[str, float | None, list[int] | None, float | None, float, str, str]:
-    """The options as the op takes them, score_mod / mask_mod traced to MLIR.
+) -> tuple[
+    tuple[str, float | None, list[int] | None, float | None, float, str, str],
+    tuple[tuple[str, str, Any], ...],
+]:
+    """The options as the op takes them, score_mod / mask_mod traced to MLIR,
+    and where the modifiers found their captures (see ``_captures``).
 
     torch.compile runs this once, while tracing, and keeps the result as a
-    constant: the graph then holds only the op, not the Python tracer.
+    constant: the graph then holds only the op, not the Python tracer. The
+    captured tensors themselves are not part of the result (they would be
+    baked in as constants).
     """
     o = _api._check_options(
         "fa.attention", causal, scale, window, softcap, dropout_p, score_mod, mask_mod
     )
-    if o.captures:
-        raise NotImplementedError(
-            "fa.attention: score_mod / mask_mod index captured tensors, which the torch op "
-            "does not pass yet (numpy arrays through fa.attention and fa.attention_backward "
-            "do; or call with numpy arrays)"
-        )
     window_list = list(o.window) if o.window is not None else None
-    return o.causal, o.scale, window_list, o.softcap, o.dropout_p, o.score_mod, o.mask_mod
+    options = (o.causal, o.scale, window_list, o.softcap, o.dropout_p, o.score_mod, o.mask_mod)
+    return options, tuple(o.capture_sources)
+
+
+def _captures(
+    api: str, q: Tensor, score_mod: Any, mask_mod: Any, sources: tuple[tuple[str, str, Any], ...]
+) -> list[Tensor]:
+    """The tensors the traced modifiers index, read from their closures / globals.
+
+    Plain attribute and item accesses, which torch.compile traces: the
+    tensors become inputs of the graph (guarded like any input). numpy
+    arrays become tensors on q's device.
+    """
+    captures = []
+    for i, (what, kind, key) in enumerate(sources):
+        fn = score_mod if what == "score_mod" else mask_mod
+        x = fn.__closure__[key].cell_contents if kind == "closure" else fn.__globals__[key]
+        if isinstance(x, np.ndarray):
+            x = torch.from_numpy(np.ascontiguousarray(x)).to(q.device)
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(
+                f"{api}: captured array {i} of score_mod / mask_mod is a {type(x).__name__}, "
+                "not a torch tensor or numpy array"
+            )
+        captures.append(x.detach())
+    _check_capture_devices(api, q, captures)
+    return captures
 
 
 def attention(
@@ -224,9 +289,11 @@ def attention(
 ) -> Any:
     """fa.attention on torch tensors through ``torch.ops.fa.attention``."""
     api = "fa.attention"
-    options = _options(
-        *_checked_options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod)
+    checked, sources = _checked_options(
+        causal, scale, window, softcap, dropout_p, score_mod, mask_mod
     )
+    options = _options(*checked)
+    captures = _captures(api, q, score_mod, mask_mod, sources)
     seed = _api._check_seed(api, dropout_seed)
     if seed is None:
         # Drawn here, not in the op, so that the backward sees the same seed.
@@ -264,5 +331,6 @@ def attention(
         options.score_mod,
         options.mask_mod,
         seed,
+        captures,
     )
     return (out, lse) if return_lse else out

@@ -88,13 +88,18 @@ class Captures:
 
     def __init__(self) -> None:
         self.arrays: list[Any] = []
+        # Where each array was found: (modifier, "closure", cell index) or
+        # (modifier, "global", name), modifier "score_mod" or "mask_mod"
+        # (how fa.attention on torch tensors fetches them under torch.compile).
+        self.sources: list[tuple[str, str, Any] | None] = []
         self._index: dict[int, int] = {}
 
-    def add(self, x: Any) -> int:
+    def add(self, x: Any, source: tuple[str, str, Any] | None = None) -> int:
         key = id(x)
         if key not in self._index:
             self._index[key] = len(self.arrays)
             self.arrays.append(x)
+            self.sources.append(source)
         return self._index[key]
 
     def element(self, i: int) -> tuple[str, str]:
@@ -158,8 +163,10 @@ class _Tracer:
             self._constants[key] = self.emit(text, type_)
         return self._constants[key]
 
-    def extract(self, array: Any, indices: tuple[Any, ...]) -> TracedValue:
-        """``array[indices]`` (all of its dims) as a traced value."""
+    def extract(
+        self, array: Any, indices: tuple[Any, ...], source: tuple[str, str, Any] | None = None
+    ) -> TracedValue:
+        """``array[indices]`` (all of its dims) as a traced value (``source``: see Captures)."""
         if self.captures is None:
             self.fail("a captured array (captures are not available here)")
         name = _element_name(array)
@@ -179,7 +186,7 @@ class _Tracer:
             if kind == F32:
                 self.fail("a float used as an index into a captured array")
             names.append(self.convert(self.lift(i), INDEX).name)
-        c = self.captures.add(array)
+        c = self.captures.add(array, source)
         elem, how = self.captures.element(c)
         type_ = self.captures.type(c)
         value = self.emit(f"tensor.extract %cap{c}[{', '.join(names)}] : {type_}", elem)
@@ -311,12 +318,19 @@ class _CapturedArray:
     ``dtype``, ...) and ``len`` are the array's.
     """
 
-    __slots__ = ("_array", "_tracer", "_prefix")
+    __slots__ = ("_array", "_tracer", "_prefix", "_source")
 
-    def __init__(self, array: Any, tracer: _Tracer, prefix: tuple[Any, ...] = ()) -> None:
+    def __init__(
+        self,
+        array: Any,
+        tracer: _Tracer,
+        prefix: tuple[Any, ...] = (),
+        source: tuple[str, str, Any] | None = None,
+    ) -> None:
         self._array = array
         self._tracer = tracer
         self._prefix = prefix
+        self._source = source
 
     def __getitem__(self, key: Any) -> Any:
         keys = self._prefix + (key if isinstance(key, tuple) else (key,))
@@ -325,8 +339,8 @@ class _CapturedArray:
         if not any(isinstance(k, TracedValue) for k in keys):
             return self._array[keys]
         if len(keys) < len(self._array.shape):
-            return _CapturedArray(self._array, self._tracer, keys)
-        return self._tracer.extract(self._array, keys)
+            return _CapturedArray(self._array, self._tracer, keys, self._source)
+        return self._tracer.extract(self._array, keys, self._source)
 
     def __len__(self) -> int:
         return len(self._array)
@@ -356,14 +370,15 @@ def _with_captures(fn: Any, tracer: _Tracer) -> Any:
     changed = False
     if closure:
         cells = []
-        for cell in closure:
+        for index, cell in enumerate(closure):
             try:
                 value = cell.cell_contents
             except ValueError:  # an empty cell
                 cells.append(cell)
                 continue
             if _is_captured_array(value):
-                cell = types.CellType(_CapturedArray(value, tracer))
+                source = (tracer.what, "closure", index)
+                cell = types.CellType(_CapturedArray(value, tracer, source=source))
                 changed = True
             cells.append(cell)
         new_closure = tuple(cells)
@@ -374,7 +389,7 @@ def _with_captures(fn: Any, tracer: _Tracer) -> Any:
     if names:
         globals_ = dict(globals_)
         for n in names:
-            globals_[n] = _CapturedArray(globals_[n], tracer)
+            globals_[n] = _CapturedArray(globals_[n], tracer, source=(tracer.what, "global", n))
     clone = types.FunctionType(code, globals_, fn.__name__, fn.__defaults__, new_closure)
     clone.__kwdefaults__ = fn.__kwdefaults__
     return clone

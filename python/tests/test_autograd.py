@@ -215,10 +215,10 @@ def test_errors_keep_their_messages() -> None:
 
 def test_custom_op_registration() -> None:
     q, k, v = inputs(1, 4, 2, 10, 12, 8)
-    args = (q, k, v, None, None, "bottom_right", None, None, 20.0, 0.0, "", "", 0)
+    args = (q, k, v, None, None, "bottom_right", None, None, 20.0, 0.0, "", "", 0, [])
     torch.library.opcheck(torch.ops.fa.attention.default, args)
     bias = torch.randn(1, 4, 10, 12, requires_grad=True)
-    args = (q, k, v, bias, None, "none", None, None, None, 0.0, "", "", 0)
+    args = (q, k, v, bias, None, "none", None, None, None, 0.0, "", "", 0, [])
     torch.library.opcheck(torch.ops.fa.attention.default, args)
 
 

@@ -131,15 +131,3 @@ def test_real_torch() -> None:
     assert isinstance(o, torch.Tensor) and o.dtype == torch.bfloat16
     want, _ = reference(q.float().numpy(), k.float().numpy(), v.float().numpy(), causal="top_left")
     assert rel_error(o.float().numpy(), want) < BOUNDS["bfloat16"]
-
-
-def test_real_torch_captured_tensors_are_refused_for_now() -> None:
-    # Tracing records them, but torch.ops.fa.attention does not pass them yet.
-    torch = pytest.importorskip("torch")
-    q = torch.zeros(1, 2, 8, 8)
-    head_table, doc_id = torch.tensor([0.5, -0.5]), torch.arange(8) // 4
-    message = r"^fa\.attention: score_mod / mask_mod index captured tensors, which the torch op"
-    with pytest.raises(NotImplementedError, match=message):
-        fa.attention(q, q, q, score_mod=lambda s, b, h, q_idx, kv_idx: s + head_table[h])
-    with pytest.raises(NotImplementedError, match=message):
-        fa.attention(q, q, q, mask_mod=lambda b, h, i, j: doc_id[i] == doc_id[j])
