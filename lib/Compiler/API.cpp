@@ -570,10 +570,46 @@ void checkShape(const char *api, const fa::TensorView &t, const char *name,
 
 namespace {
 
+/// Bytes per element of `dtype`.
+size_t dtypeBytes(fa::DType dtype) {
+  switch (dtype) {
+  case fa::DType::I8:
+    return 1;
+  case fa::DType::F16:
+  case fa::DType::BF16:
+  case fa::DType::I16:
+    return 2;
+  case fa::DType::F32:
+  case fa::DType::I32:
+    return 4;
+  case fa::DType::F64:
+  case fa::DType::I64:
+    return 8;
+  }
+  return 4;
+}
+
+/// The GPU calls' captures: spec.captures' views, args[first] on (any
+/// strides; the kernel reads the elements the regions index).
+std::vector<mlir::fa::CudaCapture>
+gpuCaptures(const fa::AttentionSpec &spec,
+            const std::vector<mlir::fa::HostKernelArg> &args, size_t first) {
+  std::vector<mlir::fa::CudaCapture> captures;
+  for (size_t i = 0; i < spec.captures.size(); ++i) {
+    const mlir::fa::HostKernelArg &a = args[first + i];
+    mlir::fa::CudaCapture c;
+    c.data = reinterpret_cast<uint64_t>(a.data) +
+             a.offset * dtypeBytes(spec.captures[i].dtype);
+    c.strides.assign(a.strides.begin(), a.strides.end());
+    captures.push_back(std::move(c));
+  }
+  return captures;
+}
+
 /// Runs the GPU kernel on device views, after the checks its ABI needs:
 /// rows contiguous (stride 1 in the head dim) and 16-byte aligned rows for
-/// cp.async. `allArgs` are q, k, v, [bias], [ALiBi slopes], [seed], out,
-/// [lse], as the host kernel takes them.
+/// cp.async. `allArgs` are q, k, v, [bias], [ALiBi slopes], [seed],
+/// [captures], out, [lse], as the host kernel takes them.
 void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
                const std::vector<mlir::fa::HostKernelArg> &allArgs,
                void *stream) {
@@ -587,7 +623,7 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
       spec.alibi ? &allArgs[next++] : nullptr;
   if (spec.dropoutP != 0.0)
     ++next;
-  // Captures fail the GPU compile for now.
+  size_t firstCapture = next;
   next += spec.captures.size();
   args.insert(args.end(), allArgs.begin() + next, allArgs.end());
   const char *names[5] = {"q", "k", "v", "out", "lse"};
@@ -680,6 +716,7 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
            std::to_string(slopes->strides[0]));
     }
   }
+  call.captures = gpuCaptures(spec, allArgs, firstCapture);
   if (rt::Status st =
           mlir::fa::launchCudaKernel(*gpu.image, *gpu.function, call, stream);
       st.failed())
@@ -868,6 +905,8 @@ void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
     for (int d = 0; d < 4; ++d)
       call.dbiasStrides[d] = dbias.strides[d];
   }
+  // The captures come right before dq, dk, dv.
+  call.captures = gpuCaptures(spec, args, n - 3 - spec.captures.size());
   // workspace = 0: the launcher allocates Dsum and waits for the stream.
   if (rt::Status st = mlir::fa::launchCudaBackward(*gpu.image, *gpu.functions,
                                                    call, stream);

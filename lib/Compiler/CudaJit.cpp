@@ -65,7 +65,53 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {}) {
               ";block-kv=" + std::to_string(tile.blockKV);
   return ::fa::runtime::makeKey(irText, target, FA_VERSION);
 }
+
+/// The rank of each of `captures` (tensor types).
+std::vector<int64_t> captureRanks(TypeRange captures) {
+  std::vector<int64_t> ranks;
+  for (Type t : captures)
+    ranks.push_back(cast<ShapedType>(t).getRank());
+  return ranks;
+}
+
+/// A parameter layout split into the kernel's own parameters and its
+/// captures' (getCudaCaptureParams).
+std::pair<StringRef, StringRef> splitCaptureParams(StringRef layout) {
+  size_t at = layout.find(",capture0,");
+  if (at == StringRef::npos)
+    return {layout, ""};
+  return {layout.take_front(at), layout.drop_front(at)};
+}
+
+/// The ranks of `captures` (a call's: one stride per dim).
+std::vector<int64_t> captureRanks(const std::vector<CudaCapture> &captures) {
+  std::vector<int64_t> ranks;
+  for (const CudaCapture &c : captures)
+    ranks.push_back(int64_t(c.strides.size()));
+  return ranks;
+}
+
+/// Appends the launch parameters of `captures` (pointers into them: they
+/// must outlive the launch).
+void appendCaptureParams(std::vector<void *> &params,
+                         std::vector<CudaCapture> &captures) {
+  for (CudaCapture &c : captures) {
+    params.push_back(&c.data);
+    for (int64_t &stride : c.strides)
+      params.push_back(&stride);
+  }
+}
 } // namespace
+
+std::string mlir::fa::getCudaCaptureParams(ArrayRef<int64_t> ranks) {
+  std::string params;
+  for (auto [i, rank] : llvm::enumerate(ranks)) {
+    std::string name = "capture" + std::to_string(i);
+    params +=
+        "," + name + "," + name + "_strides[" + std::to_string(rank) + "]";
+  }
+  return params;
+}
 
 FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
                                                        StringRef chip,
@@ -88,6 +134,7 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
   image.threads = cast<IntegerAttr>(meta.get("threads")).getInt();
   image.scored = op.getBias() || op.getAlibiSlopes() ||
                  !op.getScoreMod().empty() || !op.getMaskMod().empty();
+  image.captureRanks = captureRanks(op.getCaptures().getTypes());
   return image;
 }
 
@@ -111,8 +158,9 @@ mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
             kernel.dynamicSharedBytes = image->sharedBytes;
             kernel.gridRule =
                 "ceil(Nq/" + std::to_string(image->blockQ) + "),Hq,B";
-            kernel.paramLayout =
-                image->scored ? kCudaForwardScoredParams : kCudaForwardParams;
+            kernel.paramLayout = (image->scored ? kCudaForwardScoredParams
+                                                : kCudaForwardParams) +
+                                 getCudaCaptureParams(image->captureRanks);
             kernel.chip = chip.str();
             kernel.image = image->ptx;
             return kernel;
@@ -148,12 +196,19 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
   CudaAttentionCall c = call; // the driver reads parameters through pointers
   int32_t seqQ = c.seqQ, seqKV = c.seqKV,
           group = static_cast<int32_t>(c.headsQ / c.headsKV);
-  bool scored = kernel.paramLayout == kCudaForwardScoredParams;
-  if (!scored && kernel.paramLayout != kCudaForwardParams)
+  auto [own, captureParams] = splitCaptureParams(kernel.paramLayout);
+  bool scored = own == kCudaForwardScoredParams;
+  if (!scored && own != kCudaForwardParams)
     return rt::Status::error("kernel cache entry has an unknown parameter "
                              "layout '" +
                              kernel.paramLayout + "'");
-  void *params[30];
+  std::string callCaptures = getCudaCaptureParams(captureRanks(c.captures));
+  if (captureParams != callCaptures)
+    return rt::Status::error("kernel cache entry has parameter layout '" +
+                             kernel.paramLayout + "', but the call passes " +
+                             std::to_string(c.captures.size()) +
+                             " captures ('" + callCaptures + "')");
+  std::vector<void *> params(23);
   for (int i = 0; i < 5; ++i)
     params[i] = &c.pointers[i];
   for (int i = 0; i < 14; ++i)
@@ -162,17 +217,19 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
   params[20] = &seqKV;
   params[21] = &group;
   params[22] = &c.scaleLog2;
-  // The driver reads as many as the kernel declares.
-  params[23] = &c.bias;
-  for (int i = 0; i < 4; ++i)
-    params[24 + i] = &c.biasStrides[i];
-  params[28] = &c.slopes;
-  params[29] = &c.slopesBatchStride;
+  if (scored) {
+    params.push_back(&c.bias);
+    for (int i = 0; i < 4; ++i)
+      params.push_back(&c.biasStrides[i]);
+    params.push_back(&c.slopes);
+    params.push_back(&c.slopesBatchStride);
+  }
+  appendCaptureParams(params, c.captures);
   rt::Dim3 grid{static_cast<unsigned>((c.seqQ + blockQ - 1) / blockQ),
                 static_cast<unsigned>(c.headsQ),
                 static_cast<unsigned>(c.batch)};
   return rt::launch(function, grid, rt::Dim3{kernel.blockX, 1, 1},
-                    kernel.dynamicSharedBytes, stream, params);
+                    kernel.dynamicSharedBytes, stream, params.data());
 }
 
 //===----------------------------------------------------------------------===//
@@ -204,6 +261,7 @@ FailureOr<CudaBackwardImage> mlir::fa::compileCudaBackward(AttentionGradOp op,
   }
   image.scored = op.getBias() || op.getAlibiSlopes() ||
                  !op.getScoreMod().empty() || !op.getMaskMod().empty();
+  image.captureRanks = captureRanks(op.getCaptures().getTypes());
   return image;
 }
 
@@ -225,8 +283,9 @@ mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
             kernel.blockX = first.threads;
             kernel.dynamicSharedBytes = first.sharedBytes;
             kernel.gridRule = first.gridRule;
-            const char *params =
-                image->scored ? kCudaBackwardScoredParams : kCudaBackwardParams;
+            std::string params = (image->scored ? kCudaBackwardScoredParams
+                                                : kCudaBackwardParams) +
+                                 getCudaCaptureParams(image->captureRanks);
             kernel.paramLayout = params;
             for (const CudaEntryPoint &e :
                  ArrayRef<CudaEntryPoint>(image->entries).drop_front()) {
@@ -266,6 +325,8 @@ struct BackwardLaunch {
   int64_t rows = 0;
   /// The scored path's parameters (kCudaBackwardScoredParams).
   bool scored = false;
+  /// The captures' parameters (getCudaCaptureParams).
+  std::string captureParams;
 };
 
 /// Parses "ceil(Nq/<rows>),Hq,B" or "ceil(Nk/<rows>),Hkv,B", and dbias's
@@ -275,8 +336,10 @@ parseLaunch(const std::string &name, unsigned threads, unsigned sharedBytes,
             const std::string &gridRule, const std::string &params) {
   namespace rt = ::fa::runtime;
   BackwardLaunch launch{name, threads, sharedBytes};
-  launch.scored = params == kCudaBackwardScoredParams;
-  if (params != kCudaBackwardParams && !launch.scored)
+  auto [own, captureParams] = splitCaptureParams(params);
+  launch.captureParams = captureParams.str();
+  launch.scored = own == kCudaBackwardScoredParams;
+  if (own != kCudaBackwardParams && !launch.scored)
     return rt::Status::error("kernel " + name + " has parameter layout '" +
                              params + "', expected '" + kCudaBackwardParams +
                              "' or '" + kCudaBackwardScoredParams + "'");
@@ -334,7 +397,8 @@ backwardLaunches(const ::fa::runtime::CachedKernel &kernel) {
   const char *prefixes[4] = {"fa_backward_dsum_", "fa_backward_dkdv_",
                              "fa_backward_dq_", "fa_backward_dbias_"};
   for (size_t i = 0; i < launches.size(); ++i) {
-    if (launches[i].scored != launches[0].scored)
+    if (launches[i].scored != launches[0].scored ||
+        launches[i].captureParams != launches[0].captureParams)
       return rt::Status::error("kernel cache entry " + kernel.kernelName +
                                ": its entry points' parameter layouts differ");
     if (!StringRef(launches[i].name).starts_with(prefixes[i]))
@@ -389,6 +453,13 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   if (call.batch < 0 || call.headsQ < 0 || call.headsKV < 0 || call.seqQ < 0 ||
       call.seqKV < 0)
     return rt::Status::error("backward: negative size");
+  std::string callCaptures = getCudaCaptureParams(captureRanks(call.captures));
+  if ((*launches)[0].captureParams != callCaptures)
+    return rt::Status::error(
+        "backward: kernel cache entry " + kernel.kernelName +
+        " takes captures '" + (*launches)[0].captureParams +
+        "', but the call passes " + std::to_string(call.captures.size()) +
+        " ('" + callCaptures + "')");
   bool withDBias = launches->size() == 4;
   if (withDBias && !functions.dbias)
     return rt::Status::error("backward: the dbias kernel is not loaded");
@@ -438,7 +509,8 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
     dbiasStrides[i] = call.dbiasStrides[i];
   }
   int32_t batch = int32_t(call.batch), headsQ = int32_t(call.headsQ);
-  void *params[57];
+  std::vector<CudaCapture> captures = call.captures;
+  std::vector<void *> params(57);
   for (int i = 0; i < 10; ++i)
     params[i] = &pointers[i];
   for (int i = 0; i < 28; ++i)
@@ -458,6 +530,10 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   params[50] = &dbias;
   params[55] = &batch;
   params[56] = &headsQ;
+  // The captures follow the kernels' own parameters.
+  if (!(*launches)[0].scored)
+    params.resize(43);
+  appendCaptureParams(params, captures);
 
   const rt::Function *fns[4] = {&functions.dsum, &functions.dkdv, &functions.dq,
                                 withDBias ? &*functions.dbias : nullptr};
@@ -473,7 +549,7 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
         launch.oneBatch ? 1u : unsigned(call.batch)};
     rt::Status status =
         rt::launch(*fns[i], grid, rt::Dim3{launch.threads, 1, 1},
-                   launch.sharedBytes, stream, params);
+                   launch.sharedBytes, stream, params.data());
     if (status.failed())
       return status;
   }

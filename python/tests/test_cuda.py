@@ -159,3 +159,56 @@ def test_autograd_with_bias_on_the_gpu(dtype, bound, bias_shape) -> None:
         assert x.grad.device.type == "cuda" and x.grad.dtype == dtype
         assert x.grad.shape == r.grad.shape
         assert rel(x.grad, r.grad) < bound
+
+
+# Captured tensors on the GPU: document ids (exactly N entries: ragged tiles
+# read them clamped in range) and a per-head table, on q's device.
+_N_CAP = 77
+_doc_gpu = torch.repeat_interleave(
+    torch.arange(_N_CAP),
+    torch.randint(1, 12, (_N_CAP,), generator=torch.Generator().manual_seed(9)),
+)[:_N_CAP].to(torch.int32)
+_tab_gpu = torch.linspace(-0.4, 0.4, 8)
+_doc_cuda, _tab_cuda = _doc_gpu.cuda(), _tab_gpu.cuda()
+
+
+def _doc_mask_cuda(b, h, q_idx, kv_idx):
+    return (_doc_cuda[q_idx] == _doc_cuda[kv_idx]) & (kv_idx <= q_idx)
+
+
+def _head_bias_cuda(score, b, h, q_idx, kv_idx):
+    return score + _tab_cuda[h] * (kv_idx - q_idx)
+
+
+@pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])
+def test_captures_forward_and_autograd_on_the_gpu(dtype, bound) -> None:
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    q = torch.randn(2, 8, _N_CAP, 64, device="cuda", dtype=dtype, generator=gen)
+    k = torch.randn(2, 2, _N_CAP, 64, device="cuda", dtype=dtype, generator=gen)
+    v = torch.randn(2, 2, _N_CAP, 64, device="cuda", dtype=dtype, generator=gen)
+    for x in (q, k, v):
+        x.requires_grad_()
+    o = fa.attention(q, k, v, score_mod=_head_bias_cuda, mask_mod=_doc_mask_cuda)
+    assert o.device.type == "cuda" and o.dtype == dtype
+    do = torch.randn(o.shape, device="cuda", dtype=torch.float32, generator=gen)
+    (o.float() * do).sum().backward()
+    torch.cuda.synchronize()
+    # float64 on the CPU, the same modifiers over index tensors and CPU tables.
+    ref = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
+    kr, vr = (x.repeat_interleave(4, dim=1) for x in ref[1:])
+    s = ref[0] @ kr.transpose(-1, -2) / 8.0
+    h = torch.arange(8).view(1, -1, 1, 1)
+    i, j = torch.arange(_N_CAP).view(-1, 1), torch.arange(_N_CAP).view(1, -1)
+    s = s + _tab_gpu.double()[h] * (j - i)
+    keep = (_doc_gpu[i] == _doc_gpu[j]) & (j <= i)
+    want = torch.softmax(s.masked_fill(~keep, float("-inf")), dim=-1) @ vr
+    (want * do.double().cpu()).sum().backward()
+    assert rel(o.detach(), want.detach()) < bound
+    for x, r in zip((q, k, v), ref):
+        assert rel(x.grad, r.grad) < 2 * bound
+
+
+def test_captures_must_be_on_qs_device() -> None:
+    q = torch.zeros(1, 8, 16, 64, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"captured tensor 0 .* is on cpu, q on cuda:0"):
+        fa.attention(q, q, q, score_mod=lambda s, b, h, i, j: s + _tab_gpu[h])

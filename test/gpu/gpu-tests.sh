@@ -69,11 +69,28 @@ run "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64
 run "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
 run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
 
+# Captures (document ids, a per-head table), forward and backward: ids of
+# exactly N tokens (ragged tiles read them clamped in range), and more ids
+# than Nq and Nk use.
+caps=$(mktemp -d)
+util=$(dirname "$0")/../fa-jit/Inputs/captures_util.py
+python3 "$util" gen "$caps/77" --shape=1,4,77,8 --seed=3 &&
+  python3 "$util" gen "$caps/400" --shape=1,4,400,8 --seed=4 || echo "FAIL: captures_util.py gen"
+for n in 77 400; do
+  c="--captures=$caps/$n/doc.npy,$caps/$n/tab.npy"
+  run "$inputs/captures-docs.mlir" --shape=2,4,2,77,77,64 "$c"
+  run "$inputs/captures-docs.mlir" --shape=2,4,2,77,77,64 "$c" --backward
+done
+run "$inputs/captures-docs.mlir" --shape=1,4,2,200,333,64 \
+  "--captures=$caps/400/doc.npy,$caps/400/tab.npy"
+run "$inputs/captures-docs.mlir" --shape=1,4,2,200,333,64 \
+  "--captures=$caps/400/doc.npy,$caps/400/tab.npy" --backward
+
 # The kernel cache: a second process finds the kernel on disk.
 cache=$(mktemp -d)
 first=$(FA_CACHE_DIR=$cache "$fajit" --target=auto --shape=1,2,2,64,64,64 --dtype=bf16 2>&1)
 second=$(FA_CACHE_DIR=$cache "$fajit" --target=auto --shape=1,2,2,64,64,64 --dtype=bf16 2>&1)
-rm -rf "$cache"
+rm -rf "$cache" "$caps"
 echo "cache, first process:  $(echo "$first" | grep -o 'compile=[^ ]* ([a-z]*)')"
 echo "cache, second process: $(echo "$second" | grep -o 'compile=[^ ]* ([a-z]*)')"
 if [[ "$first" == *"(compiled)"* && "$second" == *"(cached)"* ]]; then

@@ -49,12 +49,19 @@ variants=(
   "$inputs/score-mod-all.mlir --shape=1,4,2,77,131,128"
   "$inputs/mask-mod-docs.mlir --shape=1,4,2,100,133,64"
 )
+# Captures of exactly N entries (ragged tiles must read them in bounds).
+caps=$(mktemp -d)
+trap 'rm -rf "$caps"' EXIT
+python3 "$(dirname "$0")/../fa-jit/Inputs/captures_util.py" gen "$caps" \
+  --shape=1,4,77,8 --seed=3
+variants+=("$inputs/captures-docs.mlir --shape=1,4,2,77,77,64 --captures=$caps/doc.npy,$caps/tab.npy")
 if takes --shape=1,1,1,1,1,256; then
   variants+=("--dtype=bf16 --shape=1,4,2,129,200,256 --causal=bottom-right --lse")
 else
   echo "sanitize: the forward does not take D = 256 here; left out"
 fi
 backward=(
+  "--backward $inputs/captures-docs.mlir --shape=1,4,2,77,77,64 --captures=$caps/doc.npy,$caps/tab.npy"
   "--backward --dtype=bf16 --shape=1,4,2,257,131,64 --causal=bottom-right"
   "--backward --dtype=f16 --shape=1,4,1,100,333,128 --window=40,8"
 )

@@ -1330,6 +1330,10 @@ bool Driver::compileAndRunOnGpu() {
   if ((op.getBias() && !upload(bias, biasBuf)) ||
       (op.getAlibiSlopes() && !upload(slopes, slopesBuf)))
     return false;
+  std::vector<rt::DeviceBuffer> captureBufs(captures.size());
+  for (auto [capture, buffer] : llvm::zip(captures, captureBufs))
+    if (!upload(capture, buffer))
+      return false;
 
   int64_t b = dims[kB], hq = dims[kHq], hkv = dims[kHkv], nq = dims[kNq],
           nk = dims[kNk], d = dims[kD], dvDim = dims[kDv];
@@ -1361,6 +1365,18 @@ bool Driver::compileAndRunOnGpu() {
   if (op.getAlibiSlopes()) {
     call.slopes = slopesBuf.getPointer();
     call.slopesBatchStride = slopes.shape.size() == 2 ? hq : 0;
+  }
+  // The captures, contiguous (row-major strides).
+  for (auto [capture, buffer] : llvm::zip(captures, captureBufs)) {
+    CudaCapture c;
+    c.data = buffer.getPointer();
+    c.strides.resize(capture.shape.size());
+    int64_t stride = 1;
+    for (size_t i = capture.shape.size(); i-- > 0;) {
+      c.strides[i] = stride;
+      stride *= capture.shape[i];
+    }
+    call.captures.push_back(std::move(c));
   }
   auto launch = [&]() {
     return launchCudaKernel(kernel, function.value(), call, nullptr);
@@ -1412,6 +1428,7 @@ bool Driver::compileAndRunOnGpu() {
               gradCall.biasStrides);
     gradCall.slopes = call.slopes;
     gradCall.slopesBatchStride = call.slopesBatchStride;
+    gradCall.captures = call.captures;
     if (hasGradBias) {
       gradCall.dbias = dbiasBuf.getPointer();
       int64_t stride = 1;

@@ -8,6 +8,7 @@
 
 #include "TestTensors.h"
 
+#include "fa/Runtime/Cuda.h"
 #include "fa/Support/Reference.h"
 #include "fa/fa.h"
 
@@ -141,6 +142,86 @@ TEST(CapturesTest, ForwardAndBackwardReadThem) {
   EXPECT_GT(relErr(o2, refO), 1e-2);
 }
 
+TEST(CapturesTest, ForwardAndBackwardReadThemOnTheGpu) {
+  // The same variant in bf16 at D = 64 on the GPU: the ids have exactly N
+  // entries (ragged tiles read them clamped in range), the table a stride
+  // of 2.
+  namespace rt = fa::runtime;
+  rt::Expected<rt::Device> device = rt::Device::get(0);
+  if (device.failed())
+    GTEST_SKIP() << "no GPU: " << device.getMessage();
+  fa::DType dtype = fa::DType::BF16;
+  const int64_t d = 64;
+  fa::AttentionSpec spec = captureSpec();
+  spec.dtype = dtype;
+  spec.headDim = d;
+  fa::Kernel kernel = fa::compile(spec, "auto");
+  ASSERT_NE(kernel.target(), "host");
+  Tables tables;
+  std::mt19937 rng(7);
+  HostTensor q(dtype, {kB, kH, kN, d}), k(dtype, {kB, kH, kN, d}),
+      v(dtype, {kB, kH, kN, d}), o(dtype, {kB, kH, kN, d}),
+      dout(dtype, {kB, kH, kN, d}), dq(dtype, q.shape), dk(dtype, k.shape),
+      dv(dtype, v.shape);
+  HostTensor lse(fa::DType::F32, {kB, kH, kN});
+  for (HostTensor *t : {&q, &k, &v, &dout})
+    t->randomize(rng);
+  std::vector<HostTensor *> all = {&q, &k, &v, &o, &dout, &lse, &dq, &dk, &dv};
+  std::vector<rt::DeviceBuffer> buffers;
+  auto upload = [&](const void *data, size_t bytes) {
+    rt::Expected<rt::DeviceBuffer> buffer =
+        rt::DeviceBuffer::allocate(device.value(), bytes);
+    EXPECT_TRUE(buffer.ok()) << buffer.getMessage();
+    EXPECT_TRUE(buffer.value().copyFromHost(data, bytes).ok());
+    buffers.push_back(std::move(buffer.value()));
+    return reinterpret_cast<void *>(buffers.back().getPointer());
+  };
+  buffers.reserve(all.size() + 2);
+  std::vector<fa::TensorView> views;
+  for (HostTensor *t : all) {
+    fa::TensorView view = t->view();
+    view.data = upload(t->bytes.data(), t->bytes.size());
+    view.device = fa::Device::CUDA;
+    views.push_back(view);
+  }
+  std::vector<fa::TensorView> captures = tables.views();
+  captures[0].data =
+      upload(tables.doc.data(), tables.doc.size() * sizeof(int32_t));
+  captures[1].data = upload(tables.tabStorage.data(),
+                            tables.tabStorage.size() * sizeof(float));
+  for (fa::TensorView &c : captures)
+    c.device = fa::Device::CUDA;
+  kernel.forward(views[0], views[1], views[2], views[3], &views[5], nullptr,
+                 nullptr, 0, nullptr, captures);
+  kernel.backward(views[0], views[1], views[2], views[3], views[4], views[5],
+                  views[6], views[7], views[8], nullptr, nullptr, 0, nullptr,
+                  nullptr, captures);
+  ASSERT_TRUE(device.value().synchronize().ok());
+  for (int i : {3, 5, 6, 7, 8})
+    ASSERT_TRUE(
+        buffers[i].copyToHost(all[i]->bytes.data(), all[i]->bytes.size()).ok());
+
+  fa::support::AttentionOptions options = tables.options();
+  std::vector<double> refO, refLse, refDq, refDk, refDv;
+  std::string error;
+  ASSERT_TRUE(fa::support::attentionReference(q.ref(), k.ref(), v.ref(),
+                                              options, refO, refLse, error))
+      << error;
+  ASSERT_TRUE(fa::support::attentionGradReference(q.ref(), k.ref(), v.ref(),
+                                                  dout.ref(), options, refDq,
+                                                  refDk, refDv, error))
+      << error;
+  auto relErr = [](const HostTensor &got, const std::vector<double> &ref) {
+    std::vector<double> values = got.read();
+    return fa::support::relativeError(values.data(), ref.data(), ref.size());
+  };
+  EXPECT_LT(relErr(o, refO), 2e-2);
+  EXPECT_LT(relErr(lse, refLse), 1e-3);
+  EXPECT_LT(relErr(dq, refDq), 4e-2);
+  EXPECT_LT(relErr(dk, refDk), 4e-2);
+  EXPECT_LT(relErr(dv, refDv), 4e-2);
+}
+
 TEST(CapturesTest, RejectsBadCaptureViews) {
   fa::Kernel kernel = fa::compile(captureSpec());
   Tables tables;
@@ -199,14 +280,19 @@ TEST(CapturesTest, RejectsBadCaptureSpecs) {
               fa::compile(spec);
             }).rfind("fa::compile: invalid attention spec\n<spec>:", 0),
             0u);
-  // The GPU forward does not take captures yet.
-  EXPECT_NE(errorOf([&] {
-              fa::AttentionSpec gpu = captureSpec();
-              gpu.dtype = fa::DType::BF16;
-              gpu.headDim = 64;
-              fa::compile(gpu, "sm_90a");
-            }).find("captures are not supported on the GPU yet"),
+}
+
+TEST(CapturesTest, CompilesForTheGpu) {
+  // No device needed: the kernel takes each capture's pointer and strides
+  // after its own parameters (30 on the scored path).
+  fa::AttentionSpec spec = captureSpec();
+  spec.dtype = fa::DType::BF16;
+  spec.headDim = 64;
+  fa::Kernel kernel = fa::compile(spec, "sm_90a");
+  EXPECT_NE(kernel.ptx().find(".param .u64 fa_forward_0_param_33"),
             std::string::npos);
+  EXPECT_EQ(kernel.ptx().find("fa_forward_0_param_34"), std::string::npos);
+  EXPECT_NE(kernel.ptx().find("ld.global.nc.b32"), std::string::npos);
 }
 
 } // namespace

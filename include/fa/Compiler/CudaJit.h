@@ -38,10 +38,19 @@ struct CudaKernelImage {
   /// Whether the kernel takes the scored path's parameters (bias, ALiBi
   /// slopes: kCudaForwardScoredParams).
   bool scored = false;
+  /// The rank of each capture (parameters after the others).
+  std::vector<int64_t> captureRanks;
 };
 
+/// The parameters of captures of `ranks`, which follow a kernel's own
+/// (forward and backward): per capture its pointer and one element stride
+/// per dim, as a parameter layout's tail: ",capture0,capture0_strides[r0],
+/// capture1,...", empty without captures.
+std::string getCudaCaptureParams(ArrayRef<int64_t> ranks);
+
 /// The parameter layouts of the forward kernel (CachedKernel::paramLayout):
-/// plain, and with ALiBi, bias, score_mod or mask_mod.
+/// plain, and with ALiBi, bias, score_mod or mask_mod; either followed by
+/// getCudaCaptureParams(ranks) where the op has captures.
 inline constexpr const char *kCudaForwardParams =
     "q,k,v,o,lse,strides[14],nq,nk,group,scale";
 inline constexpr const char *kCudaForwardScoredParams =
@@ -66,6 +75,14 @@ std::shared_ptr<const ::fa::runtime::CachedKernel>
 getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
                        std::string &error, CudaForwardTile tile = {});
 
+/// A capture: the device pointer of its first element and its element
+/// strides (one per dim; the kernel reads only the elements the regions
+/// index).
+struct CudaCapture {
+  uint64_t data = 0;
+  std::vector<int64_t> strides;
+};
+
 /// One call of the kernel, in the ABI convert-fa-to-nvvm defines: device
 /// pointers of q, k, v, o, lse; element strides (batch, head, row) of q, k,
 /// v, o and (batch, head) of lse (rows contiguous); sizes; scale * log2(e).
@@ -81,6 +98,8 @@ struct CudaAttentionCall {
   int64_t biasStrides[4] = {};
   uint64_t slopes = 0;
   int64_t slopesBatchStride = 0;
+  /// The op's captures, in order (their ranks must be the kernel's).
+  std::vector<CudaCapture> captures;
 };
 
 /// Launches `kernel` (loaded as `function`) on `stream` with its grid
@@ -117,11 +136,14 @@ struct CudaBackwardImage {
   /// Whether the kernels take the scored path's parameters (bias, ALiBi
   /// slopes, dBias: kCudaBackwardScoredParams).
   bool scored = false;
+  /// The rank of each capture (parameters after the others).
+  std::vector<int64_t> captureRanks;
 };
 
 /// The parameter layouts of the backward kernels (CachedKernel::paramLayout,
 /// the same for all of an op's): plain, and with ALiBi, bias, score_mod or
-/// mask_mod.
+/// mask_mod; either followed by getCudaCaptureParams(ranks) where the op has
+/// captures.
 inline constexpr const char *kCudaBackwardParams =
     "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale";
 inline constexpr const char *kCudaBackwardScoredParams =
@@ -170,6 +192,8 @@ struct CudaBackwardCall {
   int64_t slopesBatchStride = 0;
   uint64_t dbias = 0;
   int64_t dbiasStrides[4] = {};
+  /// The op's captures, in order (their ranks must be the kernels').
+  std::vector<CudaCapture> captures;
 };
 
 /// Bytes of the Dsum workspace of `call`: B * Hq * Nq * 4.

@@ -197,6 +197,9 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
     params.append(4, i64);
     params.append({i32, i32});
   }
+  // Then each capture's pointer and strides.
+  unsigned firstCapture = params.size();
+  appendCaptureParams(params, op.getCaptures().getTypes());
   Block *entry = &createKernel(name, params).front();
   b.setInsertionPointToStart(entry);
   auto arg = [&](unsigned i) { return entry->getArgument(i); };
@@ -230,6 +233,7 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
     a.batches = arg(55);
     a.headsQ = arg(56);
   }
+  bindCaptures(entry, firstCapture, op.getCaptures().getTypes(), a.nq, a.nk);
   return a;
 }
 

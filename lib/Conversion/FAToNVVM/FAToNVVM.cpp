@@ -74,8 +74,6 @@ std::string unsupportedForwardReason(AttentionOp op) {
     return reason;
   if (op.getDropoutSeed())
     return "dropout is not supported on the GPU yet";
-  if (!op.getCaptures().empty())
-    return "captures are not supported on the GPU yet";
   for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),
                               std::make_pair(&op.getMaskMod(), "mask_mod")}) {
     if (region->empty())
@@ -159,13 +157,15 @@ void FlashKernelBuilder::build(StringRef name) {
   // q, k, v, o, lse; strides (b, h, n) of q, k, v, o and (b, h) of lse;
   // Nq, Nk, Hq / Hkv; scale * log2(e). The scored path adds bias and its
   // strides (b, h, i, j; 0 where it broadcasts), ALiBi slopes and their
-  // batch stride (0 for [Hq]).
+  // batch stride (0 for [Hq]). Then each capture's pointer and strides.
   bool scored = isScored(op);
   SmallVector<Type> params = {gptr, gptr, gptr, gptr, gptr};
   params.append(14, i64);
   params.append({i32, i32, i32, f32});
   if (scored)
     params.append({gptr, i64, i64, i64, i64, gptr, i64});
+  unsigned firstCapture = params.size();
+  appendCaptureParams(params, op.getCaptures().getTypes());
   Block *entry = &createKernel(name, params).front();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry);
@@ -175,6 +175,7 @@ void FlashKernelBuilder::build(StringRef name) {
         vs[3] = {arg(11), arg(12), arg(13)},
         os[3] = {arg(14), arg(15), arg(16)}, ls[2] = {arg(17), arg(18)};
   Value nq = arg(19), nk = arg(20), group = arg(21), scaleLog2 = arg(22);
+  bindCaptures(entry, firstCapture, op.getCaptures().getTypes(), nq, nk);
 
   ThreadPlace place = getThreadPlace();
   Value tid = place.tid, qTileIdx = place.tile, head = place.head;
@@ -586,10 +587,7 @@ struct ConvertFAToNVVMPass
             }));
     }
     for (auto [i, op] : llvm::enumerate(gradOps)) {
-      std::string reason =
-          op.getCaptures().empty()
-              ? unsupportedReason(op)
-              : "captures are not supported by the GPU backward yet";
+      std::string reason = unsupportedReason(op);
       if (!reason.empty()) {
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();

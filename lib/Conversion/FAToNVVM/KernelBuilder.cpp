@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -360,15 +361,69 @@ Value KernelBuilder::keepScored(const Masks &masks, Region *maskMod, Value idxB,
   return keep;
 }
 
+void KernelBuilder::appendCaptureParams(SmallVectorImpl<Type> &params,
+                                        TypeRange captures) {
+  for (Type t : captures) {
+    params.push_back(gptr);
+    params.append(cast<ShapedType>(t).getRank(), i64);
+  }
+}
+
+void KernelBuilder::bindCaptures(Block *entry, unsigned first,
+                                 TypeRange captureTypes, Value nq, Value nk) {
+  // One builder may build several kernels: this one's arguments only.
+  captures.clear();
+  lastRow = lastKey = Value();
+  if (captureTypes.empty())
+    return;
+  for (Type t : captureTypes) {
+    auto type = cast<ShapedType>(t);
+    Capture c{entry->getArgument(first++), type.getElementType(), {}};
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      c.strides.push_back(entry->getArgument(first++));
+    captures.push_back(std::move(c));
+  }
+  lastRow = toIndex(maxs(sub(nq, c32(1)), c32(0)));
+  lastKey = toIndex(maxs(sub(nk, c32(1)), c32(0)));
+}
+
 Value KernelBuilder::inlineRegion(Region &region, ValueRange args) {
   Block &block = region.front();
   IRMapping map;
-  map.map(block.getArguments(), args);
+  SmallVector<Value> given(args);
+  if (!captures.empty()) {
+    // Ragged rows and keys (past Nq, Nk) read the last one's captures.
+    assert(given.size() >= 2 && "regions end with (q_idx, kv_idx)");
+    Value &row = given[given.size() - 2], &key = given.back();
+    row = arith::MinSIOp::create(b, loc, row, lastRow);
+    key = arith::MinSIOp::create(b, loc, key, lastKey);
+  }
+  for (auto [arg, value] : llvm::zip(block.getArguments(), given))
+    map.map(arg, value);
   for (Operation &inner : block.without_terminator()) {
     auto x = [&](unsigned i) { return map.lookup(inner.getOperand(i)); };
     // math ops as PTX instructions: NVPTX has no libcalls for most of them.
     Value r =
         llvm::TypeSwitch<Operation *, Value>(&inner)
+            .Case([&](tensor::ExtractOp extract) {
+              // A capture's element: base + sum(index * stride), read-only
+              // for the kernel's lifetime (ld.global.nc).
+              auto arg = cast<BlockArgument>(extract.getTensor());
+              const Capture &c = captures[arg.getArgNumber() - given.size()];
+              Value offset;
+              for (auto [i, stride] : llvm::enumerate(c.strides)) {
+                Value index = arith::IndexCastOp::create(b, loc, i64, x(1 + i));
+                Value term = arith::MulIOp::create(b, loc, index, stride);
+                offset =
+                    offset ? arith::AddIOp::create(b, loc, offset, term) : term;
+              }
+              return LLVM::LoadOp::create(b, loc, c.elementType,
+                                          gep(c.base, offset, c.elementType),
+                                          /*alignment=*/0, /*isVolatile=*/false,
+                                          /*isNonTemporal=*/false,
+                                          /*isInvariant=*/true)
+                  .getResult();
+            })
             .Case([&](math::TanhOp) { return approx("tanh.approx.f32", x(0)); })
             .Case([&](math::ExpOp) { return exp2(fmul(x(0), cf(M_LOG2E))); })
             .Case([&](math::Exp2Op) { return exp2(x(0)); })
@@ -405,6 +460,10 @@ Value KernelBuilder::inlineRegion(Region &region, ValueRange args) {
 }
 
 bool mlir::fa::nvvm::isKernelRegionOp(Operation *op) {
+  // A capture's element (the tensor is a trailing block argument).
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+    return isa<BlockArgument>(extract.getTensor()) &&
+           extract.getType().isIntOrFloat();
   for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
     if (!t.isIntOrIndexOrFloat())
       return false;

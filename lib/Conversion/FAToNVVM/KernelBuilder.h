@@ -233,10 +233,26 @@ public:
   Value keepScored(const Masks &masks, Region *maskMod, Value idxB, Value idxH,
                    Value row, Value key, Value nk, Value diag, bool checkBound);
   /// Inlines the single-block `region` (score_mod, mask_mod or
-  /// score_mod_grad) with `args` for its arguments; the value it yields. The
-  /// f32 math ops NVPTX has no libcall-free lowering for become PTX
-  /// instructions.
+  /// score_mod_grad) with `args` for its arguments but the trailing
+  /// captures; the value it yields. The f32 math ops NVPTX has no
+  /// libcall-free lowering for become PTX instructions; tensor.extract on a
+  /// capture becomes a load of the element bindCaptures bound (the regions'
+  /// last two `args`, query and key, then clamped into range).
   Value inlineRegion(Region &region, ValueRange args);
+
+  /// The op's captures (`captures`: their tensor types) as kernel
+  /// parameters, after the kernel's own: per capture a pointer and one i64
+  /// element stride per dim.
+  void appendCaptureParams(SmallVectorImpl<Type> &params, TypeRange captures);
+  /// Binds the captures' parameters (from argument `first` of `entry`, laid
+  /// out as appendCaptureParams does) for inlineRegion, which then clamps
+  /// the regions' query and key arguments to [0, Nq - 1] and [0, Nk - 1]
+  /// (`nq`, `nk`: i32), so that ragged rows and keys of a tile read captures
+  /// in bounds (the masks still see the true key). Emits at the insertion
+  /// point, which must dominate every inlined region (the entry). Call it
+  /// for each kernel (it forgets the previous kernel's).
+  void bindCaptures(Block *entry, unsigned first, TypeRange captures, Value nq,
+                    Value nk);
 
 protected:
   OpBuilder &b;
@@ -244,6 +260,18 @@ protected:
   Type et;
   int64_t d;
   Type i32, i64, f32, gptr, sptr;
+
+private:
+  /// A bound capture: its global pointer, element type and element strides
+  /// (i64, one per dim).
+  struct Capture {
+    Value base;
+    Type elementType;
+    SmallVector<Value, 4> strides;
+  };
+  SmallVector<Capture> captures;
+  /// max(Nq - 1, 0) and max(Nk - 1, 0) as index, where there are captures.
+  Value lastRow, lastKey;
 };
 
 /// Why `op`'s element type and head dims (fa.attention or fa.attention_grad)
