@@ -69,6 +69,22 @@ run "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64
 run "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
 run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
 
+# The scored backward (fa-jit --backward: the forward's terms, dBias by the
+# fourth kernel): a full [1, Hq, Nq, Nk] bias and [B, 1, Nq, Nk] (head sums,
+# backward-dbias.mlir), broadcast biases, ALiBi, score_mod, mask_mod. Biases
+# broadcast over keys ([.., 1]: row or total sums) are covered by
+# FACudaBackwardTests: their dBias is exactly 0 (softmax is shift-invariant),
+# which --check's relative error cannot judge.
+run --backward --dtype=f16 --shape=2,4,4,100,100,96 --bias --dbias --alibi --window=40,8
+run --backward --dtype=bf16 --shape=1,4,2,77,150,128 --bias --dbias --causal=bottom-right
+run --backward --dtype=bf16 --shape=2,8,2,129,257,64 --alibi --causal=bottom-right
+run --backward "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128
+run "$(dirname "$0")/../fa-jit/Inputs/backward-dbias.mlir"
+run --backward "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64
+run --backward "$inputs/alibi-batch-gqa.mlir" --shape=3,4,2,77,131,64
+run --backward "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
+run --backward "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
+
 # Captures (document ids, a per-head table), forward and backward: ids of
 # exactly N tokens (ragged tiles read them clamped in range), and more ids
 # than Nq and Nk use.

@@ -177,3 +177,92 @@ func.func @broadcast_bias(%q: tensor<?x4x?x64xbf16>, %o: tensor<?x4x?x64xbf16>, 
   %dq, %dk, %dv, %db = fa.attention_grad %q, %q, %q, %o, %o, %lse bias(%bias : tensor<1x4x1x?xf32>) : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?xf32> -> tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<1x4x1x?xf32>
   return %db : tensor<1x4x1x?xf32>
 }
+
+// -----
+
+// A bias broadcast over heads and keys, [B, 1, Nq, 1] f16 (D = 96: K/V
+// tiles of 32 keys). dBias's row sums are exactly 0 (softmax is
+// shift-invariant): the kernel must still sum every key once. Two f32 row
+// accumulators, 0.0 before the K/V loop, carried through every member loop;
+// 8 dS terms per row per tile (keys past Nk and rows past Nq have P = 0 and
+// zero-filled K/V); after the loop a quad reduction (lanes 1, 2 hold the
+// row's other columns), stored once by tq == 0 for rows < Nq.
+
+// CHECK: {grid = "ceil(Nq/64),1,B", name = "fa_backward_dbias_0", shared_bytes = 37376 : i64, threads = 128 : i64}
+// CHECK-LABEL: llvm.func @fa_backward_dbias_0(
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[STEP:.+]] = arith.constant 32 : i32
+// CHECK: %[[ACC:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %[[ZERO]], %{{.+}} = %[[ZERO]]) -> (f32, f32)
+// CHECK: scf.for {{.+}} -> (f32, f32)
+// CHECK: scf.for {{.+}} -> (f32, f32)
+// CHECK: scf.for {{.+}} -> (f32, f32)
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;"
+// CHECK-COUNT-48: nvvm.mma.sync
+// CHECK-COUNT-16: arith.addf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: scf.yield %{{.+}}, %{{.+}} : f32, f32
+// CHECK: nvvm.shfl.sync  bfly %{{.+}}, %[[ACC]]#0, %{{.+}}, %{{.+}} : f32 -> f32
+// CHECK: nvvm.shfl.sync  bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: arith.cmpi eq
+// CHECK: arith.cmpi slt
+// CHECK: scf.if
+// CHECK: arith.truncf %{{.+}} : f32 to f16
+// CHECK-NEXT: llvm.store
+// CHECK: nvvm.shfl.sync  bfly %{{.+}}, %[[ACC]]#1, %{{.+}}, %{{.+}} : f32 -> f32
+// CHECK: nvvm.shfl.sync  bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: scf.if
+// CHECK: arith.truncf %{{.+}} : f32 to f16
+// CHECK-NEXT: llvm.store
+// CHECK-NOT: atomicrmw
+// CHECK-NOT: nvvm.barrier0
+// CHECK: llvm.return
+
+func.func @rows_bias(%q: tensor<?x2x?x96xbf16>, %o: tensor<?x2x?x96xbf16>, %lse: tensor<?x2x?xf32>, %bias: tensor<?x1x?x1xf16>) -> tensor<?x1x?x1xf16> {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %q, %q, %o, %o, %lse bias(%bias : tensor<?x1x?x1xf16>) : tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?xf32> -> tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x1x?x1xf16>
+  return %db : tensor<?x1x?x1xf16>
+}
+
+// -----
+
+// A scalar bias [1, 1, 1, 1] f32 (D = 32): one CTA, one f32 accumulator
+// from 0.0 through every loop; a butterfly over all 32 lanes, lane 0 of
+// each warp writes its sum to shared memory, a barrier, thread 0 adds the 4
+// warps in order and stores, a barrier.
+
+// CHECK: {grid = "1,1,1", name = "fa_backward_dbias_0", shared_bytes = 17408 : i64, threads = 128 : i64}
+// CHECK-LABEL: llvm.func @fa_backward_dbias_0(
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[ACC:.+]] = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %[[ZERO]]) -> (f32)
+// CHECK: scf.for {{.+}} -> (f32)
+// CHECK: scf.for {{.+}} -> (f32)
+// CHECK: scf.for {{.+}} -> (f32)
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK-COUNT-32: arith.addf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: scf.yield %{{.+}} : f32
+// CHECK: %[[C1:.+]] = arith.constant 1 : i32
+// CHECK: nvvm.shfl.sync  bfly %{{.+}}, %[[ACC]], %[[C1]], %{{.+}} : f32 -> f32
+// CHECK: %[[C2:.+]] = arith.constant 2 : i32
+// CHECK: nvvm.shfl.sync  bfly %{{.+}}, %{{.+}}, %[[C2]], %{{.+}} : f32 -> f32
+// CHECK: %[[C4:.+]] = arith.constant 4 : i32
+// CHECK: nvvm.shfl.sync  bfly %{{.+}}, %{{.+}}, %[[C4]], %{{.+}} : f32 -> f32
+// CHECK: %[[C8:.+]] = arith.constant 8 : i32
+// CHECK: nvvm.shfl.sync  bfly %{{.+}}, %{{.+}}, %[[C8]], %{{.+}} : f32 -> f32
+// CHECK: %[[C16:.+]] = arith.constant 16 : i32
+// CHECK: nvvm.shfl.sync  bfly %{{.+}}, %{{.+}}, %[[C16]], %{{.+}} : f32 -> f32
+// CHECK: %[[SUM:.+]] = arith.addf
+// CHECK: arith.cmpi eq
+// CHECK-NEXT: scf.if
+// CHECK: llvm.store %[[SUM]], %{{.+}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK: arith.cmpi slt
+// CHECK-NEXT: scf.if
+// CHECK-COUNT-4: llvm.load %{{.+}} : !llvm.ptr<3> -> f32
+// CHECK: llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr<1>
+// CHECK: nvvm.barrier0
+// CHECK-NEXT: llvm.return
+
+func.func @scalar_bias(%q: tensor<?x2x?x32xf16>, %o: tensor<?x2x?x32xf16>, %lse: tensor<?x2x?xf32>, %bias: tensor<1x1x1x1xf32>) -> tensor<1x1x1x1xf32> {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %q, %q, %o, %o, %lse bias(%bias : tensor<1x1x1x1xf32>) : tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?xf32> -> tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<1x1x1x1xf32>
+  return %db : tensor<1x1x1x1xf32>
+}
