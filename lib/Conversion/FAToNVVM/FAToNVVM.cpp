@@ -95,21 +95,25 @@ struct ForwardTile {
   int64_t blockQ = 0, blockKV = 0;
 };
 
-/// The tile `op` gets unless the pass is told otherwise (each assembles
-/// with no spills: ptxas tests). D <= 64: two m-tiles, so each K and V
-/// fragment read from shared memory feeds two mmas. D = 96/128: one m-tile
-/// (two spill with 64-key tiles). D = 256: one m-tile of 128 O registers,
-/// 32-key tiles. The scored path keeps one m-tile (its per-element terms,
-/// bias loads, slope and region values, spill at two), and 32-key tiles
-/// above D = 64.
+/// The tile `op` gets unless the pass is told otherwise: the fastest of the
+/// tiles that assemble with no spills (ptxas tests), by the H100 sweep of
+/// bench/fwd_tile_sweep.sh (docs/performance.md). D <= 64: two m-tiles, so
+/// each K and V fragment read from shared memory feeds two mmas. D = 96: one
+/// m-tile and 64-key tiles (128 keys spill). D = 128: one m-tile, 128-key
+/// tiles (half the loop trips and barriers of 64). D = 256: one m-tile of
+/// 128 O registers, 64-key tiles. The scored path keeps one m-tile (its
+/// per-element terms, bias loads, slope and region values, spill at two),
+/// and 32-key tiles above D = 64.
 ForwardTile defaultForwardTile(AttentionOp op) {
   int64_t d = op.getQuery().getType().getDimSize(3);
   bool scored = isScored(op);
   if (d <= 64)
     return {scored ? 64 : 128, 64};
-  if (d <= 128 && !scored)
+  if (scored)
+    return {64, 32};
+  if (d <= 96)
     return {64, 64};
-  return {64, 32};
+  return {64, d <= 128 ? 128 : 64};
 }
 
 /// Why `tile` is not a forward tile, or an empty string.

@@ -75,22 +75,22 @@ func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<
 }
 
 // D = 256 by default: one m-tile (128 O registers per thread), K/V tiles of
-// 32 rows, Q read per k-step; 64 KiB of dynamic shared memory (the runtime
-// raises the kernel's limit past 48 KiB).
-// D256: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 65536 : i64, threads = 128 : i64}
+// 64 rows, Q read per k-step; 96 KiB of dynamic shared memory (the runtime
+// raises the kernel's limit past 48 KiB; two CTAs still fit an SM).
+// D256: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 98304 : i64, threads = 128 : i64}
 // D256: llvm.func @fa_forward_0(
-// D256-SAME: fa.block_q = 64 : i64, fa.shared_bytes = 65536 : i64
+// D256-SAME: fa.block_q = 64 : i64, fa.shared_bytes = 98304 : i64
 // The Q tile: 64 rows x 32 chunks over 128 threads.
 // D256-COUNT-16: nvvm.cp.async.shared.global
 // D256-NOT: nvvm.ldmatrix
-// D256: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32
-// S: 16 k-steps, each one Q fragment and two K fragments (4 n-tiles).
+// D256: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64
+// S: 16 k-steps, each one Q fragment and four K fragments (8 n-tiles).
 // D256: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>
 // D256: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>
 // D256-COUNT-2: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // D256: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>
 // D256-COUNT-2: nvvm.mma.sync
-// P V: 2 k-steps x 32 n-tiles, V transposed.
+// P V: 4 k-steps x 32 n-tiles, V transposed.
 // D256: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>
 // D256: scf.yield
 // D256: llvm.inline_asm "lg2.approx.f32 $0, $1;", "=f,f"
@@ -99,24 +99,24 @@ func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<
 // D256-SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // D256-SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // D256-SCHED-NEXT:  1 scf.if
-// D256-SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// D256-SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // D256-SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // D256-SCHED-NEXT:  1 scf.for
 // D256-SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // D256-SCHED-NEXT:  1 nvvm.barrier0
-// D256-SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// D256-SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // D256-SCHED-NEXT:  1 nvvm.cp.async.commit.group
-// D256-SCHED-NEXT: 64 nvvm.mma.sync
+// D256-SCHED-NEXT: 128 nvvm.mma.sync
 // D256-SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // D256-SCHED-NEXT:  1 nvvm.barrier0
 // D256-SCHED-NEXT:  1 scf.if
-// D256-SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// D256-SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // D256-SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // D256-SCHED-NEXT:  1 scf.if
 // D256-SCHED-NEXT:  1 scf.yield
 // D256-SCHED-NEXT:  1 } else
 // D256-SCHED-NEXT:  1 scf.yield
-// D256-SCHED-NEXT: 64 nvvm.mma.sync
+// D256-SCHED-NEXT: 128 nvvm.mma.sync
 // D256-SCHED-NEXT:  1 scf.yield
 // D256-SCHED-NEXT:  4 scf.if
 

@@ -5,16 +5,17 @@
 
 // bf16, D = 128, GQA, causal bottom-right, with lse: one kernel in a
 // gpu.module for the chip; the host function is left as it is. One m-tile
-// per warp (Q tile of 64 rows), K/V tiles of 64 rows, Q in registers.
+// per warp (Q tile of 64 rows), K/V tiles of 128 rows (the default at
+// D = 128), Q in registers.
 
-// CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}, gpu.container_module}
+// CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 81920 : i64, threads = 128 : i64}, gpu.container_module}
 // CHECK: func.func @causal_gqa
 // CHECK-NEXT: fa.attention
 // CHECK: gpu.module @fa_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
 // CHECK-NEXT: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // CHECK-NEXT: llvm.func @fa_forward_0(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>,
 // CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{.+}}: i32, %[[SCALE:[^:]+]]: f32)
-// CHECK-SAME: attributes {fa.block_q = 64 : i64, fa.shared_bytes = 49152 : i64, fa.threads = 128 : i64, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// CHECK-SAME: attributes {fa.block_q = 64 : i64, fa.shared_bytes = 81920 : i64, fa.threads = 128 : i64, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
 // Causal bottom-right: the K/V loop stops at min(Nk, q0 + 64 + Nk - Nq).
 // CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
 // The Q tile: 64 rows x 16 chunks of 16 bytes over 128 threads, one group;
@@ -23,37 +24,37 @@
 // CHECK-NEXT: nvvm.cp.async.commit.group
 // CHECK-NEXT: %[[ANY:.+]] = arith.cmpi slt, %{{.+}}, %[[END:.+]] : i32
 // CHECK-NEXT: scf.if %[[ANY]] {
-// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
 // Q has landed (K need not have): its fragments, one x4 ldmatrix per 16
 // columns.
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: nvvm.barrier0
 // CHECK-COUNT-8: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c128
 // K(n) has landed and everyone is done with V(n - 1): V(n) is issued
 // before S.
 // CHECK-NEXT: %[[KV0:.+]] = arith.index_cast
 // CHECK-NEXT: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.barrier0
-// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
-// S = Q K^T: 8 k-steps x 8 n-tiles of m16n8k16 in bf16.
-// CHECK-COUNT-64: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// S = Q K^T: 8 k-steps x 16 n-tiles of m16n8k16 in bf16.
+// CHECK-COUNT-128: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // V(n) has landed and everyone is done with K(n): K(n + 1), if the loop
 // goes on, is issued before the softmax.
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.barrier0
-// CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
-// CHECK-NEXT: %[[NEXT:.+]] = arith.addi %[[KV0]], %[[C64]] : i32
+// CHECK-NEXT: %[[C128:.+]] = arith.constant 128 : i32
+// CHECK-NEXT: %[[NEXT:.+]] = arith.addi %[[KV0]], %[[C128]] : i32
 // CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %[[END]] : i32
 // CHECK-NEXT: scf.if %[[MORE]] {
-// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
 // Masks only on tiles that cross Nk or the diagonal: one uniform branch
-// yields the 32 scores of a thread, masked or as they are.
+// yields the 64 scores of a thread, masked or as they are.
 // CHECK: %[[NEED:.+]] = arith.ori
-// CHECK-NEXT: %[[S:.+]]:32 = scf.if %[[NEED]] -> (f32, f32,
+// CHECK-NEXT: %[[S:.+]]:64 = scf.if %[[NEED]] -> (f32, f32,
 // CHECK: arith.select
 // CHECK: } else {
 // Row max across the quad, then p = exp2(s * scale * log2(e) - m) as an fma.
@@ -62,7 +63,7 @@
 // CHECK-NEXT: llvm.intr.exp2
 // V is read transposed.
 // CHECK: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32
-// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK-COUNT-128: nvvm.mma.sync
 // CHECK: scf.yield
 // lse = (m + lg2 l) * ln 2 by the first lane of each quad.
 // CHECK: llvm.inline_asm "lg2.approx.f32 $0, $1;", "=f,f"
@@ -73,26 +74,26 @@
 // SCHED-NEXT:  8 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 scf.if
-// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 nvvm.cp.async.wait.group 1
 // SCHED-NEXT:  1 nvvm.barrier0
 // SCHED-NEXT:  1 scf.for
 // SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // SCHED-NEXT:  1 nvvm.barrier0
-// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
-// SCHED-NEXT: 64 nvvm.mma.sync
+// SCHED-NEXT: 128 nvvm.mma.sync
 // SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // SCHED-NEXT:  1 nvvm.barrier0
 // SCHED-NEXT:  1 scf.if
-// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 scf.if
 // SCHED-NEXT:  1 scf.yield
 // SCHED-NEXT:  1 } else
 // SCHED-NEXT:  1 scf.yield
-// SCHED-NEXT: 64 nvvm.mma.sync
+// SCHED-NEXT: 128 nvvm.mma.sync
 // SCHED-NEXT:  1 scf.yield
 // SCHED-NEXT:  4 scf.if
 func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>) {
