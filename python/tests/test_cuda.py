@@ -153,12 +153,22 @@ def test_autograd_with_bias_on_the_gpu(dtype, bound, bias_shape) -> None:
     j = torch.arange(nk).view(1, -1).double()
     s = ref[0] @ kr.transpose(-1, -2) / math.sqrt(d)
     s = s - slopes.double().cpu().view(1, hq, 1, 1) * (i + nk - nq - j).abs() + ref[3]
-    s = s.masked_fill(j > i + nk - nq, float("-inf"))
-    (torch.softmax(s, dim=-1) @ vr * do.double().cpu()).sum().backward()
-    for x, r in zip((q, k, v, bias), ref):
+    s.retain_grad()
+    masked = s.masked_fill(j > i + nk - nq, float("-inf"))
+    (torch.softmax(masked, dim=-1) @ vr * do.double().cpu()).sum().backward()
+    for x, r in zip((q, k, v), ref):
         assert x.grad.device.type == "cuda" and x.grad.dtype == dtype
         assert x.grad.shape == r.grad.shape
         assert rel(x.grad, r.grad) < bound
+    # dBias against the scale of what was summed into it: a bias that
+    # broadcasts over the keys has a gradient of exactly 0 (softmax does not
+    # see a per-row constant), which a relative error cannot measure.
+    assert bias.grad.device.type == "cuda" and bias.grad.dtype == dtype
+    assert bias.grad.shape == ref[3].grad.shape
+    dims = [i for i, n in enumerate(bias_shape) if n == 1]
+    scale = s.grad.abs().sum(dim=dims, keepdim=True) if dims else s.grad.abs()
+    err = (bias.grad.double().cpu() - ref[3].grad).norm() / scale.norm()
+    assert err < bound
 
 
 # Captured tensors on the GPU: document ids (exactly N entries: ragged tiles

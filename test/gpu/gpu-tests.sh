@@ -90,6 +90,7 @@ run --backward "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
 # than Nq and Nk use.
 caps=$(mktemp -d)
 util=$(dirname "$0")/../fa-jit/Inputs/captures_util.py
+mkdir -p "$caps/77" "$caps/400"
 python3 "$util" gen "$caps/77" --shape=1,4,77,8 --seed=3 &&
   python3 "$util" gen "$caps/400" --shape=1,4,400,8 --seed=4 || echo "FAIL: captures_util.py gen"
 for n in 77 400; do
