@@ -49,4 +49,23 @@ else
   say "Python packages already installed"
 fi
 
+# torch, for the torch half of the Python tests (CPU; they skip without it),
+# when FA_WITH_TORCH=1 (CI sets it). PyPI's wheel brings CUDA libraries too
+# (about 5 GB), so it needs room and time: with less than 12 GB free, or
+# when the install fails or takes over 15 minutes, the torch tests skip.
+if [ "${FA_WITH_TORCH:-0}" = 1 ] && ! "$py" -c 'import torch' 2>/dev/null; then
+  site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  free_gb=$(df -Pk "$(dirname "$site")" | awk 'NR == 2 { print int($4 / 1048576) }')
+  if [ "$free_gb" -lt 12 ]; then
+    say "not installing torch: ${free_gb} GB free (the torch tests will skip)"
+  else
+    say "installing torch into $py (FA_WITH_TORCH=1)"
+    timeout 900 "$py" -m pip install -q --disable-pip-version-check \
+      ${PIP_BREAK_SYSTEM_PACKAGES:+--break-system-packages} torch ||
+      timeout 900 "$py" -m pip install -q --disable-pip-version-check \
+        --break-system-packages torch ||
+      say "warning: torch did not install (the torch tests will skip)"
+  fi
+fi
+
 say "done: LLVM $(/usr/lib/llvm-22/bin/llvm-config --version), $(cmake --version | head -1)"
