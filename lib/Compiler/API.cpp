@@ -621,8 +621,8 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   const mlir::fa::HostKernelArg *bias = spec.bias ? &allArgs[next++] : nullptr;
   const mlir::fa::HostKernelArg *slopes =
       spec.alibi ? &allArgs[next++] : nullptr;
-  if (spec.dropoutP != 0.0)
-    ++next;
+  const mlir::fa::HostKernelArg *seed =
+      spec.dropoutP != 0.0 ? &allArgs[next++] : nullptr;
   size_t firstCapture = next;
   next += spec.captures.size();
   args.insert(args.end(), allArgs.begin() + next, allArgs.end());
@@ -716,6 +716,8 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
            std::to_string(slopes->strides[0]));
     }
   }
+  if (seed)
+    call.seed = seed->scalar;
   call.captures = gpuCaptures(spec, allArgs, firstCapture);
   if (rt::Status st =
           mlir::fa::launchCudaKernel(*gpu.image, *gpu.function, call, stream);

@@ -132,8 +132,10 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
   image.sharedBytes = cast<IntegerAttr>(meta.get("shared_bytes")).getInt();
   image.blockQ = cast<IntegerAttr>(meta.get("block_q")).getInt();
   image.threads = cast<IntegerAttr>(meta.get("threads")).getInt();
+  image.dropout = static_cast<bool>(op.getDropoutSeed());
   image.scored = op.getBias() || op.getAlibiSlopes() ||
-                 !op.getScoreMod().empty() || !op.getMaskMod().empty();
+                 !op.getScoreMod().empty() || !op.getMaskMod().empty() ||
+                 image.dropout;
   image.captureRanks = captureRanks(op.getCaptures().getTypes());
   return image;
 }
@@ -158,8 +160,9 @@ mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
             kernel.dynamicSharedBytes = image->sharedBytes;
             kernel.gridRule =
                 "ceil(Nq/" + std::to_string(image->blockQ) + "),Hq,B";
-            kernel.paramLayout = (image->scored ? kCudaForwardScoredParams
-                                                : kCudaForwardParams) +
+            kernel.paramLayout = (image->dropout  ? kCudaForwardDropoutParams
+                                  : image->scored ? kCudaForwardScoredParams
+                                                  : kCudaForwardParams) +
                                  getCudaCaptureParams(image->captureRanks);
             kernel.chip = chip.str();
             kernel.image = image->ptx;
@@ -197,7 +200,8 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
   int32_t seqQ = c.seqQ, seqKV = c.seqKV,
           group = static_cast<int32_t>(c.headsQ / c.headsKV);
   auto [own, captureParams] = splitCaptureParams(kernel.paramLayout);
-  bool scored = own == kCudaForwardScoredParams;
+  bool dropout = own == kCudaForwardDropoutParams;
+  bool scored = dropout || own == kCudaForwardScoredParams;
   if (!scored && own != kCudaForwardParams)
     return rt::Status::error("kernel cache entry has an unknown parameter "
                              "layout '" +
@@ -224,6 +228,8 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
     params.push_back(&c.slopes);
     params.push_back(&c.slopesBatchStride);
   }
+  if (dropout)
+    params.push_back(&c.seed);
   appendCaptureParams(params, c.captures);
   rt::Dim3 grid{static_cast<unsigned>((c.seqQ + blockQ - 1) / blockQ),
                 static_cast<unsigned>(c.headsQ),

@@ -222,3 +222,32 @@ def test_captures_must_be_on_qs_device() -> None:
     q = torch.zeros(1, 8, 16, 64, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"captured tensor 0 .* is on cpu, q on cuda:0"):
         fa.attention(q, q, q, score_mod=lambda s, b, h, i, j: s + _tab_gpu[h])
+
+
+@pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])
+@pytest.mark.parametrize("d", [64, 128])
+def test_dropout_forward_matches_the_host(dtype, bound, d) -> None:
+    """The GPU kernel draws the host's Philox stream: the same O as the CPU
+    kernel (f32) for the same seed; lse is the undropped softmax's."""
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    q = torch.randn(2, 4, 129, d, device="cuda", dtype=dtype, generator=gen)
+    k = torch.randn(2, 2, 200, d, device="cuda", dtype=dtype, generator=gen)
+    v = torch.randn(2, 2, 200, d, device="cuda", dtype=dtype, generator=gen)
+    options = {"causal": "bottom_right", "dropout_p": 0.2, "dropout_seed": 1234}
+    o, lse = fa.attention(q, k, v, return_lse=True, **options)
+    host = [x.float().cpu() for x in (q, k, v)]
+    want, want_lse = fa.attention(*host, return_lse=True, **options)
+    assert rel(o, want.double()) < bound
+    assert rel(lse, want_lse.double()) < 1e-5
+    plain, plain_lse = fa.attention(q, k, v, causal="bottom_right", return_lse=True)
+    assert rel(lse, plain_lse.double().cpu()) < 1e-6
+    assert rel(o, plain.double().cpu()) > 0.1
+
+
+def test_dropout_autograd_is_refused_on_the_gpu() -> None:
+    """No CUDA backward with dropout yet: refused before the forward runs."""
+    q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="dropout .* has no CUDA backward yet"):
+        fa.attention(q, q, q, dropout_p=0.1)
+    with torch.no_grad():
+        assert fa.attention(q, q, q, dropout_p=0.1).shape == q.shape

@@ -69,6 +69,13 @@ run "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64
 run "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
 run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
 
+# Dropout (the scored path with Philox per probability; --check's reference
+# draws the same stream from --seed): ragged N, GQA, causal, window, with
+# bias and ALiBi, D = 64 and 128.
+run --dtype=bf16 --shape=2,4,2,129,200,64 --dropout=0.2 --causal=bottom-right --lse
+run --dtype=f16 --shape=1,4,4,300,257,128 --dropout=0.1 --window=40,8 --lse --seed=3
+run --dtype=bf16 --shape=2,4,2,100,150,128 --dropout=0.5 --bias --alibi --causal=top-left --lse --seed=11
+
 # The scored backward (fa-jit --backward: the forward's terms, dBias by the
 # fourth kernel): a full [1, Hq, Nq, Nk] bias and [B, 1, Nq, Nk] (head sums,
 # backward-dbias.mlir), broadcast biases, ALiBi, score_mod, mask_mod. Biases

@@ -1366,6 +1366,8 @@ bool Driver::compileAndRunOnGpu() {
     call.slopes = slopesBuf.getPointer();
     call.slopesBatchStride = slopes.shape.size() == 2 ? hq : 0;
   }
+  if (op.getDropoutSeed())
+    call.seed = static_cast<int64_t>(seedOpt);
   // The captures, contiguous (row-major strides).
   for (auto [capture, buffer] : llvm::zip(captures, captureBufs)) {
     CudaCapture c;

@@ -38,6 +38,9 @@ struct CudaKernelImage {
   /// Whether the kernel takes the scored path's parameters (bias, ALiBi
   /// slopes: kCudaForwardScoredParams).
   bool scored = false;
+  /// Whether the kernel takes the dropout seed after them
+  /// (kCudaForwardDropoutParams).
+  bool dropout = false;
   /// The rank of each capture (parameters after the others).
   std::vector<int64_t> captureRanks;
 };
@@ -49,13 +52,17 @@ struct CudaKernelImage {
 std::string getCudaCaptureParams(ArrayRef<int64_t> ranks);
 
 /// The parameter layouts of the forward kernel (CachedKernel::paramLayout):
-/// plain, and with ALiBi, bias, score_mod or mask_mod; either followed by
+/// plain, with ALiBi, bias, score_mod or mask_mod, and with dropout (the
+/// scored parameters and the i64 seed); each followed by
 /// getCudaCaptureParams(ranks) where the op has captures.
 inline constexpr const char *kCudaForwardParams =
     "q,k,v,o,lse,strides[14],nq,nk,group,scale";
 inline constexpr const char *kCudaForwardScoredParams =
     "q,k,v,o,lse,strides[14],nq,nk,group,scale,bias,bias_strides[4],slopes,"
     "slopes_stride";
+inline constexpr const char *kCudaForwardDropoutParams =
+    "q,k,v,o,lse,strides[14],nq,nk,group,scale,bias,bias_strides[4],slopes,"
+    "slopes_stride,seed";
 
 /// The forward kernel's tile (fa-pipeline-cuda's block-q and block-kv; 0:
 /// the default for the op's D).
@@ -88,7 +95,8 @@ struct CudaCapture {
 /// v, o and (batch, head) of lse (rows contiguous); sizes; scale * log2(e).
 /// A scored kernel also reads the bias (any element strides (b, h, i, j),
 /// 0 where it broadcasts) and the f32 ALiBi slopes (`[Hq]`: batch stride 0,
-/// or `[B, Hq]`), each where the op has it.
+/// or `[B, Hq]`), each where the op has it. A dropout kernel also reads
+/// the seed.
 struct CudaAttentionCall {
   uint64_t pointers[5] = {0, 0, 0, 0, 0};
   int64_t strides[14] = {};
@@ -98,6 +106,8 @@ struct CudaAttentionCall {
   int64_t biasStrides[4] = {};
   uint64_t slopes = 0;
   int64_t slopesBatchStride = 0;
+  /// The dropout seed (the kernel's Philox key).
+  int64_t seed = 0;
   /// The op's captures, in order (their ranks must be the kernel's).
   std::vector<CudaCapture> captures;
 };

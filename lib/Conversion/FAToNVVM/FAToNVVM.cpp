@@ -27,7 +27,9 @@
 // score is built in the natural domain in the dialect's order (scale,
 // softcap, ALiBi, bias, score_mod, masks incl. mask_mod) from its absolute
 // (b, h, i, j), then multiplied by log2(e); mask_mod masks every tile. The
-// plain path is left as it was.
+// plain path is left as it was. Dropout also takes the scored path: each
+// probability is multiplied by its Philox keep/scale factor after the row
+// sum (which stays undropped) and before P is packed for P V.
 //
 // fa.attention_grad's kernels are built by AttentionGradToNVVM.cpp; both use
 // the primitives of KernelBuilder.h.
@@ -38,6 +40,7 @@
 #include "KernelBuilder.h"
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Transforms/Builders.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -64,16 +67,17 @@ using namespace mlir::fa::nvvm;
 
 namespace {
 
-/// Whether `op` takes the scored path (per-element variant terms).
-bool isScored(AttentionOp op) { return hasScoreTerms(op); }
+/// Whether `op` takes the scored path (per-element variant terms, or
+/// dropout).
+bool isScored(AttentionOp op) {
+  return hasScoreTerms(op) || op.getDropoutSeed();
+}
 
 /// Why the forward kernel cannot be built for `op`, or an empty string.
 std::string unsupportedForwardReason(AttentionOp op) {
   std::string reason = unsupportedShapeReason(op, {32, 64, 96, 128, 256});
   if (!reason.empty())
     return reason;
-  if (op.getDropoutSeed())
-    return "dropout is not supported on the GPU yet";
   for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),
                               std::make_pair(&op.getMaskMod(), "mask_mod")}) {
     if (region->empty())
@@ -161,13 +165,17 @@ void FlashKernelBuilder::build(StringRef name) {
   // q, k, v, o, lse; strides (b, h, n) of q, k, v, o and (b, h) of lse;
   // Nq, Nk, Hq / Hkv; scale * log2(e). The scored path adds bias and its
   // strides (b, h, i, j; 0 where it broadcasts), ALiBi slopes and their
-  // batch stride (0 for [Hq]). Then each capture's pointer and strides.
+  // batch stride (0 for [Hq]); with dropout, the i64 seed. Then each
+  // capture's pointer and strides.
   bool scored = isScored(op);
+  bool dropout = static_cast<bool>(op.getDropoutSeed());
   SmallVector<Type> params = {gptr, gptr, gptr, gptr, gptr};
   params.append(14, i64);
   params.append({i32, i32, i32, f32});
   if (scored)
     params.append({gptr, i64, i64, i64, i64, gptr, i64});
+  if (dropout)
+    params.push_back(i64);
   unsigned firstCapture = params.size();
   appendCaptureParams(params, op.getCaptures().getTypes());
   Block *entry = &createKernel(name, params).front();
@@ -258,6 +266,8 @@ void FlashKernelBuilder::build(StringRef name) {
   std::optional<double> softcap;
   if (auto attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
+  Value dropoutSeed = dropout ? arg(30) : Value();
+  double dropoutP = dropout ? op.getDropoutPAttr().getValueAsDouble() : 0.0;
 
   // Loop-invariant parts of the scored path: the slope of this (b, h), the
   // bias rows of this thread (clamped to Nq - 1 so ragged rows read in
@@ -456,6 +466,16 @@ void FlashKernelBuilder::build(StringRef name) {
               s[mt][nt][e] = exp2(arg);
               partial[e / 2] = fadd(partial[e / 2], s[mt][nt][e]);
             }
+          // Dropout after the row sum (l is undropped), before P is packed
+          // for P V: Philox on (j, i, h, b).
+          if (dropout)
+            for (int64_t nt = 0; nt < nTilesS; ++nt)
+              for (int64_t e = 0; e < 4; ++e) {
+                Value z = buildPhiloxDropout(
+                    b, loc, dropoutSeed, dropoutP,
+                    {keyOf(nt, e), rows[mt][e / 2], head, batch});
+                s[mt][nt][e] = fmul(s[mt][nt][e], z);
+              }
           for (int64_t r = 0; r < 2; ++r)
             next.push_back(fadd(fmul(state[2 + r], alpha[r]), partial[r]));
           acc[mt].resize(nTilesO);
@@ -597,7 +617,7 @@ struct ConvertFAToNVVMPass
         return signalPassFailure();
       }
       SmallVector<KernelContract, 3> contracts =
-          buildAttentionGradKernels(b, op, std::to_string(i));
+          buildAttentionGradKernels(b, op, std::to_string(i), bwdPrefetch);
       // The launch contracts, read by the runtime: on each kernel, and for
       // the first op's kernels on the module, which outlives the gpu.module.
       SmallVector<Attribute> entries;

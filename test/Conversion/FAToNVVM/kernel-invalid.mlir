@@ -16,14 +16,6 @@ func.func @d80(%q: tensor<1x1x8x80xbf16>) -> tensor<1x1x8x80xbf16> {
 
 // -----
 
-func.func @dropout(%q: tensor<1x1x8x64xbf16>, %seed: i64) -> tensor<1x1x8x64xbf16> {
-  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: dropout is not supported on the GPU yet}}
-  %o = fa.attention %q, %q, %q dropout_seed(%seed) {dropout_p = 1.000000e-01 : f32} : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
-  return %o : tensor<1x1x8x64xbf16>
-}
-
-// -----
-
 // The regions are inlined: math ops without a PTX instruction are refused.
 func.func @atan(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
   // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: score_mod op 'math.atan' is not supported on the GPU (arith and f32 math.tanh, exp, exp2, log, log2, sin, cos, sqrt, rsqrt, absf, fma, floor, ceil are)}}
