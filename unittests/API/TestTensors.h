@@ -101,8 +101,10 @@ inline double boundFor(fa::DType dtype) {
     return 5e-3;
   case fa::DType::BF16:
     return 2e-2;
+  default:
+    // Attention tensors are only f32, f16 or bf16 (the others are captures).
+    return 0;
   }
-  return 0;
 }
 
 /// The message of the fa::Error that `fn` throws.
