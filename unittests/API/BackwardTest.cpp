@@ -508,9 +508,8 @@ TEST(BackwardTest, RunsOnTheGpuWithBiasAlibiAndDBias) {
                   nullptr, &views[11]);
   ASSERT_TRUE(device.value().synchronize().ok());
   for (int i : {6, 7, 8, 11})
-    ASSERT_TRUE(buffers[i]
-                    .copyToHost(all[i]->bytes.data(), all[i]->bytes.size())
-                    .ok());
+    ASSERT_TRUE(
+        buffers[i].copyToHost(all[i]->bytes.data(), all[i]->bytes.size()).ok());
 
   fa::support::AttentionOptions options;
   options.causal = fa::support::CausalMask::BottomRight;
