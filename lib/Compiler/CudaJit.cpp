@@ -16,11 +16,12 @@ using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
-/// Runs fa-pipeline-cuda for `chip` (and the forward's `tile`) on a module
-/// holding a copy of just `op` inside a function of its operands; the module
-/// and its PTX.
+/// Runs fa-pipeline-cuda for `chip` (and the forward's `tile`, the
+/// backward's `bwdPrefetch`) on a module holding a copy of just `op` inside a
+/// function of its operands; the module and its PTX.
 FailureOr<std::pair<OwningOpRef<ModuleOp>, std::string>>
-compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {}) {
+compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
+             bool bwdPrefetch = true) {
   MLIRContext *ctx = op->getContext();
   ctx->loadDialect<gpu::GPUDialect, LLVM::LLVMDialect, func::FuncDialect>();
   OpBuilder b(ctx);
@@ -41,6 +42,7 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {}) {
   options.chip = chip.str();
   options.blockQ = tile.blockQ;
   options.blockKV = tile.blockKV;
+  options.bwdPrefetch = bwdPrefetch;
   buildCudaPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
@@ -53,9 +55,10 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {}) {
 }
 
 /// The cache key of `op` for `chip`: the op in generic form (attributes,
-/// regions, types), the chip (with the forward's tile when not the
-/// default) and the compiler version.
-std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {}) {
+/// regions, types), the chip (with the forward's tile and the backward's
+/// prefetch when not the default) and the compiler version.
+std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
+                     bool bwdPrefetch = true) {
   std::string irText;
   llvm::raw_string_ostream irOS(irText);
   op->print(irOS, OpPrintingFlags().printGenericOpForm());
@@ -63,6 +66,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {}) {
   if (tile.blockQ || tile.blockKV)
     target += ";block-q=" + std::to_string(tile.blockQ) +
               ";block-kv=" + std::to_string(tile.blockKV);
+  if (!bwdPrefetch)
+    target += ";bwd-prefetch=0";
   return ::fa::runtime::makeKey(irText, target, FA_VERSION);
 }
 
@@ -243,8 +248,9 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
 //===----------------------------------------------------------------------===//
 
 FailureOr<CudaBackwardImage> mlir::fa::compileCudaBackward(AttentionGradOp op,
-                                                           StringRef chip) {
-  auto compiled = compileAlone(op, chip);
+                                                           StringRef chip,
+                                                           bool prefetch) {
+  auto compiled = compileAlone(op, chip, {}, prefetch);
   if (failed(compiled))
     return failure();
   auto &[module, ptx] = *compiled;
@@ -273,14 +279,17 @@ FailureOr<CudaBackwardImage> mlir::fa::compileCudaBackward(AttentionGradOp op,
 
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
-                                   bool &compiled, std::string &error) {
+                                   bool &compiled, std::string &error,
+                                   bool prefetch) {
   namespace rt = ::fa::runtime;
   compiled = false;
   rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
       rt::KernelCache::global().getOrCompile(
-          cacheKey(op, chip), [&]() -> rt::Expected<rt::CachedKernel> {
+          cacheKey(op, chip, {}, prefetch),
+          [&]() -> rt::Expected<rt::CachedKernel> {
             compiled = true;
-            FailureOr<CudaBackwardImage> image = compileCudaBackward(op, chip);
+            FailureOr<CudaBackwardImage> image =
+                compileCudaBackward(op, chip, prefetch);
             if (failed(image))
               return rt::Status::error("fa-pipeline-cuda failed");
             rt::CachedKernel kernel;

@@ -76,6 +76,7 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   toNVVM.chip = options.chip;
   toNVVM.blockQ = options.blockQ;
   toNVVM.blockKV = options.blockKV;
+  toNVVM.bwdPrefetch = options.bwdPrefetch;
   pm.addPass(createConvertFAToNVVM(toNVVM));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());

@@ -192,6 +192,11 @@ static cl::opt<int64_t> blockKVOpt(
     cl::desc("Key/value rows per tile (0: default); on a GPU target, of the "
              "forward kernel: 32, 64 or 128"),
     cl::init(0), cl::cat(faCategory));
+static cl::opt<bool> bwdPrefetchOpt(
+    "bwd-prefetch",
+    cl::desc("On a GPU target, --backward: the dK/dV kernel loads the next Q "
+             "tile while computing the current one (default true)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<bool>
     referenceOpt("reference",
                  cl::desc("Lower through fa-decompose (the materialized "
@@ -1006,7 +1011,8 @@ bool Driver::emit() {
   if (emitOpt == "ptx") {
     // The backward's three kernels are one PTX module.
     if (backward) {
-      FailureOr<CudaBackwardImage> image = compileCudaBackward(gradOp, chip);
+      FailureOr<CudaBackwardImage> image =
+          compileCudaBackward(gradOp, chip, bwdPrefetchOpt);
       if (failed(image))
         return fail("fa-pipeline-cuda failed");
       llvm::outs() << image->ptx;
@@ -1274,7 +1280,8 @@ bool Driver::compileAndRunOnGpu() {
   const rt::CachedKernel &kernel = *cached;
   std::shared_ptr<const rt::CachedKernel> gradCached;
   if (backward) {
-    gradCached = getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error);
+    gradCached = getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error,
+                                          bwdPrefetchOpt);
     if (!gradCached)
       return fail(error);
   }

@@ -160,17 +160,19 @@ inline constexpr const char *kCudaBackwardScoredParams =
     "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale,"
     "bias,bias_strides[4],slopes,slopes_stride,dbias,dbias_strides[4],b,hq";
 
-/// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip`.
-/// Failures are reported through the context's diagnostics.
-FailureOr<CudaBackwardImage> compileCudaBackward(AttentionGradOp op,
-                                                 StringRef chip);
+/// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip`
+/// (`prefetch`: its bwd-prefetch). Failures are reported through the
+/// context's diagnostics.
+FailureOr<CudaBackwardImage>
+compileCudaBackward(AttentionGradOp op, StringRef chip, bool prefetch = true);
 
 /// The backward kernels of `op` for `chip` from the kernel cache, compiled
 /// and stored on a miss, like getOrCompileCudaKernel. The entry holds the
 /// dsum kernel as kernelName and dkdv, dq (and dbias) as its `entries`.
+/// `prefetch`: fa-pipeline-cuda's bwd-prefetch (part of the cache key).
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 getOrCompileCudaBackward(AttentionGradOp op, StringRef chip, bool &compiled,
-                         std::string &error);
+                         std::string &error, bool prefetch = true);
 
 /// One call of the backward. Tensors are those of fa.attention_grad, all
 /// on the device, rows contiguous (stride 1 in the head dim), 16-byte

@@ -44,6 +44,11 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::desc("Forward kernel: K/V rows per tile, 32, 64 or 128 (0: "
                      "the default for D)"),
       llvm::cl::init(0)};
+  Option<bool> bwdPrefetch{
+      *this, "bwd-prefetch",
+      llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "
+                     "computing the current one (two shared-memory stages)"),
+      llvm::cl::init(true)};
 };
 
 /// fa-pipeline-cuda: fa.attention to a gpu.binary holding the PTX of an

@@ -66,7 +66,11 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
            "16 rows per warp); 0: the default for the variant's D">,
     Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
            "Forward: rows of the K/V tiles the loop visits, 32, 64 or 128; "
-           "0: the default for the variant's D">
+           "0: the default for the variant's D">,
+    Option<"bwdPrefetch", "bwd-prefetch", "bool", /*default=*/"true",
+           "Backward: the dK/dV kernel loads the next Q tile (Q, dO, lse, "
+           "Dsum) into a second shared-memory stage while it computes the "
+           "current one">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -50,11 +50,12 @@ constexpr int64_t kDsumRows = 64;
 
 class GradKernelBuilder : public KernelBuilder {
 public:
-  GradKernelBuilder(OpBuilder &b, Location loc, AttentionGradOp op)
+  GradKernelBuilder(OpBuilder &b, Location loc, AttentionGradOp op,
+                    bool prefetch)
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
         op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
-        scored(hasScoreTerms(op)) {
+        scored(hasScoreTerms(op)), prefetch(prefetch) {
     if (auto attr = op.getSoftcapAttr())
       softcap = attr.getValueAsDouble();
     if (Value bias = op.getBias())
@@ -76,9 +77,13 @@ public:
 
   /// Q rows per iteration of the dkdv kernel.
   int64_t getDkDvBlockQ() const { return dkdvBlockQ; }
-  /// K, V, Q and dO tiles, then lse * log2(e) and Dsum of the Q rows.
+  /// K and V tiles, then a stage per Q tile in flight (two with
+  /// `prefetch`): its Q and dO tiles, lse * log2(e) and Dsum of its rows.
   int64_t dkdvSharedBytes() const {
-    return (2 * kBlockRows + 2 * dkdvBlockQ) * d * 2 + 2 * dkdvBlockQ * 4;
+    return 2 * kBlockRows * d * 2 + (prefetch ? 2 : 1) * dkdvStageBytes();
+  }
+  int64_t dkdvStageBytes() const {
+    return 2 * dkdvBlockQ * d * 2 + 2 * dkdvBlockQ * 4;
   }
   /// Q and dO tiles, then one K and one V tile.
   int64_t dqSharedBytes() const {
@@ -172,6 +177,9 @@ private:
   Masks masks;
   /// ALiBi, bias, score_mod or mask_mod: the scored path (its own ABI tail).
   bool scored;
+  /// dkdv loads the next Q tile (Q, dO, lse, Dsum) into a second stage of
+  /// shared memory while it computes the current one.
+  bool prefetch;
   std::optional<double> softcap;
   /// The bias's element type, or null.
   Type biasEt;
@@ -507,19 +515,107 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   Value kBase = headBase(a.k, batch, headKV, a.ks[0], a.ks[1]);
   Value vBase = headBase(a.v, batch, headKV, a.vs[0], a.vs[1]);
 
-  // Shared memory: K, V (for the whole kernel), then Q, dO, lse * log2(e)
-  // and Dsum of the current Q tile.
+  // Shared memory: K, V (for the whole kernel), then a stage per Q tile in
+  // flight (two with prefetch): Q, dO, lse * log2(e) and Dsum of its rows.
   Value smem = LLVM::AddressOfOp::create(b, loc, sptr, "fa_smem");
   int64_t kvBytes = kBlockRows * d * 2, qBytes = blockQ * d * 2;
+  struct Stage {
+    Value q, dO, lse, dsum;
+  };
+  auto stageAt = [&](Value offset) {
+    Stage st;
+    st.q = smemAt(smem, offset);
+    st.dO = smemAt(smem, add(offset, c32(qBytes)));
+    st.lse = smemAt(smem, add(offset, c32(2 * qBytes)));
+    st.dsum = smemAt(smem, add(offset, c32(2 * qBytes + blockQ * 4)));
+    return st;
+  };
   Value sK = smem, sV = smemAt(smem, c32(kvBytes)),
         sQ = smemAt(smem, c32(2 * kvBytes)),
         sDO = smemAt(smem, c32(2 * kvBytes + qBytes)),
         sLse = smemAt(smem, c32(2 * kvBytes + 2 * qBytes)),
         sDsum = smemAt(smem, c32(2 * kvBytes + 2 * qBytes + blockQ * 4));
 
+  // lse * log2(e) of query row q0 + tid (+inf past Nq, where `live` is
+  // false and for empty rows: P = 0 there) and its Dsum (0 past Nq).
+  auto rowStats = [&](Value lseRow, Value dsumRow, Value q0,
+                      Value live) -> std::array<Value, 2> {
+    Value row = add(q0, tid);
+    Value valid = cmp(arith::CmpIPredicate::slt, row, a.nq);
+    if (live)
+      valid = arith::AndIOp::create(b, loc, valid, live);
+    Value src = ext64(sel(valid, row, c32(0)));
+    Value lse =
+        LLVM::LoadOp::create(b, loc, f32, gep(a.lse, add(lseRow, src), f32));
+    Value dsum =
+        LLVM::LoadOp::create(b, loc, f32, gep(a.dsum, add(dsumRow, src), f32));
+    double inf = std::numeric_limits<double>::infinity();
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse, cf(-inf));
+    Value lseLog2 =
+        sel(valid, sel(empty, cf(inf), fmul(lse, cf(M_LOG2E))), cf(inf));
+    return {lseLog2, sel(valid, dsum, cf(0.0))};
+  };
+  // Stores them to a stage, by the first blockQ threads; `stats` null: loads
+  // them there first (row stats of q0 of (lseRow, dsumRow)).
+  auto storeStats = [&](const Stage &st, std::array<Value, 2> stats,
+                        Value lseRow, Value dsumRow, Value q0) {
+    Value first = cmp(arith::CmpIPredicate::slt, tid, c32(blockQ));
+    auto store = scf::IfOp::create(b, loc, first, false);
+    OpBuilder::InsertionGuard storeGuard(b);
+    b.setInsertionPointToStart(store.thenBlock());
+    if (!stats[0])
+      stats = rowStats(lseRow, dsumRow, q0, Value());
+    LLVM::StoreOp::create(b, loc, stats[0], smemAt(st.lse, shl(tid, 2)));
+    LLVM::StoreOp::create(b, loc, stats[1], smemAt(st.dsum, shl(tid, 2)));
+  };
+  // The per-head parts of the addresses of Q, dO, lse and Dsum.
+  struct HeadRows {
+    Value qBase, dOBase, lseRow, dsumRow;
+  };
+  auto headRows = [&](Value j) {
+    Value head = add(mul(headKV, a.group), j);
+    HeadRows r;
+    r.qBase = headBase(a.q, batch, head, a.qs[0], a.qs[1]);
+    r.dOBase = headBase(a.dO, batch, head, a.dOs[0], a.dOs[1]);
+    r.lseRow = add(mul(ext64(batch), a.lses[0]), mul(ext64(head), a.lses[1]));
+    r.dsumRow =
+        add(mul(ext64(batch), a.dsums[0]), mul(ext64(head), a.dsums[1]));
+    return r;
+  };
+
+  // The queries that can see a key of [k0, kEnd): i >= j - diag (causal
+  // bottom-right; j top-left), j - diag - right <= i <= j - diag + left.
+  Value diag, qBegin, qEnd;
+  auto visibleQueries = [&] {
+    diag = sub(a.nk, a.nq);
+    Value kEnd = mins(add(k0, c32(kBlockRows)), a.nk);
+    qBegin = c32(0), qEnd = a.nq;
+    if (masks.causal)
+      qBegin = maxs(qBegin, masks.causal.getValue() == CausalKind::TopLeft
+                                ? k0
+                                : sub(k0, diag));
+    if (masks.window) {
+      qBegin = maxs(qBegin, sub(sub(k0, diag), windowSize(masks.window[1])));
+      qEnd = mins(qEnd, add(sub(kEnd, diag), windowSize(masks.window[0])));
+    }
+  };
+
   copyTile(kBlockRows, sK, kBase, k0, a.nk, a.ks[2], tid);
   copyTile(kBlockRows, sV, vBase, k0, a.nk, a.vs[2], tid);
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  if (prefetch) {
+    visibleQueries();
+    // The first Q tile (head 0, qBegin) to stage 0 with K and V. In bounds
+    // even where the loops are empty: rows past Nq are zero-filled.
+    HeadRows first = headRows(c32(0));
+    copyTile(blockQ, sQ, first.qBase, qBegin, a.nq, a.qs[2], tid);
+    copyTile(blockQ, sDO, first.dOBase, qBegin, a.nq, a.dOs[2], tid);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    storeStats(stageAt(c32(2 * kvBytes)), {}, first.lseRow, first.dsumRow,
+               qBegin);
+  } else {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   NVVM::Barrier0Op::create(b, loc);
   // K and V fragments (the A operands of S^T and dP^T): in registers for
@@ -538,23 +634,14 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   auto vA = [&](int64_t kk) {
     return holdKV ? vFrag[kk] : loadA(sV, warpRow0, kk, lane);
   };
-
-  // The queries that can see a key of [k0, kEnd): i >= j - diag (causal
-  // bottom-right; j top-left), j - diag - right <= i <= j - diag + left.
-  Value diag = sub(a.nk, a.nq);
-  Value kEnd = mins(add(k0, c32(kBlockRows)), a.nk);
-  Value qBegin = c32(0), qEnd = a.nq;
-  if (masks.causal)
-    qBegin = maxs(qBegin, masks.causal.getValue() == CausalKind::TopLeft
-                              ? k0
-                              : sub(k0, diag));
-  if (masks.window) {
-    qBegin = maxs(qBegin, sub(sub(k0, diag), windowSize(masks.window[1])));
-    qEnd = mins(qEnd, add(sub(kEnd, diag), windowSize(masks.window[0])));
-  }
+  if (!prefetch)
+    visibleQueries();
 
   int64_t nTilesS = blockQ / 8, nTilesO = d / 8, qSteps = blockQ / 16;
   SmallVector<Value> inits(2 * nTilesO * 4, cf(0.0));
+  // With prefetch, the stage (0 or 1) of the current Q tile.
+  if (prefetch)
+    inits.push_back(c32(0));
   Value scoreScale = softcap ? cf(1.0) : a.scaleLog2;
   Value keyRow = add(add(k0, warpRow0), g);
   // The scored path: this thread's two keys' part of a bias address, keys
@@ -584,12 +671,9 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
       [&](OpBuilder &, Location, Value jIndex, ValueRange headIters) {
         Value j = arith::IndexCastOp::create(b, loc, i32, jIndex);
         Value head = add(mul(headKV, a.group), j);
-        Value qBase = headBase(a.q, batch, head, a.qs[0], a.qs[1]);
-        Value dOBase = headBase(a.dO, batch, head, a.dOs[0], a.dOs[1]);
-        Value lseRow =
-            add(mul(ext64(batch), a.lses[0]), mul(ext64(head), a.lses[1]));
-        Value dsumRow =
-            add(mul(ext64(batch), a.dsums[0]), mul(ext64(head), a.dsums[1]));
+        HeadRows rows = headRows(j);
+        Value qBase = rows.qBase, dOBase = rows.dOBase, lseRow = rows.lseRow,
+              dsumRow = rows.dsumRow;
         ScoreTerms terms;
         Value biasHead;
         if (scored)
@@ -605,39 +689,60 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
             [&](OpBuilder &, Location, Value q0Index, ValueRange iters) {
               Value q0 = arith::IndexCastOp::create(b, loc, i32, q0Index);
               auto [dK, dV] = unpack(iters);
-              // Everyone is done with the previous Q tile; fetch the next.
-              NVVM::Barrier0Op::create(b, loc);
-              copyTile(blockQ, sQ, qBase, q0, a.nq, a.qs[2], tid);
-              NVVM::CpAsyncCommitGroupOp::create(b, loc);
-              copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid);
-              NVVM::CpAsyncCommitGroupOp::create(b, loc);
-              {
-                // lse * log2(e), +inf past Nq and for empty rows (P = 0
-                // there), and Dsum (0 past Nq), by the first blockQ threads.
-                Value first = cmp(arith::CmpIPredicate::slt, tid, c32(blockQ));
-                auto load = scf::IfOp::create(b, loc, first, false);
-                OpBuilder::InsertionGuard loadGuard(b);
-                b.setInsertionPointToStart(load.thenBlock());
-                Value row = add(q0, tid);
-                Value valid = cmp(arith::CmpIPredicate::slt, row, a.nq);
-                Value src = ext64(sel(valid, row, c32(0)));
-                Value lse = LLVM::LoadOp::create(
-                    b, loc, f32, gep(a.lse, add(lseRow, src), f32));
-                Value dsum = LLVM::LoadOp::create(
-                    b, loc, f32, gep(a.dsum, add(dsumRow, src), f32));
-                double inf = std::numeric_limits<double>::infinity();
-                Value empty = arith::CmpFOp::create(
-                    b, loc, arith::CmpFPredicate::OEQ, lse, cf(-inf));
-                Value lseLog2 =
-                    sel(valid, sel(empty, cf(inf), fmul(lse, cf(M_LOG2E))),
-                        cf(inf));
-                LLVM::StoreOp::create(b, loc, lseLog2,
-                                      smemAt(sLse, shl(tid, 2)));
-                LLVM::StoreOp::create(b, loc, sel(valid, dsum, cf(0.0)),
-                                      smemAt(sDsum, shl(tid, 2)));
+              Value stage;
+              std::array<Value, 2> nextStats;
+              Stage next;
+              if (prefetch) {
+                // This tile's stage has landed (its copies were issued a
+                // tile earlier) and everyone is done with the other stage
+                // (the previous tile's): the next tile goes there. The next
+                // tile in the loops' order: q0 + blockQ of this head, else
+                // qBegin of the next head; none after the last.
+                stage = iters.back();
+                NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+                NVVM::Barrier0Op::create(b, loc);
+                Value cur =
+                    add(c32(2 * kvBytes), mul(stage, c32(dkdvStageBytes())));
+                Value other = add(c32(2 * kvBytes), mul(sub(c32(1), stage),
+                                                        c32(dkdvStageBytes())));
+                Stage st = stageAt(cur);
+                next = stageAt(other);
+                sQ = st.q, sDO = st.dO, sLse = st.lse, sDsum = st.dsum;
+                Value nextQ0 = add(q0, c32(blockQ));
+                Value inHead = cmp(arith::CmpIPredicate::slt, nextQ0, qEnd);
+                Value jNext = add(j, c32(1));
+                Value moreHeads =
+                    cmp(arith::CmpIPredicate::slt, jNext, a.group);
+                Value hasNext = arith::OrIOp::create(b, loc, inHead, moreHeads);
+                // Where there is none: this head's rows, stats +inf / 0.
+                nextQ0 = sel(inHead, nextQ0, qBegin);
+                HeadRows rows =
+                    headRows(sel(inHead, j, sel(moreHeads, jNext, j)));
+                auto copy = scf::IfOp::create(b, loc, hasNext, false);
+                {
+                  OpBuilder::InsertionGuard copyGuard(b);
+                  b.setInsertionPointToStart(copy.thenBlock());
+                  copyTile(blockQ, next.q, rows.qBase, nextQ0, a.nq, a.qs[2],
+                           tid);
+                  copyTile(blockQ, next.dO, rows.dOBase, nextQ0, a.nq, a.dOs[2],
+                           tid);
+                }
+                NVVM::CpAsyncCommitGroupOp::create(b, loc);
+                // Loaded now, stored to shared memory after the math.
+                nextStats =
+                    rowStats(rows.lseRow, rows.dsumRow, nextQ0, hasNext);
+              } else {
+                // Everyone is done with the previous Q tile; fetch the next.
+                NVVM::Barrier0Op::create(b, loc);
+                copyTile(blockQ, sQ, qBase, q0, a.nq, a.qs[2], tid);
+                NVVM::CpAsyncCommitGroupOp::create(b, loc);
+                copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid);
+                NVVM::CpAsyncCommitGroupOp::create(b, loc);
+                // lse * log2(e) and Dsum, by the first blockQ threads.
+                storeStats({sQ, sDO, sLse, sDsum}, {}, lseRow, dsumRow, q0);
+                NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
+                NVVM::Barrier0Op::create(b, loc);
               }
-              NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
-              NVVM::Barrier0Op::create(b, loc);
 
               // S^T = K Q^T: rows are this warp's keys, columns queries.
               Tiles p = zeroTiles(nTilesS);
@@ -714,8 +819,10 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                       p[nt][e] = fmul(p[nt][e], capDeriv[nt][e]);
               }
 
-              NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-              NVVM::Barrier0Op::create(b, loc);
+              if (!prefetch) {
+                NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+                NVVM::Barrier0Op::create(b, loc);
+              }
               // dV += P^T dO.
               mmaAB(dV, [&](int64_t s) { return pA[s]; }, qSteps, sDO, lane);
               // dP^T = V dO^T, dS^T = P^T (dP^T - Dsum), Dsum per column.
@@ -734,6 +841,12 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
               for (auto *acc : {&dK, &dV})
                 for (auto &t : *acc)
                   yielded.append(t.begin(), t.end());
+              if (prefetch) {
+                // The next tile's stats into its stage (read by nobody
+                // until the next iteration's barrier).
+                storeStats(next, nextStats, Value(), Value(), Value());
+                yielded.push_back(sub(c32(1), stage));
+              }
               scf::YieldOp::create(b, loc, yielded);
             });
         scf::YieldOp::create(b, loc, tiles.getResults());
@@ -1250,8 +1363,8 @@ void GradKernelBuilder::buildDBias(StringRef name) {
 
 SmallVector<KernelContract, 4>
 mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
-                                          StringRef suffix) {
-  GradKernelBuilder kernels(b, op.getLoc(), op);
+                                          StringRef suffix, bool prefetch) {
+  GradKernelBuilder kernels(b, op.getLoc(), op, prefetch);
   std::string rows = std::to_string(kBlockRows);
   SmallVector<KernelContract, 4> contracts = {
       {("fa_backward_dsum_" + suffix).str(),

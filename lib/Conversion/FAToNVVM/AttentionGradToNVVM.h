@@ -23,9 +23,13 @@ struct KernelContract {
 /// the insertion point, a gpu.module: fa_backward_dsum_<suffix>,
 /// fa_backward_dkdv_<suffix>, fa_backward_dq_<suffix> and, when `op` has a
 /// grad_bias result, fa_backward_dbias_<suffix>, to be launched in that
-/// order. Returns their contracts in that order.
-SmallVector<KernelContract, 4>
-buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op, StringRef suffix);
+/// order. Returns their contracts in that order. With `prefetch`, dkdv
+/// double-buffers its Q tiles: the next tile's Q, dO, lse and Dsum load
+/// while the current one is computed.
+SmallVector<KernelContract, 4> buildAttentionGradKernels(OpBuilder &b,
+                                                         AttentionGradOp op,
+                                                         StringRef suffix,
+                                                         bool prefetch = true);
 
 } // namespace mlir::fa::nvvm
 

@@ -1,0 +1,121 @@
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
+
+// The dkdv kernel's Q tiles, double-buffered (bwd-prefetch, the default):
+// bf16, D = 128 (Q tiles of 32 rows), GQA 4:1, causal bottom-right. Shared
+// memory: K and V (2 x 16 KB), then two stages of Q and dO (2 x 8 KB) and
+// lse, Dsum (2 x 128 B): 32768 + 2 x 16640.
+
+// CHECK: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 66048 : i64, threads = 128 : i64}
+// CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: fa.shared_bytes = 66048 : i64
+// The first Q tile (head 0, qBegin) goes to stage 0 in the K/V group, its
+// lse and Dsum to shared memory before the barrier.
+// CHECK: %[[SMEM:.+]] = llvm.mlir.addressof @fa_smem
+// CHECK-COUNT-24: nvvm.cp.async.shared.global
+// CHECK-NEXT: nvvm.cp.async.commit.group
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK: llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr<3>
+// CHECK: llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// The stage is the last iter_arg of both loops (0 first).
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[GROUP:.+]] step %{{.+}} iter_args({{.+}}, %{{.+}} = %c0_i32{{.*}}) -> (f32,
+// CHECK-SAME: f32, i32)
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[QEND:.+]] step %c32 iter_args({{.+}}, %[[STAGE:.+]] = %{{.+}}) -> (f32,
+// This tile's stage has landed and the other one is free.
+// CHECK-NEXT: %[[Q0:.+]] = arith.index_cast
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// Stage offsets: 32768 + stage x 16640 (this) and 32768 + (1 - stage) x
+// 16640 (the next).
+// CHECK: arith.muli %[[STAGE]], %{{.+}} : i32
+// CHECK: %[[OTHER:.+]] = arith.subi %{{.+}}, %[[STAGE]] : i32
+// CHECK-NEXT: arith.muli %[[OTHER]], %{{.+}} : i32
+// The next tile: q0 + 32 of this head, else qBegin of the next head.
+// CHECK: %[[NEXTQ0:.+]] = arith.addi %[[Q0]], %c32_i32{{.*}} : i32
+// CHECK-NEXT: %[[INHEAD:.+]] = arith.cmpi slt, %[[NEXTQ0]], %[[QEND32:.+]] : i32
+// CHECK: %[[JNEXT:.+]] = arith.addi %[[J:.+]], %c1_i32{{.*}} : i32
+// CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[JNEXT]], %{{.+}} : i32
+// CHECK-NEXT: %[[HASNEXT:.+]] = arith.ori %[[INHEAD]], %[[MORE]] : i1
+// CHECK-NEXT: arith.select %[[INHEAD]], %[[NEXTQ0]], %{{.+}} : i32
+// CHECK-NEXT: %[[J2:.+]] = arith.select %[[MORE]], %[[JNEXT]], %[[J]] : i32
+// CHECK-NEXT: arith.select %[[INHEAD]], %[[J]], %[[J2]] : i32
+// Its Q and dO copies (none after the last tile), one group; its lse and
+// Dsum loaded now (+inf and 0 where there is none)...
+// CHECK: scf.if %[[HASNEXT]] {
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: arith.andi %{{.+}}, %[[HASNEXT]] : i1
+// CHECK: %[[LSE:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK: %[[DSUM:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK-COUNT-128: nvvm.mma.sync
+// ... and stored to the next stage after the math; the stage flips.
+// CHECK: scf.if
+// CHECK: llvm.store
+// CHECK: llvm.store
+// CHECK: }
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK-NEXT: %[[FLIP:.+]] = arith.subi %{{.+}}, %[[STAGE]] : i32
+// CHECK-NEXT: scf.yield {{.+}}, %[[FLIP]] : f32,
+// CHECK-LABEL: llvm.func @fa_backward_dq_0(
+
+// The whole dkdv schedule: one wait and one barrier per Q tile, the next
+// tile's copies issued right after them.
+// SCHED:      llvm.func @fa_backward_dkdv_0
+// SCHED-NEXT: 24 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
+// SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  2 scf.for
+// SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
+// SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 nvvm.cp.async.commit.group
+// SCHED-NEXT: 32 nvvm.mma.sync
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT:  1 } else
+// SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT: 96 nvvm.mma.sync
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  2 scf.yield
+// SCHED-NEXT:  4 scf.if
+// SCHED-NEXT: llvm.func @fa_backward_dq_0
+
+// bwd-prefetch=false: each Q tile loaded and waited for in its iteration
+// (Q, then dO, as two groups).
+// OFF:      llvm.func @fa_backward_dkdv_0
+// OFF-NEXT: 16 nvvm.cp.async.shared.global
+// OFF-NEXT:  1 nvvm.cp.async.commit.group
+// OFF-NEXT:  1 nvvm.cp.async.wait.group 0
+// OFF-NEXT:  1 nvvm.barrier0
+// OFF-NEXT:  2 scf.for
+// OFF-NEXT:  1 nvvm.barrier0
+// OFF-NEXT:  4 nvvm.cp.async.shared.global
+// OFF-NEXT:  1 nvvm.cp.async.commit.group
+// OFF-NEXT:  4 nvvm.cp.async.shared.global
+// OFF-NEXT:  1 nvvm.cp.async.commit.group
+// OFF-NEXT:  1 scf.if
+// OFF-NEXT:  1 nvvm.cp.async.wait.group 1
+// OFF-NEXT:  1 nvvm.barrier0
+// OFF-NEXT: 32 nvvm.mma.sync
+// OFF-NEXT:  1 scf.if
+// OFF-NEXT:  1 scf.yield
+// OFF-NEXT:  1 } else
+// OFF-NEXT:  1 scf.yield
+// OFF-NEXT:  1 nvvm.cp.async.wait.group 0
+// OFF-NEXT:  1 nvvm.barrier0
+// OFF-NEXT: 96 nvvm.mma.sync
+// OFF-NEXT:  2 scf.yield
+// OFF-NEXT:  4 scf.if
+// OFF-NEXT: llvm.func @fa_backward_dq_0
+func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>, %o: tensor<?x8x?x128xbf16>, %do: tensor<?x8x?x128xbf16>, %lse: tensor<?x8x?xf32>) -> (tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>) {
+  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse {causal = #fa.causal<bottom_right>} : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>
+}
+
