@@ -65,6 +65,11 @@ if [ "${FA_WITH_TORCH:-0}" = 1 ] && ! "$py" -c 'import torch' 2>/dev/null; then
       timeout 900 "$py" -m pip install -q --disable-pip-version-check \
         --break-system-packages torch ||
       say "warning: torch did not install (the torch tests will skip)"
+    # A half-done install (a timeout) must not leave a torch that fails to
+    # import: the tests skip on ImportError only.
+    if ! "$py" -c 'import torch' >/dev/null 2>&1; then
+      "$py" -m pip uninstall -y -q torch >/dev/null 2>&1 || true
+    fi
   fi
 fi
 
