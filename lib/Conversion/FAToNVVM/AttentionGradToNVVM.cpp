@@ -621,19 +621,9 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   // K and V fragments (the A operands of S^T and dP^T): in registers for
   // D <= 64, re-read from shared memory otherwise (registers hold dK, dV).
   int64_t kSteps = d / 16;
-  bool holdKV = d <= 64;
-  SmallVector<SmallVector<Value, 4>> kFrag, vFrag;
-  if (holdKV)
-    for (int64_t kk = 0; kk < kSteps; ++kk) {
-      kFrag.push_back(loadA(sK, warpRow0, kk, lane));
-      vFrag.push_back(loadA(sV, warpRow0, kk, lane));
-    }
-  auto kA = [&](int64_t kk) {
-    return holdKV ? kFrag[kk] : loadA(sK, warpRow0, kk, lane);
-  };
-  auto vA = [&](int64_t kk) {
-    return holdKV ? vFrag[kk] : loadA(sV, warpRow0, kk, lane);
-  };
+  AOperands kv = loadAOperands({sK, sV}, warpRow0, kSteps, lane, d <= 64);
+  auto kA = [&](int64_t kk) { return kv.get(0, kk); };
+  auto vA = [&](int64_t kk) { return kv.get(1, kk); };
   if (!prefetch)
     visibleQueries();
 
@@ -918,19 +908,9 @@ void GradKernelBuilder::buildDq(StringRef name) {
   NVVM::Barrier0Op::create(b, loc);
   // Q and dO fragments: in registers for D <= 64, re-read otherwise.
   int64_t kSteps = d / 16;
-  bool holdQ = d <= 64;
-  SmallVector<SmallVector<Value, 4>> qFrag, dOFrag;
-  if (holdQ)
-    for (int64_t kk = 0; kk < kSteps; ++kk) {
-      qFrag.push_back(loadA(sQ, warpRow0, kk, lane));
-      dOFrag.push_back(loadA(sDO, warpRow0, kk, lane));
-    }
-  auto qA = [&](int64_t kk) {
-    return holdQ ? qFrag[kk] : loadA(sQ, warpRow0, kk, lane);
-  };
-  auto dOA = [&](int64_t kk) {
-    return holdQ ? dOFrag[kk] : loadA(sDO, warpRow0, kk, lane);
-  };
+  AOperands qdO = loadAOperands({sQ, sDO}, warpRow0, kSteps, lane, d <= 64);
+  auto qA = [&](int64_t kk) { return qdO.get(0, kk); };
+  auto dOA = [&](int64_t kk) { return qdO.get(1, kk); };
 
   KeyRange visible = visibleKeys(masks, q0, blockQ, a.nq, a.nk, kBlockKV);
   int64_t nTilesS = kBlockKV / 8, nTilesO = d / 8, kvSteps = kBlockKV / 16;

@@ -214,6 +214,20 @@ SmallVector<Value, 4> KernelBuilder::loadA(Value tile, Value row0, int64_t kk,
   return {r.begin(), r.end()};
 }
 
+KernelBuilder::AOperands KernelBuilder::loadAOperands(ArrayRef<Value> tiles,
+                                                      Value row0,
+                                                      int64_t kSteps,
+                                                      Value lane, bool hold) {
+  AOperands operands{this, SmallVector<Value, 2>(tiles), row0, lane, {}};
+  if (hold)
+    for (int64_t kk = 0; kk < kSteps; ++kk) {
+      auto &step = operands.held.emplace_back();
+      for (Value tile : tiles)
+        step.push_back(loadA(tile, row0, kk, lane));
+    }
+  return operands;
+}
+
 void KernelBuilder::mmaABt(Tiles &c, AFragments a, int64_t kSteps, Value bTile,
                            Value lane) {
   Value rowInPair = bRow(lane), colHalf = bCol(lane);

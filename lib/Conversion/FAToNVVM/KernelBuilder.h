@@ -164,6 +164,24 @@ public:
   Tiles zeroTiles(int64_t n);
   /// The A fragment of rows [row0, row0 + 16), k-step `kk`, of `tile`.
   SmallVector<Value, 4> loadA(Value tile, Value row0, int64_t kk, Value lane);
+  /// The A fragments of rows [row0, row0 + 16) of shared tiles read as A
+  /// operands over and over (K and V, or Q and dO): held in registers,
+  /// loaded once, or read again at each use when registers are short.
+  struct AOperands {
+    KernelBuilder *kb;
+    SmallVector<Value, 2> tiles;
+    Value row0, lane;
+    /// [k-step][tile]; empty when not held.
+    SmallVector<SmallVector<SmallVector<Value, 4>, 2>> held;
+    SmallVector<Value, 4> get(size_t tile, int64_t kk) const {
+      return held.empty() ? kb->loadA(tiles[tile], row0, kk, lane)
+                          : held[kk][tile];
+    }
+  };
+  /// AOperands of `tiles`; with `hold`, k-steps [0, kSteps) are loaded now
+  /// (each k-step's fragments tile by tile).
+  AOperands loadAOperands(ArrayRef<Value> tiles, Value row0, int64_t kSteps,
+                          Value lane, bool hold);
   /// c += A B^T over `kSteps` k-steps, B^T read from the [n][k] shared tile
   /// `bTile` (c.size() n-tiles of 8 rows; each x4 ldmatrix serves two).
   void mmaABt(Tiles &c, AFragments a, int64_t kSteps, Value bTile, Value lane);
