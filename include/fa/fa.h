@@ -109,6 +109,11 @@ struct AttentionSpec {
   std::vector<CaptureSpec> captures;
   /// Also return the log-sum-exp [B, Hq, Nq] (f32).
   bool returnLse = false;
+  /// GPU backward: dQ by its own kernel, bitwise reproducible run to run,
+  /// instead of atomic adds of the dK/dV kernel (faster; dQ's rounding then
+  /// varies with the order of the adds). The host backward is always
+  /// deterministic.
+  bool deterministicBackward = false;
 };
 
 /// A compiled attention variant. Cheap to copy; safe to call from several
@@ -138,7 +143,8 @@ public:
   /// Checks every view like forward does before running. The backward kernel
   /// is compiled on the first call and shared by copies of this kernel. A
   /// GPU kernel takes CUDA views (as forward) and runs on `stream`; it waits
-  /// for the stream before returning (it frees its Dsum workspace).
+  /// for the stream before returning (it frees its workspace: Dsum and the
+  /// f32 dQ accumulator).
   /// With `dbias` (host only), also writes dLoss/dbias, of the bias's dtype
   /// and compiled shape (summed over its broadcast dims). `captures` are
   /// forward's; they get no gradient.

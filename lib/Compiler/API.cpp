@@ -779,8 +779,9 @@ void compileBackward(const fa::Kernel::Impl &impl, bool withBias) {
   if (impl.gpu) {
     bool compiled = false;
     auto gpu = std::make_unique<GpuBackward>();
-    gpu->image =
-        mlir::fa::getOrCompileCudaBackward(grad, impl.target, compiled, error);
+    gpu->image = mlir::fa::getOrCompileCudaBackward(
+        grad, impl.target, compiled, error,
+        {/*prefetch=*/true, impl.spec.deterministicBackward});
     if (!gpu->image) {
       error += "\n" + ctx.text;
       return;

@@ -1,6 +1,7 @@
 //===- CudaJit.cpp - fa.attention(_grad) to PTX kernels, and launches -----===//
 
 #include "fa/Compiler/CudaJit.h"
+#include "CodegenHash.h"
 #include "fa/Compiler/Pipelines.h"
 #include "fa/Runtime/Cuda.h"
 #include "fa/Runtime/KernelCache.h"
@@ -21,7 +22,7 @@ namespace {
 /// function of its operands; the module and its PTX.
 FailureOr<std::pair<OwningOpRef<ModuleOp>, std::string>>
 compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
-             bool bwdPrefetch = true) {
+             CudaBackwardOptions bwd = {}) {
   MLIRContext *ctx = op->getContext();
   ctx->loadDialect<gpu::GPUDialect, LLVM::LLVMDialect, func::FuncDialect>();
   OpBuilder b(ctx);
@@ -42,7 +43,8 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
   options.chip = chip.str();
   options.blockQ = tile.blockQ;
   options.blockKV = tile.blockKV;
-  options.bwdPrefetch = bwdPrefetch;
+  options.bwdPrefetch = bwd.prefetch;
+  options.bwdDeterministic = bwd.deterministic;
   buildCudaPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
@@ -56,9 +58,10 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
 
 /// The cache key of `op` for `chip`: the op in generic form (attributes,
 /// regions, types), the chip (with the forward's tile and the backward's
-/// prefetch when not the default) and the compiler version.
+/// prefetch when not the default) and the compiler (version and codegen
+/// hash).
 std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
-                     bool bwdPrefetch = true) {
+                     CudaBackwardOptions bwd = {}) {
   std::string irText;
   llvm::raw_string_ostream irOS(irText);
   op->print(irOS, OpPrintingFlags().printGenericOpForm());
@@ -66,9 +69,13 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
   if (tile.blockQ || tile.blockKV)
     target += ";block-q=" + std::to_string(tile.blockQ) +
               ";block-kv=" + std::to_string(tile.blockKV);
-  if (!bwdPrefetch)
+  if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
-  return ::fa::runtime::makeKey(irText, target, FA_VERSION);
+  if (bwd.deterministic)
+    target += ";bwd-deterministic=1";
+  // The version and the hash of the code generators' sources: kernels of an
+  // older compiler are never reused.
+  return ::fa::runtime::makeKey(irText, target, FA_VERSION "+" FA_CODEGEN_HASH);
 }
 
 /// The rank of each of `captures` (tensor types).
@@ -247,10 +254,14 @@ mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
 // The backward
 //===----------------------------------------------------------------------===//
 
-FailureOr<CudaBackwardImage> mlir::fa::compileCudaBackward(AttentionGradOp op,
-                                                           StringRef chip,
-                                                           bool prefetch) {
-  auto compiled = compileAlone(op, chip, {}, prefetch);
+std::string mlir::fa::getCudaDQAccumParam(int64_t d) {
+  return ",dq_accum_d" + std::to_string(d);
+}
+
+FailureOr<CudaBackwardImage>
+mlir::fa::compileCudaBackward(AttentionGradOp op, StringRef chip,
+                              CudaBackwardOptions options) {
+  auto compiled = compileAlone(op, chip, {}, options);
   if (failed(compiled))
     return failure();
   auto &[module, ptx] = *compiled;
@@ -274,22 +285,24 @@ FailureOr<CudaBackwardImage> mlir::fa::compileCudaBackward(AttentionGradOp op,
   image.scored = op.getBias() || op.getAlibiSlopes() ||
                  !op.getScoreMod().empty() || !op.getMaskMod().empty();
   image.captureRanks = captureRanks(op.getCaptures().getTypes());
+  if (!options.deterministic)
+    image.dqAccumDim = op.getQuery().getType().getDimSize(3);
   return image;
 }
 
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
                                    bool &compiled, std::string &error,
-                                   bool prefetch) {
+                                   CudaBackwardOptions options) {
   namespace rt = ::fa::runtime;
   compiled = false;
   rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
       rt::KernelCache::global().getOrCompile(
-          cacheKey(op, chip, {}, prefetch),
+          cacheKey(op, chip, {}, options),
           [&]() -> rt::Expected<rt::CachedKernel> {
             compiled = true;
             FailureOr<CudaBackwardImage> image =
-                compileCudaBackward(op, chip, prefetch);
+                compileCudaBackward(op, chip, options);
             if (failed(image))
               return rt::Status::error("fa-pipeline-cuda failed");
             rt::CachedKernel kernel;
@@ -298,9 +311,12 @@ mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
             kernel.blockX = first.threads;
             kernel.dynamicSharedBytes = first.sharedBytes;
             kernel.gridRule = first.gridRule;
-            std::string params = (image->scored ? kCudaBackwardScoredParams
-                                                : kCudaBackwardParams) +
-                                 getCudaCaptureParams(image->captureRanks);
+            std::string params =
+                (image->scored ? kCudaBackwardScoredParams
+                               : kCudaBackwardParams) +
+                (image->dqAccumDim ? getCudaDQAccumParam(image->dqAccumDim)
+                                   : "") +
+                getCudaCaptureParams(image->captureRanks);
             kernel.paramLayout = params;
             for (const CudaEntryPoint &e :
                  ArrayRef<CudaEntryPoint>(image->entries).drop_front()) {
@@ -323,11 +339,6 @@ mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
   return cached.value();
 }
 
-uint64_t mlir::fa::getCudaBackwardWorkspaceBytes(const CudaBackwardCall &call) {
-  return uint64_t(call.batch) * uint64_t(call.headsQ) * uint64_t(call.seqQ) *
-         sizeof(float);
-}
-
 namespace {
 /// A backward kernel's launch shape, from its cache entry.
 struct BackwardLaunch {
@@ -342,6 +353,8 @@ struct BackwardLaunch {
   bool scored = false;
   /// The captures' parameters (getCudaCaptureParams).
   std::string captureParams;
+  /// D of the atomic dQ accumulator (getCudaDQAccumParam), or 0.
+  int64_t accumDim = 0;
 };
 
 /// Parses "ceil(Nq/<rows>),Hq,B" or "ceil(Nk/<rows>),Hkv,B", and dbias's
@@ -353,6 +366,15 @@ parseLaunch(const std::string &name, unsigned threads, unsigned sharedBytes,
   BackwardLaunch launch{name, threads, sharedBytes};
   auto [own, captureParams] = splitCaptureParams(params);
   launch.captureParams = captureParams.str();
+  size_t accumAt = own.rfind(",dq_accum_d");
+  if (accumAt != StringRef::npos) {
+    StringRef dim = own.drop_front(accumAt + strlen(",dq_accum_d"));
+    if (dim.getAsInteger(10, launch.accumDim) || launch.accumDim <= 0 ||
+        launch.accumDim % 32 != 0)
+      return rt::Status::error("kernel " + name + " has parameter layout '" +
+                               params + "' with a bad dQ accumulator");
+    own = own.take_front(accumAt);
+  }
   launch.scored = own == kCudaBackwardScoredParams;
   if (own != kCudaBackwardParams && !launch.scored)
     return rt::Status::error("kernel " + name + " has parameter layout '" +
@@ -413,7 +435,8 @@ backwardLaunches(const ::fa::runtime::CachedKernel &kernel) {
                              "fa_backward_dq_", "fa_backward_dbias_"};
   for (size_t i = 0; i < launches.size(); ++i) {
     if (launches[i].scored != launches[0].scored ||
-        launches[i].captureParams != launches[0].captureParams)
+        launches[i].captureParams != launches[0].captureParams ||
+        launches[i].accumDim != launches[0].accumDim)
       return rt::Status::error("kernel cache entry " + kernel.kernelName +
                                ": its entry points' parameter layouts differ");
     if (!StringRef(launches[i].name).starts_with(prefixes[i]))
@@ -425,9 +448,36 @@ backwardLaunches(const ::fa::runtime::CachedKernel &kernel) {
   if (launches.size() == 4 && !launches[0].scored)
     return rt::Status::error("kernel cache entry " + kernel.kernelName +
                              ": dbias needs the scored parameter layout");
+  // dQ's kernel is dq_convert exactly when there is an accumulator.
+  bool convert =
+      StringRef(launches[2].name).starts_with("fa_backward_dq_convert_");
+  if (convert != (launches[0].accumDim != 0))
+    return rt::Status::error(
+        "kernel cache entry " + kernel.kernelName + ": entry point " +
+        launches[2].name +
+        (convert ? " needs a dQ accumulator parameter"
+                 : " does not take the dQ accumulator parameter"));
   return launches;
 }
+
+/// Dsum's bytes in the workspace, rounded up to 256 (the accumulator's
+/// alignment).
+uint64_t dsumBytes(const mlir::fa::CudaBackwardCall &call) {
+  uint64_t bytes = uint64_t(call.batch) * uint64_t(call.headsQ) *
+                   uint64_t(call.seqQ) * sizeof(float);
+  return (bytes + 255) / 256 * 256;
+}
 } // namespace
+
+uint64_t mlir::fa::getCudaBackwardWorkspaceBytes(
+    const ::fa::runtime::CachedKernel &kernel, const CudaBackwardCall &call) {
+  ::fa::runtime::Expected<std::vector<BackwardLaunch>> launches =
+      backwardLaunches(kernel);
+  int64_t accumDim = launches.failed() ? 0 : (*launches)[0].accumDim;
+  return dsumBytes(call) + uint64_t(call.batch) * uint64_t(call.headsQ) *
+                               uint64_t(call.seqQ) * uint64_t(accumDim) *
+                               sizeof(float);
+}
 
 ::fa::runtime::Expected<CudaBackwardFunctions>
 mlir::fa::loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
@@ -493,9 +543,13 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   // The workspace: the caller's, or one of ours for this call.
   rt::DeviceBuffer ownWorkspace;
   uint64_t workspace = call.workspace;
+  if (workspace % 256 != 0)
+    return rt::Status::error("backward: the workspace must be 256-byte "
+                             "aligned");
   if (!workspace && call.seqQ > 0) {
-    rt::Expected<rt::DeviceBuffer> buffer = rt::DeviceBuffer::allocate(
-        functions.dsum.getDevice(), getCudaBackwardWorkspaceBytes(call));
+    rt::Expected<rt::DeviceBuffer> buffer =
+        rt::DeviceBuffer::allocate(functions.dsum.getDevice(),
+                                   getCudaBackwardWorkspaceBytes(kernel, call));
     if (buffer.failed())
       return buffer.getStatus();
     ownWorkspace = buffer.take();
@@ -545,9 +599,13 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   params[50] = &dbias;
   params[55] = &batch;
   params[56] = &headsQ;
-  // The captures follow the kernels' own parameters.
   if (!(*launches)[0].scored)
     params.resize(43);
+  // The accumulator, after Dsum.
+  uint64_t dqAccum = workspace + dsumBytes(call);
+  if ((*launches)[0].accumDim)
+    params.push_back(&dqAccum);
+  // The captures follow the kernels' own parameters.
   appendCaptureParams(params, captures);
 
   const rt::Function *fns[4] = {&functions.dsum, &functions.dkdv, &functions.dq,

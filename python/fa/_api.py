@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import random
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -59,6 +60,7 @@ class _Variant:
     mask_mod: str = ""
     return_lse: bool = False
     captures: tuple[tuple[str, int], ...] = ()  # (element type, rank) of each capture
+    deterministic_backward: bool = False  # GPU: dQ without atomics
 
     def spec(self) -> _C.AttentionSpec:
         spec = _C.AttentionSpec()
@@ -82,6 +84,7 @@ class _Variant:
         spec.mask_mod = self.mask_mod
         spec.return_lse = self.return_lse
         spec.captures = list(self.captures)
+        spec.deterministic_backward = self.deterministic_backward
         return spec
 
 
@@ -752,6 +755,12 @@ def _traced(api: str, score_mod: Any, mask_mod: Any) -> dict[str, Any]:
     }
 
 
+def _torch_deterministic() -> bool:
+    """torch.use_deterministic_algorithms(True) is in effect."""
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.are_deterministic_algorithms_enabled())
+
+
 def _variant_of(inputs: _Inputs, options: _Options, return_lse: bool) -> _Variant:
     return _Variant(
         dtype=inputs.dtype,
@@ -768,6 +777,9 @@ def _variant_of(inputs: _Inputs, options: _Options, return_lse: bool) -> _Varian
         mask_mod=options.mask_mod,
         return_lse=return_lse,
         captures=options.capture_types,
+        # The GPU backward adds dQ with atomics unless torch asks for
+        # deterministic algorithms (the host backward always is).
+        deterministic_backward=not inputs.q.is_cpu and _torch_deterministic(),
     )
 
 
@@ -974,6 +986,7 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
     score_mod: ScoreMod | None = None,
     mask_mod: MaskMod | None = None,
     return_lse: bool = False,
+    deterministic_backward: bool = False,
     target: str = "host",
 ) -> Kernel:
     """Compiles one attention variant into a reusable :class:`Kernel`.
@@ -983,7 +996,10 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
     shape ``[B, Hq, Nq, Nk]``) or an example array whose size-1 dims mark the
     broadcast ones; ``alibi_slopes`` is None, True (``[Hq]``), ``"per_batch"``
     (``[B, Hq]``) or an example array. The other keywords are those of
-    :func:`fa.attention`.
+    :func:`fa.attention`. ``deterministic_backward=True`` makes the GPU
+    backward compute dQ in its own kernel, bitwise reproducible run to run,
+    instead of adding it with atomics (faster); :func:`fa.attention` on CUDA
+    tensors does so under ``torch.use_deterministic_algorithms(True)``.
     """
     api = "fa.compile"
     code = _check_dtype_like(api, "dtype", dtype)
@@ -1006,6 +1022,7 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
         bias=_bias_layout(api, bias),
         dropout_p=_check_dropout(api, dropout_p),
         return_lse=bool(return_lse),
+        deterministic_backward=bool(deterministic_backward),
     )
     traced = _traced(api, score_mod, mask_mod)
     variant = replace(

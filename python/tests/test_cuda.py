@@ -96,6 +96,36 @@ def test_autograd_on_the_gpu(dtype, bound) -> None:
         assert rel(x.grad, r.grad) < bound
 
 
+def test_deterministic_backward_under_torch_deterministic_algorithms() -> None:
+    """torch.use_deterministic_algorithms(True) selects the GPU backward
+    without atomics: dQ is bitwise the same run to run, and agrees with the
+    default (atomic) mode's dQ to rounding."""
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    q, k, v = (
+        torch.randn(2, 4, 300, 64, device="cuda", dtype=torch.bfloat16, generator=gen)
+        for _ in range(3)
+    )
+    do = torch.randn(2, 4, 300, 64, device="cuda", dtype=torch.bfloat16, generator=gen)
+
+    def dq() -> torch.Tensor:
+        x = q.detach().requires_grad_()
+        fa.attention(x, k, v, causal=True).backward(do)
+        return x.grad
+
+    atomic = dq()
+    assert torch.are_deterministic_algorithms_enabled() is False
+    torch.use_deterministic_algorithms(True)
+    try:
+        first, second = dq(), dq()
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert torch.equal(first.view(torch.int16), second.view(torch.int16))
+    assert rel(atomic, first.double().cpu()) < 1e-2
+    # fa.compile's flag, and its spec's repr.
+    kernel = fa.compile(torch.bfloat16, 64, causal=True, deterministic_backward=True)
+    assert "deterministic_backward=True" in repr(kernel.spec)
+
+
 @pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])
 def test_scored_kernel(dtype, bound) -> None:
     """Bias [1, Hq, 1, Nk], per-batch ALiBi and a score_mod on the GPU (the scored kernel)."""

@@ -197,6 +197,12 @@ static cl::opt<bool> bwdPrefetchOpt(
     cl::desc("On a GPU target, --backward: the dK/dV kernel loads the next Q "
              "tile while computing the current one (default true)"),
     cl::init(true), cl::cat(faCategory));
+static cl::opt<bool> bwdDeterministicOpt(
+    "bwd-deterministic",
+    cl::desc("On a GPU target, --backward: dQ by its own kernel (no atomics, "
+             "bitwise reproducible) instead of atomic adds from the dK/dV "
+             "kernel"),
+    cl::init(false), cl::cat(faCategory));
 static cl::opt<bool>
     referenceOpt("reference",
                  cl::desc("Lower through fa-decompose (the materialized "
@@ -1011,8 +1017,8 @@ bool Driver::emit() {
   if (emitOpt == "ptx") {
     // The backward's three kernels are one PTX module.
     if (backward) {
-      FailureOr<CudaBackwardImage> image =
-          compileCudaBackward(gradOp, chip, bwdPrefetchOpt);
+      FailureOr<CudaBackwardImage> image = compileCudaBackward(
+          gradOp, chip, {bwdPrefetchOpt, bwdDeterministicOpt});
       if (failed(image))
         return fail("fa-pipeline-cuda failed");
       llvm::outs() << image->ptx;
@@ -1280,8 +1286,9 @@ bool Driver::compileAndRunOnGpu() {
   const rt::CachedKernel &kernel = *cached;
   std::shared_ptr<const rt::CachedKernel> gradCached;
   if (backward) {
-    gradCached = getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error,
-                                          bwdPrefetchOpt);
+    gradCached =
+        getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error,
+                                 {bwdPrefetchOpt, bwdDeterministicOpt});
     if (!gradCached)
       return fail(error);
   }
@@ -1446,10 +1453,12 @@ bool Driver::compileAndRunOnGpu() {
         stride *= dbias.shape[i];
       }
     }
-    // Our own Dsum workspace keeps the launch asynchronous (for --bench).
+    // Our own workspace (Dsum, the dQ accumulator) keeps the launch
+    // asynchronous (for --bench).
     rt::Expected<rt::DeviceBuffer> allocated = rt::DeviceBuffer::allocate(
         device.value(),
-        std::max<uint64_t>(getCudaBackwardWorkspaceBytes(gradCall), 4));
+        std::max<uint64_t>(getCudaBackwardWorkspaceBytes(*gradCached, gradCall),
+                           4));
     if (allocated.failed())
       return fail(allocated.getMessage());
     workspace = std::move(allocated.value());

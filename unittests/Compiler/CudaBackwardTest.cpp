@@ -69,10 +69,16 @@ struct Case {
     sm80 = true;
     return *this;
   }
-  /// Pass a workspace instead of letting the launcher allocate one (and
-  /// check that a second run gives the same bits).
+  /// Pass a (poisoned) workspace instead of letting the launcher allocate
+  /// one, and check that a second run gives the same bits of dK, dV, dBias
+  /// and, with deterministicDQ, dQ.
   Case &withWorkspace() {
     ownWorkspace = true;
+    return *this;
+  }
+  /// dQ by its own kernel (bwd-deterministic) instead of atomic adds.
+  Case &deterministicDQ() {
+    deterministic = true;
     return *this;
   }
   /// An additive bias of this shape (each dim 1 or the full size) and
@@ -110,6 +116,7 @@ struct Case {
   std::optional<double> softcap;
   bool sm80 = false;
   bool ownWorkspace = false;
+  bool deterministic = false;
   std::optional<std::array<int64_t, 4>> biasShape;
   BiasType biasType = BiasType::F32;
   bool dbias = false;
@@ -279,8 +286,8 @@ Compiled compile(const Case &c, const std::string &chip) {
   result.forward =
       mlir::fa::getOrCompileCudaKernel(forwardOp, chip, compiled, error);
   EXPECT_TRUE(result.forward) << error;
-  result.backward =
-      mlir::fa::getOrCompileCudaBackward(gradOp, chip, compiled, error);
+  result.backward = mlir::fa::getOrCompileCudaBackward(
+      gradOp, chip, compiled, error, {/*prefetch=*/true, c.deterministic});
   EXPECT_TRUE(result.backward) << error;
   return result;
 }
@@ -477,7 +484,8 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   }
   rt::DeviceBuffer workspace;
   if (c.ownWorkspace) {
-    workspace = poisoned(mlir::fa::getCudaBackwardWorkspaceBytes(bwd));
+    workspace =
+        poisoned(mlir::fa::getCudaBackwardWorkspaceBytes(*backward, bwd));
     bwd.workspace = workspace.getPointer();
   }
   status = mlir::fa::launchCudaBackward(*backward, *backwardFns, bwd, nullptr);
@@ -521,7 +529,8 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   if (c.dbias)
     std::tie(dbiasBytes, dbias) = readBias();
 
-  // Deterministic: a second run gives the same bits.
+  // A second run gives the same bits of dK, dV and dBias (no atomics), and
+  // of dQ in the deterministic mode (atomic adds happen in any order).
   if (c.ownWorkspace) {
     dqBuf.fill(0xff).check();
     dkBuf.fill(0xff).check();
@@ -530,7 +539,9 @@ TEST_P(CudaBackwardTest, MatchesReference) {
         mlir::fa::launchCudaBackward(*backward, *backwardFns, bwd, nullptr);
     ASSERT_TRUE(status.ok()) << status.getMessage();
     ASSERT_TRUE(device->synchronize().ok());
-    EXPECT_EQ(read(dqBuf, q).first, dqBits) << "dQ differs between runs";
+    if (c.deterministic) {
+      EXPECT_EQ(read(dqBuf, q).first, dqBits) << "dQ differs between runs";
+    }
     EXPECT_EQ(read(dkBuf, k).first, dkBits) << "dK differs between runs";
     EXPECT_EQ(read(dvBuf, v).first, dvBits) << "dV differs between runs";
     if (c.dbias) {
@@ -679,8 +690,7 @@ TEST_F(CudaBackwardTest, Throughput) {
                      oBuf = poisoned(q.bytes()),
                      lseBuf = poisoned(size_t(c.b * c.hq * c.nq) * 4),
                      dqBuf = poisoned(q.bytes()), dkBuf = poisoned(q.bytes()),
-                     dvBuf = poisoned(q.bytes()),
-                     ws = poisoned(size_t(c.b * c.hq * c.nq) * 4);
+                     dvBuf = poisoned(q.bytes());
     double scale = 1.0 / std::sqrt(double(c.d));
     mlir::fa::CudaAttentionCall fwd;
     rt::DeviceBuffer *fwdBufs[5] = {&qBuf, &kBuf, &vBuf, &oBuf, &lseBuf};
@@ -710,6 +720,8 @@ TEST_F(CudaBackwardTest, Throughput) {
     bwd.seqKV = c.nk;
     bwd.scaleLog2 = float(scale * M_LOG2E);
     bwd.scale = float(scale);
+    rt::DeviceBuffer ws = poisoned(
+        mlir::fa::getCudaBackwardWorkspaceBytes(*kernels.backward, bwd));
     bwd.workspace = ws.getPointer();
 
     auto time = [&](auto &&launch) {
@@ -752,28 +764,41 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   const rt::CachedKernel &backward = *kernels.backward;
   EXPECT_EQ(backward.kernelName, "fa_backward_dsum_0");
   EXPECT_EQ(backward.gridRule, "ceil(Nq/64),Hq,B");
-  const char *params = c.scored() ? mlir::fa::kCudaBackwardScoredParams
-                                  : mlir::fa::kCudaBackwardParams;
+  std::string params =
+      std::string(c.scored() ? mlir::fa::kCudaBackwardScoredParams
+                             : mlir::fa::kCudaBackwardParams) +
+      (c.deterministic ? "" : ",dq_accum_d" + std::to_string(c.d));
   EXPECT_EQ(backward.paramLayout, params);
   ASSERT_EQ(backward.entries.size(), c.dbias ? 3u : 2u);
   EXPECT_EQ(backward.entries[0].kernelName, "fa_backward_dkdv_0");
   EXPECT_EQ(backward.entries[0].gridRule, "ceil(Nk/64),Hkv,B");
-  EXPECT_EQ(backward.entries[1].kernelName, "fa_backward_dq_0");
+  const char *dq =
+      c.deterministic ? "fa_backward_dq_0" : "fa_backward_dq_convert_0";
+  EXPECT_EQ(backward.entries[1].kernelName, dq);
   EXPECT_EQ(backward.entries[1].gridRule, "ceil(Nq/64),Hq,B");
   for (const rt::CachedKernel::Entry &e : backward.entries) {
     EXPECT_EQ(e.blockX, 128u);
-    EXPECT_GT(e.dynamicSharedBytes, 0u);
+    // dq_convert needs no shared memory.
+    if (e.kernelName != "fa_backward_dq_convert_0") {
+      EXPECT_GT(e.dynamicSharedBytes, 0u);
+    }
     EXPECT_EQ(e.paramLayout, params);
   }
   if (c.dbias) {
     EXPECT_EQ(backward.entries[2].kernelName, "fa_backward_dbias_0");
   }
-  for (const char *entry :
-       {".entry fa_backward_dsum_0(", ".entry fa_backward_dkdv_0(",
-        ".entry fa_backward_dq_0("})
-    EXPECT_NE(backward.image.find(entry), std::string::npos) << entry;
-  EXPECT_EQ(backward.image.find("atom."), std::string::npos)
-      << "the backward must not use atomics";
+  for (std::string entry : {std::string("fa_backward_dsum_0"),
+                            std::string("fa_backward_dkdv_0"), std::string(dq)})
+    EXPECT_NE(backward.image.find(".entry " + entry + "("), std::string::npos)
+        << entry;
+  // Only the atomic mode's dK/dV kernel adds into global memory.
+  if (c.deterministic) {
+    EXPECT_EQ(backward.image.find("atom."), std::string::npos)
+        << "the deterministic backward must not use atomics";
+  } else {
+    EXPECT_NE(backward.image.find("atom.global.add.f32"), std::string::npos)
+        << "the atomic mode adds dQ with atom.global.add.f32";
+  }
 }
 
 // Odd N, Nq != Nk both ways, both causal alignments (bottom-right with
@@ -783,7 +808,8 @@ const Case kCases[] = {
     Case("bf16_d64_plain", kBF16, 64, {2, 4, 4, 257, 257}),
     Case("f16_d64_plain_sm80", kF16, 64, {2, 2, 2, 200, 130})
         .forSm80()
-        .withWorkspace(),
+        .withWorkspace()
+        .deterministicDQ(),
     Case("bf16_d128_mqa_causal_br", kBF16, 128, {2, 4, 1, 200, 300})
         .withCausal(CM::BottomRight)
         .withWorkspace(),
@@ -791,7 +817,8 @@ const Case kCases[] = {
         .withCausal(CM::BottomRight),
     Case("f16_d128_causal_tl", kF16, 128, {2, 2, 2, 130, 257})
         .withCausal(CM::TopLeft)
-        .withWorkspace(),
+        .withWorkspace()
+        .deterministicDQ(),
     Case("bf16_d128_causal_tl_nq_gt_nk", kBF16, 128, {1, 2, 1, 257, 100})
         .withCausal(CM::TopLeft),
     Case("bf16_d32_window", kBF16, 32, {3, 4, 2, 17, 17}).withWindow(5, 3),
@@ -812,7 +839,8 @@ const Case kCases[] = {
     Case("bf16_d96_mqa_softcap_window", kBF16, 96, {1, 8, 1, 100, 300})
         .withWindow(64, 16)
         .withSoftcap(25)
-        .withWorkspace(),
+        .withWorkspace()
+        .deterministicDQ(),
     Case("bf16_d64_masked_rows", kBF16, 64, {2, 2, 1, 257, 17})
         .withCausal(CM::BottomRight),
     Case("f16_d128_gqa_plain_sm80", kF16, 128, {2, 8, 2, 255, 257}).forSm80(),
@@ -828,7 +856,8 @@ const Case kCases[] = {
     // Nk, GQA and MQA.
     Case("bf16_d64_bias_full_dbias", kBF16, 64, {2, 4, 2, 131, 200})
         .withBias({0, 0, 0, 0}, Case::BiasType::BF16, true)
-        .withWorkspace(),
+        .withWorkspace()
+        .deterministicDQ(),
     Case("f16_d128_bias_heads_f32_dbias", kF16, 128, {2, 4, 1, 200, 131})
         .withBias({1, 0, 1, 0}, Case::BiasType::F32, true)
         .withCausal(CM::BottomRight)
@@ -868,7 +897,8 @@ const Case kCases[] = {
         .withMaskMod()
         .withSoftcap(30)
         .withCausal(CM::BottomRight)
-        .withWorkspace(),
+        .withWorkspace()
+        .deterministicDQ(),
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {

@@ -148,31 +148,48 @@ struct CudaBackwardImage {
   bool scored = false;
   /// The rank of each capture (parameters after the others).
   std::vector<int64_t> captureRanks;
+  /// D of the f32 dQ accumulator the kernels take (getCudaDQAccumParam), or
+  /// 0 for the deterministic kernels, which have none.
+  int64_t dqAccumDim = 0;
+};
+
+/// How the backward is compiled (fa-pipeline-cuda's bwd-* options; part of
+/// the cache key).
+struct CudaBackwardOptions {
+  /// dK/dV double-buffers its Q tiles.
+  bool prefetch = true;
+  /// dQ by its own kernel: no atomics, bitwise reproducible, slower. By
+  /// default the dK/dV kernel adds dQ into an f32 accumulator with atomics.
+  bool deterministic = false;
 };
 
 /// The parameter layouts of the backward kernels (CachedKernel::paramLayout,
 /// the same for all of an op's): plain, and with ALiBi, bias, score_mod or
-/// mask_mod; either followed by getCudaCaptureParams(ranks) where the op has
-/// captures.
+/// mask_mod; either followed by getCudaDQAccumParam(D) with atomic dQ, then
+/// getCudaCaptureParams(ranks) where the op has captures.
 inline constexpr const char *kCudaBackwardParams =
     "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale";
 inline constexpr const char *kCudaBackwardScoredParams =
     "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale,"
     "bias,bias_strides[4],slopes,slopes_stride,dbias,dbias_strides[4],b,hq";
 
-/// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip`
-/// (`prefetch`: its bwd-prefetch). Failures are reported through the
-/// context's diagnostics.
+/// The parameter of the f32 dQ accumulator ([B, Hq, Nq, d] in the
+/// workspace, after Dsum) of kernels with atomic dQ: ",dq_accum_d<d>".
+std::string getCudaDQAccumParam(int64_t d);
+
+/// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip`.
+/// Failures are reported through the context's diagnostics.
 FailureOr<CudaBackwardImage>
-compileCudaBackward(AttentionGradOp op, StringRef chip, bool prefetch = true);
+compileCudaBackward(AttentionGradOp op, StringRef chip,
+                    CudaBackwardOptions options = {});
 
 /// The backward kernels of `op` for `chip` from the kernel cache, compiled
 /// and stored on a miss, like getOrCompileCudaKernel. The entry holds the
-/// dsum kernel as kernelName and dkdv, dq (and dbias) as its `entries`.
-/// `prefetch`: fa-pipeline-cuda's bwd-prefetch (part of the cache key).
+/// dsum kernel as kernelName and dkdv, dq or dq_convert (and dbias) as its
+/// `entries`.
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 getOrCompileCudaBackward(AttentionGradOp op, StringRef chip, bool &compiled,
-                         std::string &error, bool prefetch = true);
+                         std::string &error, CudaBackwardOptions options = {});
 
 /// One call of the backward. Tensors are those of fa.attention_grad, all
 /// on the device, rows contiguous (stride 1 in the head dim), 16-byte
@@ -188,10 +205,11 @@ struct CudaBackwardCall {
   int64_t batch = 0, headsQ = 0, headsKV = 0, seqQ = 0, seqKV = 0;
   /// scale * log2(e), and scale (the op's, or 1 / sqrt(D)).
   float scaleLog2 = 0, scale = 0;
-  /// Dsum, [B, Hq, Nq] f32 contiguous, at least
-  /// getCudaBackwardWorkspaceBytes() bytes of device memory the launch may
-  /// overwrite; 0: launchCudaBackward allocates it and waits for the stream
-  /// before freeing it (a synchronous call).
+  /// Dsum, [B, Hq, Nq] f32 contiguous, and with atomic dQ the f32 dQ
+  /// accumulator after it: at least getCudaBackwardWorkspaceBytes() bytes of
+  /// device memory (256-byte aligned) the launch may overwrite; 0:
+  /// launchCudaBackward allocates it and waits for the stream before freeing
+  /// it (a synchronous call).
   uint64_t workspace = 0;
   /// The scored path (read where the op has them, like CudaAttentionCall):
   /// the bias with element strides (b, h, i, j; 0 where it broadcasts), the
@@ -208,8 +226,11 @@ struct CudaBackwardCall {
   std::vector<CudaCapture> captures;
 };
 
-/// Bytes of the Dsum workspace of `call`: B * Hq * Nq * 4.
-uint64_t getCudaBackwardWorkspaceBytes(const CudaBackwardCall &call);
+/// Bytes of the workspace of `call` to the kernels of `kernel`: Dsum, B * Hq
+/// * Nq * 4 rounded up to 256, then B * Hq * Nq * D * 4 with atomic dQ.
+uint64_t
+getCudaBackwardWorkspaceBytes(const ::fa::runtime::CachedKernel &kernel,
+                              const CudaBackwardCall &call);
 
 /// The kernels of a backward cache entry, loaded (dbias where it has one).
 struct CudaBackwardFunctions {
@@ -223,10 +244,10 @@ struct CudaBackwardFunctions {
 loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
                  const ::fa::runtime::Module &module);
 
-/// Launches dsum, dkdv, dq (and dbias) on `stream` (asynchronous unless the
-/// launcher allocates the workspace). Empty problems launch nothing that is
-/// not needed: Nk = 0 gives dQ = 0, Nq = 0 gives dK = dV = 0 (and dBias =
-/// 0 where it has elements).
+/// Launches dsum, dkdv, dq or dq_convert (and dbias) on `stream` (asynchronous
+/// unless the launcher allocates the workspace). Empty problems launch nothing
+/// that is not needed: Nk = 0 gives dQ = 0, Nq = 0 gives dK = dV = 0 (and dBias
+/// = 0 where it has elements).
 ::fa::runtime::Status
 launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
                    const CudaBackwardFunctions &functions,

@@ -49,6 +49,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "
                      "computing the current one (two shared-memory stages)"),
       llvm::cl::init(true)};
+  Option<bool> bwdDeterministic{
+      *this, "bwd-deterministic",
+      llvm::cl::desc("Backward: dQ by its own kernel (no atomics, bitwise "
+                     "reproducible) instead of atomic adds from the dK/dV "
+                     "kernel"),
+      llvm::cl::init(false)};
 };
 
 /// fa-pipeline-cuda: fa.attention to a gpu.binary holding the PTX of an

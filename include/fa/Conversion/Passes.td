@@ -70,7 +70,12 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     Option<"bwdPrefetch", "bwd-prefetch", "bool", /*default=*/"true",
            "Backward: the dK/dV kernel loads the next Q tile (Q, dO, lse, "
            "Dsum) into a second shared-memory stage while it computes the "
-           "current one">
+           "current one">,
+    Option<"bwdDeterministic", "bwd-deterministic", "bool",
+           /*default=*/"false",
+           "Backward: dQ by its own kernel, which recomputes S and dP (no "
+           "atomics, bitwise reproducible), instead of the dK/dV kernel "
+           "adding dS K into an f32 accumulator with atomics">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -1,22 +1,28 @@
 //===- AttentionGradToNVVM.cpp - fa.attention_grad to NVVM kernels --------===//
 //
-// The backward of FlashAttention-2 as three kernels, deterministic (no
-// atomics: every output element is written by one thread, once) and
-// accumulating in f32:
+// The backward of FlashAttention-2 as three kernels accumulating in f32.
+// dQ comes one of two ways: by default (FA2's) dkdv adds dS K into an f32
+// accumulator with atomics and dq_convert scales it into dQ; deterministic
+// (bwd-deterministic), a dq kernel computes S and dP once more, and every
+// output element is written by one thread, once.
 //
 //  - dsum: Dsum[b, h, i] = sum_e dO[b, h, i, e] * O[b, h, i, e] into an f32
 //    workspace [B, Hq, Nq]; one CTA per 64 query rows, a quad of lanes per
-//    row.
+//    row. With atomic dQ it also zeroes the rows' accumulator.
 //  - dkdv: one CTA per (K/V tile of 64 rows, kv head, batch), each warp
 //    owning 16 key rows whose dK and dV accumulate in registers over the
 //    query heads of the GQA group and the Q tiles that can see the K/V tile.
 //    Scores are computed transposed, S^T = K Q^T, so that P^T (rows: keys)
 //    comes out of the mma in the A-fragment layout of dV += P^T dO and
 //    likewise dS^T for dK += dS^T Q: neither goes through shared memory.
-//    lse is per column of S^T and read from shared memory.
+//    lse is per column of S^T and read from shared memory. With atomic dQ,
+//    dS^T also goes to shared memory, and after a barrier the warps split
+//    dQ = dS K (the tile's 64 keys) by query rows and columns and add it
+//    into the accumulator.
 //  - dq: one CTA per (Q tile of 64 rows, query head, batch), like the
 //    forward: S = Q K^T, P = exp2(S * scale * log2(e) - lse * log2(e)),
 //    dP = dO V^T, dS = P (dP - Dsum), dQ += dS K over the visible K/V tiles.
+//  - dq_convert (atomic dQ): dQ = scale * accumulator.
 //
 // dS is the derivative with respect to the score; the derivative with
 // respect to the raw dot product multiplies it by scale (and softcap's
@@ -51,11 +57,12 @@ constexpr int64_t kDsumRows = 64;
 class GradKernelBuilder : public KernelBuilder {
 public:
   GradKernelBuilder(OpBuilder &b, Location loc, AttentionGradOp op,
-                    bool prefetch)
+                    GradKernelOptions options)
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
         op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
-        scored(hasScoreTerms(op)), prefetch(prefetch) {
+        scored(hasScoreTerms(op)), prefetch(options.prefetch),
+        atomicDQ(!options.deterministic) {
     if (auto attr = op.getSoftcapAttr())
       softcap = attr.getValueAsDouble();
     if (Value bias = op.getBias())
@@ -73,13 +80,18 @@ public:
   void buildDsum(StringRef name);
   void buildDkDv(StringRef name);
   void buildDq(StringRef name);
+  void buildDqConvert(StringRef name);
   void buildDBias(StringRef name);
 
   /// Q rows per iteration of the dkdv kernel.
   int64_t getDkDvBlockQ() const { return dkdvBlockQ; }
   /// K and V tiles, then a stage per Q tile in flight (two with
-  /// `prefetch`): its Q and dO tiles, lse * log2(e) and Dsum of its rows.
+  /// `prefetch`): its Q and dO tiles, lse * log2(e) and Dsum of its rows;
+  /// then, with atomic dQ, dS^T ([key rows][blockQ]).
   int64_t dkdvSharedBytes() const {
+    return dkdvDSOffset() + (atomicDQ ? kBlockRows * dkdvBlockQ * 2 : 0);
+  }
+  int64_t dkdvDSOffset() const {
     return 2 * kBlockRows * d * 2 + (prefetch ? 2 : 1) * dkdvStageBytes();
   }
   int64_t dkdvStageBytes() const {
@@ -121,6 +133,9 @@ private:
     /// and its strides, B and Hq (i32). Null/0 where the op lacks them.
     Value bias, biasStrides[4], slopes, slopesStride, dbias, dbiasStrides[4];
     Value batches, headsQ;
+    /// With atomic dQ: the f32 dQ accumulator, row (b, h, i) at (Dsum's
+    /// offset of (b, h, i)) * D.
+    Value dqAcc;
   };
   /// Creates kernel `name` and moves the insertion point into it.
   Args beginKernel(StringRef name);
@@ -180,6 +195,8 @@ private:
   /// dkdv loads the next Q tile (Q, dO, lse, Dsum) into a second stage of
   /// shared memory while it computes the current one.
   bool prefetch;
+  /// dkdv adds dS K into the f32 accumulator with atomics (else: dq).
+  bool atomicDQ;
   std::optional<double> softcap;
   /// The bias's element type, or null.
   Type biasEt;
@@ -205,6 +222,9 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
     params.append(4, i64);
     params.append({i32, i32});
   }
+  // The dQ accumulator.
+  if (atomicDQ)
+    params.push_back(gptr);
   // Then each capture's pointer and strides.
   unsigned firstCapture = params.size();
   appendCaptureParams(params, op.getCaptures().getTypes());
@@ -241,6 +261,8 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
     a.batches = arg(55);
     a.headsQ = arg(56);
   }
+  if (atomicDQ)
+    a.dqAcc = arg(firstCapture - 1);
   bindCaptures(entry, firstCapture, op.getCaptures().getTypes(), a.nq, a.nk);
   return a;
 }
@@ -487,6 +509,21 @@ void GradKernelBuilder::buildDsum(StringRef name) {
       }
     }
     sum = quadReduce(sum, false);
+    if (atomicDQ) {
+      // dkdv adds into the row's accumulator, which starts at 0: the quad's
+      // lanes zero 8 columns per 32 each, like the loads above.
+      auto zero = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
+      OpBuilder::InsertionGuard zeroGuard(b);
+      b.setInsertionPointToStart(zero.thenBlock());
+      Value accRow = gep(a.dqAcc, mul(add(dsumBase, ext64(row)), c64(d)), f32);
+      Value zeros = LLVM::ZeroOp::create(b, loc, VectorType::get({4}, f32));
+      for (int64_t j = 0; j < d / 32; ++j)
+        for (int64_t half = 0; half < 2; ++half) {
+          Value col = ext64(add(shl(tq, 3), c32(j * 32 + half * 4)));
+          LLVM::StoreOp::create(b, loc, zeros, gep(accRow, col, f32),
+                                /*alignment=*/16);
+        }
+    }
     Value write = arith::AndIOp::create(
         b, loc, valid, cmp(arith::CmpIPredicate::eq, tq, c32(0)));
     auto store = scf::IfOp::create(b, loc, write, /*withElse=*/false);
@@ -644,6 +681,87 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
       keyOff[r] = mul(ext64(mins(add(keyRow, c32(8 * r)), sub(a.nk, c32(1)))),
                       a.biasStrides[3]);
   }
+  // Atomic dQ: dS^T goes to shared memory as [key rows][blockQ], then
+  // dQ = dS K over the CTA's 64 keys, split across the warps as (m-tile of
+  // 16 queries, group of D / (4 / m-tiles) columns), is added into the f32
+  // accumulator.
+  int64_t mTiles = blockQ / 16, dqCols = d * mTiles / kWarps;
+  Value sDS = smemAt(smem, c32(dkdvDSOffset()));
+  // The addresses and predicates below are recomputed from an opaque lane
+  // id in each tile: hoisted out of the loops they would hold registers
+  // the accumulators need (D = 128 with captures spills).
+  auto storeTransposedDS = [&](const Tiles &ds) {
+    Value zero = cf(0.0);
+    Value lane32 = opaque(lane);
+    Value row = add(mul(opaque(warp), c32(16)), shr(lane32, 2));
+    Value col = shl(andi(lane32, 3), 1);
+    for (int64_t nt = 0; nt < nTilesS; ++nt)
+      for (int64_t r = 0; r < 2; ++r) {
+        // Keys past Nk (a ragged last tile) have zero K rows but not zero
+        // dS (P is not masked there, and may overflow): their dS must not
+        // reach dQ as inf * 0.
+        Value key = add(row, c32(8 * r));
+        Value live = cmp(arith::CmpIPredicate::slt, add(k0, key), a.nk);
+        Value at = swizzled(key, add(c32(nt * 8), col), blockQ);
+        Value lo = sel(live, ds[nt][2 * r], zero);
+        Value hi = sel(live, ds[nt][2 * r + 1], zero);
+        LLVM::StoreOp::create(b, loc, pack(lo, hi), smemAt(sDS, at),
+                              /*alignment=*/4);
+      }
+  };
+  auto addDQ = [&](Value q0, Value dsumRow) {
+    // Every warp's dS^T is in shared memory (the next write to it is after
+    // the next tile's first barrier).
+    NVVM::Barrier0Op::create(b, loc);
+    Value lane32 = opaque(lane), warp32 = opaque(warp);
+    Value dqM0 = mul(remu(warp32, c32(mTiles)), c32(16));
+    Value dqCol0 = mul(divu(warp32, c32(mTiles)), c32(dqCols));
+    // ldmatrix.trans of the [keys][queries] tile gives dS's A fragments;
+    // K's B fragments as in mmaAB. Rows 16 kk further are constant offsets
+    // (the swizzle only sees a row's low 3 bits).
+    Value dsA = swizzled(bRow(lane32), add(dqM0, bCol(lane32)), blockQ);
+    SmallVector<Value> kB;
+    for (int64_t pair = 0; pair < dqCols / 16; ++pair)
+      kB.push_back(swizzled(aRow(lane32),
+                            add(add(aCol(lane32), dqCol0), c32(pair * 16))));
+    Value g32 = shr(lane32, 2), tq32 = andi(lane32, 3);
+    // In passes of `chunk` columns: the scored path at D > 64 has no
+    // registers to spare for more.
+    int64_t chunk = scored && d > 64 ? 16 : dqCols;
+    for (int64_t c0 = 0; c0 < dqCols; c0 += chunk) {
+      Tiles dQ = zeroTiles(chunk / 8);
+      for (int64_t kk = 0; kk < kBlockRows / 16; ++kk) {
+        auto aFrag = ldmatrix4(smemAt(sDS, add(dsA, c32(kk * 16 * blockQ * 2))),
+                               /*transpose=*/true);
+        SmallVector<Value, 4> aOps(aFrag.begin(), aFrag.end());
+        for (int64_t pair = 0; pair < chunk / 16; ++pair) {
+          auto r = ldmatrix4(
+              smemAt(sK, add(kB[c0 / 16 + pair], c32(kk * 16 * d * 2))),
+              /*transpose=*/true);
+          dQ[2 * pair] = mma(aOps, {r[0], r[1]}, dQ[2 * pair]);
+          dQ[2 * pair + 1] = mma(aOps, {r[2], r[3]}, dQ[2 * pair + 1]);
+        }
+      }
+      for (int64_t r = 0; r < 2; ++r) {
+        Value query = add(add(add(q0, dqM0), g32), c32(8 * r));
+        auto inRange = scf::IfOp::create(
+            b, loc, cmp(arith::CmpIPredicate::slt, query, a.nq), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(inRange.thenBlock());
+        Value accRow =
+            gep(a.dqAcc, mul(add(dsumRow, ext64(query)), c64(d)), f32);
+        for (int64_t nt = 0; nt < chunk / 8; ++nt)
+          for (int64_t c = 0; c < 2; ++c) {
+            Value col =
+                add(dqCol0, add(c32(c0 + nt * 8), add(shl(tq32, 1), c32(c))));
+            LLVM::AtomicRMWOp::create(
+                b, loc, LLVM::AtomicBinOp::fadd, gep(accRow, ext64(col), f32),
+                dQ[nt][2 * r + c], LLVM::AtomicOrdering::monotonic, "device");
+          }
+      }
+    }
+  };
+
   auto unpack = [&](ValueRange flat) {
     Tiles dK(nTilesO), dV(nTilesO);
     for (int64_t nt = 0; nt < nTilesO; ++nt)
@@ -823,10 +941,14 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                 for (int64_t e = 0; e < 4; ++e)
                   ds[nt][e] = fmul(p[nt][e], fsub(ds[nt][e], dsum[e & 1]));
               }
+              if (atomicDQ)
+                storeTransposedDS(ds);
               // dK += dS^T Q.
               mmaAB(
                   dK, [&](int64_t s) { return accToA(ds, s); }, qSteps, sQ,
                   lane);
+              if (atomicDQ)
+                addDQ(q0, dsumRow);
               SmallVector<Value> yielded;
               for (auto *acc : {&dK, &dV})
                 for (auto &t : *acc)
@@ -1023,6 +1145,54 @@ void GradKernelBuilder::buildDq(StringRef name) {
                   loop.getResults().begin() + nt * 4 + 4);
   Value dqBase = headBase(a.dq, batch, head, a.dqs[0], a.dqs[1]);
   storeRows(dQ, dqBase, a.dqs[2], row, a.nq, tq, a.scale);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+//===----------------------------------------------------------------------===//
+// dq_convert
+//===----------------------------------------------------------------------===//
+
+void GradKernelBuilder::buildDqConvert(StringRef name) {
+  OpBuilder::InsertionGuard guard(b);
+  Args a = beginKernel(name);
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value tile = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value head = NVVM::BlockIdYOp::create(b, loc, i32);
+  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  Value tq = andi(tid, 3);
+  Value dqBase = headBase(a.dq, batch, head, a.dqs[0], a.dqs[1]);
+  Value accHead =
+      add(mul(ext64(batch), a.dsums[0]), mul(ext64(head), a.dsums[1]));
+  auto v4f32 = VectorType::get({4}, f32);
+  Value scale = LLVM::UndefOp::create(b, loc, VectorType::get({8}, f32));
+  for (int64_t e = 0; e < 8; ++e)
+    scale = LLVM::InsertElementOp::create(b, loc, scale, a.scale, c32(e));
+  // dQ = scale * accumulator, a quad of lanes per row (8 columns per 32
+  // each), like dsum.
+  for (int64_t pass = 0; pass < kDsumRows / (kThreads / 4); ++pass) {
+    Value row = add(add(mul(tile, c32(kDsumRows)), c32(pass * kThreads / 4)),
+                    shr(tid, 2));
+    auto inRange = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::slt, row, a.nq), false);
+    OpBuilder::InsertionGuard rowGuard(b);
+    b.setInsertionPointToStart(inRange.thenBlock());
+    Value accRow = gep(a.dqAcc, mul(add(accHead, ext64(row)), c64(d)), f32);
+    Value dqRow = gep(dqBase, mul(ext64(row), a.dqs[2]), et);
+    for (int64_t j = 0; j < d / 32; ++j) {
+      Value col = add(shl(tq, 3), c32(j * 32));
+      Value lo =
+          LLVM::LoadOp::create(b, loc, v4f32, gep(accRow, ext64(col), f32), 16);
+      Value hi = LLVM::LoadOp::create(
+          b, loc, v4f32, gep(accRow, ext64(add(col, c32(4))), f32), 16);
+      Value both = LLVM::ShuffleVectorOp::create(
+          b, loc, lo, hi, ArrayRef<int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+      Value scaled = LLVM::FMulOp::create(b, loc, both, scale);
+      Value out =
+          LLVM::FPTruncOp::create(b, loc, VectorType::get({8}, et), scaled);
+      LLVM::StoreOp::create(b, loc, out, gep(dqRow, ext64(col), et),
+                            /*alignment=*/16);
+    }
+  }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
@@ -1343,19 +1513,28 @@ void GradKernelBuilder::buildDBias(StringRef name) {
 
 SmallVector<KernelContract, 4>
 mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
-                                          StringRef suffix, bool prefetch) {
-  GradKernelBuilder kernels(b, op.getLoc(), op, prefetch);
+                                          StringRef suffix,
+                                          GradKernelOptions options) {
+  GradKernelBuilder kernels(b, op.getLoc(), op, options);
   std::string rows = std::to_string(kBlockRows);
   SmallVector<KernelContract, 4> contracts = {
       {("fa_backward_dsum_" + suffix).str(),
        "ceil(Nq/" + std::to_string(kDsumRows) + "),Hq,B", kThreads, 0},
       {("fa_backward_dkdv_" + suffix).str(), "ceil(Nk/" + rows + "),Hkv,B",
        kThreads, kernels.dkdvSharedBytes()},
-      {("fa_backward_dq_" + suffix).str(), "ceil(Nq/" + rows + "),Hq,B",
-       kThreads, kernels.dqSharedBytes()}};
+      options.deterministic
+          ? KernelContract{("fa_backward_dq_" + suffix).str(),
+                           "ceil(Nq/" + rows + "),Hq,B", kThreads,
+                           kernels.dqSharedBytes()}
+          : KernelContract{("fa_backward_dq_convert_" + suffix).str(),
+                           "ceil(Nq/" + std::to_string(kDsumRows) + "),Hq,B",
+                           kThreads, 0}};
   kernels.buildDsum(contracts[0].name);
   kernels.buildDkDv(contracts[1].name);
-  kernels.buildDq(contracts[2].name);
+  if (options.deterministic)
+    kernels.buildDq(contracts[2].name);
+  else
+    kernels.buildDqConvert(contracts[2].name);
   if (op.getGradBias()) {
     // dBias by its own sweep over the blocks of the bias (below).
     contracts.push_back({("fa_backward_dbias_" + suffix).str(),

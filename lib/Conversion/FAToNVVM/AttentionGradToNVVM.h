@@ -19,17 +19,28 @@ struct KernelContract {
   int64_t sharedBytes = 0;
 };
 
+/// How the backward kernels are built.
+struct GradKernelOptions {
+  /// dkdv double-buffers its Q tiles: the next tile's Q, dO, lse and Dsum
+  /// load while the current one is computed.
+  bool prefetch = true;
+  /// dQ by its own kernel (dq), which computes S and dP again: no atomics,
+  /// bitwise reproducible. Otherwise dkdv adds dS K into an f32 accumulator
+  /// (kernel parameter `dq_accum`, [B, Hq, Nq, D] rows at Dsum's (b, h, i)
+  /// offset times D) with atomics, dsum zeroes it first, and dq_convert
+  /// scales it into dQ.
+  bool deterministic = false;
+};
+
 /// Emits the backward kernels of `op` (supported: see unsupportedReason) at
 /// the insertion point, a gpu.module: fa_backward_dsum_<suffix>,
-/// fa_backward_dkdv_<suffix>, fa_backward_dq_<suffix> and, when `op` has a
-/// grad_bias result, fa_backward_dbias_<suffix>, to be launched in that
-/// order. Returns their contracts in that order. With `prefetch`, dkdv
-/// double-buffers its Q tiles: the next tile's Q, dO, lse and Dsum load
-/// while the current one is computed.
-SmallVector<KernelContract, 4> buildAttentionGradKernels(OpBuilder &b,
-                                                         AttentionGradOp op,
-                                                         StringRef suffix,
-                                                         bool prefetch = true);
+/// fa_backward_dkdv_<suffix>, fa_backward_dq_<suffix> (deterministic) or
+/// fa_backward_dq_convert_<suffix> and, when `op` has a grad_bias result,
+/// fa_backward_dbias_<suffix>, to be launched in that order. Returns their
+/// contracts in that order.
+SmallVector<KernelContract, 4>
+buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op, StringRef suffix,
+                          GradKernelOptions options = {});
 
 } // namespace mlir::fa::nvvm
 

@@ -616,8 +616,8 @@ struct ConvertFAToNVVMPass
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();
       }
-      SmallVector<KernelContract, 3> contracts =
-          buildAttentionGradKernels(b, op, std::to_string(i), bwdPrefetch);
+      SmallVector<KernelContract, 3> contracts = buildAttentionGradKernels(
+          b, op, std::to_string(i), {bwdPrefetch, bwdDeterministic});
       // The launch contracts, read by the runtime: on each kernel, and for
       // the first op's kernels on the module, which outlives the gpu.module.
       SmallVector<Attribute> entries;

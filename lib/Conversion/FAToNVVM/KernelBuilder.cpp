@@ -80,15 +80,17 @@ Value KernelBuilder::headBase(Value base, Value batch, Value head,
              et);
 }
 
-Value KernelBuilder::swizzled(Value row, Value col) {
+Value KernelBuilder::swizzled(Value row, Value col, int64_t width) {
   // XOR within aligned groups of a power-of-two number of chunks (8 at
   // most), so the swizzled chunk stays inside the row (d = 96: 12 chunks).
-  int64_t chunks = d / 8, group = 1;
+  if (!width)
+    width = d;
+  int64_t chunks = width / 8, group = 1;
   while (group < 8 && chunks % (group * 2) == 0)
     group *= 2;
   Value chunk = shr(col, 3);
   Value swz = xori(chunk, andi(row, group - 1));
-  return add(mul(row, c32(d * 2)), add(shl(swz, 4), shl(andi(col, 7), 1)));
+  return add(mul(row, c32(width * 2)), add(shl(swz, 4), shl(andi(col, 7), 1)));
 }
 
 Value KernelBuilder::swizzledAt(Value rowLane, int64_t rowConst, Value colLane,

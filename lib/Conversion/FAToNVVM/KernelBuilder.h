@@ -119,10 +119,10 @@ public:
   /// `base + batch * strides[0] + head * strides[1]` in elements of `et`.
   Value headBase(Value base, Value batch, Value head, Value batchStride,
                  Value headStride);
-  /// Byte offset of element (row, col) in a swizzled [rows][d] tile: 16-byte
-  /// chunks XOR-ed with the row so the 8 rows one ldmatrix reads hit
-  /// distinct banks.
-  Value swizzled(Value row, Value col);
+  /// Byte offset of element (row, col) in a swizzled [rows][width] tile
+  /// (width 0: d): 16-byte chunks XOR-ed with the row so the 8 rows one
+  /// ldmatrix reads hit distinct banks.
+  Value swizzled(Value row, Value col, int64_t width = 0);
   /// swizzled(rowLane + rowConst, colLane + colConst) for a lane-dependent
   /// part and constants (rowConst a multiple of 8, colConst of 16, colLane 0
   /// or 8): the XOR only sees the lane part and the low chunk bits of

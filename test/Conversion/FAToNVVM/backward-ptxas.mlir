@@ -1,7 +1,8 @@
 // The backward kernels assemble with ptxas for sm_80 and sm_90a and use no
 // local memory for D = 64 and 128 (softcap, the most registers, included),
 // and so do the scored path's (bias, ALiBi, score_mod, mask_mod; four
-// kernels with dBias) for D = 32 to 128.
+// kernels with dBias) for D = 32 to 128; in both dQ modes (atomic, the
+// default, and bwd-deterministic).
 // REQUIRES: ptxas
 // RUN: split-file %s %t
 // RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90.128.ptx
@@ -13,6 +14,13 @@
 // RUN: fa-opt %t/bf16-64-mqa-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.64.ptx -o %t/80.64.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t/90.128.ptx
+// RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda="chip=sm_90a bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/det.90.128.ptx -o %t/det.90.128.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=DET < %t/det.90.128.ptx
+// RUN: fa-opt %t/f16-64-softcap-window.mlir -fa-pipeline-cuda="chip=sm_80 bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.80.64.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/det.80.64.ptx -o %t/det.80.64.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda="chip=sm_90a bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.scored.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/det.scored.ptx -o %t/det.scored.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
 // RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/bf16-128-scored-all.sm_90a.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/bf16-128-scored-all.sm_90a.ptx -o %t/bf16-128-scored-all.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
 // RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/bf16-128-scored-all.sm_80.ptx
@@ -31,35 +39,39 @@
 // RUN: %ptxas -arch=sm_80 -v %t/f16-32-bias-scalar.sm_80.ptx -o %t/f16-32-bias-scalar.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
 
 // Three kernels, each without spills.
-// CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq}}_0'
+// CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq}}_0'
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq}}_0'
+// CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq}}_0'
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq}}_0'
+// CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq}}_0'
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
 
 // The scored path with dBias: four kernels, each without spills.
-// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq|dbias}}_0'
+// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq|dbias}}_0'
 // SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq|dbias}}_0'
+// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq|dbias}}_0'
 // SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq|dbias}}_0'
+// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq|dbias}}_0'
 // SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq|dbias}}_0'
+// SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq|dbias}}_0'
 // SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SCORED-NOT: bytes spill
 
 // PTX: .target sm_90a
 // PTX-DAG: .visible .entry fa_backward_dsum_0(
 // PTX-DAG: .visible .entry fa_backward_dkdv_0(
-// PTX-DAG: .visible .entry fa_backward_dq_0(
+// PTX-DAG: .visible .entry fa_backward_dq_convert_0(
 // PTX-DAG: cp.async.cg.shared.global
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-DAG: ex2.approx
-// PTX-NOT: atom.
+// PTX-DAG: atom.global.add.f32
+
+// bwd-deterministic: dq instead of dq_convert, and no atomics.
+// DET: .visible .entry fa_backward_dq_0(
+// DET-NOT: atom.
 
 //--- bf16-128-causal-gqa.mlir
 func.func @g(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>, %o: tensor<?x8x?x128xbf16>, %do: tensor<?x8x?x128xbf16>, %lse: tensor<?x8x?xf32>) -> (tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>) {

@@ -1,12 +1,13 @@
 """Reads convert-fa-to-nvvm output and prints each kernel's schedule: its
-entry, cp.async copies, groups and waits, barriers, mma.syncs and scf
-branches/loops/yields in order, runs of one collapsed as `<count> <what>`."""
+entry, cp.async copies, groups and waits, barriers, mma.syncs, atomic adds
+and scf branches/loops/yields in order, runs of one collapsed as `<count> <what>`."""
 import re
 import sys
 
 PATTERN = re.compile(
     r"llvm\.func @fa_\w+|nvvm\.(?:cp\.async\.(?:commit\.group|wait\.group \d+"
-    r"|shared\.global)|barrier0|mma\.sync)|scf\.(?:for|if|yield)|\} else")
+    r"|shared\.global)|barrier0|mma\.sync)|llvm\.atomicrmw fadd"
+    r"|scf\.(?:for|if|yield)|\} else")
 
 last, count = None, 0
 for line in sys.stdin:
