@@ -901,6 +901,8 @@ void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
     if (slopes.sizes.size() == 2)
       call.slopesBatchStride = slopes.sizes[0] == 1 ? 0 : slopes.strides[0];
   }
+  if (spec.dropoutP != 0.0)
+    call.seed = args[next++].scalar;
   if (withBias) {
     const mlir::fa::HostKernelArg &dbias = args.back();
     call.dbias =

@@ -282,7 +282,8 @@ mlir::fa::compileCudaBackward(AttentionGradOp op, StringRef chip,
     entry.sharedBytes = cast<IntegerAttr>(dict.get("shared_bytes")).getInt();
     image.entries.push_back(std::move(entry));
   }
-  image.scored = op.getBias() || op.getAlibiSlopes() ||
+  image.dropout = static_cast<bool>(op.getDropoutSeed());
+  image.scored = image.dropout || op.getBias() || op.getAlibiSlopes() ||
                  !op.getScoreMod().empty() || !op.getMaskMod().empty();
   image.captureRanks = captureRanks(op.getCaptures().getTypes());
   if (!options.deterministic)
@@ -312,8 +313,9 @@ mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
             kernel.dynamicSharedBytes = first.sharedBytes;
             kernel.gridRule = first.gridRule;
             std::string params =
-                (image->scored ? kCudaBackwardScoredParams
-                               : kCudaBackwardParams) +
+                (image->dropout  ? kCudaBackwardDropoutParams
+                 : image->scored ? kCudaBackwardScoredParams
+                                 : kCudaBackwardParams) +
                 (image->dqAccumDim ? getCudaDQAccumParam(image->dqAccumDim)
                                    : "") +
                 getCudaCaptureParams(image->captureRanks);
@@ -349,8 +351,9 @@ struct BackwardLaunch {
   /// 1 (`oneBatch`). dBias's blocks have 1 where the bias broadcasts.
   bool overKeys = false, single = false, oneHead = false, oneBatch = false;
   int64_t rows = 0;
-  /// The scored path's parameters (kCudaBackwardScoredParams).
-  bool scored = false;
+  /// The scored path's parameters (kCudaBackwardScoredParams), and the
+  /// seed after them (kCudaBackwardDropoutParams).
+  bool scored = false, dropout = false;
   /// The captures' parameters (getCudaCaptureParams).
   std::string captureParams;
   /// D of the atomic dQ accumulator (getCudaDQAccumParam), or 0.
@@ -375,11 +378,13 @@ parseLaunch(const std::string &name, unsigned threads, unsigned sharedBytes,
                                params + "' with a bad dQ accumulator");
     own = own.take_front(accumAt);
   }
-  launch.scored = own == kCudaBackwardScoredParams;
+  launch.dropout = own == kCudaBackwardDropoutParams;
+  launch.scored = launch.dropout || own == kCudaBackwardScoredParams;
   if (own != kCudaBackwardParams && !launch.scored)
     return rt::Status::error("kernel " + name + " has parameter layout '" +
                              params + "', expected '" + kCudaBackwardParams +
-                             "' or '" + kCudaBackwardScoredParams + "'");
+                             "', '" + kCudaBackwardScoredParams + "' or '" +
+                             kCudaBackwardDropoutParams + "'");
   StringRef rule(gridRule);
   bool ok;
   if (StringRef(name).starts_with("fa_backward_dbias_")) {
@@ -435,6 +440,7 @@ backwardLaunches(const ::fa::runtime::CachedKernel &kernel) {
                              "fa_backward_dq_", "fa_backward_dbias_"};
   for (size_t i = 0; i < launches.size(); ++i) {
     if (launches[i].scored != launches[0].scored ||
+        launches[i].dropout != launches[0].dropout ||
         launches[i].captureParams != launches[0].captureParams ||
         launches[i].accumDim != launches[0].accumDim)
       return rt::Status::error("kernel cache entry " + kernel.kernelName +
@@ -599,8 +605,11 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   params[50] = &dbias;
   params[55] = &batch;
   params[56] = &headsQ;
+  int64_t seed = call.seed;
   if (!(*launches)[0].scored)
     params.resize(43);
+  else if ((*launches)[0].dropout)
+    params.push_back(&seed);
   // The accumulator, after Dsum.
   uint64_t dqAccum = workspace + dsumBytes(call);
   if ((*launches)[0].accumDim)

@@ -311,20 +311,6 @@ def attention(
         if x is not None and not isinstance(x, torch.Tensor):
             raise TypeError(f"{api}: {name} must be a torch tensor like q, got {type(x).__name__}")
     if torch.is_grad_enabled():
-        if options.dropout_p > 0 and q.device.type == "cuda":
-            needs_grad = [
-                name
-                for name, x in (("q", q), ("k", k), ("v", v), ("bias", bias))
-                if x is not None and x.requires_grad
-            ]
-            if needs_grad:
-                # Refused before the forward runs: the backward would fail
-                # only after it.
-                raise NotImplementedError(
-                    f"{api}: dropout (dropout_p = {options.dropout_p}) has no CUDA backward "
-                    f"yet, but {', '.join(needs_grad)} requires grad (run the forward under "
-                    "torch.no_grad() or on detached tensors, or use the CPU)"
-                )
         if alibi_slopes is not None and alibi_slopes.requires_grad:
             raise NotImplementedError(
                 f"{api}: alibi_slopes requires grad, but ALiBi slopes are constants in FA, "

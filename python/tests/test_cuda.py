@@ -274,10 +274,34 @@ def test_dropout_forward_matches_the_host(dtype, bound, d) -> None:
     assert rel(o, plain.double().cpu()) > 0.1
 
 
-def test_dropout_autograd_is_refused_on_the_gpu() -> None:
-    """No CUDA backward with dropout yet: refused before the forward runs."""
-    q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="dropout .* has no CUDA backward yet"):
-        fa.attention(q, q, q, dropout_p=0.1)
-    with torch.no_grad():
-        assert fa.attention(q, q, q, dropout_p=0.1).shape == q.shape
+@pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_dropout_autograd_matches_the_host(dtype, bound, deterministic) -> None:
+    """The GPU backward draws the forward's Philox stream: dQ, dK, dV (and a
+    bias's gradient) agree with the CPU kernels' (f32) for the same seed."""
+    gen = torch.Generator(device="cuda").manual_seed(6)
+    b, hq, hkv, nq, nk, d = 2, 4, 2, 129, 200, 64
+    q = torch.randn(b, hq, nq, d, device="cuda", dtype=dtype, generator=gen)
+    k = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype, generator=gen)
+    v = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype, generator=gen)
+    bias = torch.randn(1, hq, nq, nk, device="cuda", dtype=dtype, generator=gen)
+    do = torch.randn(b, hq, nq, d, device="cuda", dtype=dtype, generator=gen)
+    options = {"causal": "bottom_right", "dropout_p": 0.2, "dropout_seed": 99}
+
+    def grads(*xs):
+        xs = [x.detach().requires_grad_() for x in xs]
+        fa.attention(*xs[:3], bias=xs[3], **options).backward(do.to(xs[0]))
+        return [x.grad for x in xs]
+
+    torch.use_deterministic_algorithms(deterministic)
+    try:
+        got = grads(q, k, v, bias)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    want = grads(*(x.float().cpu() for x in (q, k, v, bias)))
+    for g, w in zip(got[:3], want[:3]):
+        assert g.device.type == "cuda" and g.dtype == dtype
+        assert rel(g, w.double()) < bound
+    # The bias's gradient ([1, Hq, Nq, Nk]: summed over the batch only, so
+    # not ~0 as for a bias broadcast over keys).
+    assert rel(got[3], want[3].double()) < bound

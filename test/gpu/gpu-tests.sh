@@ -92,6 +92,12 @@ run --backward "$inputs/alibi-batch-gqa.mlir" --shape=3,4,2,77,131,64
 run --backward "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
 run --backward "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
 
+# The backward with dropout (the forward's Philox stream from --seed), in
+# both dQ modes (atomic, the default, and --bwd-deterministic).
+run --backward --dtype=bf16 --shape=2,4,2,129,200,64 --dropout=0.2 --causal=bottom-right --seed=3
+run --backward --dtype=f16 --shape=1,4,4,300,257,128 --dropout=0.1 --window=40,8 --seed=5 --bwd-deterministic
+run --backward --dtype=bf16 --shape=2,4,2,100,150,96 --dropout=0.5 --bias --dbias --alibi --causal=top-left --seed=11
+
 # Captures (document ids, a per-head table), forward and backward: ids of
 # exactly N tokens (ragged tiles read them clamped in range), and more ids
 # than Nq and Nk use.

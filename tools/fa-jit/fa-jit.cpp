@@ -1444,6 +1444,7 @@ bool Driver::compileAndRunOnGpu() {
               gradCall.biasStrides);
     gradCall.slopes = call.slopes;
     gradCall.slopesBatchStride = call.slopesBatchStride;
+    gradCall.seed = call.seed;
     gradCall.captures = call.captures;
     if (hasGradBias) {
       gradCall.dbias = dbiasBuf.getPointer();

@@ -76,6 +76,12 @@ struct Case {
     ownWorkspace = true;
     return *this;
   }
+  /// Dropout of probability `p` (the forward's and the backward's Philox
+  /// stream, seed 4242).
+  Case &withDropout(double p) {
+    dropout = p;
+    return *this;
+  }
   /// dQ by its own kernel (bwd-deterministic) instead of atomic adds.
   Case &deterministicDQ() {
     deterministic = true;
@@ -122,7 +128,11 @@ struct Case {
   bool dbias = false;
   int alibi = 0;
   bool scoreMod = false, maskMod = false;
-  bool scored() const { return biasShape || alibi || scoreMod || maskMod; }
+  std::optional<double> dropout;
+  static constexpr int64_t kSeed = 4242;
+  bool scored() const {
+    return biasShape || alibi || scoreMod || maskMod || dropout;
+  }
 
   friend std::ostream &operator<<(std::ostream &os, const Case &c) {
     return os << c.name;
@@ -180,6 +190,8 @@ std::string attributes(const Case &c) {
                     ", " + std::to_string(c.window->second) + ">");
   if (c.softcap)
     parts.push_back("softcap = " + std::to_string(*c.softcap) + " : f32");
+  if (c.dropout)
+    parts.push_back("dropout_p = " + std::to_string(*c.dropout) + " : f32");
   std::string text;
   for (const std::string &p : parts)
     text += (text.empty() ? "" : ", ") + p;
@@ -248,6 +260,10 @@ std::string moduleText(const Case &c) {
                                  : "tensor<?x" + std::to_string(c.hq) + "xf32>";
     args += ", %slopes: " + t;
     operands += " alibi_slopes(%slopes : " + t + ")";
+  }
+  if (c.dropout) {
+    args += ", %seed: i64";
+    operands += " dropout_seed(%seed)";
   }
   std::string regions = regionsText(c);
   return "func.func @f(%q: " + q + ", %k: " + kv + ", %v: " + kv +
@@ -453,6 +469,8 @@ TEST_P(CudaBackwardTest, MatchesReference) {
     fwd.slopes = slopesBuf.getPointer();
     fwd.slopesBatchStride = c.alibi == 2 ? c.hq : 0;
   }
+  if (c.dropout)
+    fwd.seed = Case::kSeed;
   rt::Status status =
       mlir::fa::launchCudaKernel(*forward, *forwardFn, fwd, nullptr);
   ASSERT_TRUE(status.ok()) << status.getMessage();
@@ -478,6 +496,7 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   std::copy(fwd.biasStrides, fwd.biasStrides + 4, bwd.biasStrides);
   bwd.slopes = fwd.slopes;
   bwd.slopesBatchStride = fwd.slopesBatchStride;
+  bwd.seed = fwd.seed;
   if (c.dbias) {
     bwd.dbias = dbiasBuf.getPointer();
     std::copy(dbiasStrides, dbiasStrides + 4, bwd.dbiasStrides);
@@ -565,6 +584,10 @@ TEST_P(CudaBackwardTest, MatchesReference) {
     options.bias = {biasValues.data(), biasShape};
   if (c.alibi)
     options.alibiSlopes = {slopesValues.data(), slopesShape};
+  if (c.dropout) {
+    options.dropoutP = *c.dropout;
+    options.dropoutSeed = Case::kSeed;
+  }
   if (c.scoreMod)
     options.scoreMod = [](double s, int64_t, int64_t, int64_t i, int64_t j) {
       return 20.0 * std::tanh(s / 20.0) + double(float(0.01)) * double(j - i);
@@ -765,8 +788,9 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   EXPECT_EQ(backward.kernelName, "fa_backward_dsum_0");
   EXPECT_EQ(backward.gridRule, "ceil(Nq/64),Hq,B");
   std::string params =
-      std::string(c.scored() ? mlir::fa::kCudaBackwardScoredParams
-                             : mlir::fa::kCudaBackwardParams) +
+      std::string(c.dropout    ? mlir::fa::kCudaBackwardDropoutParams
+                  : c.scored() ? mlir::fa::kCudaBackwardScoredParams
+                               : mlir::fa::kCudaBackwardParams) +
       (c.deterministic ? "" : ",dq_accum_d" + std::to_string(c.d));
   EXPECT_EQ(backward.paramLayout, params);
   ASSERT_EQ(backward.entries.size(), c.dbias ? 3u : 2u);
@@ -890,6 +914,23 @@ const Case kCases[] = {
         .withMaskMod()
         .withScoreMod()
         .withAlibi(false),
+    // Dropout: the forward's Philox stream, with GQA, both dQ modes, a bias
+    // and its gradient, ALiBi, softcap.
+    Case("bf16_d64_dropout_causal_gqa", kBF16, 64, {2, 4, 2, 257, 190})
+        .withDropout(0.2)
+        .withCausal(CM::BottomRight)
+        .withWorkspace(),
+    Case("f16_d128_dropout_bias_dbias", kF16, 128, {2, 4, 4, 130, 257})
+        .withDropout(0.1)
+        .withBias({1, 0, 0, 0}, Case::BiasType::F32, true)
+        .withSoftcap(30)
+        .withWorkspace()
+        .deterministicDQ(),
+    Case("bf16_d96_dropout_alibi_window", kBF16, 96, {1, 8, 2, 300, 300})
+        .withDropout(0.5)
+        .withAlibi(true)
+        .withWindow(64, 8),
+    Case("f16_d32_dropout_one", kF16, 32, {1, 1, 1, 1, 17}).withDropout(0.3),
     Case("f16_d128_all_dbias", kF16, 128, {2, 4, 2, 200, 200})
         .withBias({0, 0, 0, 0}, Case::BiasType::F16, true)
         .withAlibi(true)

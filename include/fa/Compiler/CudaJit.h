@@ -144,8 +144,10 @@ struct CudaBackwardImage {
   std::string chip;
   std::vector<CudaEntryPoint> entries;
   /// Whether the kernels take the scored path's parameters (bias, ALiBi
-  /// slopes, dBias: kCudaBackwardScoredParams).
+  /// slopes, dBias: kCudaBackwardScoredParams), and the dropout seed after
+  /// them (kCudaBackwardDropoutParams).
   bool scored = false;
+  bool dropout = false;
   /// The rank of each capture (parameters after the others).
   std::vector<int64_t> captureRanks;
   /// D of the f32 dQ accumulator the kernels take (getCudaDQAccumParam), or
@@ -164,14 +166,19 @@ struct CudaBackwardOptions {
 };
 
 /// The parameter layouts of the backward kernels (CachedKernel::paramLayout,
-/// the same for all of an op's): plain, and with ALiBi, bias, score_mod or
-/// mask_mod; either followed by getCudaDQAccumParam(D) with atomic dQ, then
-/// getCudaCaptureParams(ranks) where the op has captures.
+/// the same for all of an op's): plain, with ALiBi, bias, score_mod or
+/// mask_mod, and with dropout (those and the i64 seed); each followed by
+/// getCudaDQAccumParam(D) with atomic dQ, then getCudaCaptureParams(ranks)
+/// where the op has captures.
 inline constexpr const char *kCudaBackwardParams =
     "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale";
 inline constexpr const char *kCudaBackwardScoredParams =
     "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale,"
     "bias,bias_strides[4],slopes,slopes_stride,dbias,dbias_strides[4],b,hq";
+inline constexpr const char *kCudaBackwardDropoutParams =
+    "q,k,v,o,do,lse,dq,dk,dv,dsum,strides[28],nq,nk,group,scale_log2,scale,"
+    "bias,bias_strides[4],slopes,slopes_stride,dbias,dbias_strides[4],b,hq,"
+    "seed";
 
 /// The parameter of the f32 dQ accumulator ([B, Hq, Nq, d] in the
 /// workspace, after Dsum) of kernels with atomic dQ: ",dq_accum_d<d>".
@@ -224,6 +231,8 @@ struct CudaBackwardCall {
   int64_t dbiasStrides[4] = {};
   /// The op's captures, in order (their ranks must be the kernels').
   std::vector<CudaCapture> captures;
+  /// The forward's dropout seed (read where the op has dropout).
+  int64_t seed = 0;
 };
 
 /// Bytes of the workspace of `call` to the kernels of `kernel`: Dsum, B * Hq

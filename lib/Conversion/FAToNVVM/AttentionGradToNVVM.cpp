@@ -36,6 +36,7 @@
 #include "AttentionGradToNVVM.h"
 #include "KernelBuilder.h"
 
+#include "fa/Transforms/Builders.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -61,12 +62,14 @@ public:
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
         op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
-        scored(hasScoreTerms(op)), prefetch(options.prefetch),
-        atomicDQ(!options.deterministic) {
+        scored(hasScoreTerms(op) || op.getDropoutSeed()),
+        prefetch(options.prefetch), atomicDQ(!options.deterministic) {
     if (auto attr = op.getSoftcapAttr())
       softcap = attr.getValueAsDouble();
     if (Value bias = op.getBias())
       biasEt = cast<ShapedType>(bias.getType()).getElementType();
+    if (auto p = op.getDropoutPAttr())
+      dropoutP = p.getValueAsDouble();
     // dK and dV take 2 D registers per thread: for D > 64, 64 columns of
     // S^T and dP^T would spill, and at D = 128 so would 32 with softcap's
     // 1 - tanh^2 per score (ptxas -v, sm_80 and sm_90a).
@@ -133,6 +136,8 @@ private:
     /// and its strides, B and Hq (i32). Null/0 where the op lacks them.
     Value bias, biasStrides[4], slopes, slopesStride, dbias, dbiasStrides[4];
     Value batches, headsQ;
+    /// With dropout: the Philox seed (i64).
+    Value seed;
     /// With atomic dQ: the f32 dQ accumulator, row (b, h, i) at (Dsum's
     /// offset of (b, h, i)) * D.
     Value dqAcc;
@@ -173,7 +178,16 @@ private:
       function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
       Value needMask, function_ref<Value(int64_t nt, int64_t e)> keep,
       function_ref<std::array<Value, 4>(int64_t nt)> lseLog2, int64_t aSteps,
-      SmallVector<SmallVector<Value, 4>> *pA);
+      SmallVector<SmallVector<Value, 4>> *pA, const Tiles &z = {});
+  /// Dropout's keep/scale factor (0 or 1 / (1 - p)) of each element of a
+  /// score tile of (batch, head), Philox on (key, query, head, batch) as in
+  /// the forward; empty without dropout.
+  Tiles dropoutScales(const Args &a, int64_t n, Value batch, Value head,
+                      Place place);
+  /// dS = P (dP Z - Dsum) with Z the dropout scales (none: 1), in place of
+  /// dp; dsum(nt, e) is the element's Dsum.
+  void scoreGrads(Tiles &dp, const Tiles &p, const Tiles &z,
+                  function_ref<Value(int64_t nt, int64_t e)> dsum);
   /// p * factor, but 0 where p is 0: score_mod_grad may be infinite or NaN
   /// where a score is masked, and the derivative there is 0.
   Value timesDerivative(Value p, Value factor);
@@ -190,8 +204,11 @@ private:
 
   AttentionGradOp op;
   Masks masks;
-  /// ALiBi, bias, score_mod or mask_mod: the scored path (its own ABI tail).
+  /// ALiBi, bias, score_mod, mask_mod or dropout: the scored path (its own
+  /// ABI tail).
   bool scored;
+  /// The dropout probability, where the op has dropout.
+  std::optional<double> dropoutP;
   /// dkdv loads the next Q tile (Q, dO, lse, Dsum) into a second stage of
   /// shared memory while it computes the current one.
   bool prefetch;
@@ -221,6 +238,8 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
     params.append({gptr, i64, gptr});
     params.append(4, i64);
     params.append({i32, i32});
+    if (dropoutP)
+      params.push_back(i64);
   }
   // The dQ accumulator.
   if (atomicDQ)
@@ -260,6 +279,8 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
     a.dbias = arg(50);
     a.batches = arg(55);
     a.headsQ = arg(56);
+    if (dropoutP)
+      a.seed = arg(57);
   }
   if (atomicDQ)
     a.dqAcc = arg(firstCapture - 1);
@@ -389,7 +410,7 @@ KernelBuilder::Tiles GradKernelBuilder::scoredProbabilities(
     function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
     Value needMask, function_ref<Value(int64_t nt, int64_t e)> keep,
     function_ref<std::array<Value, 4>(int64_t nt)> lseLog2, int64_t aSteps,
-    SmallVector<SmallVector<Value, 4>> *pA) {
+    SmallVector<SmallVector<Value, 4>> *pA, const Tiles &z) {
   int64_t n = s.size();
   // A's registers (i32) then P times the derivative (f32), flat.
   auto compute = [&](bool masked) {
@@ -408,9 +429,15 @@ KernelBuilder::Tiles GradKernelBuilder::scoredProbabilities(
       }
     }
     SmallVector<Value> flat;
-    if (pA)
+    if (pA) {
+      // dV takes the dropped probabilities, P Z.
+      Tiles pz = p;
+      for (int64_t nt = 0; nt < int64_t(z.size()); ++nt)
+        for (int64_t e = 0; e < 4; ++e)
+          pz[nt][e] = fmul(p[nt][e], z[nt][e]);
       for (int64_t step = 0; step < aSteps; ++step)
-        llvm::append_range(flat, accToA(p, step));
+        llvm::append_range(flat, accToA(pz, step));
+    }
     for (int64_t nt = 0; nt < n; ++nt)
       for (int64_t e = 0; e < 4; ++e)
         flat.push_back(deriv.empty() ? p[nt][e]
@@ -442,6 +469,32 @@ KernelBuilder::Tiles GradKernelBuilder::scoredProbabilities(
     for (int64_t e = 0; e < 4; ++e)
       p[nt].push_back(flat[at++]);
   return p;
+}
+
+KernelBuilder::Tiles GradKernelBuilder::dropoutScales(const Args &a, int64_t n,
+                                                      Value batch, Value head,
+                                                      Place place) {
+  Tiles z;
+  if (!dropoutP)
+    return z;
+  z.resize(n);
+  for (int64_t nt = 0; nt < n; ++nt)
+    for (int64_t e = 0; e < 4; ++e) {
+      auto [query, key] = place(nt, e);
+      z[nt].push_back(buildPhiloxDropout(b, loc, a.seed, *dropoutP,
+                                         {key, query, head, batch}));
+    }
+  return z;
+}
+
+void GradKernelBuilder::scoreGrads(
+    Tiles &dp, const Tiles &p, const Tiles &z,
+    function_ref<Value(int64_t nt, int64_t e)> dsum) {
+  for (int64_t nt = 0; nt < int64_t(dp.size()); ++nt)
+    for (int64_t e = 0; e < 4; ++e) {
+      Value dpz = z.empty() ? dp[nt][e] : fmul(dp[nt][e], z[nt][e]);
+      dp[nt][e] = fmul(p[nt][e], fsub(dpz, dsum(nt, e)));
+    }
 }
 
 Value GradKernelBuilder::timesDerivative(Value p, Value factor) {
@@ -856,6 +909,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
               Tiles p = zeroTiles(nTilesS);
               mmaABt(p, kA, kSteps, sQ, lane);
               SmallVector<SmallVector<Value, 4>> pA;
+              // Dropout's factors (Z), for dV's P Z and dS.
+              Tiles z;
               if (scored) {
                 // S^T: element (nt, e) is key row g (+ 8), query column.
                 auto place = [&](int64_t nt, int64_t e) {
@@ -863,6 +918,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                       add(q0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
                   return std::make_pair(query, add(keyRow, c32(8 * (e / 2))));
                 };
+                z = dropoutScales(a, nTilesS, batch, head, place);
                 // Queries past Nq are masked too: a non-finite score there
                 // would reach dK and dV through the zero rows of dO and Q.
                 Value need;
@@ -896,7 +952,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                       auto l = loadPair(sLse, add(c32(nt * 8), shl(tq, 1)));
                       return {l[0], l[1], l[0], l[1]};
                     },
-                    qSteps, &pA);
+                    qSteps, &pA, z);
               } else {
                 Tiles capDeriv = applySoftcap(p);
                 if (masks.causal || masks.window) {
@@ -936,11 +992,12 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
               // dP^T = V dO^T, dS^T = P^T (dP^T - Dsum), Dsum per column.
               Tiles ds = zeroTiles(nTilesS);
               mmaABt(ds, vA, kSteps, sDO, lane);
-              for (int64_t nt = 0; nt < nTilesS; ++nt) {
-                auto dsum = loadPair(sDsum, add(c32(nt * 8), shl(tq, 1)));
-                for (int64_t e = 0; e < 4; ++e)
-                  ds[nt][e] = fmul(p[nt][e], fsub(ds[nt][e], dsum[e & 1]));
-              }
+              SmallVector<std::array<Value, 2>> dsums;
+              for (int64_t nt = 0; nt < nTilesS; ++nt)
+                dsums.push_back(loadPair(sDsum, add(c32(nt * 8), shl(tq, 1))));
+              scoreGrads(ds, p, z, [&](int64_t nt, int64_t e) {
+                return dsums[nt][e & 1];
+              });
               if (atomicDQ)
                 storeTransposedDS(ds);
               // dK += dS^T Q.
@@ -1079,11 +1136,13 @@ void GradKernelBuilder::buildDq(StringRef name) {
         // S = Q K^T, P = exp2(S * c - lse * log2(e)).
         Tiles p = zeroTiles(nTilesS);
         mmaABt(p, qA, kSteps, sK, lane);
+        Tiles z;
         if (scored) {
           auto place = [&](int64_t nt, int64_t e) {
             Value key = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
             return std::make_pair(add(row, c32(8 * (e / 2))), key);
           };
+          z = dropoutScales(a, nTilesS, batch, head, place);
           Value need = maskMod ? Value()
                                : tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV,
                                                a.nk, visible.diag);
@@ -1129,9 +1188,7 @@ void GradKernelBuilder::buildDq(StringRef name) {
         NVVM::Barrier0Op::create(b, loc);
         Tiles ds = zeroTiles(nTilesS);
         mmaABt(ds, dOA, kSteps, sV, lane);
-        for (int64_t nt = 0; nt < nTilesS; ++nt)
-          for (int64_t e = 0; e < 4; ++e)
-            ds[nt][e] = fmul(p[nt][e], fsub(ds[nt][e], dsum[e / 2]));
+        scoreGrads(ds, p, z, [&](int64_t, int64_t e) { return dsum[e / 2]; });
         mmaAB(dQ, [&](int64_t s) { return accToA(ds, s); }, kvSteps, sK, lane);
         SmallVector<Value> yielded;
         for (auto &t : dQ)
@@ -1360,10 +1417,12 @@ void GradKernelBuilder::buildDBias(StringRef name) {
       }
     Tiles dp = zeroTiles(nTilesS);
     mmaABt(dp, dOA, kSteps, sV, lane);
+    scoreGrads(dp, p, dropoutScales(a, nTilesS, bi, hi, placeOf),
+               [&](int64_t, int64_t e) { return dsum[e / 2]; });
     for (int64_t nt = 0; nt < nTilesS; ++nt)
       for (int64_t e = 0; e < 4; ++e) {
         int64_t at = accIndex(nt, e);
-        acc[at] = fadd(acc[at], fmul(p[nt][e], fsub(dp[nt][e], dsum[e / 2])));
+        acc[at] = fadd(acc[at], dp[nt][e]);
       }
     return acc;
   };

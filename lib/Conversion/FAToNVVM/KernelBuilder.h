@@ -337,8 +337,6 @@ template <typename OpT> std::string unsupportedReason(OpT op) {
   std::string reason = unsupportedShapeReason(op);
   if (!reason.empty())
     return reason;
-  if (op.getDropoutSeed())
-    return "dropout is not supported by the GPU backward yet";
   if (!op.getScoreMod().empty() && op.getScoreModGrad().empty())
     return "score_mod has no score_mod_grad region; run "
            "fa-differentiate-score-mod first";

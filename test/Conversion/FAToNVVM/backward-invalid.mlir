@@ -72,11 +72,3 @@ func.func @mask_mod_op(%q: tensor<1x1x8x64xf16>, %lse: tensor<1x1x8xf32>) -> ten
   }
   return %dq : tensor<1x1x8x64xf16>
 }
-
-// -----
-
-func.func @dropout(%q: tensor<1x1x8x64xbf16>, %lse: tensor<1x1x8xf32>, %seed: i64) -> tensor<1x1x8x64xbf16> {
-  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: dropout is not supported by the GPU backward yet}}
-  %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %lse dropout_seed(%seed) {dropout_p = 0.1 : f32} : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8xf32> -> tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>
-  return %dq : tensor<1x1x8x64xbf16>
-}

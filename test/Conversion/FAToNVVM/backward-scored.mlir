@@ -90,7 +90,7 @@
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: arith.subf
 // CHECK-NEXT: arith.mulf
-// CHECK-NEXT: arith.addf
+// CHECK: arith.addf
 // CHECK-COUNT-32: arith.truncf %{{.+}} : f32 to f16
 // CHECK-NOT: nvvm.shfl.sync
 // CHECK-NOT: atomicrmw

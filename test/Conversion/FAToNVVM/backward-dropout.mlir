@@ -1,0 +1,63 @@
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true" | FileCheck %s --check-prefix=DET
+
+// The backward with dropout: the scored path, whose kernels take the i64
+// seed after the scored parameters (%arg57; then the dQ accumulator). dK/dV
+// draws Philox4x32-10 on (key, query, head, batch), keyed by the seed's two
+// halves, as the forward does, once per score: dV takes P Z and
+// dS = P (dP Z - Dsum). bf16, D = 64, GQA 2:1, causal: Q tiles of 32 rows.
+
+// CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: %arg55: i32, %arg56: i32, %arg57: i64, %arg58: !llvm.ptr<1>)
+// The first score's counter: key (this lane's row), query (its column),
+// then the seed's low and high words.
+// CHECK: %[[LO:.+]] = arith.trunci %arg57 : i64 to i32
+// CHECK: %[[SHIFT:.+]] = arith.shrui %arg57, %c32_i64 : i64
+// CHECK-NEXT: %[[HI:.+]] = arith.trunci %[[SHIFT]] : i64 to i32
+// CHECK: %{{.+}}, %{{.+}} = arith.mului_extended %c-766435501_i32, %{{.+}} : i32
+// CHECK: %{{.+}}, %{{.+}} = arith.mului_extended %c-845247145_i32, %{{.+}} : i32
+// Kept when (x >> 8) * 2^-24 >= p (0.1 in f32); kept ones scale by 1 / 0.9.
+// CHECK: %[[X:.+]] = arith.shrui %{{.+}}, %c8_i32{{.*}} : i32
+// CHECK-NEXT: %[[U:.+]] = arith.uitofp %[[X]] : i32 to f32
+// CHECK: %[[R:.+]] = arith.mulf %[[U]], %{{.+}} : f32
+// CHECK-NEXT: %[[P:.+]] = arith.constant 1.000000e-01 : f32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.cmpf oge, %[[R]], %[[P]] : f32
+// CHECK-NEXT: %[[S:.+]] = arith.constant 1.11111116 : f32
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[Z:.+]] = arith.select %[[KEEP]], %[[S]], %[[ZERO]] : f32
+// dV's A fragments take P Z (in both branches of the mask).
+// CHECK: scf.if
+// CHECK: arith.mulf %{{.+}}, %[[Z]] : f32
+// CHECK: } else {
+// CHECK: arith.mulf %{{.+}}, %[[Z]] : f32
+// dS = P (dP Z - Dsum), after dP^T = V dO^T.
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: %[[DPZ:.+]] = arith.mulf %{{.+}}, %[[Z]] : f32
+// CHECK-NEXT: %[[DIFF:.+]] = arith.subf %[[DPZ]], %{{.+}} : f32
+// CHECK-NEXT: arith.mulf %{{.+}}, %[[DIFF]] : f32
+// CHECK-LABEL: llvm.func @fa_backward_dq_convert_0(
+// CHECK-SAME: %arg57: i64, %arg58: !llvm.ptr<1>)
+
+// 16 scores per lane per tile: 16 x 10 rounds x 2 products.
+// SCHED-LABEL: llvm.func @fa_backward_dkdv_0
+// SCHED: 16 nvvm.mma.sync
+// SCHED-NEXT: 1 scf.if
+// SCHED: 48 nvvm.mma.sync
+// SCHED-NEXT: 1 nvvm.barrier0
+// SCHED-NEXT: 16 nvvm.mma.sync
+
+// bwd-deterministic: dq draws the same stream for its dS.
+// DET-LABEL: llvm.func @fa_backward_dq_0(
+// DET-SAME: %arg57: i64)
+// DET: arith.trunci %arg57 : i64 to i32
+// DET: arith.cmpf oge
+// DET: %[[Z:.+]] = arith.select %{{.+}}, %cst{{.*}}, %cst{{.*}} : f32
+// DET: %[[DPZ:.+]] = arith.mulf %{{.+}}, %[[Z]] : f32
+// DET-NEXT: %[[DIFF:.+]] = arith.subf %[[DPZ]], %{{.+}} : f32
+// DET-NEXT: arith.mulf %{{.+}}, %[[DIFF]] : f32
+
+func.func @drop(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %o: tensor<?x4x?x64xbf16>, %do: tensor<?x4x?x64xbf16>, %lse: tensor<?x4x?xf32>, %seed: i64) -> (tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) {
+  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse dropout_seed(%seed) {causal = #fa.causal<bottom_right>, dropout_p = 0.1 : f32} : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?xf32> -> tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+  return %dq, %dk, %dv : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+}
