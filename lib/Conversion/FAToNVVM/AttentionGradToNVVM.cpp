@@ -63,7 +63,8 @@ public:
                       op.getQuery().getType().getDimSize(3)),
         op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
         scored(hasScoreTerms(op) || op.getDropoutSeed()),
-        prefetch(options.prefetch), atomicDQ(!options.deterministic) {
+        prefetch(options.prefetch), atomicDQ(!options.deterministic),
+        bulkDQ(atomicDQ && options.bulkReduce) {
     if (auto attr = op.getSoftcapAttr())
       softcap = attr.getValueAsDouble();
     if (Value bias = op.getBias())
@@ -90,8 +91,12 @@ public:
   int64_t getDkDvBlockQ() const { return dkdvBlockQ; }
   /// K and V tiles, then a stage per Q tile in flight (two with
   /// `prefetch`): its Q and dO tiles, lse * log2(e) and Dsum of its rows;
-  /// then, with atomic dQ, dS^T ([key rows][blockQ]).
+  /// then, with atomic dQ, dS^T ([key rows][blockQ]) and, reduced in bulk,
+  /// the tile's dQ ([blockQ][d] f32, as in the accumulator).
   int64_t dkdvSharedBytes() const {
+    return dkdvDQOffset() + (bulkDQ ? dkdvBlockQ * d * 4 : 0);
+  }
+  int64_t dkdvDQOffset() const {
     return dkdvDSOffset() + (atomicDQ ? kBlockRows * dkdvBlockQ * 2 : 0);
   }
   int64_t dkdvDSOffset() const {
@@ -214,6 +219,8 @@ private:
   bool prefetch;
   /// dkdv adds dS K into the f32 accumulator with atomics (else: dq).
   bool atomicDQ;
+  /// ... as one bulk reduction per Q tile from shared memory (sm_90).
+  bool bulkDQ;
   std::optional<double> softcap;
   /// The bias's element type, or null.
   Type biasEt;
@@ -762,7 +769,19 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                               /*alignment=*/4);
       }
   };
+  Value sDQ = smemAt(smem, c32(dkdvDQOffset()));
+  auto byThread0 = [&](function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, opaque(tid), c32(0)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  };
   auto addDQ = [&](Value q0, Value dsumRow) {
+    // The previous tile's bulk reduction has read sDQ before anyone writes
+    // it again (after the barrier).
+    if (bulkDQ)
+      byThread0([&] { ptx("cp.async.bulk.wait_group.read 0;"); });
     // Every warp's dS^T is in shared memory (the next write to it is after
     // the next tile's first barrier).
     NVVM::Barrier0Op::create(b, loc);
@@ -795,6 +814,25 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
           dQ[2 * pair + 1] = mma(aOps, {r[2], r[3]}, dQ[2 * pair + 1]);
         }
       }
+      if (bulkDQ) {
+        // Into the shared tile, rows of d f32 like the accumulator's.
+        for (int64_t r = 0; r < 2; ++r) {
+          Value row = add(add(dqM0, g32), c32(8 * r));
+          for (int64_t nt = 0; nt < chunk / 8; ++nt) {
+            Value col = add(dqCol0, add(c32(c0 + nt * 8), shl(tq32, 1)));
+            Value pair =
+                LLVM::UndefOp::create(b, loc, VectorType::get({2}, f32));
+            pair = LLVM::InsertElementOp::create(b, loc, pair, dQ[nt][2 * r],
+                                                 c32(0));
+            pair = LLVM::InsertElementOp::create(b, loc, pair,
+                                                 dQ[nt][2 * r + 1], c32(1));
+            LLVM::StoreOp::create(
+                b, loc, pair, smemAt(sDQ, shl(add(mul(row, c32(d)), col), 2)),
+                /*alignment=*/8);
+          }
+        }
+        continue;
+      }
       for (int64_t r = 0; r < 2; ++r) {
         Value query = add(add(add(q0, dqM0), g32), c32(8 * r));
         auto inRange = scf::IfOp::create(
@@ -813,6 +851,22 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
           }
       }
     }
+    if (!bulkDQ)
+      return;
+    // The tile's rows below Nq, one contiguous block of the accumulator,
+    // added by the async proxy (which must see the stores above).
+    ptx("fence.proxy.async.shared::cta;");
+    NVVM::Barrier0Op::create(b, loc);
+    byThread0([&] {
+      Value rows = mins(c32(blockQ), sub(a.nq, q0));
+      Value dst = gep(a.dqAcc, mul(add(dsumRow, ext64(q0)), c64(d)), f32);
+      ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], "
+          "[$1], $2;",
+          "l,r,r",
+          {LLVM::PtrToIntOp::create(b, loc, i64, dst),
+           LLVM::PtrToIntOp::create(b, loc, i32, sDQ), mul(rows, c32(d * 4))});
+      ptx("cp.async.bulk.commit_group;");
+    });
   };
 
   auto unpack = [&](ValueRange flat) {
@@ -1027,6 +1081,9 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   Value dvBase = headBase(a.dv, batch, headKV, a.dvs[0], a.dvs[1]);
   storeRows(dK, dkBase, a.dks[2], keyRow, a.nk, tq, a.scale);
   storeRows(dV, dvBase, a.dvs[2], keyRow, a.nk, tq, Value());
+  // The last bulk reduction is complete before the kernel ends.
+  if (bulkDQ)
+    byThread0([&] { ptx("cp.async.bulk.wait_group 0;"); });
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 

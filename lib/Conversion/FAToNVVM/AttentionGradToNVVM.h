@@ -30,6 +30,10 @@ struct GradKernelOptions {
   /// offset times D) with atomics, dsum zeroes it first, and dq_convert
   /// scales it into dQ.
   bool deterministic = false;
+  /// sm_90+: dkdv adds each Q tile's dQ with one bulk reduction
+  /// (cp.reduce.async.bulk .add.f32) of a shared-memory tile instead of one
+  /// atomic per element.
+  bool bulkReduce = false;
 };
 
 /// Emits the backward kernels of `op` (supported: see unsupportedReason) at

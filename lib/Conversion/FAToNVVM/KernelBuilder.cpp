@@ -73,6 +73,16 @@ Value KernelBuilder::opaque(Value x) {
       .getResult(0);
 }
 
+void KernelBuilder::ptx(StringRef text, StringRef constraints,
+                        ValueRange operands) {
+  std::string all = constraints.str();
+  all += all.empty() ? "~{memory}" : ",~{memory}";
+  LLVM::InlineAsmOp::create(b, loc, Type(), operands, text, all,
+                            /*has_side_effects=*/true,
+                            /*is_align_stack=*/false, LLVM::TailCallKind::None,
+                            LLVM::AsmDialectAttr(), ArrayAttr());
+}
+
 Value KernelBuilder::headBase(Value base, Value batch, Value head,
                               Value batchStride, Value headStride) {
   return gep(base,

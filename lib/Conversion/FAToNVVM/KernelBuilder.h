@@ -109,6 +109,10 @@ public:
   /// it stays where it is used instead of being hoisted out of a loop and
   /// kept live (in registers) across it.
   Value opaque(Value x);
+  /// A PTX statement with no result that has side effects and may touch
+  /// memory (operands per `constraints`, e.g. "l,r").
+  void ptx(StringRef text, StringRef constraints = "",
+           ValueRange operands = {});
 
   /// Element pointer `base + offset` (offset in elements of `elementType`,
   /// i64).

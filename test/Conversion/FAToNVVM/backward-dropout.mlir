@@ -1,6 +1,6 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" | FileCheck %s
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true" | FileCheck %s --check-prefix=DET
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-deterministic=true" | FileCheck %s --check-prefix=DET
 
 // The backward with dropout: the scored path, whose kernels take the i64
 // seed after the scored parameters (%arg57; then the dQ accumulator). dK/dV

@@ -14,6 +14,7 @@
 // RUN: fa-opt %t/bf16-64-mqa-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.64.ptx -o %t/80.64.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t/90.128.ptx
+// RUN: FileCheck %s --check-prefix=ATOM < %t/80.128.ptx
 // RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda="chip=sm_90a bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/det.90.128.ptx -o %t/det.90.128.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=DET < %t/det.90.128.ptx
@@ -67,7 +68,11 @@
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-DAG: ex2.approx
-// PTX-DAG: atom.global.add.f32
+// PTX-DAG: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
+// PTX-NOT: atom.global
+
+// sm_80 adds dQ with atomics.
+// ATOM: atom.global.add.f32
 
 // bwd-deterministic: dq instead of dq_convert, and no atomics.
 // DET: .visible .entry fa_backward_dq_0(
