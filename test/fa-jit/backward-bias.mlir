@@ -58,6 +58,11 @@
 // DBIAS-NEXT: {{^}}dV rel_err={{.*}} ok
 // DBIAS-NEXT: {{^}}dBias rel_err={{.*}} ok
 // RUN: fa-jit %S/Inputs/backward-dbias.mlir --check | FileCheck %s --check-prefix=DBIAS-FILE
+// A file holding the forward with a bias: --backward --dbias takes the
+// bias's gradient too.
+// RUN: fa-jit %S/../gpu/Inputs/bias-bcast-bf16.mlir --backward --dbias --check --shape=2,4,1,30,40,64 | FileCheck %s --check-prefix=DBIAS-FWD-FILE
+// DBIAS-FWD-FILE: bf16 B=2 Hq=4 Hkv=1 Nq=30 Nk=40 D=64 Dv=64 variant={{.*}}bias,dbias compile=
+// DBIAS-FWD-FILE: dBias rel_err=
 // DBIAS-FILE: f16 B=2 Hq=4 Hkv=2 Nq=20 Nk=30 D=64 Dv=64 variant=gqa,causal=bottom_right,bias,dbias compile=
 // DBIAS-FILE-NEXT: {{^}}dQ rel_err={{.*}} bound=0.01 ok
 // DBIAS-FILE-NEXT: {{^}}dK rel_err={{.*}} bound=0.01 ok

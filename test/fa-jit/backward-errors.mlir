@@ -29,6 +29,8 @@
 // RUN: not fa-jit --backward --dbias 2>&1 | FileCheck %s --check-prefix=DBIAS
 // RUN: not fa-jit --dbias --bias 2>&1 | FileCheck %s --check-prefix=DBIAS
 // DBIAS: fa-jit: error: --dbias needs the backward (--backward) and a bias (--bias or a bias file)
+// RUN: not fa-jit %S/Inputs/backward-score-mod.mlir --dbias 2>&1 | FileCheck %s --check-prefix=DBIAS-GRAD
+// DBIAS-GRAD: fa-jit: error: --dbias: the file's fa.attention_grad has no grad_bias result
 // RUN: not fa-jit --backward --bias --grad-outputs=%t/dq.npy,%t/dk.npy,%t/dv.npy,%t/db.npy 2>&1 | FileCheck %s --check-prefix=NO-DBIAS
 // NO-DBIAS: fa-jit: error: --grad-outputs: the op has no dBias result (give --dbias)
 

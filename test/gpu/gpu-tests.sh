@@ -85,9 +85,9 @@ run --dtype=bf16 --shape=2,4,2,100,150,128 --dropout=0.5 --bias --alibi --causal
 run --backward --dtype=f16 --shape=2,4,4,100,100,96 --bias --dbias --alibi --window=40,8
 run --backward --dtype=bf16 --shape=1,4,2,77,150,128 --bias --dbias --causal=bottom-right
 run --backward --dtype=bf16 --shape=2,8,2,129,257,64 --alibi --causal=bottom-right
-run --backward "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128
+run --backward "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128 --dbias
 run "$(dirname "$0")/../fa-jit/Inputs/backward-dbias.mlir"
-run --backward "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64
+run --backward "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64 --dbias
 run --backward "$inputs/alibi-batch-gqa.mlir" --shape=3,4,2,77,131,64
 run --backward "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
 run --backward "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64

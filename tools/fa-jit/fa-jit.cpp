@@ -453,11 +453,12 @@ void printDiagnostic(Diagnostic &diag) {
 }
 
 /// The flags that describe a variant; they cannot be combined with a file.
+/// (--dbias can: it asks for the gradient of the file's bias.)
 llvm::SmallVector<llvm::StringRef> givenVariantFlags() {
   llvm::SmallVector<llvm::StringRef> given;
   for (cl::Option *opt : std::initializer_list<cl::Option *>{
            &dtypeOpt, &causalOpt, &windowOpt, &softcapOpt, &scaleOpt, &alibiOpt,
-           &biasOpt, &lseOpt, &dbiasOpt, &dropoutOpt})
+           &biasOpt, &lseOpt, &dropoutOpt})
     if (opt->getNumOccurrences())
       given.push_back(opt->ArgStr);
   return given;
@@ -968,6 +969,9 @@ bool Driver::loadOp() {
     // The backward needs the forward's O and lse: derive whichever op the
     // source does not hold, so that both share one variant.
     gradOp = dyn_cast<AttentionGradOp>(*found);
+    if (gradOp && dbiasOpt && !gradOp.getGradBias())
+      return fail("--dbias: the file's fa.attention_grad has no grad_bias "
+                  "result");
     if (!gradOp) {
       gradSource = buildGradOfForward(cast<AttentionOp>(*found), dbiasOpt);
       gradOp = cast<AttentionGradOp>(*findSingleAttentionOp(*gradSource));
