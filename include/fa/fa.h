@@ -109,11 +109,11 @@ struct AttentionSpec {
   std::vector<CaptureSpec> captures;
   /// Also return the log-sum-exp [B, Hq, Nq] (f32).
   bool returnLse = false;
-  /// GPU backward: dQ by its own kernel, bitwise reproducible run to run,
-  /// instead of atomic adds of the dK/dV kernel (faster; dQ's rounding then
-  /// varies with the order of the adds). The host backward is always
-  /// deterministic.
-  bool deterministicBackward = false;
+  /// GPU backward: the dK/dV kernel adds dQ into an f32 accumulator
+  /// (FlashAttention-2's way: atomics, bulk reductions on sm_90a) instead of
+  /// a dQ kernel that recomputes the scores. dQ's last bits then vary from
+  /// run to run; by default they do not.
+  bool atomicDQ = false;
 };
 
 /// A compiled attention variant. Cheap to copy; safe to call from several

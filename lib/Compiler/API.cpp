@@ -781,7 +781,7 @@ void compileBackward(const fa::Kernel::Impl &impl, bool withBias) {
     auto gpu = std::make_unique<GpuBackward>();
     gpu->image = mlir::fa::getOrCompileCudaBackward(
         grad, impl.target, compiled, error,
-        {/*prefetch=*/true, impl.spec.deterministicBackward});
+        {/*prefetch=*/true, impl.spec.atomicDQ});
     if (!gpu->image) {
       error += "\n" + ctx.text;
       return;

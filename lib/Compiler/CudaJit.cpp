@@ -44,7 +44,7 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
   options.blockQ = tile.blockQ;
   options.blockKV = tile.blockKV;
   options.bwdPrefetch = bwd.prefetch;
-  options.bwdDeterministic = bwd.deterministic;
+  options.bwdAtomicDQ = bwd.atomicDQ;
   buildCudaPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
@@ -71,8 +71,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
               ";block-kv=" + std::to_string(tile.blockKV);
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
-  if (bwd.deterministic)
-    target += ";bwd-deterministic=1";
+  if (bwd.atomicDQ)
+    target += ";bwd-atomic-dq=1";
   // The version and the hash of the code generators' sources: kernels of an
   // older compiler are never reused.
   return ::fa::runtime::makeKey(irText, target, FA_VERSION "+" FA_CODEGEN_HASH);
@@ -286,7 +286,7 @@ mlir::fa::compileCudaBackward(AttentionGradOp op, StringRef chip,
   image.scored = image.dropout || op.getBias() || op.getAlibiSlopes() ||
                  !op.getScoreMod().empty() || !op.getMaskMod().empty();
   image.captureRanks = captureRanks(op.getCaptures().getTypes());
-  if (!options.deterministic)
+  if (options.atomicDQ)
     image.dqAccumDim = op.getQuery().getType().getDimSize(3);
   return image;
 }

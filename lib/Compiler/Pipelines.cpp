@@ -77,7 +77,7 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   toNVVM.blockQ = options.blockQ;
   toNVVM.blockKV = options.blockKV;
   toNVVM.bwdPrefetch = options.bwdPrefetch;
-  toNVVM.bwdDeterministic = options.bwdDeterministic;
+  toNVVM.bwdAtomicDQ = options.bwdAtomicDQ;
   pm.addPass(createConvertFAToNVVM(toNVVM));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());

@@ -51,7 +51,7 @@ class AttentionSpec:
     score_mod: str
     mask_mod: str
     return_lse: bool
-    deterministic_backward: bool
+    atomic_dq: bool
     captures: list[tuple[DType, int]]
     def __init__(self) -> None: ...
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import numbers
 import random
-import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -60,7 +59,7 @@ class _Variant:
     mask_mod: str = ""
     return_lse: bool = False
     captures: tuple[tuple[str, int], ...] = ()  # (element type, rank) of each capture
-    deterministic_backward: bool = False  # GPU: dQ without atomics
+    atomic_dq: bool = False  # GPU backward: dQ by atomics from the dK/dV kernel
 
     def spec(self) -> _C.AttentionSpec:
         spec = _C.AttentionSpec()
@@ -84,7 +83,7 @@ class _Variant:
         spec.mask_mod = self.mask_mod
         spec.return_lse = self.return_lse
         spec.captures = list(self.captures)
-        spec.deterministic_backward = self.deterministic_backward
+        spec.atomic_dq = self.atomic_dq
         return spec
 
 
@@ -755,12 +754,6 @@ def _traced(api: str, score_mod: Any, mask_mod: Any) -> dict[str, Any]:
     }
 
 
-def _torch_deterministic() -> bool:
-    """torch.use_deterministic_algorithms(True) is in effect."""
-    torch = sys.modules.get("torch")
-    return bool(torch is not None and torch.are_deterministic_algorithms_enabled())
-
-
 def _variant_of(inputs: _Inputs, options: _Options, return_lse: bool) -> _Variant:
     return _Variant(
         dtype=inputs.dtype,
@@ -777,9 +770,6 @@ def _variant_of(inputs: _Inputs, options: _Options, return_lse: bool) -> _Varian
         mask_mod=options.mask_mod,
         return_lse=return_lse,
         captures=options.capture_types,
-        # The GPU backward adds dQ with atomics unless torch asks for
-        # deterministic algorithms (the host backward always is).
-        deterministic_backward=not inputs.q.is_cpu and _torch_deterministic(),
     )
 
 
@@ -986,7 +976,7 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
     score_mod: ScoreMod | None = None,
     mask_mod: MaskMod | None = None,
     return_lse: bool = False,
-    deterministic_backward: bool = False,
+    atomic_dq: bool = False,
     target: str = "host",
 ) -> Kernel:
     """Compiles one attention variant into a reusable :class:`Kernel`.
@@ -996,10 +986,10 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
     shape ``[B, Hq, Nq, Nk]``) or an example array whose size-1 dims mark the
     broadcast ones; ``alibi_slopes`` is None, True (``[Hq]``), ``"per_batch"``
     (``[B, Hq]``) or an example array. The other keywords are those of
-    :func:`fa.attention`. ``deterministic_backward=True`` makes the GPU
-    backward compute dQ in its own kernel, bitwise reproducible run to run,
-    instead of adding it with atomics (faster); :func:`fa.attention` on CUDA
-    tensors does so under ``torch.use_deterministic_algorithms(True)``.
+    :func:`fa.attention`. ``atomic_dq=True`` makes the GPU backward add dQ
+    from its dK/dV kernel into an f32 accumulator (FlashAttention-2's way;
+    bulk reductions on sm_90a), whose last bits vary run to run, instead of
+    computing it in its own kernel (the default, bitwise reproducible).
     """
     api = "fa.compile"
     code = _check_dtype_like(api, "dtype", dtype)
@@ -1022,7 +1012,7 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
         bias=_bias_layout(api, bias),
         dropout_p=_check_dropout(api, dropout_p),
         return_lse=bool(return_lse),
-        deterministic_backward=bool(deterministic_backward),
+        atomic_dq=bool(atomic_dq),
     )
     traced = _traced(api, score_mod, mask_mod)
     variant = replace(

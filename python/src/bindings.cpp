@@ -297,8 +297,8 @@ std::string specRepr(const fa::AttentionSpec &spec) {
     s += ", mask_mod=...";
   if (spec.returnLse)
     s += ", return_lse=True";
-  if (spec.deterministicBackward)
-    s += ", deterministic_backward=True";
+  if (spec.atomicDQ)
+    s += ", atomic_dq=True";
   return s + ")";
 }
 
@@ -360,10 +360,9 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("mask_mod", &fa::AttentionSpec::maskMod,
                      "Body of the mask_mod region (MLIR text).")
       .def_readwrite("return_lse", &fa::AttentionSpec::returnLse)
-      .def_readwrite("deterministic_backward",
-                     &fa::AttentionSpec::deterministicBackward,
-                     "GPU backward: dQ without atomics (bitwise reproducible, "
-                     "slower).")
+      .def_readwrite("atomic_dq", &fa::AttentionSpec::atomicDQ,
+                     "GPU backward: dQ added by the dK/dV kernel (atomics); "
+                     "its bits then vary run to run.")
       .def_property(
           "captures",
           [](const fa::AttentionSpec &spec) {

@@ -83,6 +83,9 @@ run --dtype=bf16 --shape=2,4,2,100,150,128 --dropout=0.5 --bias --alibi --causal
 # FACudaBackwardTests: their dBias is exactly 0 (softmax is shift-invariant),
 # which --check's relative error cannot judge.
 run --backward --dtype=f16 --shape=2,4,4,100,100,96 --bias --dbias --alibi --window=40,8
+run --backward --dtype=f16 --shape=2,4,4,100,100,96 --bias --dbias --alibi --window=40,8 --bwd-atomic-dq
+run --backward --dtype=bf16 --shape=2,8,2,1000,1000,128 --causal=bottom-right --bwd-atomic-dq
+run --backward --dtype=f16 --shape=1,4,4,513,257,64 --bwd-atomic-dq
 run --backward --dtype=bf16 --shape=1,4,2,77,150,128 --bias --dbias --causal=bottom-right
 run --backward --dtype=bf16 --shape=2,8,2,129,257,64 --alibi --causal=bottom-right
 run --backward "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128 --dbias
@@ -93,9 +96,9 @@ run --backward "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
 run --backward "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
 
 # The backward with dropout (the forward's Philox stream from --seed), in
-# both dQ modes (atomic, the default, and --bwd-deterministic).
-run --backward --dtype=bf16 --shape=2,4,2,129,200,64 --dropout=0.2 --causal=bottom-right --seed=3
-run --backward --dtype=f16 --shape=1,4,4,300,257,128 --dropout=0.1 --window=40,8 --seed=5 --bwd-deterministic
+# both dQ modes (the dq kernel, the default, and --bwd-atomic-dq).
+run --backward --dtype=bf16 --shape=2,4,2,129,200,64 --dropout=0.2 --causal=bottom-right --seed=3 --bwd-atomic-dq
+run --backward --dtype=f16 --shape=1,4,4,300,257,128 --dropout=0.1 --window=40,8 --seed=5
 run --backward --dtype=bf16 --shape=2,4,2,100,150,96 --dropout=0.5 --bias --dbias --alibi --causal=top-left --seed=11
 
 # Captures (document ids, a per-head table), forward and backward: ids of

@@ -63,8 +63,10 @@ fi
 backward=(
   "--backward $inputs/captures-docs.mlir --shape=1,4,2,77,77,64 --captures=$caps/doc.npy,$caps/tab.npy"
   "--backward --dtype=bf16 --shape=1,4,2,257,131,64 --causal=bottom-right"
+  "--backward --dtype=bf16 --shape=1,4,2,257,131,64 --causal=bottom-right --bwd-atomic-dq"
+  "--backward --dtype=f16 --shape=1,4,1,100,333,128 --window=40,8 --bwd-atomic-dq"
   "--backward --dtype=f16 --shape=1,4,1,100,333,128 --window=40,8"
-  "--backward --dtype=bf16 --shape=1,4,2,131,77,64 --dropout=0.2 --causal=top-left --bwd-deterministic"
+  "--backward --dtype=bf16 --shape=1,4,2,131,77,64 --dropout=0.2 --causal=top-left --bwd-atomic-dq"
   "--backward --dtype=f16 --shape=1,2,1,77,200,128 --dropout=0.1 --bias --dbias"
 )
 if takes --backward --shape=1,1,1,1,1,256; then

@@ -197,11 +197,11 @@ static cl::opt<bool> bwdPrefetchOpt(
     cl::desc("On a GPU target, --backward: the dK/dV kernel loads the next Q "
              "tile while computing the current one (default true)"),
     cl::init(true), cl::cat(faCategory));
-static cl::opt<bool> bwdDeterministicOpt(
-    "bwd-deterministic",
-    cl::desc("On a GPU target, --backward: dQ by its own kernel (no atomics, "
-             "bitwise reproducible) instead of atomic adds from the dK/dV "
-             "kernel"),
+static cl::opt<bool> bwdAtomicDQOpt(
+    "bwd-atomic-dq",
+    cl::desc("On a GPU target, --backward: the dK/dV kernel adds dQ into an "
+             "f32 accumulator (atomics; bulk reductions on sm_90a) instead "
+             "of a dQ kernel"),
     cl::init(false), cl::cat(faCategory));
 static cl::opt<bool>
     referenceOpt("reference",
@@ -1021,8 +1021,8 @@ bool Driver::emit() {
   if (emitOpt == "ptx") {
     // The backward's three kernels are one PTX module.
     if (backward) {
-      FailureOr<CudaBackwardImage> image = compileCudaBackward(
-          gradOp, chip, {bwdPrefetchOpt, bwdDeterministicOpt});
+      FailureOr<CudaBackwardImage> image =
+          compileCudaBackward(gradOp, chip, {bwdPrefetchOpt, bwdAtomicDQOpt});
       if (failed(image))
         return fail("fa-pipeline-cuda failed");
       llvm::outs() << image->ptx;
@@ -1290,9 +1290,8 @@ bool Driver::compileAndRunOnGpu() {
   const rt::CachedKernel &kernel = *cached;
   std::shared_ptr<const rt::CachedKernel> gradCached;
   if (backward) {
-    gradCached =
-        getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error,
-                                 {bwdPrefetchOpt, bwdDeterministicOpt});
+    gradCached = getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error,
+                                          {bwdPrefetchOpt, bwdAtomicDQOpt});
     if (!gradCached)
       return fail(error);
   }

@@ -71,7 +71,7 @@ struct Case {
   }
   /// Pass a (poisoned) workspace instead of letting the launcher allocate
   /// one, and check that a second run gives the same bits of dK, dV, dBias
-  /// and, with deterministicDQ, dQ.
+  /// and, without atomicDQ, dQ.
   Case &withWorkspace() {
     ownWorkspace = true;
     return *this;
@@ -82,9 +82,10 @@ struct Case {
     dropout = p;
     return *this;
   }
-  /// dQ by its own kernel (bwd-deterministic) instead of atomic adds.
-  Case &deterministicDQ() {
-    deterministic = true;
+  /// dQ added by the dK/dV kernel (bwd-atomic-dq) instead of its own
+  /// kernel.
+  Case &atomicDQ() {
+    atomic = true;
     return *this;
   }
   /// An additive bias of this shape (each dim 1 or the full size) and
@@ -122,7 +123,7 @@ struct Case {
   std::optional<double> softcap;
   bool sm80 = false;
   bool ownWorkspace = false;
-  bool deterministic = false;
+  bool atomic = false;
   std::optional<std::array<int64_t, 4>> biasShape;
   BiasType biasType = BiasType::F32;
   bool dbias = false;
@@ -303,7 +304,7 @@ Compiled compile(const Case &c, const std::string &chip) {
       mlir::fa::getOrCompileCudaKernel(forwardOp, chip, compiled, error);
   EXPECT_TRUE(result.forward) << error;
   result.backward = mlir::fa::getOrCompileCudaBackward(
-      gradOp, chip, compiled, error, {/*prefetch=*/true, c.deterministic});
+      gradOp, chip, compiled, error, {/*prefetch=*/true, c.atomic});
   EXPECT_TRUE(result.backward) << error;
   return result;
 }
@@ -549,7 +550,7 @@ TEST_P(CudaBackwardTest, MatchesReference) {
     std::tie(dbiasBytes, dbias) = readBias();
 
   // A second run gives the same bits of dK, dV and dBias (no atomics), and
-  // of dQ in the deterministic mode (atomic adds happen in any order).
+  // of dQ without atomic dQ (whose adds happen in any order).
   if (c.ownWorkspace) {
     dqBuf.fill(0xff).check();
     dkBuf.fill(0xff).check();
@@ -558,7 +559,7 @@ TEST_P(CudaBackwardTest, MatchesReference) {
         mlir::fa::launchCudaBackward(*backward, *backwardFns, bwd, nullptr);
     ASSERT_TRUE(status.ok()) << status.getMessage();
     ASSERT_TRUE(device->synchronize().ok());
-    if (c.deterministic) {
+    if (!c.atomic) {
       EXPECT_EQ(read(dqBuf, q).first, dqBits) << "dQ differs between runs";
     }
     EXPECT_EQ(read(dkBuf, k).first, dkBits) << "dK differs between runs";
@@ -791,13 +792,12 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
       std::string(c.dropout    ? mlir::fa::kCudaBackwardDropoutParams
                   : c.scored() ? mlir::fa::kCudaBackwardScoredParams
                                : mlir::fa::kCudaBackwardParams) +
-      (c.deterministic ? "" : ",dq_accum_d" + std::to_string(c.d));
+      (c.atomic ? ",dq_accum_d" + std::to_string(c.d) : "");
   EXPECT_EQ(backward.paramLayout, params);
   ASSERT_EQ(backward.entries.size(), c.dbias ? 3u : 2u);
   EXPECT_EQ(backward.entries[0].kernelName, "fa_backward_dkdv_0");
   EXPECT_EQ(backward.entries[0].gridRule, "ceil(Nk/64),Hkv,B");
-  const char *dq =
-      c.deterministic ? "fa_backward_dq_0" : "fa_backward_dq_convert_0";
+  const char *dq = c.atomic ? "fa_backward_dq_convert_0" : "fa_backward_dq_0";
   EXPECT_EQ(backward.entries[1].kernelName, dq);
   EXPECT_EQ(backward.entries[1].gridRule, "ceil(Nq/64),Hq,B");
   for (const rt::CachedKernel::Entry &e : backward.entries) {
@@ -816,12 +816,18 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
     EXPECT_NE(backward.image.find(".entry " + entry + "("), std::string::npos)
         << entry;
   // Only the atomic mode's dK/dV kernel adds into global memory.
-  if (c.deterministic) {
-    EXPECT_EQ(backward.image.find("atom."), std::string::npos)
-        << "the deterministic backward must not use atomics";
+  // Only atomic dQ's dK/dV kernel adds into global memory: one atomic per
+  // element on sm_80, one bulk reduction per tile on sm_90a.
+  bool bulk = !c.sm80;
+  if (!c.atomic) {
+    EXPECT_EQ(backward.image.find("atom."), std::string::npos);
+    EXPECT_EQ(backward.image.find("cp.reduce.async.bulk"), std::string::npos);
   } else {
-    EXPECT_NE(backward.image.find("atom.global.add.f32"), std::string::npos)
-        << "the atomic mode adds dQ with atom.global.add.f32";
+    EXPECT_EQ(backward.image.find("atom.global.add.f32") != std::string::npos,
+              !bulk);
+    EXPECT_EQ(backward.image.find("cp.reduce.async.bulk.global.shared::cta."
+                                  "bulk_group.add.f32") != std::string::npos,
+              bulk);
   }
 }
 
@@ -829,87 +835,97 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
 // Nq > Nk leaves rows fully masked: lse = -inf), windows, softcap, GQA 4:1
 // and MQA, B * H > 1, D = 32, 64, 96 and 128; then the scored path.
 const Case kCases[] = {
-    Case("bf16_d64_plain", kBF16, 64, {2, 4, 4, 257, 257}),
+    Case("bf16_d64_plain", kBF16, 64, {2, 4, 4, 257, 257}).atomicDQ(),
     Case("f16_d64_plain_sm80", kF16, 64, {2, 2, 2, 200, 130})
         .forSm80()
-        .withWorkspace()
-        .deterministicDQ(),
+        .withWorkspace(),
     Case("bf16_d128_mqa_causal_br", kBF16, 128, {2, 4, 1, 200, 300})
         .withCausal(CM::BottomRight)
-        .withWorkspace(),
+        .withWorkspace()
+        .atomicDQ(),
     Case("f16_d64_gqa_causal_br_nq_gt_nk", kF16, 64, {1, 8, 2, 300, 170})
-        .withCausal(CM::BottomRight),
+        .withCausal(CM::BottomRight)
+        .atomicDQ(),
     Case("f16_d128_causal_tl", kF16, 128, {2, 2, 2, 130, 257})
         .withCausal(CM::TopLeft)
-        .withWorkspace()
-        .deterministicDQ(),
+        .withWorkspace(),
     Case("bf16_d128_causal_tl_nq_gt_nk", kBF16, 128, {1, 2, 1, 257, 100})
         .withCausal(CM::TopLeft),
-    Case("bf16_d32_window", kBF16, 32, {3, 4, 2, 17, 17}).withWindow(5, 3),
+    Case("bf16_d32_window", kBF16, 32, {3, 4, 2, 17, 17})
+        .withWindow(5, 3)
+        .atomicDQ(),
     Case("f16_d96_window_causal_br", kF16, 96, {2, 4, 4, 257, 129})
         .withCausal(CM::BottomRight)
         .withWindow(32, 0)
         .withWorkspace(),
     Case("bf16_d64_softcap_mqa_nq1", kBF16, 64, {2, 4, 1, 1, 257})
-        .withSoftcap(30),
+        .withSoftcap(30)
+        .atomicDQ(),
     Case("f16_d128_softcap_causal_tl_nk1", kF16, 128, {1, 4, 2, 257, 1})
         .withCausal(CM::TopLeft)
         .withSoftcap(20),
-    Case("bf16_d128_one_by_one", kBF16, 128, {1, 1, 1, 1, 1}),
+    Case("bf16_d128_one_by_one", kBF16, 128, {1, 1, 1, 1, 1}).atomicDQ(),
     Case("bf16_d64_window_diagonal", kBF16, 64, {2, 2, 2, 64, 64})
         .withWindow(0, 0),
     Case("f16_d32_causal_tl_long", kF16, 32, {2, 2, 2, 513, 513})
-        .withCausal(CM::TopLeft),
+        .withCausal(CM::TopLeft)
+        .atomicDQ(),
     Case("bf16_d96_mqa_softcap_window", kBF16, 96, {1, 8, 1, 100, 300})
         .withWindow(64, 16)
         .withSoftcap(25)
-        .withWorkspace()
-        .deterministicDQ(),
+        .withWorkspace(),
     Case("bf16_d64_masked_rows", kBF16, 64, {2, 2, 1, 257, 17})
         .withCausal(CM::BottomRight),
-    Case("f16_d128_gqa_plain_sm80", kF16, 128, {2, 8, 2, 255, 257}).forSm80(),
+    Case("f16_d128_gqa_plain_sm80", kF16, 128, {2, 8, 2, 255, 257})
+        .forSm80()
+        .atomicDQ(),
     Case("f16_d64_softcap_window_tl", kF16, 64, {2, 4, 2, 190, 211})
         .withCausal(CM::TopLeft)
         .withWindow(40, 7)
         .withSoftcap(15),
     Case("bf16_d128_softcap_gqa_long", kBF16, 128, {1, 4, 1, 700, 640})
         .withSoftcap(30)
-        .withCausal(CM::BottomRight),
+        .withCausal(CM::BottomRight)
+        .atomicDQ(),
     // The scored path: bias (every broadcast shape, f16/bf16/f32, with its
     // gradient), ALiBi [Hq] and [B, Hq], score_mod, mask_mod; odd N, Nq !=
     // Nk, GQA and MQA.
     Case("bf16_d64_bias_full_dbias", kBF16, 64, {2, 4, 2, 131, 200})
         .withBias({0, 0, 0, 0}, Case::BiasType::BF16, true)
-        .withWorkspace()
-        .deterministicDQ(),
+        .withWorkspace(),
     Case("f16_d128_bias_heads_f32_dbias", kF16, 128, {2, 4, 1, 200, 131})
         .withBias({1, 0, 1, 0}, Case::BiasType::F32, true)
         .withCausal(CM::BottomRight)
         .withWorkspace(),
     Case("bf16_d96_bias_rows_dbias", kBF16, 96, {2, 2, 2, 77, 150})
         .withBias({0, 1, 0, 1}, Case::BiasType::F16, true)
-        .withWindow(30, 10),
+        .withWindow(30, 10)
+        .atomicDQ(),
     Case("f16_d32_bias_scalar_dbias", kF16, 32, {3, 2, 1, 65, 63})
         .withBias({1, 1, 1, 1}, Case::BiasType::F32, true),
     Case("bf16_d64_bias_batch_dbias_sm80", kBF16, 64, {2, 8, 2, 100, 257})
         .withBias({0, 1, 1, 0}, Case::BiasType::BF16, true)
         .withAlibi(false)
-        .forSm80(),
+        .forSm80()
+        .atomicDQ(),
     Case("f16_d64_alibi_heads_causal_gqa", kF16, 64, {2, 8, 2, 257, 257})
         .withAlibi(false)
         .withCausal(CM::BottomRight),
     Case("bf16_d128_alibi_batch_softcap", kBF16, 128, {2, 4, 4, 150, 99})
         .withAlibi(true)
-        .withSoftcap(30),
+        .withSoftcap(30)
+        .atomicDQ(),
     Case("bf16_d128_score_mod_bias_dbias", kBF16, 128, {1, 4, 2, 190, 211})
         .withScoreMod()
         .withBias({1, 0, 0, 0}, Case::BiasType::F32, true)
         .withSoftcap(25)
         .withAlibi(true)
-        .withWorkspace(),
+        .withWorkspace()
+        .atomicDQ(),
     Case("f16_d64_mask_mod_documents", kF16, 64, {2, 4, 2, 300, 170})
         .withMaskMod()
-        .withCausal(CM::TopLeft),
+        .withCausal(CM::TopLeft)
+        .atomicDQ(),
     Case("bf16_d96_mask_mod_score_mod_mqa", kBF16, 96, {2, 4, 1, 129, 257})
         .withMaskMod()
         .withScoreMod()
@@ -919,18 +935,20 @@ const Case kCases[] = {
     Case("bf16_d64_dropout_causal_gqa", kBF16, 64, {2, 4, 2, 257, 190})
         .withDropout(0.2)
         .withCausal(CM::BottomRight)
-        .withWorkspace(),
+        .withWorkspace()
+        .atomicDQ(),
     Case("f16_d128_dropout_bias_dbias", kF16, 128, {2, 4, 4, 130, 257})
         .withDropout(0.1)
         .withBias({1, 0, 0, 0}, Case::BiasType::F32, true)
         .withSoftcap(30)
-        .withWorkspace()
-        .deterministicDQ(),
+        .withWorkspace(),
     Case("bf16_d96_dropout_alibi_window", kBF16, 96, {1, 8, 2, 300, 300})
         .withDropout(0.5)
         .withAlibi(true)
         .withWindow(64, 8),
-    Case("f16_d32_dropout_one", kF16, 32, {1, 1, 1, 1, 17}).withDropout(0.3),
+    Case("f16_d32_dropout_one", kF16, 32, {1, 1, 1, 1, 17})
+        .withDropout(0.3)
+        .atomicDQ(),
     Case("f16_d128_all_dbias", kF16, 128, {2, 4, 2, 200, 200})
         .withBias({0, 0, 0, 0}, Case::BiasType::F16, true)
         .withAlibi(true)
@@ -938,8 +956,7 @@ const Case kCases[] = {
         .withMaskMod()
         .withSoftcap(30)
         .withCausal(CM::BottomRight)
-        .withWorkspace()
-        .deterministicDQ(),
+        .withWorkspace(),
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {

@@ -151,7 +151,7 @@ struct CudaBackwardImage {
   /// The rank of each capture (parameters after the others).
   std::vector<int64_t> captureRanks;
   /// D of the f32 dQ accumulator the kernels take (getCudaDQAccumParam), or
-  /// 0 for the deterministic kernels, which have none.
+  /// 0 without atomic dQ.
   int64_t dqAccumDim = 0;
 };
 
@@ -160,9 +160,10 @@ struct CudaBackwardImage {
 struct CudaBackwardOptions {
   /// dK/dV double-buffers its Q tiles.
   bool prefetch = true;
-  /// dQ by its own kernel: no atomics, bitwise reproducible, slower. By
-  /// default the dK/dV kernel adds dQ into an f32 accumulator with atomics.
-  bool deterministic = false;
+  /// The dK/dV kernel adds dQ into an f32 accumulator (atomics, or bulk
+  /// reductions on sm_90a): dQ's bits vary run to run. By default dQ gets
+  /// its own kernel (bitwise reproducible).
+  bool atomicDQ = false;
 };
 
 /// The parameter layouts of the backward kernels (CachedKernel::paramLayout,

@@ -49,11 +49,11 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "
                      "computing the current one (two shared-memory stages)"),
       llvm::cl::init(true)};
-  Option<bool> bwdDeterministic{
-      *this, "bwd-deterministic",
-      llvm::cl::desc("Backward: dQ by its own kernel (no atomics, bitwise "
-                     "reproducible) instead of atomic adds from the dK/dV "
-                     "kernel"),
+  Option<bool> bwdAtomicDQ{
+      *this, "bwd-atomic-dq",
+      llvm::cl::desc("Backward: the dK/dV kernel adds dQ into an f32 "
+                     "accumulator (atomics, or bulk reductions on sm_90a) "
+                     "instead of a dQ kernel (bitwise reproducible)"),
       llvm::cl::init(false)};
 };
 

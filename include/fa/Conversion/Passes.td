@@ -71,11 +71,11 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
            "Backward: the dK/dV kernel loads the next Q tile (Q, dO, lse, "
            "Dsum) into a second shared-memory stage while it computes the "
            "current one">,
-    Option<"bwdDeterministic", "bwd-deterministic", "bool",
-           /*default=*/"false",
-           "Backward: dQ by its own kernel, which recomputes S and dP (no "
-           "atomics, bitwise reproducible), instead of the dK/dV kernel "
-           "adding dS K into an f32 accumulator with atomics">
+    Option<"bwdAtomicDQ", "bwd-atomic-dq", "bool", /*default=*/"false",
+           "Backward: the dK/dV kernel adds dS K into an f32 dQ accumulator "
+           "(atomics; bulk reductions on sm_90a), FlashAttention-2's way, "
+           "instead of a dQ kernel that recomputes S and dP (the default: "
+           "bitwise reproducible)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

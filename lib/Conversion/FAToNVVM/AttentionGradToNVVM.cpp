@@ -1,10 +1,10 @@
 //===- AttentionGradToNVVM.cpp - fa.attention_grad to NVVM kernels --------===//
 //
 // The backward of FlashAttention-2 as three kernels accumulating in f32.
-// dQ comes one of two ways: by default (FA2's) dkdv adds dS K into an f32
-// accumulator with atomics and dq_convert scales it into dQ; deterministic
-// (bwd-deterministic), a dq kernel computes S and dP once more, and every
-// output element is written by one thread, once.
+// dQ comes one of two ways: by default a dq kernel computes S and dP once
+// more, and every output element is written by one thread, once
+// (deterministic); with bwd-atomic-dq (FA2's way) dkdv adds dS K into an
+// f32 accumulator with atomics and dq_convert scales it into dQ.
 //
 //  - dsum: Dsum[b, h, i] = sum_e dO[b, h, i, e] * O[b, h, i, e] into an f32
 //    workspace [B, Hq, Nq]; one CTA per 64 query rows, a quad of lanes per
@@ -63,7 +63,7 @@ public:
                       op.getQuery().getType().getDimSize(3)),
         op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
         scored(hasScoreTerms(op) || op.getDropoutSeed()),
-        prefetch(options.prefetch), atomicDQ(!options.deterministic),
+        prefetch(options.prefetch), atomicDQ(options.atomicDQ),
         bulkDQ(atomicDQ && options.bulkReduce) {
     if (auto attr = op.getSoftcapAttr())
       softcap = attr.getValueAsDouble();
@@ -1638,7 +1638,7 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
        "ceil(Nq/" + std::to_string(kDsumRows) + "),Hq,B", kThreads, 0},
       {("fa_backward_dkdv_" + suffix).str(), "ceil(Nk/" + rows + "),Hkv,B",
        kThreads, kernels.dkdvSharedBytes()},
-      options.deterministic
+      !options.atomicDQ
           ? KernelContract{("fa_backward_dq_" + suffix).str(),
                            "ceil(Nq/" + rows + "),Hq,B", kThreads,
                            kernels.dqSharedBytes()}
@@ -1647,7 +1647,7 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
                            kThreads, 0}};
   kernels.buildDsum(contracts[0].name);
   kernels.buildDkDv(contracts[1].name);
-  if (options.deterministic)
+  if (!options.atomicDQ)
     kernels.buildDq(contracts[2].name);
   else
     kernels.buildDqConvert(contracts[2].name);

@@ -24,12 +24,12 @@ struct GradKernelOptions {
   /// dkdv double-buffers its Q tiles: the next tile's Q, dO, lse and Dsum
   /// load while the current one is computed.
   bool prefetch = true;
-  /// dQ by its own kernel (dq), which computes S and dP again: no atomics,
-  /// bitwise reproducible. Otherwise dkdv adds dS K into an f32 accumulator
-  /// (kernel parameter `dq_accum`, [B, Hq, Nq, D] rows at Dsum's (b, h, i)
-  /// offset times D) with atomics, dsum zeroes it first, and dq_convert
-  /// scales it into dQ.
-  bool deterministic = false;
+  /// dkdv adds dS K into an f32 accumulator (kernel parameter `dq_accum`,
+  /// [B, Hq, Nq, D] rows at Dsum's (b, h, i) offset times D) with atomics,
+  /// dsum zeroes it first, and dq_convert scales it into dQ. Otherwise dQ
+  /// gets its own kernel (dq), which computes S and dP again: no atomics,
+  /// bitwise reproducible.
+  bool atomicDQ = false;
   /// sm_90+: dkdv adds each Q tile's dQ with one bulk reduction
   /// (cp.reduce.async.bulk .add.f32) of a shared-memory tile instead of one
   /// atomic per element.
@@ -38,7 +38,7 @@ struct GradKernelOptions {
 
 /// Emits the backward kernels of `op` (supported: see unsupportedReason) at
 /// the insertion point, a gpu.module: fa_backward_dsum_<suffix>,
-/// fa_backward_dkdv_<suffix>, fa_backward_dq_<suffix> (deterministic) or
+/// fa_backward_dkdv_<suffix>, fa_backward_dq_<suffix> or (atomicDQ)
 /// fa_backward_dq_convert_<suffix> and, when `op` has a grad_bias result,
 /// fa_backward_dbias_<suffix>, to be launched in that order. Returns their
 /// contracts in that order.

@@ -618,7 +618,7 @@ struct ConvertFAToNVVMPass
       }
       SmallVector<KernelContract, 3> contracts = buildAttentionGradKernels(
           b, op, std::to_string(i),
-          {bwdPrefetch, bwdDeterministic, /*bulkReduce=*/chip == "sm_90a"});
+          {bwdPrefetch, bwdAtomicDQ, /*bulkReduce=*/chip == "sm_90a"});
       // The launch contracts, read by the runtime: on each kernel, and for
       // the first op's kernels on the module, which outlives the gpu.module.
       SmallVector<Attribute> entries;

@@ -1,8 +1,8 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" -split-input-file | FileCheck %s
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" -split-input-file | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false bwd-atomic-dq=true" -split-input-file | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false bwd-atomic-dq=true" -split-input-file | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
 
-// dQ by atomic adds (the default; bwd-deterministic=true gives the dq
-// kernel instead, see backward.mlir): dsum zeroes an f32 accumulator, dkdv
+// dQ by atomic adds (bwd-atomic-dq; by default the dq kernel computes it,
+// see backward.mlir): dsum zeroes an f32 accumulator, dkdv
 // adds dS K into it, dq_convert scales it into dQ. On sm_80 one atomic per
 // element (here); on sm_90a one bulk reduction per tile (backward-bulk-dq.mlir). The three kernels take
 // the accumulator as their last parameter (after scale; %arg43).

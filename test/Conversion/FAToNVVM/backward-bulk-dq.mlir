@@ -1,6 +1,6 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false bwd-atomic-dq=true" | FileCheck %s
 
-// Atomic dQ on sm_90a: dkdv adds each Q tile's dQ into the f32 accumulator
+// Atomic dQ (bwd-atomic-dq) on sm_90a: dkdv adds each Q tile's dQ into the f32 accumulator
 // with one bulk reduction (cp.reduce.async.bulk .add.f32, the TMA unit's)
 // of a shared [64 queries][64] f32 tile instead of 4096 atomics. Shared
 // memory: backward-atomic-dq.mlir's 41472 bytes, then that tile (16 KB).

@@ -1,6 +1,6 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | FileCheck %s
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-deterministic=true" | FileCheck %s --check-prefix=DET
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false bwd-atomic-dq=true" | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false bwd-atomic-dq=true" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | FileCheck %s --check-prefix=DET
 
 // The backward with dropout: the scored path, whose kernels take the i64
 // seed after the scored parameters (%arg57; then the dQ accumulator). dK/dV
@@ -47,7 +47,7 @@
 // SCHED-NEXT: 1 nvvm.barrier0
 // SCHED-NEXT: 16 nvvm.mma.sync
 
-// bwd-deterministic: dq draws the same stream for its dS.
+// The default (the dq kernel) draws the same stream for its dS.
 // DET-LABEL: llvm.func @fa_backward_dq_0(
 // DET-SAME: %arg57: i64)
 // DET: arith.trunci %arg57 : i64 to i32

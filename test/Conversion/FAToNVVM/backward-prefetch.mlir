@@ -1,6 +1,6 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true" | FileCheck %s
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false bwd-deterministic=true" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
 
 // The dkdv kernel's Q tiles, double-buffered (bwd-prefetch, the default):
 // bf16, D = 128 (Q tiles of 32 rows), GQA 4:1, causal bottom-right. Shared

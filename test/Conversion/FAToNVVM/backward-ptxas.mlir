@@ -1,34 +1,34 @@
 // The backward kernels assemble with ptxas for sm_80 and sm_90a and use no
 // local memory for D = 64 and 128 (softcap, the most registers, included),
 // and so do the scored path's (bias, ALiBi, score_mod, mask_mod; four
-// kernels with dBias) for D = 32 to 128; in both dQ modes (atomic, the
-// default, and bwd-deterministic).
+// kernels with dBias) for D = 32 to 128; in both dQ modes (the dq kernel,
+// the default, and bwd-atomic-dq).
 // REQUIRES: ptxas
 // RUN: split-file %s %t
-// RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90.128.ptx
+// RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda="chip=sm_90a bwd-atomic-dq=true" | %python %S/Inputs/ptx-of-binary.py > %t/90.128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90.128.ptx -o %t/90.128.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/f16-64-softcap-window.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90.64.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90.64.ptx -o %t/90.64.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/f16-128-softcap-causal.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.128.ptx
+// RUN: fa-opt %t/f16-128-softcap-causal.mlir -fa-pipeline-cuda="chip=sm_80 bwd-atomic-dq=true" | %python %S/Inputs/ptx-of-binary.py > %t/80.128.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.128.ptx -o %t/80.128.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/bf16-64-mqa-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.64.ptx -o %t/80.64.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t/90.128.ptx
 // RUN: FileCheck %s --check-prefix=ATOM < %t/80.128.ptx
-// RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda="chip=sm_90a bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.ptx
+// RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/det.90.128.ptx -o %t/det.90.128.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=DET < %t/det.90.128.ptx
-// RUN: fa-opt %t/f16-64-softcap-window.mlir -fa-pipeline-cuda="chip=sm_80 bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.80.64.ptx
+// RUN: fa-opt %t/f16-64-softcap-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/det.80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/det.80.64.ptx -o %t/det.80.64.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda="chip=sm_90a bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.scored.ptx
+// RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/det.scored.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/det.scored.ptx -o %t/det.scored.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
 // RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/bf16-128-scored-all.sm_90a.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/bf16-128-scored-all.sm_90a.ptx -o %t/bf16-128-scored-all.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
-// RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/bf16-128-scored-all.sm_80.ptx
+// RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda="chip=sm_80 bwd-atomic-dq=true" | %python %S/Inputs/ptx-of-binary.py > %t/bf16-128-scored-all.sm_80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/bf16-128-scored-all.sm_80.ptx -o %t/bf16-128-scored-all.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
 // RUN: fa-opt %t/f16-64-bias-bcast-alibi-bh.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/f16-64-bias-bcast-alibi-bh.sm_80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/f16-64-bias-bcast-alibi-bh.sm_80.ptx -o %t/f16-64-bias-bcast-alibi-bh.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
-// RUN: fa-opt %t/f16-64-bias-bcast-alibi-bh.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/f16-64-bias-bcast-alibi-bh.sm_90a.ptx
+// RUN: fa-opt %t/f16-64-bias-bcast-alibi-bh.mlir -fa-pipeline-cuda="chip=sm_90a bwd-atomic-dq=true" | %python %S/Inputs/ptx-of-binary.py > %t/f16-64-bias-bcast-alibi-bh.sm_90a.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/f16-64-bias-bcast-alibi-bh.sm_90a.ptx -o %t/f16-64-bias-bcast-alibi-bh.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
 // RUN: fa-opt %t/bf16-96-bias-rows-mask-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/bf16-96-bias-rows-mask-window.sm_80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/bf16-96-bias-rows-mask-window.sm_80.ptx -o %t/bf16-96-bias-rows-mask-window.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
@@ -74,7 +74,7 @@
 // sm_80 adds dQ with atomics.
 // ATOM: atom.global.add.f32
 
-// bwd-deterministic: dq instead of dq_convert, and no atomics.
+// The default: dq instead of dq_convert, and no atomics.
 // DET: .visible .entry fa_backward_dq_0(
 // DET-NOT: atom.
 

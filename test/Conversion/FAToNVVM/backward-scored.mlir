@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true" -split-input-file | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | FileCheck %s
 
 // bf16, D = 64, GQA 2:1, a full f16 bias [B, Hq, Nq, Nk] with its gradient,
 // ALiBi [Hq] and a score_mod with its derivative: the three kernels take the

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false bwd-deterministic=true" -split-input-file | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" -split-input-file | FileCheck %s
 
 // bf16, D = 128, GQA 4:1, causal bottom-right: three kernels (dsum, dkdv,
 // dq) with one ABI, their launch contracts on the module; the host function
