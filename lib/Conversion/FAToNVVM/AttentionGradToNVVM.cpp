@@ -150,6 +150,16 @@ private:
   /// Creates kernel `name` and moves the insertion point into it.
   Args beginKernel(StringRef name);
 
+  /// Where a thread of the row-wise kernels (dsum, dq_convert) is: a quad
+  /// of lanes per query row, 32 rows per pass over the CTA's kDsumRows; the
+  /// (b, h) offset of its rows in Dsum's layout.
+  struct QuadRows {
+    Value tid, tile, head, batch, tq, statsBase;
+    /// The query row of this thread's quad in pass `pass`.
+    Value row(GradKernelBuilder &kb, int64_t pass) const;
+  };
+  QuadRows getQuadRows(const Args &a);
+
   /// Applies the softcap to the scores (into the log2 domain) and returns
   /// its derivative factor 1 - tanh^2 per score; empty without a softcap.
   Tiles applySoftcap(Tiles &s);
@@ -536,23 +546,36 @@ Value GradKernelBuilder::loadChunk(Value base, Value offset) {
 // dsum
 //===----------------------------------------------------------------------===//
 
+GradKernelBuilder::QuadRows GradKernelBuilder::getQuadRows(const Args &a) {
+  QuadRows q;
+  q.tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  q.tile = NVVM::BlockIdXOp::create(b, loc, i32);
+  q.head = NVVM::BlockIdYOp::create(b, loc, i32);
+  q.batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  q.tq = andi(q.tid, 3);
+  q.statsBase =
+      add(mul(ext64(q.batch), a.dsums[0]), mul(ext64(q.head), a.dsums[1]));
+  return q;
+}
+
+Value GradKernelBuilder::QuadRows::row(GradKernelBuilder &kb,
+                                       int64_t pass) const {
+  return kb.add(
+      kb.add(kb.mul(tile, kb.c32(kDsumRows)), kb.c32(pass * kThreads / 4)),
+      kb.shr(tid, 2));
+}
+
 void GradKernelBuilder::buildDsum(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   Args a = beginKernel(name);
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value tile = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value head = NVVM::BlockIdYOp::create(b, loc, i32);
-  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  Value tq = andi(tid, 3);
-  Value oBase = headBase(a.o, batch, head, a.os[0], a.os[1]);
-  Value dOBase = headBase(a.dO, batch, head, a.dOs[0], a.dOs[1]);
-  Value dsumBase =
-      add(mul(ext64(batch), a.dsums[0]), mul(ext64(head), a.dsums[1]));
+  QuadRows quads = getQuadRows(a);
+  Value tq = quads.tq, dsumBase = quads.statsBase;
+  Value oBase = headBase(a.o, quads.batch, quads.head, a.os[0], a.os[1]);
+  Value dOBase = headBase(a.dO, quads.batch, quads.head, a.dOs[0], a.dOs[1]);
   auto v8f32 = VectorType::get({8}, f32);
   // A quad of lanes per row, 16-byte chunks tq, tq + 4, ... of it each.
   for (int64_t pass = 0; pass < kDsumRows / (kThreads / 4); ++pass) {
-    Value row = add(add(mul(tile, c32(kDsumRows)), c32(pass * kThreads / 4)),
-                    shr(tid, 2));
+    Value row = quads.row(*this, pass);
     Value valid = cmp(arith::CmpIPredicate::slt, row, a.nq);
     Value srcRow = sel(valid, row, c32(0));
     Value oRow = gep(oBase, mul(ext64(srcRow), a.os[2]), et);
@@ -1269,14 +1292,9 @@ void GradKernelBuilder::buildDq(StringRef name) {
 void GradKernelBuilder::buildDqConvert(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   Args a = beginKernel(name);
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value tile = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value head = NVVM::BlockIdYOp::create(b, loc, i32);
-  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  Value tq = andi(tid, 3);
-  Value dqBase = headBase(a.dq, batch, head, a.dqs[0], a.dqs[1]);
-  Value accHead =
-      add(mul(ext64(batch), a.dsums[0]), mul(ext64(head), a.dsums[1]));
+  QuadRows quads = getQuadRows(a);
+  Value tq = quads.tq, accHead = quads.statsBase;
+  Value dqBase = headBase(a.dq, quads.batch, quads.head, a.dqs[0], a.dqs[1]);
   auto v4f32 = VectorType::get({4}, f32);
   Value scale = LLVM::UndefOp::create(b, loc, VectorType::get({8}, f32));
   for (int64_t e = 0; e < 8; ++e)
@@ -1284,8 +1302,7 @@ void GradKernelBuilder::buildDqConvert(StringRef name) {
   // dQ = scale * accumulator, a quad of lanes per row (8 columns per 32
   // each), like dsum.
   for (int64_t pass = 0; pass < kDsumRows / (kThreads / 4); ++pass) {
-    Value row = add(add(mul(tile, c32(kDsumRows)), c32(pass * kThreads / 4)),
-                    shr(tid, 2));
+    Value row = quads.row(*this, pass);
     auto inRange = scf::IfOp::create(
         b, loc, cmp(arith::CmpIPredicate::slt, row, a.nq), false);
     OpBuilder::InsertionGuard rowGuard(b);
