@@ -473,16 +473,21 @@ uint64_t dsumBytes(const mlir::fa::CudaBackwardCall &call) {
                    uint64_t(call.seqQ) * sizeof(float);
   return (bytes + 255) / 256 * 256;
 }
+
+/// Dsum, then the f32 dQ accumulator of `accumDim` columns (0: none).
+uint64_t workspaceBytes(const mlir::fa::CudaBackwardCall &call,
+                        int64_t accumDim) {
+  return dsumBytes(call) + uint64_t(call.batch) * uint64_t(call.headsQ) *
+                               uint64_t(call.seqQ) * uint64_t(accumDim) *
+                               sizeof(float);
+}
 } // namespace
 
 uint64_t mlir::fa::getCudaBackwardWorkspaceBytes(
     const ::fa::runtime::CachedKernel &kernel, const CudaBackwardCall &call) {
   ::fa::runtime::Expected<std::vector<BackwardLaunch>> launches =
       backwardLaunches(kernel);
-  int64_t accumDim = launches.failed() ? 0 : (*launches)[0].accumDim;
-  return dsumBytes(call) + uint64_t(call.batch) * uint64_t(call.headsQ) *
-                               uint64_t(call.seqQ) * uint64_t(accumDim) *
-                               sizeof(float);
+  return workspaceBytes(call, launches.failed() ? 0 : (*launches)[0].accumDim);
 }
 
 ::fa::runtime::Expected<CudaBackwardFunctions>
@@ -553,9 +558,9 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
     return rt::Status::error("backward: the workspace must be 256-byte "
                              "aligned");
   if (!workspace && call.seqQ > 0) {
-    rt::Expected<rt::DeviceBuffer> buffer =
-        rt::DeviceBuffer::allocate(functions.dsum.getDevice(),
-                                   getCudaBackwardWorkspaceBytes(kernel, call));
+    rt::Expected<rt::DeviceBuffer> buffer = rt::DeviceBuffer::allocate(
+        functions.dsum.getDevice(),
+        workspaceBytes(call, (*launches)[0].accumDim));
     if (buffer.failed())
       return buffer.getStatus();
     ownWorkspace = buffer.take();

@@ -547,12 +547,14 @@ Value GradKernelBuilder::loadChunk(Value base, Value offset) {
 //===----------------------------------------------------------------------===//
 
 GradKernelBuilder::QuadRows GradKernelBuilder::getQuadRows(const Args &a) {
+  ThreadPlace place = getThreadPlace();
   QuadRows q;
-  q.tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  q.tile = NVVM::BlockIdXOp::create(b, loc, i32);
-  q.head = NVVM::BlockIdYOp::create(b, loc, i32);
-  q.batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  q.tq = andi(q.tid, 3);
+  q.tid = place.tid;
+  q.tile = place.tile;
+  q.head = place.head;
+  q.batch = place.batch;
+  // lane & 3 = tid & 3: the quad position of the thread's row.
+  q.tq = place.tq;
   q.statsBase =
       add(mul(ext64(q.batch), a.dsums[0]), mul(ext64(q.head), a.dsums[1]));
   return q;
@@ -1065,7 +1067,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                 NVVM::Barrier0Op::create(b, loc);
               }
               // dV += P^T dO.
-              mmaAB(dV, [&](int64_t s) { return pA[s]; }, qSteps, sDO, lane);
+              auto pAStep = [&](int64_t s) { return pA[s]; };
+              mmaAB(dV, pAStep, qSteps, sDO, lane);
               // dP^T = V dO^T, dS^T = P^T (dP^T - Dsum), Dsum per column.
               Tiles ds = zeroTiles(nTilesS);
               mmaABt(ds, vA, kSteps, sDO, lane);
@@ -1269,7 +1272,8 @@ void GradKernelBuilder::buildDq(StringRef name) {
         Tiles ds = zeroTiles(nTilesS);
         mmaABt(ds, dOA, kSteps, sV, lane);
         scoreGrads(ds, p, z, [&](int64_t, int64_t e) { return dsum[e / 2]; });
-        mmaAB(dQ, [&](int64_t s) { return accToA(ds, s); }, kvSteps, sK, lane);
+        auto dsA = [&](int64_t s) { return accToA(ds, s); };
+        mmaAB(dQ, dsA, kvSteps, sK, lane);
         SmallVector<Value> yielded;
         for (auto &t : dQ)
           yielded.append(t.begin(), t.end());
