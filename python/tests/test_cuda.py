@@ -70,16 +70,18 @@ def test_gpu_kernel_object() -> None:
 
 
 @pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])
-def test_autograd_on_the_gpu(dtype, bound) -> None:
-    """loss.backward() through fa.attention runs the GPU backward."""
+@pytest.mark.parametrize("d", [64, 256])
+def test_autograd_on_the_gpu(dtype, bound, d) -> None:
+    """loss.backward() through fa.attention runs the GPU backward (D = 256:
+    dK and dV in two column passes)."""
     gen = torch.Generator(device="cuda").manual_seed(1)
 
     def make(n: int, h: int):
-        x = torch.randn(2, n, h, 64, device="cuda", dtype=dtype, generator=gen)
+        x = torch.randn(2, n, h, d, device="cuda", dtype=dtype, generator=gen)
         return x.transpose(1, 2).detach().requires_grad_()
 
     q, k, v = make(100, 8), make(150, 2), make(150, 2)
-    do = torch.randn(2, 8, 100, 64, device="cuda", dtype=torch.float32, generator=gen)
+    do = torch.randn(2, 8, 100, d, device="cuda", dtype=torch.float32, generator=gen)
     o = fa.attention(q, k, v, causal="bottom_right")
     (o.float() * do).sum().backward()
     torch.cuda.synchronize()
@@ -87,7 +89,7 @@ def test_autograd_on_the_gpu(dtype, bound) -> None:
     ref = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
     group = 4
     kr, vr = ref[1].repeat_interleave(group, 1), ref[2].repeat_interleave(group, 1)
-    s = ref[0] @ kr.transpose(-1, -2) / math.sqrt(64)
+    s = ref[0] @ kr.transpose(-1, -2) / math.sqrt(d)
     i, j = torch.arange(100).view(-1, 1), torch.arange(150).view(1, -1)
     s = s.masked_fill(~(j <= i + 50), float("-inf"))
     (torch.softmax(s, dim=-1) @ vr * do.double().cpu()).sum().backward()

@@ -101,6 +101,13 @@ run --backward --dtype=bf16 --shape=2,4,2,129,200,64 --dropout=0.2 --causal=bott
 run --backward --dtype=f16 --shape=1,4,4,300,257,128 --dropout=0.1 --window=40,8 --seed=5
 run --backward --dtype=bf16 --shape=2,4,2,100,150,96 --dropout=0.5 --bias --dbias --alibi --causal=top-left --seed=11
 
+# The backward at D = 256 (dK and dV in two passes of 128 columns): causal
+# GQA, window + softcap with atomic dQ, the scored path with dBias and
+# dropout.
+run --backward --dtype=bf16 --shape=2,4,2,257,300,256 --causal=bottom-right
+run --backward --dtype=f16 --shape=1,4,4,300,200,256 --window=40,8 --softcap=20 --bwd-atomic-dq
+run --backward --dtype=bf16 --shape=1,4,2,129,190,256 --bias --dbias --alibi --dropout=0.1 --seed=7
+
 # Captures (document ids, a per-head table), forward and backward: ids of
 # exactly N tokens (ragged tiles read them clamped in range), and more ids
 # than Nq and Nk use.

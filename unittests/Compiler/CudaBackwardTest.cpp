@@ -833,7 +833,8 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
 
 // Odd N, Nq != Nk both ways, both causal alignments (bottom-right with
 // Nq > Nk leaves rows fully masked: lse = -inf), windows, softcap, GQA 4:1
-// and MQA, B * H > 1, D = 32, 64, 96 and 128; then the scored path.
+// and MQA, B * H > 1, D = 32, 64, 96 and 128; then the scored path, dropout
+// and D = 256.
 const Case kCases[] = {
     Case("bf16_d64_plain", kBF16, 64, {2, 4, 4, 257, 257}).atomicDQ(),
     Case("f16_d64_plain_sm80", kF16, 64, {2, 2, 2, 200, 130})
@@ -948,6 +949,27 @@ const Case kCases[] = {
         .withWindow(64, 8),
     Case("f16_d32_dropout_one", kF16, 32, {1, 1, 1, 1, 17})
         .withDropout(0.3)
+        .atomicDQ(),
+    // D = 256: dK and dV in two passes of 128 columns; odd N, GQA, masks,
+    // both dQ modes and both chips, the scored path with dBias, dropout.
+    Case("bf16_d256_causal_tl_gqa", kBF16, 256, {2, 4, 2, 257, 200})
+        .withCausal(CM::TopLeft)
+        .withWorkspace(),
+    Case("f16_d256_window_softcap", kF16, 256, {1, 2, 2, 300, 129})
+        .withWindow(40, 8)
+        .withSoftcap(20)
+        .atomicDQ(),
+    Case("bf16_d256_mqa_sm80", kBF16, 256, {2, 4, 1, 65, 131})
+        .forSm80()
+        .atomicDQ(),
+    Case("f16_d256_bias_alibi_dbias", kF16, 256, {2, 4, 2, 130, 190})
+        .withBias({1, 0, 0, 0}, Case::BiasType::F32, true)
+        .withAlibi(false)
+        .withCausal(CM::BottomRight)
+        .withWorkspace(),
+    Case("bf16_d256_dropout_mask_mod", kBF16, 256, {1, 4, 2, 190, 257})
+        .withDropout(0.15)
+        .withMaskMod()
         .atomicDQ(),
     Case("f16_d128_all_dbias", kF16, 128, {2, 4, 2, 200, 200})
         .withBias({0, 0, 0, 0}, Case::BiasType::F16, true)

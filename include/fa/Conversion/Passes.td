@@ -54,9 +54,10 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     scale * log2(e), scale (f32). The first op's contracts are the module's
     `fa.backward` attribute.
 
-    Supported: f16 and bf16; D = Dv in {32, 64, 96, 128, 256} (the
-    backward: up to 128); scale, causal (both alignments), window, softcap,
-    GQA/MQA, lse. Anything else is an error naming what is not supported.
+    Supported: f16 and bf16; D = Dv in {32, 64, 96, 128, 256} (at 256 the
+    backward's dK/dV kernel makes two passes of 128 columns); scale, causal
+    (both alignments), window, softcap, GQA/MQA, lse. Anything else is an
+    error naming what is not supported.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",

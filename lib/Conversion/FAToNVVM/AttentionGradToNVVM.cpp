@@ -18,7 +18,8 @@
 //    lse is per column of S^T and read from shared memory. With atomic dQ,
 //    dS^T also goes to shared memory, and after a barrier the warps split
 //    dQ = dS K (the tile's 64 keys) by query rows and columns and add it
-//    into the accumulator.
+//    into the accumulator. At D = 256 the registers hold 128 columns of dK
+//    and dV: two passes over the Q tiles, S^T and dP^T computed in both.
 //  - dq: one CTA per (Q tile of 64 rows, query head, batch), like the
 //    forward: S = Q K^T, P = exp2(S * scale * log2(e) - lse * log2(e)),
 //    dP = dO V^T, dS = P (dP - Dsum), dQ += dS K over the visible K/V tiles.
@@ -77,8 +78,20 @@ public:
     // The scored path's per-score terms (bias loads, slope, region values
     // and score_mod's derivative) spill at D = 64 with 64 and at D = 128
     // with 32.
+    // D = 256 computes dK and dV in two passes of 128 columns (S^T and dP^T
+    // once per pass): the registers of one pass are those of D = 128. A
+    // pass is a loop over the Q tiles of its own, without prefetch.
+    // D = 256 (the D = 128 registers of a pass, plus addresses into 512-byte
+    // rows) spills with 32.
     dkdvBlockQ = d <= 64 ? (scored ? 32 : 64)
-                         : (d == 128 && (softcap || scored) ? 16 : 32);
+                 : d > 128 || (d == 128 && (softcap || scored)) ? 16
+                                                                : 32;
+    dkdvCols = std::min<int64_t>(d, 128);
+    if (d > 128)
+      prefetch = false;
+    // dq's dQ takes D / 2 registers: at D = 256, S and dP of 64 keys spill
+    // (32 on the scored path).
+    dqBlockKV = d <= 128 ? kBlockKV : (scored ? 16 : 32);
   }
 
   void buildDsum(StringRef name);
@@ -107,10 +120,10 @@ public:
   }
   /// Q and dO tiles, then one K and one V tile.
   int64_t dqSharedBytes() const {
-    return (2 * kBlockRows + 2 * kBlockKV) * d * 2;
+    return (2 * kBlockRows + 2 * dqBlockKV) * d * 2;
   }
   /// K/V rows per dbias step: 32 for D > 64, where a 64-column tile's
-  /// accumulator, S and dP spill.
+  /// accumulator, S and dP spill, and 16 for D = 256.
   int64_t dbiasBlockKV() const { return d <= 64 ? kBlockKV : kBlockKV / 2; }
   /// Q and dO tiles, a K and a V tile, then [warps][K/V rows] f32 for
   /// cross-warp sums.
@@ -236,6 +249,10 @@ private:
   Type biasEt;
   /// Q rows per dkdv iteration.
   int64_t dkdvBlockQ;
+  /// Columns of dK and dV per dkdv pass over the Q tiles (D, or 128).
+  int64_t dkdvCols;
+  /// K/V rows per dq iteration.
+  int64_t dqBlockKV;
 };
 
 } // namespace
@@ -749,11 +766,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   if (!prefetch)
     visibleQueries();
 
-  int64_t nTilesS = blockQ / 8, nTilesO = d / 8, qSteps = blockQ / 16;
-  SmallVector<Value> inits(2 * nTilesO * 4, cf(0.0));
-  // With prefetch, the stage (0 or 1) of the current Q tile.
-  if (prefetch)
-    inits.push_back(c32(0));
+  int64_t nTilesS = blockQ / 8, nTilesO = dkdvCols / 8, qSteps = blockQ / 16;
   Value scoreScale = softcap ? cf(1.0) : a.scaleLog2;
   Value keyRow = add(add(k0, warpRow0), g);
   // The scored path: this thread's two keys' part of a bias address, keys
@@ -904,209 +917,225 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     return std::make_pair(dK, dV);
   };
 
-  // Over the query heads of the group, then the visible Q tiles.
-  auto heads = scf::ForOp::create(
-      b, loc, arith::ConstantIndexOp::create(b, loc, 0), toIndex(a.group),
-      arith::ConstantIndexOp::create(b, loc, 1), inits,
-      [&](OpBuilder &, Location, Value jIndex, ValueRange headIters) {
-        Value j = arith::IndexCastOp::create(b, loc, i32, jIndex);
-        Value head = add(mul(headKV, a.group), j);
-        HeadRows rows = headRows(j);
-        Value qBase = rows.qBase, dOBase = rows.dOBase, lseRow = rows.lseRow,
-              dsumRow = rows.dsumRow;
-        ScoreTerms terms;
-        Value biasHead;
-        if (scored)
-          terms = scoreTerms(a, batch, head);
-        if (biasEt)
-          biasHead = gep(a.bias,
-                         add(mul(ext64(batch), a.biasStrides[0]),
-                             mul(ext64(head), a.biasStrides[1])),
-                         biasEt);
-        auto tiles = scf::ForOp::create(
-            b, loc, toIndex(qBegin), toIndex(qEnd),
-            arith::ConstantIndexOp::create(b, loc, blockQ), headIters,
-            [&](OpBuilder &, Location, Value q0Index, ValueRange iters) {
-              Value q0 = arith::IndexCastOp::create(b, loc, i32, q0Index);
-              auto [dK, dV] = unpack(iters);
-              Value stage;
-              std::array<Value, 2> nextStats;
-              Stage next;
-              if (prefetch) {
-                // This tile's stage has landed (its copies were issued a
-                // tile earlier) and everyone is done with the other stage
-                // (the previous tile's): the next tile goes there. The next
-                // tile in the loops' order: q0 + blockQ of this head, else
-                // qBegin of the next head; none after the last.
-                stage = iters.back();
-                NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-                NVVM::Barrier0Op::create(b, loc);
-                Value cur =
-                    add(c32(2 * kvBytes), mul(stage, c32(dkdvStageBytes())));
-                Value other = add(c32(2 * kvBytes), mul(sub(c32(1), stage),
-                                                        c32(dkdvStageBytes())));
-                Stage st = stageAt(cur);
-                next = stageAt(other);
-                sQ = st.q, sDO = st.dO, sLse = st.lse, sDsum = st.dsum;
-                Value nextQ0 = add(q0, c32(blockQ));
-                Value inHead = cmp(arith::CmpIPredicate::slt, nextQ0, qEnd);
-                Value jNext = add(j, c32(1));
-                Value moreHeads =
-                    cmp(arith::CmpIPredicate::slt, jNext, a.group);
-                Value hasNext = arith::OrIOp::create(b, loc, inHead, moreHeads);
-                // Where there is none: this head's rows, stats +inf / 0.
-                nextQ0 = sel(inHead, nextQ0, qBegin);
-                HeadRows rows =
-                    headRows(sel(inHead, j, sel(moreHeads, jNext, j)));
-                auto copy = scf::IfOp::create(b, loc, hasNext, false);
-                {
-                  OpBuilder::InsertionGuard copyGuard(b);
-                  b.setInsertionPointToStart(copy.thenBlock());
-                  copyTile(blockQ, next.q, rows.qBase, nextQ0, a.nq, a.qs[2],
-                           tid);
-                  copyTile(blockQ, next.dO, rows.dOBase, nextQ0, a.nq, a.dOs[2],
-                           tid);
-                }
-                NVVM::CpAsyncCommitGroupOp::create(b, loc);
-                // Loaded now, stored to shared memory after the math.
-                nextStats =
-                    rowStats(rows.lseRow, rows.dsumRow, nextQ0, hasNext);
-              } else {
-                // Everyone is done with the previous Q tile; fetch the next.
-                NVVM::Barrier0Op::create(b, loc);
-                copyTile(blockQ, sQ, qBase, q0, a.nq, a.qs[2], tid);
-                NVVM::CpAsyncCommitGroupOp::create(b, loc);
-                copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid);
-                NVVM::CpAsyncCommitGroupOp::create(b, loc);
-                // lse * log2(e) and Dsum, by the first blockQ threads.
-                storeStats({sQ, sDO, sLse, sDsum}, {}, lseRow, dsumRow, q0);
-                NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
-                NVVM::Barrier0Op::create(b, loc);
-              }
-
-              // S^T = K Q^T: rows are this warp's keys, columns queries.
-              Tiles p = zeroTiles(nTilesS);
-              mmaABt(p, kA, kSteps, sQ, lane);
-              SmallVector<SmallVector<Value, 4>> pA;
-              // Dropout's factors (Z), for dV's P Z and dS.
-              Tiles z;
-              if (scored) {
-                // S^T: element (nt, e) is key row g (+ 8), query column.
-                auto place = [&](int64_t nt, int64_t e) {
-                  Value query =
-                      add(q0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
-                  return std::make_pair(query, add(keyRow, c32(8 * (e / 2))));
-                };
-                z = dropoutScales(a, nTilesS, batch, head, place);
-                // Queries past Nq are masked too: a non-finite score there
-                // would reach dK and dV through the zero rows of dO and Q.
-                Value need;
-                if (!maskMod)
-                  need = arith::OrIOp::create(
-                      b, loc,
-                      tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
-                                    /*nk=*/Value(), diag),
-                      cmp(arith::CmpIPredicate::sgt, add(q0, c32(blockQ)),
-                          a.nq));
-                p = scoredProbabilities(
-                    p, terms, place,
-                    [&](int64_t, int64_t e, Value i, Value) {
-                      Value at =
-                          add(mul(ext64(mins(i, nqLast)), a.biasStrides[2]),
-                              keyOff[e / 2]);
-                      return gep(biasHead, at, biasEt);
-                    },
-                    need,
-                    [&](int64_t nt, int64_t e) {
-                      auto [query, key] = place(nt, e);
-                      Value keep = keepScored(masks, maskMod, terms.idxB,
-                                              terms.idxH, query, key, a.nk,
-                                              diag, /*checkBound=*/false);
-                      return arith::AndIOp::create(
-                          b, loc, keep,
-                          cmp(arith::CmpIPredicate::slt, query, a.nq));
-                    },
-                    [&](int64_t nt) -> std::array<Value, 4> {
-                      // lse per column of S^T.
-                      auto l = loadPair(sLse, add(c32(nt * 8), shl(tq, 1)));
-                      return {l[0], l[1], l[0], l[1]};
-                    },
-                    qSteps, &pA, z);
-              } else {
-                Tiles capDeriv = applySoftcap(p);
-                if (masks.causal || masks.window) {
-                  Value need = tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
-                                             /*nk=*/Value(), diag);
-                  maskScores(p, need, [&](int64_t nt, int64_t e) {
-                    Value key = add(keyRow, c32(8 * (e / 2)));
-                    Value query =
-                        add(q0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
-                    return keepKey(masks, query, key, a.nk, diag,
-                                   /*checkBound=*/false);
-                  });
-                }
-                // P^T = exp2(S^T * c - lse * log2(e)), lse per column.
-                for (int64_t nt = 0; nt < nTilesS; ++nt) {
-                  auto lseLog2 = loadPair(sLse, add(c32(nt * 8), shl(tq, 1)));
-                  for (int64_t e = 0; e < 4; ++e) {
-                    Value negL = arith::NegFOp::create(b, loc, lseLog2[e & 1]);
-                    p[nt][e] = exp2(math::FmaOp::create(b, loc, p[nt][e],
-                                                        scoreScale, negL));
-                  }
-                }
-                for (int64_t s = 0; s < qSteps; ++s)
-                  pA.push_back(accToA(p, s));
-                if (softcap)
-                  for (int64_t nt = 0; nt < nTilesS; ++nt)
-                    for (int64_t e = 0; e < 4; ++e)
-                      p[nt][e] = fmul(p[nt][e], capDeriv[nt][e]);
-              }
-
-              if (!prefetch) {
-                NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-                NVVM::Barrier0Op::create(b, loc);
-              }
-              // dV += P^T dO.
-              auto pAStep = [&](int64_t s) { return pA[s]; };
-              mmaAB(dV, pAStep, qSteps, sDO, lane);
-              // dP^T = V dO^T, dS^T = P^T (dP^T - Dsum), Dsum per column.
-              Tiles ds = zeroTiles(nTilesS);
-              mmaABt(ds, vA, kSteps, sDO, lane);
-              SmallVector<std::array<Value, 2>> dsums;
-              for (int64_t nt = 0; nt < nTilesS; ++nt)
-                dsums.push_back(loadPair(sDsum, add(c32(nt * 8), shl(tq, 1))));
-              scoreGrads(ds, p, z, [&](int64_t nt, int64_t e) {
-                return dsums[nt][e & 1];
-              });
-              if (atomicDQ)
-                storeTransposedDS(ds);
-              // dK += dS^T Q.
-              mmaAB(
-                  dK, [&](int64_t s) { return accToA(ds, s); }, qSteps, sQ,
-                  lane);
-              if (atomicDQ)
-                addDQ(q0, dsumRow);
-              SmallVector<Value> yielded;
-              for (auto *acc : {&dK, &dV})
-                for (auto &t : *acc)
-                  yielded.append(t.begin(), t.end());
-              if (prefetch) {
-                // The next tile's stats into its stage (read by nobody
-                // until the next iteration's barrier).
-                storeStats(next, nextStats, Value(), Value(), Value());
-                yielded.push_back(sub(c32(1), stage));
-              }
-              scf::YieldOp::create(b, loc, yielded);
-            });
-        scf::YieldOp::create(b, loc, tiles.getResults());
-      });
-
-  // dK = scale * sum dS^T Q (softcap's factor is in dS), dV as is.
-  auto [dK, dV] = unpack(heads.getResults());
   Value dkBase = headBase(a.dk, batch, headKV, a.dks[0], a.dks[1]);
   Value dvBase = headBase(a.dv, batch, headKV, a.dvs[0], a.dvs[1]);
-  storeRows(dK, dkBase, a.dks[2], keyRow, a.nk, tq, a.scale);
-  storeRows(dV, dvBase, a.dvs[2], keyRow, a.nk, tq, Value());
+  // A pass per dkdvCols columns of dK and dV (one but at D = 256): over the
+  // query heads of the group, then the visible Q tiles. Every pass computes
+  // S^T, P^T and dS^T; the first adds dS K into dQ (atomic dQ).
+  for (int64_t col0 = 0; col0 < d; col0 += dkdvCols) {
+    bool withDQ = atomicDQ && col0 == 0;
+    SmallVector<Value> inits(2 * nTilesO * 4, cf(0.0));
+    // With prefetch, the stage (0 or 1) of the current Q tile.
+    if (prefetch)
+      inits.push_back(c32(0));
+    auto heads = scf::ForOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, 0), toIndex(a.group),
+        arith::ConstantIndexOp::create(b, loc, 1), inits,
+        [&](OpBuilder &, Location, Value jIndex, ValueRange headIters) {
+          Value j = arith::IndexCastOp::create(b, loc, i32, jIndex);
+          Value head = add(mul(headKV, a.group), j);
+          HeadRows rows = headRows(j);
+          Value qBase = rows.qBase, dOBase = rows.dOBase, lseRow = rows.lseRow,
+                dsumRow = rows.dsumRow;
+          ScoreTerms terms;
+          Value biasHead;
+          if (scored)
+            terms = scoreTerms(a, batch, head);
+          if (biasEt)
+            biasHead = gep(a.bias,
+                           add(mul(ext64(batch), a.biasStrides[0]),
+                               mul(ext64(head), a.biasStrides[1])),
+                           biasEt);
+          auto tiles = scf::ForOp::create(
+              b, loc, toIndex(qBegin), toIndex(qEnd),
+              arith::ConstantIndexOp::create(b, loc, blockQ), headIters,
+              [&](OpBuilder &, Location, Value q0Index, ValueRange iters) {
+                Value q0 = arith::IndexCastOp::create(b, loc, i32, q0Index);
+                auto [dK, dV] = unpack(iters);
+                Value stage;
+                std::array<Value, 2> nextStats;
+                Stage next;
+                if (prefetch) {
+                  // This tile's stage has landed (its copies were issued a
+                  // tile earlier) and everyone is done with the other stage
+                  // (the previous tile's): the next tile goes there. The next
+                  // tile in the loops' order: q0 + blockQ of this head, else
+                  // qBegin of the next head; none after the last.
+                  stage = iters.back();
+                  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+                  NVVM::Barrier0Op::create(b, loc);
+                  Value cur =
+                      add(c32(2 * kvBytes), mul(stage, c32(dkdvStageBytes())));
+                  Value other =
+                      add(c32(2 * kvBytes),
+                          mul(sub(c32(1), stage), c32(dkdvStageBytes())));
+                  Stage st = stageAt(cur);
+                  next = stageAt(other);
+                  sQ = st.q, sDO = st.dO, sLse = st.lse, sDsum = st.dsum;
+                  Value nextQ0 = add(q0, c32(blockQ));
+                  Value inHead = cmp(arith::CmpIPredicate::slt, nextQ0, qEnd);
+                  Value jNext = add(j, c32(1));
+                  Value moreHeads =
+                      cmp(arith::CmpIPredicate::slt, jNext, a.group);
+                  Value hasNext =
+                      arith::OrIOp::create(b, loc, inHead, moreHeads);
+                  // Where there is none: this head's rows, stats +inf / 0.
+                  nextQ0 = sel(inHead, nextQ0, qBegin);
+                  HeadRows rows =
+                      headRows(sel(inHead, j, sel(moreHeads, jNext, j)));
+                  auto copy = scf::IfOp::create(b, loc, hasNext, false);
+                  {
+                    OpBuilder::InsertionGuard copyGuard(b);
+                    b.setInsertionPointToStart(copy.thenBlock());
+                    copyTile(blockQ, next.q, rows.qBase, nextQ0, a.nq, a.qs[2],
+                             tid);
+                    copyTile(blockQ, next.dO, rows.dOBase, nextQ0, a.nq,
+                             a.dOs[2], tid);
+                  }
+                  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+                  // Loaded now, stored to shared memory after the math.
+                  nextStats =
+                      rowStats(rows.lseRow, rows.dsumRow, nextQ0, hasNext);
+                } else {
+                  // Everyone is done with the previous Q tile; fetch the next.
+                  NVVM::Barrier0Op::create(b, loc);
+                  copyTile(blockQ, sQ, qBase, q0, a.nq, a.qs[2], tid);
+                  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+                  copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid);
+                  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+                  // lse * log2(e) and Dsum, by the first blockQ threads.
+                  storeStats({sQ, sDO, sLse, sDsum}, {}, lseRow, dsumRow, q0);
+                  NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
+                  NVVM::Barrier0Op::create(b, loc);
+                }
+
+                // S^T = K Q^T: rows are this warp's keys, columns queries.
+                Tiles p = zeroTiles(nTilesS);
+                mmaABt(p, kA, kSteps, sQ, lane);
+                SmallVector<SmallVector<Value, 4>> pA;
+                // Dropout's factors (Z), for dV's P Z and dS.
+                Tiles z;
+                if (scored) {
+                  // S^T: element (nt, e) is key row g (+ 8), query column.
+                  auto place = [&](int64_t nt, int64_t e) {
+                    Value query =
+                        add(q0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+                    return std::make_pair(query, add(keyRow, c32(8 * (e / 2))));
+                  };
+                  z = dropoutScales(a, nTilesS, batch, head, place);
+                  // Queries past Nq are masked too: a non-finite score there
+                  // would reach dK and dV through the zero rows of dO and Q.
+                  Value need;
+                  if (!maskMod)
+                    need = arith::OrIOp::create(
+                        b, loc,
+                        tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
+                                      /*nk=*/Value(), diag),
+                        cmp(arith::CmpIPredicate::sgt, add(q0, c32(blockQ)),
+                            a.nq));
+                  p = scoredProbabilities(
+                      p, terms, place,
+                      [&](int64_t, int64_t e, Value i, Value) {
+                        Value at =
+                            add(mul(ext64(mins(i, nqLast)), a.biasStrides[2]),
+                                keyOff[e / 2]);
+                        return gep(biasHead, at, biasEt);
+                      },
+                      need,
+                      [&](int64_t nt, int64_t e) {
+                        auto [query, key] = place(nt, e);
+                        Value keep = keepScored(masks, maskMod, terms.idxB,
+                                                terms.idxH, query, key, a.nk,
+                                                diag, /*checkBound=*/false);
+                        return arith::AndIOp::create(
+                            b, loc, keep,
+                            cmp(arith::CmpIPredicate::slt, query, a.nq));
+                      },
+                      [&](int64_t nt) -> std::array<Value, 4> {
+                        // lse per column of S^T.
+                        auto l = loadPair(sLse, add(c32(nt * 8), shl(tq, 1)));
+                        return {l[0], l[1], l[0], l[1]};
+                      },
+                      qSteps, &pA, z);
+                } else {
+                  Tiles capDeriv = applySoftcap(p);
+                  if (masks.causal || masks.window) {
+                    Value need =
+                        tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
+                                      /*nk=*/Value(), diag);
+                    maskScores(p, need, [&](int64_t nt, int64_t e) {
+                      Value key = add(keyRow, c32(8 * (e / 2)));
+                      Value query = add(
+                          q0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
+                      return keepKey(masks, query, key, a.nk, diag,
+                                     /*checkBound=*/false);
+                    });
+                  }
+                  // P^T = exp2(S^T * c - lse * log2(e)), lse per column.
+                  for (int64_t nt = 0; nt < nTilesS; ++nt) {
+                    auto lseLog2 = loadPair(sLse, add(c32(nt * 8), shl(tq, 1)));
+                    for (int64_t e = 0; e < 4; ++e) {
+                      Value negL =
+                          arith::NegFOp::create(b, loc, lseLog2[e & 1]);
+                      p[nt][e] = exp2(math::FmaOp::create(b, loc, p[nt][e],
+                                                          scoreScale, negL));
+                    }
+                  }
+                  for (int64_t s = 0; s < qSteps; ++s)
+                    pA.push_back(accToA(p, s));
+                  if (softcap)
+                    for (int64_t nt = 0; nt < nTilesS; ++nt)
+                      for (int64_t e = 0; e < 4; ++e)
+                        p[nt][e] = fmul(p[nt][e], capDeriv[nt][e]);
+                }
+
+                if (!prefetch) {
+                  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+                  NVVM::Barrier0Op::create(b, loc);
+                }
+                // dV += P^T dO.
+                auto pAStep = [&](int64_t s) { return pA[s]; };
+                mmaAB(dV, pAStep, qSteps, sDO, lane, col0);
+                // dP^T = V dO^T, dS^T = P^T (dP^T - Dsum), Dsum per column.
+                Tiles ds = zeroTiles(nTilesS);
+                mmaABt(ds, vA, kSteps, sDO, lane);
+                SmallVector<std::array<Value, 2>> dsums;
+                for (int64_t nt = 0; nt < nTilesS; ++nt)
+                  dsums.push_back(
+                      loadPair(sDsum, add(c32(nt * 8), shl(tq, 1))));
+                scoreGrads(ds, p, z, [&](int64_t nt, int64_t e) {
+                  return dsums[nt][e & 1];
+                });
+                if (withDQ)
+                  storeTransposedDS(ds);
+                // dK += dS^T Q.
+                mmaAB(
+                    dK, [&](int64_t s) { return accToA(ds, s); }, qSteps, sQ,
+                    lane, col0);
+                if (withDQ)
+                  addDQ(q0, dsumRow);
+                SmallVector<Value> yielded;
+                for (auto *acc : {&dK, &dV})
+                  for (auto &t : *acc)
+                    yielded.append(t.begin(), t.end());
+                if (prefetch) {
+                  // The next tile's stats into its stage (read by nobody
+                  // until the next iteration's barrier).
+                  storeStats(next, nextStats, Value(), Value(), Value());
+                  yielded.push_back(sub(c32(1), stage));
+                }
+                scf::YieldOp::create(b, loc, yielded);
+              });
+          scf::YieldOp::create(b, loc, tiles.getResults());
+        });
+
+    // dK = scale * sum dS^T Q (softcap's factor is in dS), dV as is.
+    auto [dK, dV] = unpack(heads.getResults());
+    storeRows(dK, gep(dkBase, c64(col0), et), a.dks[2], keyRow, a.nk, tq,
+              a.scale);
+    storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], keyRow, a.nk, tq,
+              Value());
+  }
   // The last bulk reduction is complete before the kernel ends.
   if (bulkDQ)
     byThread0([&] { ptx("cp.async.bulk.wait_group 0;"); });
@@ -1120,7 +1149,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
 void GradKernelBuilder::buildDq(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   Args a = beginKernel(name);
-  const int64_t blockQ = kBlockRows;
+  const int64_t blockQ = kBlockRows, blockKV = dqBlockKV;
   ThreadPlace place = getThreadPlace();
   Value tid = place.tid, qTile = place.tile, head = place.head;
   Value batch = place.batch, warp = place.warp, lane = place.lane;
@@ -1135,7 +1164,7 @@ void GradKernelBuilder::buildDq(StringRef name) {
 
   // Shared memory: Q, dO (for the whole kernel), then one K and one V tile.
   Value smem = LLVM::AddressOfOp::create(b, loc, sptr, "fa_smem");
-  int64_t qBytes = blockQ * d * 2, kvBytes = kBlockKV * d * 2;
+  int64_t qBytes = blockQ * d * 2, kvBytes = blockKV * d * 2;
   Value sQ = smem, sDO = smemAt(smem, c32(qBytes)),
         sK = smemAt(smem, c32(2 * qBytes)),
         sV = smemAt(smem, c32(2 * qBytes + kvBytes));
@@ -1174,8 +1203,8 @@ void GradKernelBuilder::buildDq(StringRef name) {
   auto qA = [&](int64_t kk) { return qdO.get(0, kk); };
   auto dOA = [&](int64_t kk) { return qdO.get(1, kk); };
 
-  KeyRange visible = visibleKeys(masks, q0, blockQ, a.nq, a.nk, kBlockKV);
-  int64_t nTilesS = kBlockKV / 8, nTilesO = d / 8, kvSteps = kBlockKV / 16;
+  KeyRange visible = visibleKeys(masks, q0, blockQ, a.nq, a.nk, blockKV);
+  int64_t nTilesS = blockKV / 8, nTilesO = d / 8, kvSteps = blockKV / 16;
   SmallVector<Value> inits(nTilesO * 4, cf(0.0));
   Value scoreScale = softcap ? cf(1.0) : a.scaleLog2;
   // The scored path: this (b, h)'s terms and this thread's two bias rows,
@@ -1201,7 +1230,7 @@ void GradKernelBuilder::buildDq(StringRef name) {
 
   auto loop = scf::ForOp::create(
       b, loc, toIndex(visible.begin), toIndex(visible.end),
-      arith::ConstantIndexOp::create(b, loc, kBlockKV), inits,
+      arith::ConstantIndexOp::create(b, loc, blockKV), inits,
       [&](OpBuilder &, Location, Value ivIndex, ValueRange iters) {
         Value kv0 = arith::IndexCastOp::create(b, loc, i32, ivIndex);
         Tiles dQ(nTilesO);
@@ -1209,9 +1238,9 @@ void GradKernelBuilder::buildDq(StringRef name) {
           dQ[nt].assign(iters.begin() + nt * 4, iters.begin() + nt * 4 + 4);
         // Everyone is done with the previous tiles; fetch K and V.
         NVVM::Barrier0Op::create(b, loc);
-        copyTile(kBlockKV, sK, kBase, kv0, a.nk, a.ks[2], tid);
+        copyTile(blockKV, sK, kBase, kv0, a.nk, a.ks[2], tid);
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
-        copyTile(kBlockKV, sV, vBase, kv0, a.nk, a.vs[2], tid);
+        copyTile(blockKV, sV, vBase, kv0, a.nk, a.vs[2], tid);
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
         NVVM::Barrier0Op::create(b, loc);
@@ -1227,7 +1256,7 @@ void GradKernelBuilder::buildDq(StringRef name) {
           };
           z = dropoutScales(a, nTilesS, batch, head, place);
           Value need = maskMod ? Value()
-                               : tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV,
+                               : tileNeedsMask(masks, q0, blockQ, kv0, blockKV,
                                                a.nk, visible.diag);
           // Keys past Nk (a ragged tile) read the last key: masked.
           p = scoredProbabilities(
@@ -1249,7 +1278,7 @@ void GradKernelBuilder::buildDq(StringRef name) {
               0, nullptr);
         } else {
           Tiles capDeriv = applySoftcap(p);
-          Value need = tileNeedsMask(masks, q0, blockQ, kv0, kBlockKV, a.nk,
+          Value need = tileNeedsMask(masks, q0, blockQ, kv0, blockKV, a.nk,
                                      visible.diag);
           maskScores(p, need, [&](int64_t nt, int64_t e) {
             Value key = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));

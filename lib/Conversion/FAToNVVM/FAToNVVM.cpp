@@ -75,7 +75,7 @@ bool isScored(AttentionOp op) {
 
 /// Why the forward kernel cannot be built for `op`, or an empty string.
 std::string unsupportedForwardReason(AttentionOp op) {
-  std::string reason = unsupportedShapeReason(op, {32, 64, 96, 128, 256});
+  std::string reason = unsupportedShapeReason(op);
   if (!reason.empty())
     return reason;
   for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),

@@ -255,12 +255,12 @@ void KernelBuilder::mmaABt(Tiles &c, AFragments a, int64_t kSteps, Value bTile,
 }
 
 void KernelBuilder::mmaAB(Tiles &c, AFragments a, int64_t kSteps, Value bTile,
-                          Value lane) {
+                          Value lane, int64_t col0) {
   Value rowInStep = aRow(lane), colHalf = aCol(lane);
   for (int64_t kk = 0; kk < kSteps; ++kk) {
     SmallVector<Value, 4> frag = a(kk);
     for (int64_t pair = 0; pair < int64_t(c.size()) / 2; ++pair) {
-      Value at = swizzledAt(rowInStep, kk * 16, colHalf, pair * 16);
+      Value at = swizzledAt(rowInStep, kk * 16, colHalf, col0 + pair * 16);
       auto r = ldmatrix4(smemAt(bTile, at), true);
       c[2 * pair] = mma(frag, {r[0], r[1]}, c[2 * pair]);
       c[2 * pair + 1] = mma(frag, {r[2], r[3]}, c[2 * pair + 1]);

@@ -190,8 +190,10 @@ public:
   /// `bTile` (c.size() n-tiles of 8 rows; each x4 ldmatrix serves two).
   void mmaABt(Tiles &c, AFragments a, int64_t kSteps, Value bTile, Value lane);
   /// c += A B over `kSteps` k-steps, B read transposed from the [k][n]
-  /// shared tile `bTile` (c.size() n-tiles of 8 columns).
-  void mmaAB(Tiles &c, AFragments a, int64_t kSteps, Value bTile, Value lane);
+  /// shared tile `bTile` (c.size() n-tiles of 8 columns from column `col0`,
+  /// a multiple of 16).
+  void mmaAB(Tiles &c, AFragments a, int64_t kSteps, Value bTile, Value lane,
+             int64_t col0 = 0);
 
   /// Lane offsets of ldmatrix.x4 addresses (lane = 8 m + r reads row r of
   /// matrix m): an A fragment at (row0, col0) reads rows row0 + aRow(),
@@ -300,8 +302,8 @@ private:
 /// have no GPU kernel, or an empty string. `dims`: the head dims its
 /// kernels take.
 template <typename OpT>
-std::string unsupportedShapeReason(OpT op,
-                                   ArrayRef<int64_t> dims = {32, 64, 96, 128}) {
+std::string unsupportedShapeReason(OpT op, ArrayRef<int64_t> dims = {
+                                               32, 64, 96, 128, 256}) {
   Type et = op.getElementType();
   int64_t d = op.getQuery().getType().getDimSize(3);
   int64_t dv = op.getValue().getType().getDimSize(3);

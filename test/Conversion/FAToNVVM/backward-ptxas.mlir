@@ -2,7 +2,10 @@
 // local memory for D = 64 and 128 (softcap, the most registers, included),
 // and so do the scored path's (bias, ALiBi, score_mod, mask_mod; four
 // kernels with dBias) for D = 32 to 128; in both dQ modes (the dq kernel,
-// the default, and bwd-atomic-dq).
+// the default, and bwd-atomic-dq). So do D = 256's (two column passes in
+// dkdv): plain, and the scored path with dropout and softcap, but for its
+// dBias kernel, which spills a few bytes (ptxas keeps the 16 k-steps' Q and
+// dO fragments of D = 256 in flight).
 // REQUIRES: ptxas
 // RUN: split-file %s %t
 // RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda="chip=sm_90a bwd-atomic-dq=true" | %python %S/Inputs/ptx-of-binary.py > %t/90.128.ptx
@@ -39,6 +42,14 @@
 // RUN: fa-opt %t/f16-32-bias-scalar.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/f16-32-bias-scalar.sm_80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/f16-32-bias-scalar.sm_80.ptx -o %t/f16-32-bias-scalar.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=SCORED
 
+// RUN: fa-opt %t/bf16-256-causal-gqa.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90.256.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/90.256.ptx -o %t/90.256.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/bf16-256-causal-gqa.mlir -fa-pipeline-cuda="chip=sm_80 bwd-atomic-dq=true" | %python %S/Inputs/ptx-of-binary.py > %t/80.256.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/80.256.ptx -o %t/80.256.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/f16-256-scored-dropout.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.256.scored.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/80.256.scored.ptx -o %t/80.256.scored.cubin 2>&1 | FileCheck %s --check-prefix=SCORED256
+// RUN: fa-opt %t/f16-256-scored-dropout.mlir -fa-pipeline-cuda="chip=sm_90a bwd-atomic-dq=true" | %python %S/Inputs/ptx-of-binary.py > %t/90.256.scored.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/90.256.scored.ptx -o %t/90.256.scored.cubin 2>&1 | FileCheck %s --check-prefix=SCORED256
 // Three kernels, each without spills.
 // CHECK: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq}}_0'
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -58,6 +69,19 @@
 // SCORED: Compiling entry function 'fa_backward_{{dsum|dkdv|dq_convert|dq|dbias}}_0'
 // SCORED: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SCORED-NOT: bytes spill
+
+// D = 256's scored path: dBias assembles; the other three do without
+// spills.
+// SCORED256: Compiling entry function 'fa_backward_dbias_0'
+// SCORED256: Compiling entry function 'fa_backward_{{dq_convert|dq}}_0'
+// SCORED256-NEXT: Function properties
+// SCORED256-NEXT: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SCORED256: Compiling entry function 'fa_backward_dkdv_0'
+// SCORED256-NEXT: Function properties
+// SCORED256-NEXT: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SCORED256: Compiling entry function 'fa_backward_dsum_0'
+// SCORED256-NEXT: Function properties
+// SCORED256-NEXT: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
 // PTX: .target sm_90a
 // PTX-DAG: .visible .entry fa_backward_dsum_0(
@@ -216,4 +240,16 @@ func.func @g(%q: tensor<?x8x?x32xf16>, %k: tensor<?x2x?x32xf16>, %v: tensor<?x2x
     fa.yield %same : i1
   }
   return %dq, %dk, %dv, %db : tensor<?x8x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf16>, tensor<1x1x1x1xf32>
+}
+
+//--- bf16-256-causal-gqa.mlir
+func.func @g(%q: tensor<?x4x?x256xbf16>, %k: tensor<?x2x?x256xbf16>, %v: tensor<?x2x?x256xbf16>, %o: tensor<?x4x?x256xbf16>, %do: tensor<?x4x?x256xbf16>, %lse: tensor<?x4x?xf32>) -> (tensor<?x4x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16>) {
+  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse {causal = #fa.causal<top_left>} : tensor<?x4x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?xf32> -> tensor<?x4x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16>
+  return %dq, %dk, %dv : tensor<?x4x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16>
+}
+
+//--- f16-256-scored-dropout.mlir
+func.func @g(%q: tensor<?x4x?x256xf16>, %k: tensor<?x2x?x256xf16>, %v: tensor<?x2x?x256xf16>, %o: tensor<?x4x?x256xf16>, %do: tensor<?x4x?x256xf16>, %lse: tensor<?x4x?xf32>, %bias: tensor<?x4x?x?xf32>, %s: tensor<4xf32>, %seed: i64) -> (tensor<?x4x?x256xf16>, tensor<?x2x?x256xf16>, tensor<?x2x?x256xf16>, tensor<?x4x?x?xf32>) {
+  %dq, %dk, %dv, %db = fa.attention_grad %q, %k, %v, %o, %do, %lse bias(%bias : tensor<?x4x?x?xf32>) alibi_slopes(%s : tensor<4xf32>) dropout_seed(%seed) {softcap = 30.0 : f32, window = array<i64: 64, 16>, dropout_p = 0.1 : f32} : tensor<?x4x?x256xf16>, tensor<?x2x?x256xf16>, tensor<?x2x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?x256xf16>, tensor<?x4x?xf32> -> tensor<?x4x?x256xf16>, tensor<?x2x?x256xf16>, tensor<?x2x?x256xf16>, tensor<?x4x?x?xf32>
+  return %dq, %dk, %dv, %db : tensor<?x4x?x256xf16>, tensor<?x2x?x256xf16>, tensor<?x2x?x256xf16>, tensor<?x4x?x?xf32>
 }

@@ -1,0 +1,61 @@
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-atomic-dq=true" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=ATOMIC
+
+// D = 256: dK and dV of a warp's 16 keys x 256 columns would take 256 f32
+// registers per thread, so dkdv computes them in two passes of 128 columns
+// over the Q tiles (S^T and dP^T once per pass), with Q tiles of 16 rows and
+// no prefetch. Shared memory: K, V (2 x 32 KB), one stage of Q, dO (2 x 8
+// KB), lse and Dsum (2 x 64 B): 82048 bytes. dq takes K/V tiles of 32 keys
+// (its dQ holds 128 registers): Q, dO (2 x 32 KB), K, V (2 x 16 KB).
+
+// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 82048 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 98304 : i64, threads = 128 : i64}], gpu.container_module}
+
+// The first pass stores columns [0, 128) of the key rows of dK (%arg7) and
+// dV (%arg8); the second [128, 256).
+// CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK: %[[DK:.+]] = llvm.getelementptr %arg7[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: %[[DV:.+]] = llvm.getelementptr %arg8[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: %{{.+}}:128 = scf.for
+// CHECK: llvm.getelementptr %[[DK]][%c0_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: llvm.getelementptr %[[DV]][%c0_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: %{{.+}}:128 = scf.for
+// CHECK: llvm.getelementptr %[[DK]][%c128_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: llvm.getelementptr %[[DV]][%c128_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: llvm.return
+
+// Each pass: per Q tile, S^T (16 keys x 16 queries over 16 k-steps: 32
+// mma), then dV += P^T dO (16 x 128 columns: 16), dP^T (32) and dK += dS^T
+// Q (16).
+// SCHED-LABEL: llvm.func @fa_backward_dkdv_0
+// SCHED: 2 scf.for
+// SCHED: 32 nvvm.mma.sync
+// SCHED: 64 nvvm.mma.sync
+// SCHED: 2 scf.for
+// SCHED: 32 nvvm.mma.sync
+// SCHED: 64 nvvm.mma.sync
+// SCHED-NOT: nvvm.mma.sync
+// SCHED-LABEL: llvm.func @fa_backward_dq_0
+// dq: S and dP of 16 queries x 32 keys (64 mma each), dQ += dS K (16 x 256
+// over 2 k-steps: 64).
+// SCHED: 64 nvvm.mma.sync
+// SCHED: 128 nvvm.mma.sync
+
+// Atomic dQ: the first pass alone adds dS K (16 queries x 64 columns per
+// warp, 4 k-steps: 32 mma) into the accumulator.
+// ATOMIC-LABEL: llvm.func @fa_backward_dkdv_0
+// ATOMIC: 2 scf.for
+// ATOMIC: 64 nvvm.mma.sync
+// ATOMIC-NEXT: 1 nvvm.barrier0
+// ATOMIC-NEXT: 32 nvvm.mma.sync
+// ATOMIC: 16 llvm.atomicrmw fadd
+// ATOMIC: 16 llvm.atomicrmw fadd
+// ATOMIC: 2 scf.for
+// ATOMIC: 64 nvvm.mma.sync
+// ATOMIC-NOT: llvm.atomicrmw
+// ATOMIC-LABEL: llvm.func @fa_backward_dq_convert_0
+
+func.func @causal_gqa(%q: tensor<?x4x?x256xbf16>, %k: tensor<?x2x?x256xbf16>, %v: tensor<?x2x?x256xbf16>, %o: tensor<?x4x?x256xbf16>, %do: tensor<?x4x?x256xbf16>, %lse: tensor<?x4x?xf32>) -> (tensor<?x4x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16>) {
+  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse {causal = #fa.causal<top_left>} : tensor<?x4x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?xf32> -> tensor<?x4x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16>
+  return %dq, %dk, %dv : tensor<?x4x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x256xbf16>
+}
