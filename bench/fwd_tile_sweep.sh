@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Times the GPU forward kernel's tile configurations (fa-jit --block-q,
-# --block-kv) on one GPU, bf16, B * N = 16384, H = 2048 / D (the shapes of
-# docs/performance.md), causal and not, and prints one line per run and a
-# table of TFLOP/s per configuration last. Usage:
+# --block-kv, and --kv-stages=2 where a tile ends in s2) on one GPU, bf16,
+# B * N = 16384, H = 2048 / D (the shapes of docs/performance.md), causal
+# and not, and prints one line per run and a table of TFLOP/s per
+# configuration last. Usage:
 #
 #   bench/fwd_tile_sweep.sh [path/to/fa-jit]
 #
@@ -19,15 +20,15 @@ if [[ "$probe" == *"needs a GPU target"* ]]; then
   exit 77
 fi
 
-# block-q x block-kv per D; the first is the default. Every one assembles
-# with no spills (test/fa-jit/ptx-tiles.mlir).
+# block-q x block-kv per D (s2: K and V double-buffered); the first is the
+# default. Every one assembles with no spills (test/fa-jit/ptx-tiles.mlir).
 tiles() {
   case $1 in
   32) echo "128x64" ;;
-  64) echo "128x64 128x32 64x64 64x128" ;;
+  64) echo "128x64 128x32 64x64 64x128 128x64s2" ;;
   96) echo "64x64 64x32 128x32" ;;
-  128) echo "64x128 64x64 64x32 128x32" ;;
-  256) echo "64x64 64x32" ;;
+  128) echo "64x128 64x64 64x32 128x32 64x128s2 64x64s2 128x32s2" ;;
+  256) echo "64x64 64x32 64x32s2" ;;
   esac
 }
 
@@ -42,9 +43,12 @@ for d in ${FA_SWEEP_D:-64 128 256}; do
       [ "$causal" = yes ] && flags=(--causal=bottom-right)
       row="D=$d N=$n causal=$causal"
       for t in $(tiles "$d"); do
-        bq=${t%x*} bkv=${t#*x}
+        bq=${t%x*} bkv=${t#*x} stages=1
+        if [[ "$bkv" == *s2 ]]; then
+          bkv=${bkv%s2} stages=2
+        fi
         out=$("$fajit" --target=auto --dtype=bf16 --shape=$bsz,$h,$h,$n,$n,$d \
-          "${flags[@]}" --block-q="$bq" --block-kv="$bkv" --bench \
+          "${flags[@]}" --block-q="$bq" --block-kv="$bkv" --kv-stages="$stages" --bench \
           --bench-iters="$iters" 2>&1)
         tf=$(echo "$out" | grep -o 'tflops=[0-9.]*' | head -1 | cut -d= -f2)
         echo "D=$d N=$n causal=$causal tile=$t: ${tf:-FAILED}"
@@ -56,5 +60,5 @@ for d in ${FA_SWEEP_D:-64 128 256}; do
   done
 done
 echo
-echo "TFLOP/s by tile (block-q x block-kv; the first is the default):"
+echo "TFLOP/s by tile (block-q x block-kv, s2: two K/V stages; the first is the default):"
 printf '%s\n' "${table[@]}"

@@ -43,6 +43,7 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
   options.chip = chip.str();
   options.blockQ = tile.blockQ;
   options.blockKV = tile.blockKV;
+  options.kvStages = tile.kvStages;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   buildCudaPipeline(pm, options);
@@ -69,6 +70,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
   if (tile.blockQ || tile.blockKV)
     target += ";block-q=" + std::to_string(tile.blockQ) +
               ";block-kv=" + std::to_string(tile.blockKV);
+  if (tile.kvStages)
+    target += ";kv-stages=" + std::to_string(tile.kvStages);
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

@@ -76,6 +76,7 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   toNVVM.chip = options.chip;
   toNVVM.blockQ = options.blockQ;
   toNVVM.blockKV = options.blockKV;
+  toNVVM.kvStages = options.kvStages;
   toNVVM.bwdPrefetch = options.bwdPrefetch;
   toNVVM.bwdAtomicDQ = options.bwdAtomicDQ;
   pm.addPass(createConvertFAToNVVM(toNVVM));

@@ -56,6 +56,18 @@ done
 run --dtype=bf16 --shape=1,4,4,300,300,128 --window=40,8 --softcap=20 \
   --block-q=128 --block-kv=32 --lse
 
+# K and V double-buffered (--kv-stages=2): ragged N, both causal
+# alignments, GQA, a window, the scored path, D = 64 to 256.
+for tile in 64:128x64 128:64x128 128:64x64 128:128x32 256:64x32; do
+  d=${tile%%:*} t=${tile#*:}
+  run --dtype=bf16 --shape=1,4,2,333,190,$d --causal=bottom-right --lse \
+    --block-q=${t%x*} --block-kv=${t#*x} --kv-stages=2
+  run --dtype=f16 --shape=2,2,1,190,333,$d --causal=top-left --lse \
+    --block-q=${t%x*} --block-kv=${t#*x} --kv-stages=2
+done
+run --dtype=bf16 --shape=1,4,4,300,300,128 --window=40,8 --softcap=20 --lse --kv-stages=2
+run --dtype=f16 --shape=2,4,2,129,257,64 --alibi --bias --dropout=0.1 --causal=bottom-right --lse --kv-stages=2
+
 # Scores as large as +-1e4 stay finite.
 run --dtype=bf16 --shape=1,2,2,128,128,64 --scale=150 --lse
 

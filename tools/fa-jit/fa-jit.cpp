@@ -192,6 +192,12 @@ static cl::opt<int64_t> blockKVOpt(
     cl::desc("Key/value rows per tile (0: default); on a GPU target, of the "
              "forward kernel: 32, 64 or 128"),
     cl::init(0), cl::cat(faCategory));
+static cl::opt<int64_t> kvStagesOpt(
+    "kv-stages",
+    cl::desc("On a GPU target, the forward kernel's K and V buffers: 1 "
+             "(FlashAttention-2's schedule) or 2 (tile n + 1 copied during "
+             "tile n); 0: the default"),
+    cl::init(0), cl::cat(faCategory));
 static cl::opt<bool> bwdPrefetchOpt(
     "bwd-prefetch",
     cl::desc("On a GPU target, --backward: the dK/dV kernel loads the next Q "
@@ -840,8 +846,8 @@ bool Driver::parseFlags() {
   }
   if (layoutOpt != "bhsd" && layoutOpt != "bshd")
     return fail("--layout must be bhsd or bshd, got '" + layoutOpt + "'");
-  if (blockQOpt < 0 || blockKVOpt < 0)
-    return fail("--block-q and --block-kv must be >= 0");
+  if (blockQOpt < 0 || blockKVOpt < 0 || kvStagesOpt < 0)
+    return fail("--block-q, --block-kv and --kv-stages must be >= 0");
   size_t commas = llvm::count(llvm::StringRef(gradOutputsOpt), ',');
   if (!gradOutputsOpt.empty() && commas != 2 && commas != 3)
     return fail("--grad-outputs expects dq.npy,dk.npy,dv.npy[,dbias.npy], "
@@ -1029,7 +1035,7 @@ bool Driver::emit() {
       return true;
     }
     FailureOr<CudaKernelImage> image =
-        compileCudaKernel(op, chip, {blockQOpt, blockKVOpt});
+        compileCudaKernel(op, chip, {blockQOpt, blockKVOpt, kvStagesOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1284,7 +1290,7 @@ bool Driver::compileAndRunOnGpu() {
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
   std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
-      op, chip, compiledNow, error, {blockQOpt, blockKVOpt});
+      op, chip, compiledNow, error, {blockQOpt, blockKVOpt, kvStagesOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

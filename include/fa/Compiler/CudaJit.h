@@ -64,10 +64,10 @@ inline constexpr const char *kCudaForwardDropoutParams =
     "q,k,v,o,lse,strides[14],nq,nk,group,scale,bias,bias_strides[4],slopes,"
     "slopes_stride,seed";
 
-/// The forward kernel's tile (fa-pipeline-cuda's block-q and block-kv; 0:
-/// the default for the op's D).
+/// The forward kernel's tile and copy stages (fa-pipeline-cuda's block-q,
+/// block-kv and kv-stages; 0: the default for the op's D).
 struct CudaForwardTile {
-  int64_t blockQ = 0, blockKV = 0;
+  int64_t blockQ = 0, blockKV = 0, kvStages = 0;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

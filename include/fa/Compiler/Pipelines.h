@@ -44,6 +44,11 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::desc("Forward kernel: K/V rows per tile, 32, 64 or 128 (0: "
                      "the default for D)"),
       llvm::cl::init(0)};
+  Option<int64_t> kvStages{
+      *this, "kv-stages",
+      llvm::cl::desc("Forward kernel: K and V buffers, 1 (FlashAttention-2's "
+                     "schedule) or 2 (tile n + 1 copied during tile n); 0: 1"),
+      llvm::cl::init(0)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "

@@ -68,6 +68,11 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
            "Forward: rows of the K/V tiles the loop visits, 32, 64 or 128; "
            "0: the default for the variant's D">,
+    Option<"kvStages", "kv-stages", "int64_t", /*default=*/"0",
+           "Forward: K and V buffers in shared memory, 1 (FlashAttention-2's "
+           "schedule: V(n) copied during S, K(n + 1) during the softmax and "
+           "P V) or 2 (K and V of tile n + 1 copied during all of tile n, "
+           "one barrier per tile); 0: 1">,
     Option<"bwdPrefetch", "bwd-prefetch", "bool", /*default=*/"true",
            "Backward: the dK/dV kernel loads the next Q tile (Q, dO, lse, "
            "Dsum) into a second shared-memory stage while it computes the "

@@ -97,6 +97,9 @@ std::string unsupportedForwardReason(AttentionOp op) {
 /// rows per warp) and rows of the K/V tiles the loop visits.
 struct ForwardTile {
   int64_t blockQ = 0, blockKV = 0;
+  /// Buffers of K and of V: 1, FlashAttention-2's schedule; 2, tile n + 1 is
+  /// copied during all of tile n.
+  int64_t kvStages = 1;
 };
 
 /// The tile `op` gets unless the pass is told otherwise: the fastest of the
@@ -128,6 +131,9 @@ std::string unsupportedTileReason(ForwardTile tile) {
   if (tile.blockKV != 32 && tile.blockKV != 64 && tile.blockKV != 128)
     return "block-kv must be 32, 64 or 128 (got " +
            std::to_string(tile.blockKV) + ")";
+  if (tile.kvStages != 1 && tile.kvStages != 2)
+    return "kv-stages must be 1 or 2 (got " + std::to_string(tile.kvStages) +
+           ")";
   return "";
 }
 
@@ -139,7 +145,8 @@ public:
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
         op(op), mTiles(tile.blockQ / 64), blockQ(tile.blockQ),
-        blockKV(tile.blockKV), qInRegisters(mTiles * d <= 128) {}
+        blockKV(tile.blockKV), kvStages(tile.kvStages),
+        qInRegisters(mTiles * d <= 128) {}
 
   /// Query rows per CTA: 64 x mTiles.
   int64_t getBlockQ() const { return blockQ; }
@@ -148,13 +155,17 @@ public:
   void build(StringRef name);
 
   /// Dynamic shared memory the kernel needs, in bytes.
-  int64_t sharedBytes() const { return (blockQ + 2 * blockKV) * d * 2; }
+  int64_t sharedBytes() const {
+    return (blockQ + 2 * kvStages * blockKV) * d * 2;
+  }
 
 private:
   AttentionOp op;
   /// 16-row query tiles per warp.
   int64_t mTiles;
   int64_t blockQ, blockKV;
+  /// K and V buffers (ForwardTile::kvStages).
+  int64_t kvStages;
   /// Whether the Q fragments stay in registers for the whole loop (mTiles x
   /// D / 4 of them: up to 32); otherwise they are re-read from shared memory
   /// per k-step of S.
@@ -200,11 +211,19 @@ void FlashKernelBuilder::build(StringRef name) {
   Value kBase = headBase(k, batch, headKV, ks[0], ks[1]);
   Value vBase = headBase(v, batch, headKV, vs[0], vs[1]);
 
-  // Shared memory: the Q tile, then one K and one V tile.
+  // Shared memory: the Q tile, then per stage a K and a V tile.
   Value smem = LLVM::AddressOfOp::create(b, loc, sptr, "fa_smem");
   int64_t qBytes = blockQ * d * 2, kvBytes = blockKV * d * 2;
-  Value sQ = smem, sK = smemAt(smem, c32(qBytes)),
-        sV = smemAt(smem, c32(qBytes + kvBytes));
+  Value sQ = smem, sKFirst = smemAt(smem, c32(qBytes)),
+        sVFirst = smemAt(smem, c32(qBytes + kvBytes));
+  // The K and V tiles of stage `stage` (0 or 1).
+  auto stageK = [&](Value stage) {
+    return smemAt(smem, add(c32(qBytes), mul(stage, c32(2 * kvBytes))));
+  };
+  auto stageV = [&](Value stage) {
+    return smemAt(smem,
+                  add(c32(qBytes + kvBytes), mul(stage, c32(2 * kvBytes))));
+  };
 
   // The K/V rows this CTA's queries can see.
   Masks masks{op.getCausalAttr(), op.getWindowAttr()};
@@ -216,7 +235,10 @@ void FlashKernelBuilder::build(StringRef name) {
   // issued, V(n) during S = Q K(n)^T, K(n + 1) during the softmax and
   // O += P V(n). Each cp.async group is one tile (commits with nothing
   // issued are empty groups), so `wait_group 0` waits for the one in flight.
-  // Q, then the first K tile.
+  // With two stages, iteration n waits for tile n (its K and V, one group),
+  // has everyone done with tile n - 1 (one barrier), issues tile n + 1 into
+  // the other stage and computes tile n: a copy has a whole tile to land.
+  // Q, then the first K tile (and V, with two stages).
   copyTile(blockQ, sQ, qBase, q0, nq, qs[2], tid);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   Value any = cmp(arith::CmpIPredicate::slt, visible.begin, visible.end);
@@ -224,7 +246,9 @@ void FlashKernelBuilder::build(StringRef name) {
   {
     OpBuilder::InsertionGuard guardK(b);
     b.setInsertionPointToStart(firstK.thenBlock());
-    copyTile(blockKV, sK, kBase, visible.begin, nk, ks[2], tid);
+    copyTile(blockKV, sKFirst, kBase, visible.begin, nk, ks[2], tid);
+    if (kvStages == 2)
+      copyTile(blockKV, sVFirst, vBase, visible.begin, nk, vs[2], tid);
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
@@ -307,11 +331,33 @@ void FlashKernelBuilder::build(StringRef name) {
       arith::ConstantIndexOp::create(b, loc, blockKV), inits,
       [&](OpBuilder &, Location, Value ivIndex, ValueRange iters) {
         Value kv0 = arith::IndexCastOp::create(b, loc, i32, ivIndex);
-        // K(n) (and Q) have landed, and everyone is done with V(n - 1):
-        // fetch V(n) while S is computed.
+        Value sK = sKFirst, sV = sVFirst;
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
         NVVM::Barrier0Op::create(b, loc);
-        copyTile(blockKV, sV, vBase, kv0, nk, vs[2], tid);
+        // The next tile's first row and whether there is one (built where
+        // the schedule issues it).
+        Value nextKV0, more;
+        auto nextTile = [&] {
+          nextKV0 = add(kv0, c32(blockKV));
+          more = cmp(arith::CmpIPredicate::slt, nextKV0, visible.end);
+        };
+        if (kvStages == 1) {
+          // K(n) (and Q) have landed, and everyone is done with V(n - 1):
+          // fetch V(n) while S is computed.
+          copyTile(blockKV, sV, vBase, kv0, nk, vs[2], tid);
+        } else {
+          // Tile n has landed, and everyone is done with tile n - 1, whose
+          // stage tile n + 1 takes.
+          nextTile();
+          Value stage = andi(divu(sub(kv0, visible.begin), c32(blockKV)), 1);
+          sK = stageK(stage), sV = stageV(stage);
+          Value other = sub(c32(1), stage);
+          auto next = scf::IfOp::create(b, loc, more, /*withElse=*/false);
+          OpBuilder::InsertionGuard guardNext(b);
+          b.setInsertionPointToStart(next.thenBlock());
+          copyTile(blockKV, stageK(other), kBase, nextKV0, nk, ks[2], tid);
+          copyTile(blockKV, stageV(other), vBase, nextKV0, nk, vs[2], tid);
+        }
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
         // S = Q K^T: n-tiles of 8 keys, x4 ldmatrix gives two at once, and
@@ -336,17 +382,18 @@ void FlashKernelBuilder::build(StringRef name) {
 
         // V(n) has landed, and everyone is done with K(n): fetch K(n + 1)
         // while the softmax and P V run.
-        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-        NVVM::Barrier0Op::create(b, loc);
-        Value nextKV0 = add(kv0, c32(blockKV));
-        Value more = cmp(arith::CmpIPredicate::slt, nextKV0, visible.end);
-        auto nextK = scf::IfOp::create(b, loc, more, /*withElse=*/false);
-        {
-          OpBuilder::InsertionGuard guardK(b);
-          b.setInsertionPointToStart(nextK.thenBlock());
-          copyTile(blockKV, sK, kBase, nextKV0, nk, ks[2], tid);
+        if (kvStages == 1) {
+          NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+          NVVM::Barrier0Op::create(b, loc);
+          nextTile();
+          auto nextK = scf::IfOp::create(b, loc, more, /*withElse=*/false);
+          {
+            OpBuilder::InsertionGuard guardK(b);
+            b.setInsertionPointToStart(nextK.thenBlock());
+            copyTile(blockKV, sK, kBase, nextKV0, nk, ks[2], tid);
+          }
+          NVVM::CpAsyncCommitGroupOp::create(b, loc);
         }
-        NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
         // The scored path: each score in the natural domain, in the
         // dialect's order; masks follow, then the fma below takes it into the
@@ -587,6 +634,8 @@ struct ConvertFAToNVVMPass
         tile.blockQ = blockQ;
       if (blockKV)
         tile.blockKV = blockKV;
+      if (kvStages)
+        tile.kvStages = kvStages;
       if (std::string why = unsupportedTileReason(tile); !why.empty()) {
         op.emitOpError("convert-fa-to-nvvm: ") << why;
         return signalPassFailure();

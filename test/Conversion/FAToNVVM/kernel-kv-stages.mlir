@@ -1,0 +1,71 @@
+// The forward kernel's copy stages (kv-stages): 1, FlashAttention-2's
+// schedule (kernel.mlir), or 2, K and V double-buffered.
+// RUN: fa-opt %s "-convert-fa-to-nvvm=chip=sm_90a kv-stages=2" | FileCheck %s
+// RUN: fa-opt %s "-convert-fa-to-nvvm=chip=sm_90a kv-stages=2" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// The pipeline passes the option on.
+// RUN: fa-opt %s "-fa-pipeline-cuda=chip=sm_80 kv-stages=2" -mlir-print-ir-after=convert-fa-to-nvvm 2>&1 >/dev/null | FileCheck %s --check-prefix=PIPE
+// RUN: not fa-opt %s "-convert-fa-to-nvvm=kv-stages=3" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// D = 128, 64 x 128 tiles: the Q tile (16 KB), then two stages of a K and a
+// V tile (4 x 32 KB).
+// CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 147456 : i64, threads = 128 : i64}
+// CHECK-LABEL: llvm.func @fa_forward_0(
+// The first tile's K and V go to stage 0 as one group, after Q's.
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.if
+// CHECK-COUNT-32: nvvm.cp.async.shared.global
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.cp.async.commit.group
+// Per tile: wait for it (its group is the one in flight), one barrier, the
+// stage of tile n, (n - begin) / 128 & 1, and tile n + 1's K and V into the
+// other stage (32 KB further per stage, K then V) while tile n is computed.
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[END:.+]] step %c128
+// CHECK-NEXT: %[[KV0:.+]] = arith.index_cast
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: %[[NEXT:.+]] = arith.addi %[[KV0]], %c128_i32{{.*}} : i32
+// CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %[[END_I32:.+]] : i32
+// CHECK: %[[OFF:.+]] = arith.subi %[[KV0]], %{{.+}} : i32
+// CHECK-NEXT: %[[N:.+]] = arith.divui %[[OFF]], %c128_i32{{.*}} : i32
+// CHECK: %[[STAGE:.+]] = arith.andi %[[N]], %c1_i32{{.*}} : i32
+// K of this stage at 16384 + 65536 stage, V 32 KB further.
+// CHECK: %[[SK:.+]] = arith.muli %[[STAGE]], %c65536_i32{{.*}} : i32
+// CHECK: arith.addi %c16384_i32{{.*}}, %[[SK]] : i32
+// CHECK: %[[SV:.+]] = arith.muli %[[STAGE]], %c65536_i32{{.*}} : i32
+// CHECK: arith.addi %c49152_i32{{.*}}, %[[SV]] : i32
+// CHECK: %[[OTHER:.+]] = arith.subi %c1_i32{{.*}}, %[[STAGE]] : i32
+// CHECK-NEXT: scf.if %[[MORE]] {
+// CHECK: arith.muli %[[OTHER]], %c65536_i32{{.*}} : i32
+// CHECK: nvvm.cp.async.commit.group
+
+// SCHED-LABEL: llvm.func @fa_forward_0
+// SCHED: 8 nvvm.cp.async.shared.global
+// SCHED-NEXT: 1 nvvm.cp.async.commit.group
+// SCHED-NEXT: 1 scf.if
+// SCHED-NEXT: 32 nvvm.cp.async.shared.global
+// SCHED-NEXT: 1 nvvm.cp.async.commit.group
+// SCHED-NEXT: 1 nvvm.cp.async.wait.group 1
+// SCHED-NEXT: 1 nvvm.barrier0
+// SCHED-NEXT: 1 scf.for
+// One wait and one barrier per tile, then the next tile's 32 copies, S
+// (8 k-steps x 16 n-tiles), the softmax (a branch for masked tiles) and
+// P V (8 k-steps x 16 n-tiles): no second barrier.
+// SCHED-NEXT: 1 nvvm.cp.async.wait.group 0
+// SCHED-NEXT: 1 nvvm.barrier0
+// SCHED-NEXT: 1 scf.if
+// SCHED-NEXT: 32 nvvm.cp.async.shared.global
+// SCHED-NEXT: 1 nvvm.cp.async.commit.group
+// SCHED-NEXT: 128 nvvm.mma.sync
+// SCHED-NOT: nvvm.barrier0
+// SCHED: 128 nvvm.mma.sync
+// SCHED-NEXT: 1 scf.yield
+
+// PIPE: llvm.func @fa_forward_0(
+// PIPE-SAME: fa.shared_bytes = 147456 : i64
+
+// BAD: error: 'fa.attention' op convert-fa-to-nvvm: kv-stages must be 1 or 2 (got 3)
+
+func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
+}
