@@ -196,7 +196,8 @@ static cl::opt<int64_t> kvStagesOpt(
     "kv-stages",
     cl::desc("On a GPU target, the forward kernel's K and V buffers: 1 "
              "(FlashAttention-2's schedule) or 2 (tile n + 1 copied during "
-             "tile n); 0: the default"),
+             "tile n); 0: the default tile's, 1 for a tile of --block-q or "
+             "--block-kv"),
     cl::init(0), cl::cat(faCategory));
 static cl::opt<bool> bwdPrefetchOpt(
     "bwd-prefetch",

@@ -47,7 +47,8 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
   Option<int64_t> kvStages{
       *this, "kv-stages",
       llvm::cl::desc("Forward kernel: K and V buffers, 1 (FlashAttention-2's "
-                     "schedule) or 2 (tile n + 1 copied during tile n); 0: 1"),
+                     "schedule) or 2 (tile n + 1 copied during tile n); 0: "
+                     "the default tile's"),
       llvm::cl::init(0)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",

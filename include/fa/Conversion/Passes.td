@@ -31,12 +31,14 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     of `block-q` rows, query head, batch), 4 warps of 16 rows per m-tile
     (block-q / 64 m-tiles), K/V tiles of `block-kv` rows copied with
     cp.async into XOR-swizzled shared memory on FlashAttention-2's schedule
-    (V(n) during S, K(n + 1) during the softmax and P V), ldmatrix +
-    mma.sync m16n8k16 for Q K^T and P V, and the online softmax on the
-    accumulator fragments (exp2, scale * log2(e) folded). Default tiles
-    (block-q x block-kv): 128 x 64 for D <= 64, 64 x 64 for D = 96 and
-    128, 64 x 32 for D = 256; the scored path (ALiBi, bias, score_mod,
-    mask_mod) 64 x 64 for D <= 64, else 64 x 32. The kernel's ABI:
+    (V(n) during S, K(n + 1) during the softmax and P V) or, with
+    `kv-stages=2`, double-buffered, ldmatrix + mma.sync m16n8k16 for Q K^T
+    and P V, and the online softmax on the accumulator fragments (exp2,
+    scale * log2(e) folded). Default tiles (block-q x block-kv, stages):
+    128 x 64 with two stages for D <= 64; 64 x 64 for D = 96; 64 x 128 for
+    D = 128 with causal or window masks, else 128 x 64 with two stages;
+    64 x 64 for D = 256; the scored path (ALiBi, bias, score_mod, mask_mod,
+    dropout) 64 x 64 for D <= 64, else 64 x 32. The kernel's ABI:
     q, k, v, o, lse pointers; element strides (batch, head, row) of q, k, v,
     o and (batch, head) of lse (rows contiguous); Nq, Nk, Hq / Hkv (i32);
     scale * log2(e) (f32). Grid (ceil(Nq / block_q), Hq, B), 128 threads,
@@ -72,7 +74,8 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
            "Forward: K and V buffers in shared memory, 1 (FlashAttention-2's "
            "schedule: V(n) copied during S, K(n + 1) during the softmax and "
            "P V) or 2 (K and V of tile n + 1 copied during all of tile n, "
-           "one barrier per tile); 0: 1">,
+           "one barrier per tile); 0: the default tile's (2 for D <= 64, "
+           "and D = 128 without causal or window masks), else 1">,
     Option<"bwdPrefetch", "bwd-prefetch", "bool", /*default=*/"true",
            "Backward: the dK/dV kernel loads the next Q tile (Q, dO, lse, "
            "Dsum) into a second shared-memory stage while it computes the "

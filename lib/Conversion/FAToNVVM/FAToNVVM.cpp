@@ -102,25 +102,31 @@ struct ForwardTile {
   int64_t kvStages = 1;
 };
 
-/// The tile `op` gets unless the pass is told otherwise: the fastest of the
-/// tiles that assemble with no spills (ptxas tests), by the H100 sweep of
-/// bench/fwd_tile_sweep.sh (docs/performance.md). D <= 64: two m-tiles, so
-/// each K and V fragment read from shared memory feeds two mmas. D = 96: one
-/// m-tile and 64-key tiles (128 keys spill). D = 128: one m-tile, 128-key
-/// tiles (half the loop trips and barriers of 64). D = 256: one m-tile of
-/// 128 O registers, 64-key tiles. The scored path keeps one m-tile (its
-/// per-element terms, bias loads, slope and region values, spill at two),
-/// and 32-key tiles above D = 64.
+/// The tile `op` gets unless the pass is told otherwise: the fastest on the
+/// H100 (bench/fwd_tile_sweep.sh and the tile probes of
+/// docs/performance.md). D <= 64: two m-tiles, so each K and V fragment
+/// read from shared memory feeds two mmas, and two K/V stages (48 KB of
+/// shared memory still leave 4 CTAs per SM). D = 96: one m-tile and 64-key
+/// tiles (128 keys spill). D = 128: with causal or window masks one m-tile
+/// and 128-key tiles (half the loop trips and barriers of 64); without,
+/// two m-tiles, 64-key tiles and two stages, 4-8% faster although ptxas
+/// spills 84 bytes on sm_90a. D = 256: one m-tile of 128 O registers,
+/// 64-key tiles. The scored path keeps one m-tile (its per-element terms,
+/// bias loads, slope and region values, spill at two), and 32-key tiles
+/// above D = 64.
 ForwardTile defaultForwardTile(AttentionOp op) {
   int64_t d = op.getQuery().getType().getDimSize(3);
   bool scored = isScored(op);
+  bool masked = op.getCausalAttr() || op.getWindowAttr();
   if (d <= 64)
-    return {scored ? 64 : 128, 64};
+    return scored ? ForwardTile{64, 64, 1} : ForwardTile{128, 64, 2};
   if (scored)
-    return {64, 32};
+    return {64, 32, 1};
   if (d <= 96)
-    return {64, 64};
-  return {64, d <= 128 ? 128 : 64};
+    return {64, 64, 1};
+  if (d <= 128)
+    return masked ? ForwardTile{64, 128, 1} : ForwardTile{128, 64, 2};
+  return {64, 64, 1};
 }
 
 /// Why `tile` is not a forward tile, or an empty string.
@@ -629,7 +635,11 @@ struct ConvertFAToNVVMPass
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();
       }
+      // A tile chosen by the options has one K/V stage unless they say
+      // otherwise; the default tile comes with its own.
       ForwardTile tile = defaultForwardTile(op);
+      if (blockQ || blockKV)
+        tile.kvStages = 1;
       if (blockQ)
         tile.blockQ = blockQ;
       if (blockKV)

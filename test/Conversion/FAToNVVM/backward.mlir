@@ -145,7 +145,7 @@ func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tenso
 // A forward and a backward in one module share the gpu.module; each op's
 // kernels are numbered among ops of its kind.
 
-// CHECK: module attributes {fa.backward = [{{.+}}], fa.kernel = {block_q = 128 : i64, shared_bytes = 16384 : i64, threads = 128 : i64}, gpu.container_module}
+// CHECK: module attributes {fa.backward = [{{.+}}], fa.kernel = {block_q = 128 : i64, shared_bytes = 24576 : i64, threads = 128 : i64}, gpu.container_module}
 // CHECK: gpu.module @fa_kernels
 // CHECK: llvm.func @fa_forward_0(
 // CHECK: llvm.func @fa_backward_dsum_0(

@@ -105,10 +105,11 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // -----
 
 // f16, D = 64, softcap: two 16-row m-tiles per warp (a Q tile of 128 rows,
-// each K/V fragment feeding two mmas), f16 operands as vector<2xf16>,
-// tanh.approx for the cap.
+// each K/V fragment feeding two mmas), K and V double-buffered (the default
+// at D <= 64: kv-stages=2), f16 operands as vector<2xf16>, tanh.approx for
+// the cap. Shared memory: Q (16 KB), two stages of K and V (4 x 8 KB).
 
-// CHECK: module attributes {fa.kernel = {block_q = 128 : i64, shared_bytes = 32768 : i64, threads = 128 : i64}
+// CHECK: module attributes {fa.kernel = {block_q = 128 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}
 // CHECK: #nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // The Q tile: 128 rows x 8 chunks over 128 threads; Q fragments for both
 // m-tiles (4 k-steps each).
@@ -120,27 +121,25 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
 // CHECK-NOT: lg2.approx
 
-// The same schedule; S is 4 k-steps x 8 n-tiles x 2 m-tiles, P V 4 k-steps
-// x 8 n-tiles x 2 m-tiles, and every tile may cross Nk (no causal bound).
+// Two stages: the first tile's K and V (8 copies) as one group after Q's;
+// per tile one wait and one barrier, the next tile's K and V, then S (4
+// k-steps x 8 n-tiles x 2 m-tiles), the softmax (every tile may cross Nk:
+// no causal bound) and P V (4 k-steps x 8 n-tiles x 2 m-tiles).
 // SCHED:      llvm.func @fa_forward_0
 // SCHED-NEXT:  8 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 scf.if
-// SCHED-NEXT:  4 nvvm.cp.async.shared.global
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 nvvm.cp.async.wait.group 1
 // SCHED-NEXT:  1 nvvm.barrier0
 // SCHED-NEXT:  1 scf.for
 // SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // SCHED-NEXT:  1 nvvm.barrier0
-// SCHED-NEXT:  4 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 scf.if
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT: 64 nvvm.mma.sync
-// SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
-// SCHED-NEXT:  1 nvvm.barrier0
-// SCHED-NEXT:  1 scf.if
-// SCHED-NEXT:  4 nvvm.cp.async.shared.global
-// SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 scf.if
 // SCHED-NEXT:  1 scf.yield
 // SCHED-NEXT:  1 } else
