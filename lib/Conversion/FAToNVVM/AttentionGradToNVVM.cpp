@@ -105,10 +105,17 @@ public:
   /// K and V tiles, then a stage per Q tile in flight (two with
   /// `prefetch`): its Q and dO tiles, lse * log2(e) and Dsum of its rows;
   /// then, with atomic dQ, dS^T ([key rows][blockQ]) and, reduced in bulk,
-  /// the tile's dQ ([blockQ][d] f32, as in the accumulator).
+  /// each warp's part of the tile's dQ ([16][dkdvDQCols() + 8] f32).
   int64_t dkdvSharedBytes() const {
-    return dkdvDQOffset() + (bulkDQ ? dkdvBlockQ * d * 4 : 0);
+    return dkdvDQOffset() + (bulkDQ ? kWarps * dkdvDQWarpBytes() : 0);
   }
+  /// Atomic dQ: the columns of each warp's part of dQ = dS K (the warps
+  /// split the tile's m-tiles and then its columns).
+  int64_t dkdvDQCols() const { return d * (dkdvBlockQ / 16) / kWarps; }
+  /// A warp's f32 rows of dQ for the bulk reduction: 8 floats of padding
+  /// per row keep the accumulator-layout stores of a half-warp on distinct
+  /// banks, and rows 16-byte aligned.
+  int64_t dkdvDQWarpBytes() const { return 16 * (dkdvDQCols() + 8) * 4; }
   int64_t dkdvDQOffset() const {
     return dkdvDSOffset() + (atomicDQ ? kBlockRows * dkdvBlockQ * 2 : 0);
   }
@@ -783,7 +790,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   // dQ = dS K over the CTA's 64 keys, split across the warps as (m-tile of
   // 16 queries, group of D / (4 / m-tiles) columns), is added into the f32
   // accumulator.
-  int64_t mTiles = blockQ / 16, dqCols = d * mTiles / kWarps;
+  int64_t mTiles = blockQ / 16, dqCols = dkdvDQCols();
   Value sDS = smemAt(smem, c32(dkdvDSOffset()));
   // The addresses and predicates below are recomputed from an opaque lane
   // id in each tile: hoisted out of the loops they would hold registers
@@ -807,23 +814,24 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                               /*alignment=*/4);
       }
   };
-  Value sDQ = smemAt(smem, c32(dkdvDQOffset()));
-  auto byThread0 = [&](function_ref<void()> body) {
+  // Bulk reductions: each warp's rows of dQ ([16][dqCols + 8] f32), one
+  // reduction per row issued by lane `row` of the warp.
+  int64_t dqRowFloats = dqCols + 8;
+  auto byRowLanes = [&](function_ref<void()> body) {
     auto ifOp = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::eq, opaque(tid), c32(0)), false);
+        b, loc, cmp(arith::CmpIPredicate::ult, opaque(lane), c32(16)), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     body();
   };
+  auto syncWarp = [&] { NVVM::SyncWarpOp::create(b, loc, c32(-1)); };
   auto addDQ = [&](Value q0, Value dsumRow) {
-    // The previous tile's bulk reduction has read sDQ before anyone writes
-    // it again (after the barrier).
-    if (bulkDQ)
-      byThread0([&] { ptx("cp.async.bulk.wait_group.read 0;"); });
     // Every warp's dS^T is in shared memory (the next write to it is after
     // the next tile's first barrier).
     NVVM::Barrier0Op::create(b, loc);
     Value lane32 = opaque(lane), warp32 = opaque(warp);
+    Value sDQ = smemAt(
+        smem, add(c32(dkdvDQOffset()), mul(warp32, c32(dkdvDQWarpBytes()))));
     Value dqM0 = mul(remu(warp32, c32(mTiles)), c32(16));
     Value dqCol0 = mul(divu(warp32, c32(mTiles)), c32(dqCols));
     // ldmatrix.trans of the [keys][queries] tile gives dS's A fragments;
@@ -853,11 +861,17 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
         }
       }
       if (bulkDQ) {
-        // Into the shared tile, rows of d f32 like the accumulator's.
+        // The previous tile's reductions have read the warp's rows before
+        // any lane writes them again.
+        if (c0 == 0) {
+          byRowLanes([&] { ptx("cp.async.bulk.wait_group.read 0;"); });
+          syncWarp();
+        }
+        // Into the warp's rows.
         for (int64_t r = 0; r < 2; ++r) {
-          Value row = add(add(dqM0, g32), c32(8 * r));
+          Value row = add(g32, c32(8 * r));
           for (int64_t nt = 0; nt < chunk / 8; ++nt) {
-            Value col = add(dqCol0, add(c32(c0 + nt * 8), shl(tq32, 1)));
+            Value col = add(c32(c0 + nt * 8), shl(tq32, 1));
             Value pair =
                 LLVM::UndefOp::create(b, loc, VectorType::get({2}, f32));
             pair = LLVM::InsertElementOp::create(b, loc, pair, dQ[nt][2 * r],
@@ -865,7 +879,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
             pair = LLVM::InsertElementOp::create(b, loc, pair,
                                                  dQ[nt][2 * r + 1], c32(1));
             LLVM::StoreOp::create(
-                b, loc, pair, smemAt(sDQ, shl(add(mul(row, c32(d)), col), 2)),
+                b, loc, pair,
+                smemAt(sDQ, shl(add(mul(row, c32(dqRowFloats)), col), 2)),
                 /*alignment=*/8);
           }
         }
@@ -891,18 +906,27 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     }
     if (!bulkDQ)
       return;
-    // The tile's rows below Nq, one contiguous block of the accumulator,
-    // added by the async proxy (which must see the stores above).
+    // Each row below Nq is added by the async proxy (which must see the
+    // warp's stores above) into its accumulator row, from column dqCol0.
     ptx("fence.proxy.async.shared::cta;");
-    NVVM::Barrier0Op::create(b, loc);
-    byThread0([&] {
-      Value rows = mins(c32(blockQ), sub(a.nq, q0));
-      Value dst = gep(a.dqAcc, mul(add(dsumRow, ext64(q0)), c64(d)), f32);
-      ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], "
-          "[$1], $2;",
-          "l,r,r",
-          {LLVM::PtrToIntOp::create(b, loc, i64, dst),
-           LLVM::PtrToIntOp::create(b, loc, i32, sDQ), mul(rows, c32(d * 4))});
+    syncWarp();
+    byRowLanes([&] {
+      Value query = add(add(q0, dqM0), lane32);
+      auto inRange = scf::IfOp::create(
+          b, loc, cmp(arith::CmpIPredicate::slt, query, a.nq), false);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(inRange.thenBlock());
+        Value accRow =
+            gep(a.dqAcc, mul(add(dsumRow, ext64(query)), c64(d)), f32);
+        Value dst = gep(accRow, ext64(dqCol0), f32);
+        Value src = smemAt(sDQ, mul(lane32, c32(dqRowFloats * 4)));
+        ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+            "[$0], [$1], $2;",
+            "l,r,r",
+            {LLVM::PtrToIntOp::create(b, loc, i64, dst),
+             LLVM::PtrToIntOp::create(b, loc, i32, src), c32(dqCols * 4)});
+      }
       ptx("cp.async.bulk.commit_group;");
     });
   };
@@ -1136,9 +1160,9 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], keyRow, a.nk, tq,
               Value());
   }
-  // The last bulk reduction is complete before the kernel ends.
+  // The last bulk reductions are complete before the kernel ends.
   if (bulkDQ)
-    byThread0([&] { ptx("cp.async.bulk.wait_group 0;"); });
+    byRowLanes([&] { ptx("cp.async.bulk.wait_group 0;"); });
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
