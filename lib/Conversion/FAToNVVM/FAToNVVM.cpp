@@ -12,7 +12,8 @@
 //    bank-conflict free; rows past the end are zero-filled) on
 //    FlashAttention-2's schedule: V(n) lands during S = Q K(n)^T, K(n + 1)
 //    during the softmax and P V(n), with one buffer each and two barriers
-//    per tile;
+//    per tile; or, with two stages (kv-stages), K and V double-buffered,
+//    tile n + 1 copied during all of tile n, one barrier per tile;
 //  - S = Q K^T with ldmatrix + mma.sync m16n8k16 (f16/bf16 in, f32 acc);
 //  - the online softmax on the accumulator fragments in the log2 domain
 //    (scale * log2(e) folded into one multiply, exp2), row max/sum across the
