@@ -843,6 +843,14 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
       kB.push_back(swizzled(aRow(lane32),
                             add(add(aCol(lane32), dqCol0), c32(pair * 16))));
     Value g32 = shr(lane32, 2), tq32 = andi(lane32, 3);
+    // `body` on the accumulator row of `query`, when it is below Nq.
+    auto inQueryRow = [&](Value query, function_ref<void(Value)> body) {
+      auto inRange = scf::IfOp::create(
+          b, loc, cmp(arith::CmpIPredicate::slt, query, a.nq), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(inRange.thenBlock());
+      body(gep(a.dqAcc, mul(add(dsumRow, ext64(query)), c64(d)), f32));
+    };
     // In passes of `chunk` columns: the scored path at D > 64 has no
     // registers to spare for more.
     int64_t chunk = scored && d > 64 ? 16 : dqCols;
@@ -888,20 +896,16 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
       }
       for (int64_t r = 0; r < 2; ++r) {
         Value query = add(add(add(q0, dqM0), g32), c32(8 * r));
-        auto inRange = scf::IfOp::create(
-            b, loc, cmp(arith::CmpIPredicate::slt, query, a.nq), false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(inRange.thenBlock());
-        Value accRow =
-            gep(a.dqAcc, mul(add(dsumRow, ext64(query)), c64(d)), f32);
-        for (int64_t nt = 0; nt < chunk / 8; ++nt)
-          for (int64_t c = 0; c < 2; ++c) {
-            Value col =
-                add(dqCol0, add(c32(c0 + nt * 8), add(shl(tq32, 1), c32(c))));
-            LLVM::AtomicRMWOp::create(
-                b, loc, LLVM::AtomicBinOp::fadd, gep(accRow, ext64(col), f32),
-                dQ[nt][2 * r + c], LLVM::AtomicOrdering::monotonic, "device");
-          }
+        inQueryRow(query, [&](Value accRow) {
+          for (int64_t nt = 0; nt < chunk / 8; ++nt)
+            for (int64_t c = 0; c < 2; ++c) {
+              Value col =
+                  add(dqCol0, add(c32(c0 + nt * 8), add(shl(tq32, 1), c32(c))));
+              LLVM::AtomicRMWOp::create(
+                  b, loc, LLVM::AtomicBinOp::fadd, gep(accRow, ext64(col), f32),
+                  dQ[nt][2 * r + c], LLVM::AtomicOrdering::monotonic, "device");
+            }
+        });
       }
     }
     if (!bulkDQ)
@@ -912,13 +916,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     syncWarp();
     byRowLanes([&] {
       Value query = add(add(q0, dqM0), lane32);
-      auto inRange = scf::IfOp::create(
-          b, loc, cmp(arith::CmpIPredicate::slt, query, a.nq), false);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(inRange.thenBlock());
-        Value accRow =
-            gep(a.dqAcc, mul(add(dsumRow, ext64(query)), c64(d)), f32);
+      inQueryRow(query, [&](Value accRow) {
         Value dst = gep(accRow, ext64(dqCol0), f32);
         Value src = smemAt(sDQ, mul(lane32, c32(dqRowFloats * 4)));
         ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
@@ -926,7 +924,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
             "l,r,r",
             {LLVM::PtrToIntOp::create(b, loc, i64, dst),
              LLVM::PtrToIntOp::create(b, loc, i32, src), c32(dqCols * 4)});
-      }
+      });
       ptx("cp.async.bulk.commit_group;");
     });
   };
