@@ -72,11 +72,17 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
                                  const CudaPipelineOptions &options) {
   // The backward kernels inline score_mod's derivative.
   pm.addPass(createFADifferentiateScoreMod());
+  // Each forward: one kernel and its launch, then its K/V pipeline depth.
+  FAFuseOptions fuse;
+  fuse.chip = options.chip;
+  fuse.blockQ = options.blockQ;
+  fuse.blockKV = options.blockKV;
+  pm.addPass(createFAFuse(fuse));
+  FAAsyncCopyOptions asyncCopy;
+  asyncCopy.stages = options.kvStages;
+  pm.addPass(createFAAsyncCopy(asyncCopy));
   ConvertFAToNVVMOptions toNVVM;
   toNVVM.chip = options.chip;
-  toNVVM.blockQ = options.blockQ;
-  toNVVM.blockKV = options.blockKV;
-  toNVVM.kvStages = options.kvStages;
   toNVVM.bwdPrefetch = options.bwdPrefetch;
   toNVVM.bwdAtomicDQ = options.bwdAtomicDQ;
   pm.addPass(createConvertFAToNVVM(toNVVM));

@@ -194,10 +194,10 @@ static cl::opt<int64_t> blockKVOpt(
     cl::init(0), cl::cat(faCategory));
 static cl::opt<int64_t> kvStagesOpt(
     "kv-stages",
-    cl::desc("On a GPU target, the forward kernel's K and V buffers: 1 "
-             "(FlashAttention-2's schedule) or 2 (tile n + 1 copied during "
-             "tile n); 0: the default tile's, 1 for a tile of --block-q or "
-             "--block-kv"),
+    cl::desc("On a GPU target, the forward kernel's K/V pipeline stages "
+             "(fa-async-copy): 1 (FlashAttention-2's schedule) to 4 (tiles "
+             "n + 1 .. n + 3 copied during tile n); 0: the tile's default (2 "
+             "for the plain path's 128 x 64 tiles up to D = 128, else 1)"),
     cl::init(0), cl::cat(faCategory));
 static cl::opt<bool> bwdPrefetchOpt(
     "bwd-prefetch",

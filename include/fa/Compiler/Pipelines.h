@@ -46,9 +46,9 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::init(0)};
   Option<int64_t> kvStages{
       *this, "kv-stages",
-      llvm::cl::desc("Forward kernel: K and V buffers, 1 (FlashAttention-2's "
-                     "schedule) or 2 (tile n + 1 copied during tile n); 0: "
-                     "the default tile's"),
+      llvm::cl::desc("Forward kernel: K/V pipeline stages (fa-async-copy), 1 "
+                     "(FlashAttention-2's schedule) to 4 (tiles n + 1 .. "
+                     "n + 3 copied during tile n); 0: the tile's default"),
       llvm::cl::init(0)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
@@ -64,8 +64,9 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
 };
 
 /// fa-pipeline-cuda: fa.attention to a gpu.binary holding the PTX of an
-/// FA2-style kernel per op (convert-fa-to-nvvm, LLVM lowering inside the
-/// gpu.module, NVPTX through gpu-module-to-binary).
+/// FA2-style kernel per op, launched from the host (fa-fuse, fa-async-copy,
+/// convert-fa-to-nvvm, LLVM lowering inside the gpu.module, NVPTX through
+/// gpu-module-to-binary).
 void buildCudaPipeline(OpPassManager &pm, const CudaPipelineOptions &options);
 
 /// Registers fa-pipeline-host (and later pipelines) with the pass registry.

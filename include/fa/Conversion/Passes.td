@@ -23,26 +23,28 @@ def ConvertFAToLinalg : Pass<"convert-fa-to-linalg"> {
 }
 
 def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
-  let summary = "Lower fa.attention and fa.attention_grad to FA2-style "
-                "mma.sync kernels (NVVM)";
+  let summary = "Lower outlined fa.attention kernels and fa.attention_grad to "
+                "FA2-style mma.sync kernels (NVVM)";
   let description = [{
-    Adds a `gpu.module @fa_kernels` (NVVM target `chip`) holding, for each
-    fa.attention, an `llvm.func @fa_forward_<i>` kernel: one CTA per (Q tile
-    of `block-q` rows, query head, batch), 4 warps of 16 rows per m-tile
-    (block-q / 64 m-tiles), K/V tiles of `block-kv` rows copied with
-    cp.async into XOR-swizzled shared memory on FlashAttention-2's schedule
-    (V(n) during S, K(n + 1) during the softmax and P V) or, with
-    `kv-stages=2`, double-buffered, ldmatrix + mma.sync m16n8k16 for Q K^T
-    and P V, and the online softmax on the accumulator fragments (exp2,
-    scale * log2(e) folded). Default tiles (block-q x block-kv, stages):
-    128 x 64 with two stages for D <= 64; 64 x 64 for D = 96; 64 x 128 for
-    D = 128 with causal or window masks, else 128 x 64 with two stages;
-    64 x 64 for D = 256; the scored path (ALiBi, bias, score_mod, mask_mod,
-    dropout) 64 x 64 for D <= 64, else 64 x 32. The kernel's ABI:
-    q, k, v, o, lse pointers; element strides (batch, head, row) of q, k, v,
-    o and (batch, head) of lse (rows contiguous); Nq, Nk, Hq / Hkv (i32);
-    scale * log2(e) (f32). Grid (ceil(Nq / block_q), Hq, B), 128 threads,
-    `fa.shared_bytes` of dynamic shared memory.
+    Replaces each forward kernel `fa-fuse` outlined (a `gpu.func` of
+    `gpu.module @fa_kernels` around one fa.attention) by an `llvm.func` of
+    the same name, and rewrites its launches' operands into that kernel's
+    ABI. The kernel: one CTA per (Q tile of `fa.block_q` rows, query head,
+    batch), 4 warps of 16 rows per m-tile (block-q / 64 m-tiles), K/V tiles
+    of `fa.block_kv` rows copied with cp.async into XOR-swizzled shared
+    memory in `fa.kv_stages` stages (1: FlashAttention-2's schedule, V(n)
+    during S and K(n + 1) during the softmax and P V; S > 1: a ring with
+    tiles n + 1 .. n + S - 1 in flight), ldmatrix + mma.sync m16n8k16 for
+    Q K^T and P V, and the online softmax on the accumulator fragments
+    (exp2, scale * log2(e) folded). Its ABI: q, k, v, o, lse pointers;
+    element strides (batch, head, row) of q, k, v, o and (batch, head) of
+    lse (rows contiguous); Nq, Nk, Hq / Hkv (i32); scale * log2(e) (f32);
+    the scored path (ALiBi, bias, score_mod, mask_mod, dropout) adds the
+    bias pointer and strides (0 where it broadcasts), the slopes pointer and
+    batch stride, and the dropout seed; then each capture's pointer and
+    strides. On the host, pointers come from
+    `memref.extract_aligned_pointer_as_index` plus the offset, strides from
+    `memref.extract_strided_metadata`.
 
     Each fa.attention_grad gets three kernels (FlashAttention-2's backward,
     deterministic, f32 accumulation), launched in this order with one ABI:
@@ -58,24 +60,13 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
 
     Supported: f16 and bf16; D = Dv in {32, 64, 96, 128, 256} (at 256 the
     backward's dK/dV kernel makes two passes of 128 columns); scale, causal
-    (both alignments), window, softcap, GQA/MQA, lse. Anything else is an
-    error naming what is not supported.
+    (both alignments), window, softcap, GQA/MQA, lse. Anything else, or an
+    fa.attention outside a kernel, is an error naming it.
   }];
   let options = [
-    Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
-           "Target chip (sm_80, sm_90a, ...)">,
-    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
-           "Forward: query rows per CTA, 64 or 128 (one or two m-tiles of "
-           "16 rows per warp); 0: the default for the variant's D">,
-    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
-           "Forward: rows of the K/V tiles the loop visits, 32, 64 or 128; "
-           "0: the default for the variant's D">,
-    Option<"kvStages", "kv-stages", "int64_t", /*default=*/"0",
-           "Forward: K and V buffers in shared memory, 1 (FlashAttention-2's "
-           "schedule: V(n) copied during S, K(n + 1) during the softmax and "
-           "P V) or 2 (K and V of tile n + 1 copied during all of tile n, "
-           "one barrier per tile); 0: the default tile's (2 for D <= 64, "
-           "and D = 128 without causal or window masks), else 1">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "Target chip (sm_80, sm_90a, ...); empty: the kernel module's, "
+           "else sm_80">,
     Option<"bwdPrefetch", "bwd-prefetch", "bool", /*default=*/"true",
            "Backward: the dK/dV kernel loads the next Q tile (Q, dO, lse, "
            "Dsum) into a second shared-memory stage while it computes the "
@@ -91,6 +82,7 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect"
   ];

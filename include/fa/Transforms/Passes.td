@@ -136,4 +136,77 @@ def FATileGrad : Pass<"fa-tile-grad"> {
   ];
 }
 
+def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
+  let summary = "Outline each fa.attention into one GPU kernel and its launch";
+  let description = [{
+    Moves every `fa.attention` outside a kernel into a `gpu.func` kernel of
+    the `gpu.module @fa_kernels` (created with an NVVM target for `chip`),
+    so that the whole forward (loads, Q K^T, the variant's terms and masks,
+    the online softmax, dropout, P V, the stores of O and lse) is one
+    kernel. The kernel takes memrefs (rows contiguous, any other strides)
+    of the op's tensors and of its results, reads them with
+    `bufferization.to_tensor` and writes O and lse with
+    `bufferization.materialize_in_destination`; the op itself moves inside
+    unchanged, for `convert-fa-to-nvvm` to emit.
+
+    The host keeps a `gpu.launch_func` in its place: inputs as buffers, O
+    and lse allocated, a grid of (ceil(Nq / block-q), Hq, B) CTAs of 128
+    threads (no launch when it is empty) and the dynamic shared memory of a
+    single K/V stage (`fa-async-copy` sets the depth). The tile is recorded
+    on the kernel as `fa.block_q` and `fa.block_kv`.
+
+    Default tiles (block-q x block-kv): 128 x 64 for D <= 64; 64 x 64 for
+    D = 96; 64 x 128 for D = 128 with causal or window masks, else 128 x 64;
+    64 x 64 for D = 256; the scored path (ALiBi, bias, score_mod, mask_mod,
+    dropout) 64 x 64 for D <= 64, else 64 x 32.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
+           "Target chip of the kernel module (sm_80, sm_90a, ...)">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Query rows per CTA, 64 or 128 (one or two m-tiles of 16 rows "
+           "per warp); 0: the default for the variant">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Rows of the K/V tiles the loop visits, 32, 64 or 128; 0: the "
+           "default for the variant">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FAAsyncCopy : Pass<"fa-async-copy", "::mlir::ModuleOp"> {
+  let summary = "Choose the cp.async pipeline depth of each forward kernel's "
+                "K/V tiles";
+  let description = [{
+    Sets `fa.kv_stages` on every forward kernel `fa-fuse` outlined, and the
+    dynamic shared memory of its launches to match: the Q tile and, per
+    stage, a K and a V tile.
+
+    - 1 stage is FlashAttention-2's schedule: one K and one V buffer; V(n)
+      is copied during S = Q K(n)^T and K(n + 1) during the softmax and
+      P V(n), with two barriers per tile.
+    - S > 1 stages are a ring: tiles n + 1 .. n + S - 1 are in flight while
+      tile n is computed (each tile's K and V one cp.async group), with one
+      barrier per tile.
+
+    By default, 2 stages for the plain path's 128 x 64 tiles up to D = 128
+    (measured faster on the H100), else 1. Stages past 4, or more than the
+    chip gives one CTA in shared memory, are an error naming both.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "K/V stages, 1 to 4; 0: the default for the kernel's tile">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect"
+  ];
+}
+
 #endif // FA_TRANSFORMS_PASSES_TD

@@ -42,12 +42,15 @@
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Transforms/Builders.h"
+#include "fa/Transforms/GpuKernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -68,12 +71,6 @@ using namespace mlir::fa::nvvm;
 
 namespace {
 
-/// Whether `op` takes the scored path (per-element variant terms, or
-/// dropout).
-bool isScored(AttentionOp op) {
-  return hasScoreTerms(op) || op.getDropoutSeed();
-}
-
 /// Why the forward kernel cannot be built for `op`, or an empty string.
 std::string unsupportedForwardReason(AttentionOp op) {
   std::string reason = unsupportedShapeReason(op);
@@ -91,56 +88,6 @@ std::string unsupportedForwardReason(AttentionOp op) {
                "exp2, log, log2, sin, cos, sqrt, rsqrt, absf, fma, floor, "
                "ceil are)";
   }
-  return "";
-}
-
-/// The forward kernel's tiling: query rows per CTA (64 per m-tile of 16
-/// rows per warp) and rows of the K/V tiles the loop visits.
-struct ForwardTile {
-  int64_t blockQ = 0, blockKV = 0;
-  /// Buffers of K and of V: 1, FlashAttention-2's schedule; 2, tile n + 1 is
-  /// copied during all of tile n.
-  int64_t kvStages = 1;
-};
-
-/// The tile `op` gets unless the pass is told otherwise: the fastest on the
-/// H100 (bench/fwd_tile_sweep.sh and the tile probes of
-/// docs/performance.md). D <= 64: two m-tiles, so each K and V fragment
-/// read from shared memory feeds two mmas, and two K/V stages (48 KB of
-/// shared memory still leave 4 CTAs per SM). D = 96: one m-tile and 64-key
-/// tiles (128 keys spill). D = 128: with causal or window masks one m-tile
-/// and 128-key tiles (half the loop trips and barriers of 64); without,
-/// two m-tiles, 64-key tiles and two stages, 4-8% faster although ptxas
-/// spills 84 bytes on sm_90a. D = 256: one m-tile of 128 O registers,
-/// 64-key tiles. The scored path keeps one m-tile (its per-element terms,
-/// bias loads, slope and region values, spill at two), and 32-key tiles
-/// above D = 64.
-ForwardTile defaultForwardTile(AttentionOp op) {
-  int64_t d = op.getQuery().getType().getDimSize(3);
-  bool scored = isScored(op);
-  bool masked = op.getCausalAttr() || op.getWindowAttr();
-  if (d <= 64)
-    return scored ? ForwardTile{64, 64, 1} : ForwardTile{128, 64, 2};
-  if (scored)
-    return {64, 32, 1};
-  if (d <= 96)
-    return {64, 64, 1};
-  if (d <= 128)
-    return masked ? ForwardTile{64, 128, 1} : ForwardTile{128, 64, 2};
-  return {64, 64, 1};
-}
-
-/// Why `tile` is not a forward tile, or an empty string.
-std::string unsupportedTileReason(ForwardTile tile) {
-  if (tile.blockQ != 64 && tile.blockQ != 128)
-    return "block-q must be 64 or 128 (got " + std::to_string(tile.blockQ) +
-           ")";
-  if (tile.blockKV != 32 && tile.blockKV != 64 && tile.blockKV != 128)
-    return "block-kv must be 32, 64 or 128 (got " +
-           std::to_string(tile.blockKV) + ")";
-  if (tile.kvStages != 1 && tile.kvStages != 2)
-    return "kv-stages must be 1 or 2 (got " + std::to_string(tile.kvStages) +
-           ")";
   return "";
 }
 
@@ -163,7 +110,7 @@ public:
 
   /// Dynamic shared memory the kernel needs, in bytes.
   int64_t sharedBytes() const {
-    return (blockQ + 2 * kvStages * blockKV) * d * 2;
+    return forwardSharedBytes({blockQ, blockKV, kvStages}, d);
   }
 
 private:
@@ -171,7 +118,7 @@ private:
   /// 16-row query tiles per warp.
   int64_t mTiles;
   int64_t blockQ, blockKV;
-  /// K and V buffers (ForwardTile::kvStages).
+  /// K and V buffers (ForwardTile::kvStages): a ring of tiles in flight.
   int64_t kvStages;
   /// Whether the Q fragments stay in registers for the whole loop (mTiles x
   /// D / 4 of them: up to 32); otherwise they are re-read from shared memory
@@ -185,7 +132,7 @@ void FlashKernelBuilder::build(StringRef name) {
   // strides (b, h, i, j; 0 where it broadcasts), ALiBi slopes and their
   // batch stride (0 for [Hq]); with dropout, the i64 seed. Then each
   // capture's pointer and strides.
-  bool scored = isScored(op);
+  bool scored = isScoredForward(op);
   bool dropout = static_cast<bool>(op.getDropoutSeed());
   SmallVector<Type> params = {gptr, gptr, gptr, gptr, gptr};
   params.append(14, i64);
@@ -242,22 +189,31 @@ void FlashKernelBuilder::build(StringRef name) {
   // issued, V(n) during S = Q K(n)^T, K(n + 1) during the softmax and
   // O += P V(n). Each cp.async group is one tile (commits with nothing
   // issued are empty groups), so `wait_group 0` waits for the one in flight.
-  // With two stages, iteration n waits for tile n (its K and V, one group),
-  // has everyone done with tile n - 1 (one barrier), issues tile n + 1 into
-  // the other stage and computes tile n: a copy has a whole tile to land.
-  // Q, then the first K tile (and V, with two stages).
+  // With S stages, tile n lives in stage n % S; iteration n waits for tile
+  // n (its K and V, one group; the S - 2 after it may stay in flight), has
+  // everyone done with tile n - 1 (one barrier), issues tile n + S - 1 into
+  // that stage and computes tile n: a copy has S - 1 tiles of math to land.
+  // Q, then the first K tile (with S stages, the first S - 1 K/V tiles).
   copyTile(blockQ, sQ, qBase, q0, nq, qs[2], tid);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   Value any = cmp(arith::CmpIPredicate::slt, visible.begin, visible.end);
-  auto firstK = scf::IfOp::create(b, loc, any, /*withElse=*/false);
-  {
-    OpBuilder::InsertionGuard guardK(b);
-    b.setInsertionPointToStart(firstK.thenBlock());
-    copyTile(blockKV, sKFirst, kBase, visible.begin, nk, ks[2], tid);
-    if (kvStages == 2)
-      copyTile(blockKV, sVFirst, vBase, visible.begin, nk, vs[2], tid);
+  for (int64_t t = 0; t < std::max<int64_t>(kvStages - 1, 1); ++t) {
+    Value has = t == 0 ? any
+                       : cmp(arith::CmpIPredicate::slt,
+                             add(visible.begin, c32(t * blockKV)), visible.end);
+    auto first = scf::IfOp::create(b, loc, has, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guardK(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      Value row = t == 0 ? visible.begin : add(visible.begin, c32(t * blockKV));
+      copyTile(blockKV, t == 0 ? sKFirst : stageK(c32(t)), kBase, row, nk,
+               ks[2], tid);
+      if (kvStages > 1)
+        copyTile(blockKV, t == 0 ? sVFirst : stageV(c32(t)), vBase, row, nk,
+                 vs[2], tid);
+    }
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
   }
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
   // Q's A fragments (one x4 ldmatrix per 16 columns): kept in registers
   // when they fit, else read per k-step of S.
@@ -272,7 +228,9 @@ void FlashKernelBuilder::build(StringRef name) {
   };
   SmallVector<SmallVector<SmallVector<Value, 4>>> qFrag(mTiles);
   if (qInRegisters) {
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
+    // The K/V groups after Q's may stay in flight.
+    NVVM::CpAsyncWaitGroupOp::create(b, loc,
+                                     std::max<int64_t>(kvStages - 1, 1));
     NVVM::Barrier0Op::create(b, loc);
     for (int64_t mt = 0; mt < mTiles; ++mt)
       for (int64_t kk = 0; kk < kSteps; ++kk)
@@ -339,13 +297,15 @@ void FlashKernelBuilder::build(StringRef name) {
       [&](OpBuilder &, Location, Value ivIndex, ValueRange iters) {
         Value kv0 = arith::IndexCastOp::create(b, loc, i32, ivIndex);
         Value sK = sKFirst, sV = sVFirst;
-        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+        NVVM::CpAsyncWaitGroupOp::create(b, loc,
+                                         std::max<int64_t>(kvStages - 2, 0));
         NVVM::Barrier0Op::create(b, loc);
-        // The next tile's first row and whether there is one (built where
-        // the schedule issues it).
+        // The tile to issue (n + 1, or n + S - 1 with S stages) and whether
+        // there is one (built where the schedule issues it).
         Value nextKV0, more;
         auto nextTile = [&] {
-          nextKV0 = add(kv0, c32(blockKV));
+          int64_t ahead = std::max<int64_t>(kvStages - 1, 1);
+          nextKV0 = add(kv0, c32(ahead * blockKV));
           more = cmp(arith::CmpIPredicate::slt, nextKV0, visible.end);
         };
         if (kvStages == 1) {
@@ -354,11 +314,18 @@ void FlashKernelBuilder::build(StringRef name) {
           copyTile(blockKV, sV, vBase, kv0, nk, vs[2], tid);
         } else {
           // Tile n has landed, and everyone is done with tile n - 1, whose
-          // stage tile n + 1 takes.
+          // stage tile n + S - 1 takes.
           nextTile();
-          Value stage = andi(divu(sub(kv0, visible.begin), c32(blockKV)), 1);
+          Value n = divu(sub(kv0, visible.begin), c32(blockKV));
+          bool pow2 = llvm::isPowerOf2_64(kvStages);
+          Value stage =
+              pow2 ? andi(n, kvStages - 1) : remu(n, c32(kvStages));
           sK = stageK(stage), sV = stageV(stage);
-          Value other = sub(c32(1), stage);
+          Value other =
+              kvStages == 2
+                  ? sub(c32(1), stage)
+                  : sel(cmp(arith::CmpIPredicate::eq, stage, c32(0)),
+                        c32(kvStages - 1), sub(stage, c32(1)));
           auto next = scf::IfOp::create(b, loc, more, /*withElse=*/false);
           OpBuilder::InsertionGuard guardNext(b);
           b.setInsertionPointToStart(next.thenBlock());
@@ -603,73 +570,291 @@ void FlashKernelBuilder::build(StringRef name) {
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
+/// Which argument of an outlined kernel each part of its fa.attention is
+/// (-1 when the op has none).
+struct KernelArgs {
+  int64_t q = -1, k = -1, v = -1, o = -1, lse = -1, bias = -1, slopes = -1,
+          seed = -1;
+  SmallVector<int64_t> captures;
+};
+
+/// The arguments `op` reads (through bufferization.to_tensor) and writes
+/// (through bufferization.materialize_in_destination) in `kernel`, as
+/// fa-fuse outlines it; failure otherwise.
+FailureOr<KernelArgs> getKernelArgs(gpu::GPUFuncOp kernel, AttentionOp op) {
+  Block &entry = kernel.getBody().front();
+  auto argOf = [&](Value value) -> int64_t {
+    if (auto read = value.getDefiningOp<bufferization::ToTensorOp>())
+      value = read.getBuffer();
+    auto arg = dyn_cast<BlockArgument>(value);
+    return arg && arg.getOwner() == &entry ? arg.getArgNumber() : -1;
+  };
+  auto storedTo = [&](Value result) -> int64_t {
+    if (!result)
+      return -1;
+    if (!result.hasOneUse())
+      return -2;
+    auto store =
+        dyn_cast<bufferization::MaterializeInDestinationOp>(*result.user_begin());
+    return store ? argOf(store.getDest()) : -2;
+  };
+  KernelArgs args;
+  args.q = argOf(op.getQuery());
+  args.k = argOf(op.getKey());
+  args.v = argOf(op.getValue());
+  args.o = storedTo(op.getOutput());
+  args.lse = storedTo(op.getLse());
+  auto optional = [&](Value value) { return value ? argOf(value) : -1; };
+  args.bias = optional(op.getBias());
+  args.slopes = optional(op.getAlibiSlopes());
+  args.seed = optional(op.getDropoutSeed());
+  for (Value capture : op.getCaptures())
+    args.captures.push_back(argOf(capture));
+  bool ok = args.q >= 0 && args.k >= 0 && args.v >= 0 && args.o >= 0 &&
+            args.lse != -2 && (!op.getLse() || args.lse >= 0) &&
+            (!op.getBias() || args.bias >= 0) &&
+            (!op.getAlibiSlopes() || args.slopes >= 0) &&
+            (!op.getDropoutSeed() || args.seed >= 0) &&
+            llvm::all_of(args.captures, [](int64_t a) { return a >= 0; });
+  if (!ok)
+    return failure();
+  return args;
+}
+
+/// Rewrites the operands of `launch` (the memrefs and scalars fa-fuse
+/// passes) into the forward kernel's ABI, and its shared memory into
+/// `sharedBytes`.
+void rewriteLaunch(gpu::LaunchFuncOp launch, AttentionOp op,
+                   const KernelArgs &args, int64_t sharedBytes) {
+  OpBuilder b(launch);
+  Location loc = launch.getLoc();
+  ValueRange given = launch.getKernelOperands();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
+  auto gptr = LLVM::LLVMPointerType::get(b.getContext(), kGlobal);
+  auto toI64 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, i64, index);
+  };
+  auto zero64 = [&]() -> Value {
+    return arith::ConstantIntOp::create(b, loc, i64, 0);
+  };
+  // A memref as the kernel sees it: the address of its first element, its
+  // sizes and its element strides (index; the kernel takes them as i64).
+  struct Buffer {
+    Value ptr;
+    SmallVector<Value> sizes, strides;
+  };
+  auto describe = [&](int64_t arg) {
+    Value memref = given[arg];
+    Type et = cast<MemRefType>(memref.getType()).getElementType();
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value aligned =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value base = LLVM::IntToPtrOp::create(b, loc, gptr, toI64(aligned));
+    Buffer buffer;
+    buffer.ptr = LLVM::GEPOp::create(b, loc, gptr, et, base,
+                                     ValueRange{toI64(meta.getOffset())});
+    buffer.sizes.assign(meta.getSizes().begin(), meta.getSizes().end());
+    buffer.strides.assign(meta.getStrides().begin(), meta.getStrides().end());
+    return buffer;
+  };
+  // The stride of a dimension that broadcasts (size 1) is 0.
+  auto broadcastStride = [&](const Buffer &buffer, int64_t arg, int64_t dim) {
+    int64_t size = cast<MemRefType>(given[arg].getType()).getDimSize(dim);
+    if (size == 1)
+      return zero64();
+    Value stride = toI64(buffer.strides[dim]);
+    if (!ShapedType::isDynamic(size))
+      return stride;
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        buffer.sizes[dim], one);
+    return arith::SelectOp::create(b, loc, isOne, zero64(), stride)
+        .getResult();
+  };
+
+  SmallVector<Value> operands;
+  Buffer q = describe(args.q), k = describe(args.k), v = describe(args.v),
+         o = describe(args.o);
+  std::optional<Buffer> lse;
+  if (args.lse >= 0)
+    lse = describe(args.lse);
+  auto null = [&]() -> Value { return LLVM::ZeroOp::create(b, loc, gptr); };
+  operands.append({q.ptr, k.ptr, v.ptr, o.ptr, lse ? lse->ptr : null()});
+  for (const Buffer *buffer : {&q, &k, &v, &o})
+    for (int64_t dim = 0; dim < 3; ++dim)
+      operands.push_back(toI64(buffer->strides[dim]));
+  if (lse)
+    operands.append({toI64(lse->strides[0]), toI64(lse->strides[1])});
+  else
+    operands.append({zero64(), zero64()});
+  auto toI32 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, i32, index);
+  };
+  Value group = arith::DivUIOp::create(b, loc, q.sizes[1], k.sizes[1]);
+  operands.append({toI32(q.sizes[2]), toI32(k.sizes[2]), toI32(group)});
+  operands.push_back(arith::ConstantFloatOp::create(
+      b, loc, cast<FloatType>(f32),
+      APFloat(static_cast<float>(op.getScaleOrDefault() * M_LOG2E))));
+  if (isScoredForward(op)) {
+    if (args.bias >= 0) {
+      Buffer bias = describe(args.bias);
+      operands.push_back(bias.ptr);
+      for (int64_t dim = 0; dim < 4; ++dim)
+        operands.push_back(broadcastStride(bias, args.bias, dim));
+    } else {
+      operands.push_back(null());
+      for (int64_t dim = 0; dim < 4; ++dim)
+        operands.push_back(zero64());
+    }
+    if (args.slopes >= 0) {
+      Buffer slopes = describe(args.slopes);
+      operands.push_back(slopes.ptr);
+      operands.push_back(slopes.strides.size() == 2
+                             ? broadcastStride(slopes, args.slopes, 0)
+                             : zero64());
+    } else {
+      operands.append({null(), zero64()});
+    }
+  }
+  if (args.seed >= 0)
+    operands.push_back(given[args.seed]);
+  for (int64_t arg : args.captures) {
+    Buffer capture = describe(arg);
+    operands.push_back(capture.ptr);
+    for (Value stride : capture.strides)
+      operands.push_back(toI64(stride));
+  }
+  launch.getKernelOperandsMutable().assign(operands);
+  Value old = launch.getDynamicSharedMemorySize();
+  launch.getDynamicSharedMemorySizeMutable().assign(
+      arith::ConstantIntOp::create(b, loc, i32, sharedBytes));
+  if (Operation *def = old ? old.getDefiningOp() : nullptr)
+    if (def->use_empty())
+      def->erase();
+}
+
+/// The tile recorded on an outlined kernel by fa-fuse and fa-async-copy, or
+/// failure (reported).
+FailureOr<ForwardTile> getKernelTile(gpu::GPUFuncOp kernel) {
+  auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
+  auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);
+  auto stages = kernel->getAttrOfType<IntegerAttr>(kKVStagesAttr);
+  if (!blockQ || !blockKV)
+    return kernel.emitOpError("convert-fa-to-nvvm: the kernel has no '")
+           << kBlockQAttr << "' and '" << kBlockKVAttr
+           << "' (outline it with fa-fuse)";
+  ForwardTile tile{blockQ.getInt(), blockKV.getInt(),
+                   stages ? stages.getInt() : 1};
+  std::string why = unsupportedTileReason(tile.blockQ, tile.blockKV);
+  if (why.empty() && (tile.kvStages < 1 || tile.kvStages > kMaxKVStages))
+    why = "kv-stages must be 1 to " + std::to_string(kMaxKVStages) + " (got " +
+          std::to_string(tile.kvStages) + ")";
+  if (!why.empty())
+    return kernel.emitOpError("convert-fa-to-nvvm: ") << why;
+  return tile;
+}
+
 struct ConvertFAToNVVMPass
     : public fa::impl::ConvertFAToNVVMBase<ConvertFAToNVVMPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<AttentionOp> ops;
     SmallVector<AttentionGradOp> gradOps;
+    SmallVector<gpu::GPUFuncOp> forwardKernels;
+    bool unfused = false;
     module.walk([&](Operation *op) {
-      if (auto forward = dyn_cast<AttentionOp>(op))
-        ops.push_back(forward);
-      else if (auto grad = dyn_cast<AttentionGradOp>(op))
+      if (auto kernel = dyn_cast<gpu::GPUFuncOp>(op)) {
+        if (getOutlinedAttention(kernel))
+          forwardKernels.push_back(kernel);
+      } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
         gradOps.push_back(grad);
+      } else if (isa<AttentionOp>(op) && !op->getParentOfType<gpu::GPUFuncOp>()) {
+        op->emitOpError("convert-fa-to-nvvm: outline fa.attention into a "
+                        "kernel with fa-fuse first");
+        unfused = true;
+      }
     });
-    if (ops.empty() && gradOps.empty())
+    if (unfused)
+      return signalPassFailure();
+    if (forwardKernels.empty() && gradOps.empty())
       return;
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPointToEnd(module.getBody());
-    auto target = NVVM::NVVMTargetAttr::get(
-        &getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
-        chip == "sm_90a" ? "+ptx80" : "+ptx70");
-    auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels",
-                                              b.getArrayAttr({target}));
-    b.setInsertionPointToStart(gpuModule.getBody());
-    LLVM::GlobalOp::create(
-        b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
-        /*isConstant=*/false, LLVM::Linkage::External, "fa_smem", Attribute(),
-        /*alignment=*/16, /*addrSpace=*/kShared);
-    for (auto [i, op] : llvm::enumerate(ops)) {
+    // The kernel module's chip, unless the option names one.
+    std::string moduleChip = getKernelChip(module);
+    if (!chip.empty() && !moduleChip.empty() && chip != moduleChip) {
+      module.emitError("convert-fa-to-nvvm: chip=")
+          << chip << ", but the kernel module targets " << moduleChip;
+      return signalPassFailure();
+    }
+    std::string target =
+        !chip.empty() ? chip : (moduleChip.empty() ? "sm_80" : moduleChip);
+    gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, target);
+    OpBuilder b(gpuModule.getBodyRegion());
+    if (!gpuModule.lookupSymbol("fa_smem")) {
+      b.setInsertionPointToStart(gpuModule.getBody());
+      LLVM::GlobalOp::create(
+          b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+          /*isConstant=*/false, LLVM::Linkage::External, "fa_smem",
+          Attribute(), /*alignment=*/16, /*addrSpace=*/kShared);
+    }
+    static_assert(kThreads == kForwardThreads, "fa-fuse launches kThreads");
+    for (auto [i, kernel] : llvm::enumerate(forwardKernels)) {
+      AttentionOp op = getOutlinedAttention(kernel);
       std::string reason = unsupportedForwardReason(op);
       if (!reason.empty()) {
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();
       }
-      // A tile chosen by the options has one K/V stage unless they say
-      // otherwise; the default tile comes with its own.
-      ForwardTile tile = defaultForwardTile(op);
-      if (blockQ || blockKV)
-        tile.kvStages = 1;
-      if (blockQ)
-        tile.blockQ = blockQ;
-      if (blockKV)
-        tile.blockKV = blockKV;
-      if (kvStages)
-        tile.kvStages = kvStages;
-      if (std::string why = unsupportedTileReason(tile); !why.empty()) {
-        op.emitOpError("convert-fa-to-nvvm: ") << why;
+      FailureOr<ForwardTile> tile = getKernelTile(kernel);
+      if (failed(tile))
+        return signalPassFailure();
+      FailureOr<KernelArgs> args = getKernelArgs(kernel, op);
+      if (failed(args)) {
+        op.emitOpError("convert-fa-to-nvvm: the kernel's fa.attention must "
+                       "read its operands from the kernel's arguments and "
+                       "store its results into them (as fa-fuse outlines it)");
         return signalPassFailure();
       }
-      FlashKernelBuilder kernel(b, op.getLoc(), op, tile);
-      std::string name = "fa_forward_" + std::to_string(i);
-      kernel.build(name);
+      // The llvm.func takes the gpu.func's place and name.
+      std::string name = kernel.getName().str();
+      b.setInsertionPoint(kernel);
+      FlashKernelBuilder builder(b, op.getLoc(), op, *tile);
+      builder.build(name + ".nvvm");
+      auto fn = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name + ".nvvm");
+      int64_t sharedBytes = builder.sharedBytes();
+      SmallVector<gpu::LaunchFuncOp> launches;
+      module.walk([&](gpu::LaunchFuncOp launch) {
+        if (launch.getKernelModuleName() == gpuModule.getName() &&
+            launch.getKernelName() == name)
+          launches.push_back(launch);
+      });
+      for (gpu::LaunchFuncOp launch : launches) {
+        rewriteLaunch(launch, op, *args, sharedBytes);
+        if (TypeRange(launch.getKernelOperands()) !=
+            fn.getFunctionType().getParams()) {
+          launch.emitOpError("convert-fa-to-nvvm: the launch's operands do "
+                             "not match the kernel's parameters");
+          return signalPassFailure();
+        }
+      }
+      kernel.erase();
+      fn.setSymName(name);
       // The launch contract, read by the runtime.
-      auto fn = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name);
-      fn->setAttr("fa.shared_bytes", b.getI64IntegerAttr(kernel.sharedBytes()));
-      fn->setAttr("fa.block_q", b.getI64IntegerAttr(kernel.getBlockQ()));
+      fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+      fn->setAttr("fa.shared_bytes", b.getI64IntegerAttr(sharedBytes));
+      fn->setAttr("fa.block_q", b.getI64IntegerAttr(builder.getBlockQ()));
       fn->setAttr("fa.threads", b.getI64IntegerAttr(kThreads));
       if (i == 0)
         module->setAttr(
             "fa.kernel",
             b.getDictionaryAttr({
                 b.getNamedAttr("shared_bytes",
-                               b.getI64IntegerAttr(kernel.sharedBytes())),
+                               b.getI64IntegerAttr(sharedBytes)),
                 b.getNamedAttr("block_q",
-                               b.getI64IntegerAttr(kernel.getBlockQ())),
+                               b.getI64IntegerAttr(builder.getBlockQ())),
                 b.getNamedAttr("threads", b.getI64IntegerAttr(kThreads)),
             }));
     }
+    b.setInsertionPointToEnd(gpuModule.getBody());
     for (auto [i, op] : llvm::enumerate(gradOps)) {
       std::string reason = unsupportedReason(op);
       if (!reason.empty()) {
@@ -678,12 +863,13 @@ struct ConvertFAToNVVMPass
       }
       SmallVector<KernelContract, 3> contracts = buildAttentionGradKernels(
           b, op, std::to_string(i),
-          {bwdPrefetch, bwdAtomicDQ, /*bulkReduce=*/chip == "sm_90a"});
+          {bwdPrefetch, bwdAtomicDQ, /*bulkReduce=*/target == "sm_90a"});
       // The launch contracts, read by the runtime: on each kernel, and for
       // the first op's kernels on the module, which outlives the gpu.module.
       SmallVector<Attribute> entries;
       for (const KernelContract &c : contracts) {
         auto fn = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(c.name);
+        fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
         fn->setAttr("fa.grid", b.getStringAttr(c.grid));
         fn->setAttr("fa.shared_bytes", b.getI64IntegerAttr(c.sharedBytes));
         fn->setAttr("fa.threads", b.getI64IntegerAttr(c.threads));
@@ -697,8 +883,6 @@ struct ConvertFAToNVVMPass
       if (i == 0)
         module->setAttr("fa.backward", b.getArrayAttr(entries));
     }
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    b.getUnitAttr());
   }
 };
 

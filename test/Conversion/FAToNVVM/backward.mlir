@@ -1,8 +1,8 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" -split-input-file | FileCheck %s
 
 // bf16, D = 128, GQA 4:1, causal bottom-right: three kernels (dsum, dkdv,
 // dq) with one ABI, their launch contracts on the module; the host function
-// is left as it is.
+// is left as it is (fa-fuse outlines only the forward).
 
 // CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 49408 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 65536 : i64, threads = 128 : i64}], gpu.container_module}
 // CHECK: func.func @causal_gqa
@@ -14,7 +14,7 @@
 // CHECK: llvm.func @fa_backward_dsum_0(%arg0: !llvm.ptr<1>,
 // CHECK-SAME: %arg9: !llvm.ptr<1>, %arg10: i64,
 // CHECK-SAME: %arg37: i64, %arg38: i32, %arg39: i32, %arg40: i32, %arg41: f32, %arg42: f32)
-// CHECK-SAME: attributes {fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 0 : i64, fa.threads = 128 : i64, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// CHECK-SAME: attributes {fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 0 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
 // CHECK-COUNT-8: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // CHECK: math.fma
 // CHECK: nvvm.shfl.sync bfly

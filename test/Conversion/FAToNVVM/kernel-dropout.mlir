@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
 
 // Dropout takes the scored path: the seed is the last parameter (after the
 // bias and slopes), and each probability is multiplied by its Philox4x32-10

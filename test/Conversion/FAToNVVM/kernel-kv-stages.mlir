@@ -1,10 +1,9 @@
 // The forward kernel's copy stages (kv-stages): 1, FlashAttention-2's
 // schedule (kernel.mlir), or 2, K and V double-buffered.
-// RUN: fa-opt %s "-convert-fa-to-nvvm=chip=sm_90a kv-stages=2" | FileCheck %s
-// RUN: fa-opt %s "-convert-fa-to-nvvm=chip=sm_90a kv-stages=2" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy=stages=2 -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy=stages=2 -convert-fa-to-nvvm | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
 // The pipeline passes the option on.
 // RUN: fa-opt %s "-fa-pipeline-cuda=chip=sm_80 kv-stages=2" -mlir-print-ir-after=convert-fa-to-nvvm 2>&1 >/dev/null | FileCheck %s --check-prefix=PIPE
-// RUN: not fa-opt %s "-convert-fa-to-nvvm=kv-stages=3" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // D = 128, 64 x 128 tiles: the Q tile (16 KB), then two stages of a K and a
 // V tile (4 x 32 KB).
@@ -63,7 +62,6 @@
 // PIPE: llvm.func @fa_forward_0(
 // PIPE-SAME: fa.shared_bytes = 147456 : i64
 
-// BAD: error: 'fa.attention' op convert-fa-to-nvvm: kv-stages must be 1 or 2 (got 3)
 
 func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
   %o = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>

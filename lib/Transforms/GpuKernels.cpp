@@ -1,0 +1,128 @@
+//===- GpuKernels.cpp - What the GPU passes agree on ----------------------===//
+
+#include "fa/Transforms/GpuKernels.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+bool mlir::fa::isScoredForward(AttentionOp op) {
+  return op.getBias() || op.getAlibiSlopes() || !op.getScoreMod().empty() ||
+         !op.getMaskMod().empty() || op.getDropoutSeed();
+}
+
+// The fastest on the H100 (bench/fwd_tile_sweep.sh and the tile probes of
+// docs/performance.md). D <= 64: two m-tiles, so each K and V fragment read
+// from shared memory feeds two mmas. D = 96: one m-tile and 64-key tiles
+// (128 keys spill). D = 128: with causal or window masks one m-tile and
+// 128-key tiles (half the loop trips and barriers of 64); without, two
+// m-tiles and 64-key tiles (with two stages, 4-8% faster although ptxas
+// spills 84 bytes on sm_90a). D = 256: one m-tile of 128 O registers,
+// 64-key tiles. The scored path keeps one m-tile (its per-element terms,
+// bias loads, slope and region values, spill at two), and 32-key tiles
+// above D = 64.
+ForwardTile mlir::fa::defaultForwardTile(AttentionOp op) {
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  bool masked = op.getCausalAttr() || op.getWindowAttr();
+  ForwardTile tile;
+  if (d <= 64)
+    tile = isScoredForward(op) ? ForwardTile{64, 64} : ForwardTile{128, 64};
+  else if (isScoredForward(op))
+    tile = {64, 32};
+  else if (d <= 96)
+    tile = {64, 64};
+  else if (d <= 128)
+    tile = masked ? ForwardTile{64, 128} : ForwardTile{128, 64};
+  else
+    tile = {64, 64};
+  tile.kvStages = defaultKVStages(op, tile.blockQ, tile.blockKV);
+  return tile;
+}
+
+// Two stages where the sweep found them faster: the plain path's 128 x 64
+// tiles up to D = 128 (+0.5-6% at D <= 64, +4-8% at 128), whose 48 or 96 KB
+// still leave the CTAs per SM that registers allow. Elsewhere a second
+// stage costs a CTA per SM (64 x 128 at D = 128: 144 KB, 20% slower) or was
+// not faster.
+int64_t mlir::fa::defaultKVStages(AttentionOp op, int64_t blockQ,
+                                  int64_t blockKV) {
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  bool twoStages =
+      !isScoredForward(op) && blockQ == 128 && blockKV == 64 && d <= 128;
+  return twoStages ? 2 : 1;
+}
+
+std::string mlir::fa::unsupportedTileReason(int64_t blockQ, int64_t blockKV) {
+  if (blockQ != 64 && blockQ != 128)
+    return "block-q must be 64 or 128 (got " + std::to_string(blockQ) + ")";
+  if (blockKV != 32 && blockKV != 64 && blockKV != 128)
+    return "block-kv must be 32, 64 or 128 (got " + std::to_string(blockKV) +
+           ")";
+  return "";
+}
+
+std::optional<int64_t> mlir::fa::maxSharedBytesPerBlock(StringRef chip) {
+  // The opt-in maximum per block (CUDA's sharedMemPerBlockOptin).
+  unsigned sm = 0;
+  if (!chip.consume_front("sm_") || chip.consumeInteger(10, sm) ||
+      !(chip.empty() || chip == "a" || chip == "f"))
+    return std::nullopt;
+  switch (sm) {
+  case 80:
+  case 87:
+    return 163 * 1024;
+  case 86:
+  case 89:
+  case 120:
+  case 121:
+    return 99 * 1024;
+  case 90:
+  case 100:
+  case 101:
+  case 103:
+  case 110:
+    return 227 * 1024;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::string mlir::fa::getKernelChip(ModuleOp module) {
+  auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+  if (!kernels || !kernels.getTargets())
+    return "";
+  for (Attribute target : *kernels.getTargets())
+    if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target))
+      return nvvm.getChip().str();
+  return "";
+}
+
+gpu::GPUModuleOp mlir::fa::getOrCreateKernelModule(ModuleOp module,
+                                                   StringRef chip) {
+  OpBuilder b(module.getBodyRegion());
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  if (auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
+    return kernels;
+  b.setInsertionPointToEnd(module.getBody());
+  // PTX 8.0 for sm_90a's bulk copies and reductions; 7.0 is sm_80's.
+  auto target = NVVM::NVVMTargetAttr::get(
+      b.getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
+      chip == "sm_90a" ? "+ptx80" : "+ptx70");
+  return gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModuleName,
+                                  b.getArrayAttr({target}));
+}
+
+AttentionOp mlir::fa::getOutlinedAttention(gpu::GPUFuncOp kernel) {
+  if (!kernel.isKernel())
+    return {};
+  AttentionOp found;
+  for (Operation &op : kernel.getBody().front())
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (found)
+        return {};
+      found = attention;
+    }
+  return found;
+}
