@@ -105,8 +105,8 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
       gpu::GPUFuncOp::create(kb, loc, name, kb.getFunctionType(argTypes, {}));
   SymbolTable(kernels).insert(kernel);
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), kb.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(kb.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(kForwardThreads), 1, 1}));
+  kernel.setKnownBlockSizeAttr(
+      kb.getDenseI32ArrayAttr({static_cast<int32_t>(kForwardThreads), 1, 1}));
   kernel->setAttr(kBlockQAttr, kb.getI64IntegerAttr(tile.blockQ));
   kernel->setAttr(kBlockKVAttr, kb.getI64IntegerAttr(tile.blockKV));
   Block &entry = kernel.getBody().front();

@@ -318,14 +318,12 @@ void FlashKernelBuilder::build(StringRef name) {
           nextTile();
           Value n = divu(sub(kv0, visible.begin), c32(blockKV));
           bool pow2 = llvm::isPowerOf2_64(kvStages);
-          Value stage =
-              pow2 ? andi(n, kvStages - 1) : remu(n, c32(kvStages));
+          Value stage = pow2 ? andi(n, kvStages - 1) : remu(n, c32(kvStages));
           sK = stageK(stage), sV = stageV(stage);
-          Value other =
-              kvStages == 2
-                  ? sub(c32(1), stage)
-                  : sel(cmp(arith::CmpIPredicate::eq, stage, c32(0)),
-                        c32(kvStages - 1), sub(stage, c32(1)));
+          Value other = kvStages == 2
+                            ? sub(c32(1), stage)
+                            : sel(cmp(arith::CmpIPredicate::eq, stage, c32(0)),
+                                  c32(kvStages - 1), sub(stage, c32(1)));
           auto next = scf::IfOp::create(b, loc, more, /*withElse=*/false);
           OpBuilder::InsertionGuard guardNext(b);
           b.setInsertionPointToStart(next.thenBlock());
@@ -594,8 +592,8 @@ FailureOr<KernelArgs> getKernelArgs(gpu::GPUFuncOp kernel, AttentionOp op) {
       return -1;
     if (!result.hasOneUse())
       return -2;
-    auto store =
-        dyn_cast<bufferization::MaterializeInDestinationOp>(*result.user_begin());
+    auto store = dyn_cast<bufferization::MaterializeInDestinationOp>(
+        *result.user_begin());
     return store ? argOf(store.getDest()) : -2;
   };
   KernelArgs args;
@@ -668,8 +666,7 @@ void rewriteLaunch(gpu::LaunchFuncOp launch, AttentionOp op,
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         buffer.sizes[dim], one);
-    return arith::SelectOp::create(b, loc, isOne, zero64(), stride)
-        .getResult();
+    return arith::SelectOp::create(b, loc, isOne, zero64(), stride).getResult();
   };
 
   SmallVector<Value> operands;
@@ -768,7 +765,8 @@ struct ConvertFAToNVVMPass
           forwardKernels.push_back(kernel);
       } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
         gradOps.push_back(grad);
-      } else if (isa<AttentionOp>(op) && !op->getParentOfType<gpu::GPUFuncOp>()) {
+      } else if (isa<AttentionOp>(op) &&
+                 !op->getParentOfType<gpu::GPUFuncOp>()) {
         op->emitOpError("convert-fa-to-nvvm: outline fa.attention into a "
                         "kernel with fa-fuse first");
         unfused = true;
@@ -793,8 +791,8 @@ struct ConvertFAToNVVMPass
       b.setInsertionPointToStart(gpuModule.getBody());
       LLVM::GlobalOp::create(
           b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
-          /*isConstant=*/false, LLVM::Linkage::External, "fa_smem",
-          Attribute(), /*alignment=*/16, /*addrSpace=*/kShared);
+          /*isConstant=*/false, LLVM::Linkage::External, "fa_smem", Attribute(),
+          /*alignment=*/16, /*addrSpace=*/kShared);
     }
     static_assert(kThreads == kForwardThreads, "fa-fuse launches kThreads");
     for (auto [i, kernel] : llvm::enumerate(forwardKernels)) {
