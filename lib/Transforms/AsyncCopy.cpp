@@ -31,11 +31,6 @@ struct FAAsyncCopyPass : public fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
       return;
     std::string chip = getKernelChip(module);
     std::optional<int64_t> maxShared = maxSharedBytesPerBlock(chip);
-    if (stages < 0 || stages > kMaxKVStages) {
-      kernels.emitError("fa-async-copy: stages must be 1 to ")
-          << kMaxKVStages << " (got " << stages << ")";
-      return signalPassFailure();
-    }
     // The shared memory each kernel now needs, for its launches.
     llvm::StringMap<int64_t> sharedBytes;
     for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
@@ -48,6 +43,11 @@ struct FAAsyncCopyPass : public fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
         kernel.emitOpError("fa-async-copy: the kernel has no '")
             << kBlockQAttr << "' and '" << kBlockKVAttr
             << "' (outline it with fa-fuse)";
+        return signalPassFailure();
+      }
+      if (stages < 0 || stages > kMaxKVStages) {
+        kernel.emitOpError("fa-async-copy: stages must be 1 to ")
+            << kMaxKVStages << " (got " << int64_t(stages) << ")";
         return signalPassFailure();
       }
       ForwardTile tile{blockQ.getInt(), blockKV.getInt()};

@@ -70,6 +70,9 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
     return arith::ConstantIndexOp::create(b, loc, value);
   };
   auto dimOf = [&](Value buffer, int64_t i) -> Value {
+    int64_t size = cast<MemRefType>(buffer.getType()).getDimSize(i);
+    if (!ShapedType::isDynamic(size))
+      return index(size);
     return memref::DimOp::create(b, loc, buffer, index(i));
   };
   Value batch = dimOf(q, 0), heads = dimOf(q, 1), rows = dimOf(q, 2);

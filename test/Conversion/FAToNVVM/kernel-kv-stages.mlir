@@ -1,7 +1,10 @@
-// The forward kernel's copy stages (kv-stages): 1, FlashAttention-2's
-// schedule (kernel.mlir), or 2, K and V double-buffered.
+// The forward kernel's copy stages (fa.kv_stages from fa-async-copy): 1,
+// FlashAttention-2's schedule (kernel.mlir); 2, K and V double-buffered; 3,
+// a ring of three.
 // RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy=stages=2 -convert-fa-to-nvvm | FileCheck %s
 // RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy=stages=2 -convert-fa-to-nvvm | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy=stages=3 -convert-fa-to-nvvm | FileCheck %s --check-prefix=S3
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy=stages=3 -convert-fa-to-nvvm | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=S3-SCHED
 // The pipeline passes the option on.
 // RUN: fa-opt %s "-fa-pipeline-cuda=chip=sm_80 kv-stages=2" -mlir-print-ir-after=convert-fa-to-nvvm 2>&1 >/dev/null | FileCheck %s --check-prefix=PIPE
 
@@ -58,6 +61,48 @@
 // SCHED-NOT: nvvm.barrier0
 // SCHED: 128 nvvm.mma.sync
 // SCHED-NEXT: 1 scf.yield
+
+// Three stages: 16 KB + 3 x 64 KB. Tiles 0 and 1 are issued before the
+// loop, one group each; Q has landed when at most those two are in flight.
+// Tile n is in stage n % 3; iteration n waits until at most one group (tile
+// n + 1) is in flight, and issues tile n + 2 into the stage of tile n - 1
+// ((stage + 2) % 3, as a select).
+// S3: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 212992 : i64
+// S3: scf.for %{{.+}} = %{{.+}} to %[[END:.+]] step %c128
+// S3-NEXT: %[[KV0:.+]] = arith.index_cast
+// S3-NEXT: nvvm.cp.async.wait.group 1
+// S3-NEXT: nvvm.barrier0
+// S3: %[[NEXT:.+]] = arith.addi %[[KV0]], %c256_i32{{.*}} : i32
+// S3-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %{{.+}} : i32
+// S3: %[[N:.+]] = arith.divui %{{.+}}, %c128_i32{{.*}} : i32
+// S3: %[[STAGE:.+]] = arith.remui %[[N]], %c3_i32{{.*}} : i32
+// S3: %[[PREV:.+]] = arith.subi %[[STAGE]], %c1_i32{{.*}} : i32
+// S3: %[[FIRST:.+]] = arith.cmpi eq, %[[STAGE]], %c0_i32{{.*}} : i32
+// S3: %[[OTHER:.+]] = arith.select %[[FIRST]], %c2_i32{{.*}}, %[[PREV]] : i32
+// S3-NEXT: scf.if %[[MORE]] {
+// S3: arith.muli %[[OTHER]], %c65536_i32{{.*}} : i32
+
+// S3-SCHED-LABEL: llvm.func @fa_forward_0
+// S3-SCHED: 8 nvvm.cp.async.shared.global
+// S3-SCHED-NEXT: 1 nvvm.cp.async.commit.group
+// S3-SCHED-NEXT: 1 scf.if
+// S3-SCHED-NEXT: 32 nvvm.cp.async.shared.global
+// S3-SCHED-NEXT: 1 nvvm.cp.async.commit.group
+// S3-SCHED-NEXT: 1 scf.if
+// S3-SCHED-NEXT: 32 nvvm.cp.async.shared.global
+// S3-SCHED-NEXT: 1 nvvm.cp.async.commit.group
+// S3-SCHED-NEXT: 1 nvvm.cp.async.wait.group 2
+// S3-SCHED-NEXT: 1 nvvm.barrier0
+// S3-SCHED-NEXT: 1 scf.for
+// S3-SCHED-NEXT: 1 nvvm.cp.async.wait.group 1
+// S3-SCHED-NEXT: 1 nvvm.barrier0
+// S3-SCHED-NEXT: 1 scf.if
+// S3-SCHED-NEXT: 32 nvvm.cp.async.shared.global
+// S3-SCHED-NEXT: 1 nvvm.cp.async.commit.group
+// S3-SCHED-NEXT: 128 nvvm.mma.sync
+// S3-SCHED-NOT: nvvm.barrier0
+// S3-SCHED: 128 nvvm.mma.sync
+// S3-SCHED-NEXT: 1 scf.yield
 
 // PIPE: llvm.func @fa_forward_0(
 // PIPE-SAME: fa.shared_bytes = 147456 : i64
