@@ -68,6 +68,16 @@ done
 run --dtype=bf16 --shape=1,4,4,300,300,128 --window=40,8 --softcap=20 --lse --kv-stages=2
 run --dtype=f16 --shape=2,4,2,129,257,64 --alibi --bias --dropout=0.1 --causal=bottom-right --lse --kv-stages=2
 
+# Deeper rings (--kv-stages=3, 4; fa-async-copy): ragged N with more tiles
+# than stages and fewer, both causal alignments, a window, the scored path.
+for stages in 3 4; do
+  run --dtype=bf16 --shape=1,4,2,333,650,64 --causal=bottom-right --lse --kv-stages=$stages
+  run --dtype=f16 --shape=2,2,1,650,100,64 --causal=top-left --lse --kv-stages=$stages
+  run --dtype=bf16 --shape=1,4,4,300,700,128 --window=200,8 --softcap=20 --lse \
+    --block-q=64 --block-kv=64 --kv-stages=$stages
+  run --dtype=f16 --shape=2,4,2,129,457,64 --alibi --bias --dropout=0.1 --causal=bottom-right --lse --kv-stages=$stages
+done
+
 # Scores as large as +-1e4 stay finite.
 run --dtype=bf16 --shape=1,2,2,128,128,64 --scale=150 --lse
 

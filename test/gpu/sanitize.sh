@@ -48,6 +48,8 @@ variants=(
   "--dtype=bf16 --shape=1,4,2,257,131,128 --causal=top-left --block-q=128 --block-kv=32 --lse"
   "--dtype=bf16 --shape=1,4,2,257,331,128 --causal=bottom-right --kv-stages=2 --lse"
   "--dtype=f16 --shape=2,2,1,200,129,64 --window=40,8 --kv-stages=2"
+  "--dtype=bf16 --shape=1,4,2,257,531,64 --causal=bottom-right --kv-stages=3 --lse"
+  "--dtype=f16 --shape=1,2,1,100,531,128 --window=300,8 --kv-stages=3"
   "$inputs/score-mod-all.mlir --shape=1,4,2,77,131,128"
   "$inputs/mask-mod-docs.mlir --shape=1,4,2,100,133,64"
 )
