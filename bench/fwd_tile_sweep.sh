@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times the GPU forward kernel's tile configurations (fa-jit --block-q,
-# --block-kv, and --kv-stages=2 where a tile ends in s2) on one GPU, bf16,
+# --block-kv, and --kv-stages=S where a tile ends in sS) on one GPU, bf16,
 # B * N = 16384, H = 2048 / D (the shapes of docs/performance.md), causal
 # and not, and prints one line per run and a table of TFLOP/s per
 # configuration last. Usage:
@@ -20,17 +20,17 @@ if [[ "$probe" == *"needs a GPU target"* ]]; then
   exit 77
 fi
 
-# block-q x block-kv per D (s2: K and V double-buffered); the first is the
+# block-q x block-kv per D (sS: S K/V stages, else one); the first is the
 # default (at D = 128 without causal masks; with them the second). Each
 # assembles with no spills (test/fa-jit/ptx-tiles.mlir) but D = 128's
 # 128x64, which spills a few bytes on sm_90a.
 tiles() {
   case $1 in
-  32) echo "128x64s2 128x64" ;;
-  64) echo "128x64s2 128x64 128x32 64x64 64x128" ;;
+  32) echo "128x64s2 128x64 128x64s3" ;;
+  64) echo "128x64s2 128x64 128x32 64x64 64x128 128x64s3 128x64s4" ;;
   96) echo "64x64 64x32 128x32" ;;
-  128) echo "128x64s2 64x128 128x64 64x64 64x32 128x32 64x64s2 128x32s2" ;;
-  256) echo "64x64 64x32 64x32s2" ;;
+  128) echo "128x64s2 64x128 128x64 64x64 64x32 128x32 64x64s2 128x32s2 128x64s3 64x64s3" ;;
+  256) echo "64x64 64x32 64x32s2 64x32s3" ;;
   esac
 }
 
@@ -46,8 +46,8 @@ for d in ${FA_SWEEP_D:-64 128 256}; do
       row="D=$d N=$n causal=$causal"
       for t in $(tiles "$d"); do
         bq=${t%x*} bkv=${t#*x} stages=1
-        if [[ "$bkv" == *s2 ]]; then
-          bkv=${bkv%s2} stages=2
+        if [[ "$bkv" == *s* ]]; then
+          stages=${bkv#*s} bkv=${bkv%s*}
         fi
         out=$("$fajit" --target=auto --dtype=bf16 --shape=$bsz,$h,$h,$n,$n,$d \
           "${flags[@]}" --block-q="$bq" --block-kv="$bkv" --kv-stages="$stages" --bench \
@@ -62,5 +62,5 @@ for d in ${FA_SWEEP_D:-64 128 256}; do
   done
 done
 echo
-echo "TFLOP/s by tile (block-q x block-kv, s2: two K/V stages; the default first, at D = 128 causal the second):"
+echo "TFLOP/s by tile (block-q x block-kv, sS: S K/V stages; the default first, at D = 128 causal the second):"
 printf '%s\n' "${table[@]}"

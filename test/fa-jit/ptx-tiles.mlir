@@ -7,7 +7,9 @@
 // (softcap); D = 128 128x64, 128x128; D = 256 64x128 and two m-tiles.
 // With --kv-stages=2 (K and V double-buffered) the same for D = 64 128x64,
 // D = 128 64x128, 64x64 and 128x32, D = 256 64x32 (64x64 spills 8 bytes on
-// sm_80 with softcap); with 3 and 4 stages, D = 64 128x64.
+// sm_80 with softcap); with 3 stages D = 32 and 64 128x64, D = 128 64x64,
+// D = 256 64x32; with 4, D = 64 128x64. D = 128 128x64 spills with any
+// number of stages.
 // REQUIRES: ptxas
 // RUN: fa-jit --target=sm_80 --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,32 --causal=bottom-right --lse --block-q=128 --block-kv=64 --kv-stages=1 > %t.sm_80.32.128x64.0.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.sm_80.32.128x64.0.ptx -o %t.cubin 2>&1 | FileCheck %s
@@ -177,6 +179,30 @@
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.64.128x64.s4.0.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,8,2,1,1,64 --softcap=30 --window=64,16 --lse --block-q=128 --block-kv=64 --kv-stages=4 > %t.sm_90a.64.128x64.s4.1.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.64.128x64.s4.1.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_80 --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,32 --causal=bottom-right --lse --block-q=128 --block-kv=64 --kv-stages=3 > %t.sm_80.32.128x64.s3.0.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm_80.32.128x64.s3.0.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,8,2,1,1,32 --softcap=30 --window=64,16 --lse --block-q=128 --block-kv=64 --kv-stages=3 > %t.sm_80.32.128x64.s3.1.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm_80.32.128x64.s3.1.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,32 --causal=bottom-right --lse --block-q=128 --block-kv=64 --kv-stages=3 > %t.sm_90a.32.128x64.s3.0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.32.128x64.s3.0.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,8,2,1,1,32 --softcap=30 --window=64,16 --lse --block-q=128 --block-kv=64 --kv-stages=3 > %t.sm_90a.32.128x64.s3.1.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.32.128x64.s3.1.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_80 --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,128 --causal=bottom-right --lse --block-q=64 --block-kv=64 --kv-stages=3 > %t.sm_80.128.64x64.s3.0.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm_80.128.64x64.s3.0.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,8,2,1,1,128 --softcap=30 --window=64,16 --lse --block-q=64 --block-kv=64 --kv-stages=3 > %t.sm_80.128.64x64.s3.1.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm_80.128.64x64.s3.1.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,128 --causal=bottom-right --lse --block-q=64 --block-kv=64 --kv-stages=3 > %t.sm_90a.128.64x64.s3.0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.128.64x64.s3.0.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,8,2,1,1,128 --softcap=30 --window=64,16 --lse --block-q=64 --block-kv=64 --kv-stages=3 > %t.sm_90a.128.64x64.s3.1.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.128.64x64.s3.1.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_80 --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,256 --causal=bottom-right --lse --block-q=64 --block-kv=32 --kv-stages=3 > %t.sm_80.256.64x32.s3.0.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm_80.256.64x32.s3.0.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,8,2,1,1,256 --softcap=30 --window=64,16 --lse --block-q=64 --block-kv=32 --kv-stages=3 > %t.sm_80.256.64x32.s3.1.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm_80.256.64x32.s3.1.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,256 --causal=bottom-right --lse --block-q=64 --block-kv=32 --kv-stages=3 > %t.sm_90a.256.64x32.s3.0.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.256.64x32.s3.0.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,8,2,1,1,256 --softcap=30 --window=64,16 --lse --block-q=64 --block-kv=32 --kv-stages=3 > %t.sm_90a.256.64x32.s3.1.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.256.64x32.s3.1.ptx -o %t.cubin 2>&1 | FileCheck %s
 // CHECK: Compiling entry function 'fa_forward_0'
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
