@@ -155,9 +155,10 @@ void FlashKernelBuilder::build(StringRef name) {
   bindCaptures(entry, firstCapture, op.getCaptures().getTypes(), nq, nk);
 
   ThreadPlace place = getThreadPlace();
-  Value tid = place.tid, qTileIdx = place.tile, head = place.head;
+  Value tid = place.tid, head = place.head;
   Value batch = place.batch, warp = place.warp, lane = place.lane;
   Value g = place.g, tq = place.tq;
+  Value qTileIdx = op.getCausalAttr() ? lastTileFirst(place.tile) : place.tile;
   Value q0 = mul(qTileIdx, c32(blockQ));
   Value headKV = divu(head, group);
 

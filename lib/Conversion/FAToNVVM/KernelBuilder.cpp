@@ -33,6 +33,11 @@ KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace() {
   return t;
 }
 
+Value KernelBuilder::lastTileFirst(Value x) {
+  Value tiles = NVVM::GridDimXOp::create(b, loc, i32);
+  return sub(sub(tiles, c32(1)), x);
+}
+
 LLVM::LLVMFuncOp KernelBuilder::createKernel(StringRef name,
                                              ArrayRef<Type> params) {
   MLIRContext *ctx = b.getContext();

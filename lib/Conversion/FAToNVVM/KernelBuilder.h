@@ -62,6 +62,11 @@ public:
     Value tid, tile, head, batch, warp, lane, g, tq;
   };
   ThreadPlace getThreadPlace();
+  /// The tile of the CTA at `ctaid.x = x` when the grid's tiles are
+  /// launched last one first: under a causal mask the last Q tiles have the
+  /// most keys to visit, and starting them first leaves light CTAs, not
+  /// heavy ones, for the grid's tail.
+  Value lastTileFirst(Value x);
 
   // Constants and arithmetic.
   Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }

@@ -50,6 +50,15 @@
 // CHECK-NEXT: llvm.func @fa_forward_0(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>,
 // CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{.+}}: i32, %[[SCALE:[^:]+]]: f32)
 // CHECK-SAME: attributes {fa.block_q = 64 : i64, fa.shared_bytes = 81920 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// Causal: the grid runs its Q tiles last one first (the last have the
+// most keys to visit), tile = nctaid.x - 1 - ctaid.x.
+// CHECK: %[[CTA:.+]] = nvvm.read.ptx.sreg.ctaid.x : i32
+// CHECK: %[[TILES:.+]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[LAST:.+]] = arith.subi %[[TILES]], %[[ONE]] : i32
+// CHECK-NEXT: %[[TILE:.+]] = arith.subi %[[LAST]], %[[CTA]] : i32
+// CHECK-NEXT: %[[BQ:.+]] = arith.constant 64 : i32
+// CHECK-NEXT: %[[Q0:.+]] = arith.muli %[[TILE]], %[[BQ]] : i32
 // Causal bottom-right: the K/V loop stops at min(Nk, q0 + 64 + Nk - Nq).
 // CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
 // The Q tile: 64 rows x 16 chunks of 16 bytes over 128 threads, one group;
@@ -145,6 +154,8 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 
 // CHECK: module attributes {fa.kernel = {block_q = 128 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}
 // CHECK: #nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// Without a causal mask the tiles run in grid order.
+// CHECK-NOT: nctaid
 // The Q tile: 128 rows x 8 chunks over 128 threads; Q fragments for both
 // m-tiles (4 k-steps each).
 // CHECK-COUNT-8: nvvm.cp.async.shared.global
