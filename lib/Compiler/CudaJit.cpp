@@ -5,6 +5,7 @@
 #include "fa/Compiler/Pipelines.h"
 #include "fa/Runtime/Cuda.h"
 #include "fa/Runtime/KernelCache.h"
+#include "fa/Transforms/GpuKernels.h"
 #include "fa/Version.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -148,9 +149,7 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
   image.blockQ = cast<IntegerAttr>(meta.get("block_q")).getInt();
   image.threads = cast<IntegerAttr>(meta.get("threads")).getInt();
   image.dropout = static_cast<bool>(op.getDropoutSeed());
-  image.scored = op.getBias() || op.getAlibiSlopes() ||
-                 !op.getScoreMod().empty() || !op.getMaskMod().empty() ||
-                 image.dropout;
+  image.scored = isScoredForward(op);
   image.captureRanks = captureRanks(op.getCaptures().getTypes());
   return image;
 }

@@ -73,14 +73,7 @@ struct FAAsyncCopyPass : public fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
       auto it = sharedBytes.find(launch.getKernelName());
       if (it == sharedBytes.end())
         return;
-      OpBuilder b(launch);
-      Value old = launch.getDynamicSharedMemorySize();
-      launch.getDynamicSharedMemorySizeMutable().assign(
-          arith::ConstantIntOp::create(b, launch.getLoc(), b.getI32Type(),
-                                       it->second));
-      if (Operation *def = old ? old.getDefiningOp() : nullptr)
-        if (def->use_empty())
-          def->erase();
+      setDynamicSharedBytes(launch, it->second);
     });
   }
 };

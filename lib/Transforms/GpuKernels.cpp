@@ -1,6 +1,7 @@
 //===- GpuKernels.cpp - What the GPU passes agree on ----------------------===//
 
 #include "fa/Transforms/GpuKernels.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 
@@ -112,6 +113,16 @@ gpu::GPUModuleOp mlir::fa::getOrCreateKernelModule(ModuleOp module,
       chip == "sm_90a" ? "+ptx80" : "+ptx70");
   return gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModuleName,
                                   b.getArrayAttr({target}));
+}
+
+void mlir::fa::setDynamicSharedBytes(gpu::LaunchFuncOp launch, int64_t bytes) {
+  OpBuilder b(launch);
+  Value old = launch.getDynamicSharedMemorySize();
+  launch.getDynamicSharedMemorySizeMutable().assign(
+      arith::ConstantIntOp::create(b, launch.getLoc(), b.getI32Type(), bytes));
+  if (Operation *def = old ? old.getDefiningOp() : nullptr)
+    if (def->use_empty())
+      def->erase();
 }
 
 AttentionOp mlir::fa::getOutlinedAttention(gpu::GPUFuncOp kernel) {

@@ -70,6 +70,10 @@ std::string getKernelChip(ModuleOp module);
 /// if it has none; `module` becomes a GPU container module.
 gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, StringRef chip);
 
+/// Sets the dynamic shared memory of `launch` to `bytes` (an i32 constant),
+/// erasing the constant it replaces when nothing else uses it.
+void setDynamicSharedBytes(gpu::LaunchFuncOp launch, int64_t bytes);
+
 /// The fa.attention an outlined forward kernel computes, or null.
 AttentionOp getOutlinedAttention(gpu::GPUFuncOp kernel);
 

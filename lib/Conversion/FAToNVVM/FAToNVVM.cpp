@@ -199,14 +199,12 @@ void FlashKernelBuilder::build(StringRef name) {
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   Value any = cmp(arith::CmpIPredicate::slt, visible.begin, visible.end);
   for (int64_t t = 0; t < std::max<int64_t>(kvStages - 1, 1); ++t) {
-    Value has = t == 0 ? any
-                       : cmp(arith::CmpIPredicate::slt,
-                             add(visible.begin, c32(t * blockKV)), visible.end);
+    Value row = t == 0 ? visible.begin : add(visible.begin, c32(t * blockKV));
+    Value has = t == 0 ? any : cmp(arith::CmpIPredicate::slt, row, visible.end);
     auto first = scf::IfOp::create(b, loc, has, /*withElse=*/false);
     {
       OpBuilder::InsertionGuard guardK(b);
       b.setInsertionPointToStart(first.thenBlock());
-      Value row = t == 0 ? visible.begin : add(visible.begin, c32(t * blockKV));
       copyTile(blockKV, t == 0 ? sKFirst : stageK(c32(t)), kBase, row, nk,
                ks[2], tid);
       if (kvStages > 1)
@@ -723,12 +721,7 @@ void rewriteLaunch(gpu::LaunchFuncOp launch, AttentionOp op,
       operands.push_back(toI64(stride));
   }
   launch.getKernelOperandsMutable().assign(operands);
-  Value old = launch.getDynamicSharedMemorySize();
-  launch.getDynamicSharedMemorySizeMutable().assign(
-      arith::ConstantIntOp::create(b, loc, i32, sharedBytes));
-  if (Operation *def = old ? old.getDefiningOp() : nullptr)
-    if (def->use_empty())
-      def->erase();
+  setDynamicSharedBytes(launch, sharedBytes);
 }
 
 /// The tile recorded on an outlined kernel by fa-fuse and fa-async-copy, or
