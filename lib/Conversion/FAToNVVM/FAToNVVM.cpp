@@ -143,7 +143,7 @@ void FlashKernelBuilder::build(StringRef name) {
     params.push_back(i64);
   unsigned firstCapture = params.size();
   appendCaptureParams(params, op.getCaptures().getTypes());
-  Block *entry = &createKernel(name, params).front();
+  Block *entry = &createKernel(name, params, /*flushDenormals=*/true).front();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry);
   auto arg = [&](unsigned i) { return entry->getArgument(i); };
@@ -195,7 +195,7 @@ void FlashKernelBuilder::build(StringRef name) {
   // everyone done with tile n - 1 (one barrier), issues tile n + S - 1 into
   // that stage and computes tile n: a copy has S - 1 tiles of math to land.
   // Q, then the first K tile (with S stages, the first S - 1 K/V tiles).
-  copyTile(blockQ, sQ, qBase, q0, nq, qs[2], tid);
+  copyTile(blockQ, sQ, qBase, q0, nq, qs[2], tid, /*threadAddresses=*/true);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   Value any = cmp(arith::CmpIPredicate::slt, visible.begin, visible.end);
   for (int64_t t = 0; t < std::max<int64_t>(kvStages - 1, 1); ++t) {
@@ -206,10 +206,10 @@ void FlashKernelBuilder::build(StringRef name) {
       OpBuilder::InsertionGuard guardK(b);
       b.setInsertionPointToStart(first.thenBlock());
       copyTile(blockKV, t == 0 ? sKFirst : stageK(c32(t)), kBase, row, nk,
-               ks[2], tid);
+               ks[2], tid, /*threadAddresses=*/true);
       if (kvStages > 1)
         copyTile(blockKV, t == 0 ? sVFirst : stageV(c32(t)), vBase, row, nk,
-                 vs[2], tid);
+                 vs[2], tid, /*threadAddresses=*/true);
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   }
@@ -246,11 +246,16 @@ void FlashKernelBuilder::build(StringRef name) {
     for (int64_t i = 0; i < nTilesO * 4; ++i)
       inits.push_back(cf(0.0));
   }
-  SmallVector<std::array<Value, 2>> rows(mTiles);
-  for (int64_t mt = 0; mt < mTiles; ++mt) {
-    Value rowG = add(add(q0, add(c32(mt * 64), warpRow0)), g);
-    rows[mt] = {rowG, add(rowG, c32(8))};
-  }
+  // The query rows of this thread (g and g + 8 of each m-tile).
+  auto threadRows = [&](Value q0, Value warpRow0, Value g) {
+    SmallVector<std::array<Value, 2>> rows(mTiles);
+    for (int64_t mt = 0; mt < mTiles; ++mt) {
+      Value rowG = add(add(q0, add(c32(mt * 64), warpRow0)), g);
+      rows[mt] = {rowG, add(rowG, c32(8))};
+    }
+    return rows;
+  };
+  SmallVector<std::array<Value, 2>> rows = threadRows(q0, warpRow0, g);
   std::optional<double> softcap;
   if (auto attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
@@ -310,7 +315,8 @@ void FlashKernelBuilder::build(StringRef name) {
         if (kvStages == 1) {
           // K(n) (and Q) have landed, and everyone is done with V(n - 1):
           // fetch V(n) while S is computed.
-          copyTile(blockKV, sV, vBase, kv0, nk, vs[2], tid);
+          copyTile(blockKV, sV, vBase, kv0, nk, vs[2], tid,
+                   /*threadAddresses=*/true);
         } else {
           // Tile n has landed, and everyone is done with tile n - 1, whose
           // stage tile n + S - 1 takes.
@@ -326,8 +332,10 @@ void FlashKernelBuilder::build(StringRef name) {
           auto next = scf::IfOp::create(b, loc, more, /*withElse=*/false);
           OpBuilder::InsertionGuard guardNext(b);
           b.setInsertionPointToStart(next.thenBlock());
-          copyTile(blockKV, stageK(other), kBase, nextKV0, nk, ks[2], tid);
-          copyTile(blockKV, stageV(other), vBase, nextKV0, nk, vs[2], tid);
+          copyTile(blockKV, stageK(other), kBase, nextKV0, nk, ks[2], tid,
+                   /*threadAddresses=*/true);
+          copyTile(blockKV, stageV(other), vBase, nextKV0, nk, vs[2], tid,
+                   /*threadAddresses=*/true);
         }
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
@@ -361,7 +369,8 @@ void FlashKernelBuilder::build(StringRef name) {
           {
             OpBuilder::InsertionGuard guardK(b);
             b.setInsertionPointToStart(nextK.thenBlock());
-            copyTile(blockKV, sK, kBase, nextKV0, nk, ks[2], tid);
+            copyTile(blockKV, sK, kBase, nextKV0, nk, ks[2], tid,
+                     /*threadAddresses=*/true);
           }
           NVVM::CpAsyncCommitGroupOp::create(b, loc);
         }
@@ -528,7 +537,20 @@ void FlashKernelBuilder::build(StringRef name) {
         scf::YieldOp::create(b, loc, yielded);
       });
 
-  // O = acc / l (0 for an empty row); lse = (m + log2 l) * ln 2.
+  // O = acc / l (0 for an empty row); lse = (m + log2 l) * ln 2. The rows
+  // are rebuilt from opaque copies of the thread and tile ids: reusing the
+  // prologue's would keep them in registers across the loop (a spill at
+  // D = 128 on sm_90a).
+  {
+    Value tidAgain = opaque(place.tid), tileAgain = opaque(place.tile);
+    tq = andi(tidAgain, 3);
+    Value tile = tileAgain;
+    if (op.getCausalAttr())
+      tile = sub(sub(opaque(NVVM::GridDimXOp::create(b, loc, i32)), c32(1)),
+                 tileAgain);
+    rows = threadRows(mul(tile, c32(blockQ)), mul(shr(tidAgain, 5), c32(16)),
+                      andi(shr(tidAgain, 2), 7));
+  }
   Value oBase = headBase(o, batch, head, os[0], os[1]);
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     ValueRange state = loop.getResults().slice(mt * stateSize, stateSize);

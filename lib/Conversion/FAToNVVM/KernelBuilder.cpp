@@ -39,7 +39,8 @@ Value KernelBuilder::lastTileFirst(Value x) {
 }
 
 LLVM::LLVMFuncOp KernelBuilder::createKernel(StringRef name,
-                                             ArrayRef<Type> params) {
+                                             ArrayRef<Type> params,
+                                             bool flushDenormals) {
   MLIRContext *ctx = b.getContext();
   auto fnType =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
@@ -51,6 +52,13 @@ LLVM::LLVMFuncOp KernelBuilder::createKernel(StringRef name,
               b.getI32IntegerAttr(255));
   fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
               b.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  // With `flushDenormals`, f32 denormals flush to zero (FlashAttention
+  // builds with fast math): exp2 becomes one ex2.approx.ftz instead of a
+  // range check and two rescaling multiplies per probability, a fifth of
+  // the forward loop's instructions at D = 128. Values below 2^-126 are
+  // far under what a row sum or a bf16/f16 output resolves.
+  if (flushDenormals)
+    fn.setDenormalFpMathF32Attr(b.getStringAttr("preserve-sign"));
   fn.addEntryBlock(b);
   return fn;
 }
@@ -124,9 +132,38 @@ Value KernelBuilder::swizzledAt(Value rowLane, int64_t rowConst, Value colLane,
 }
 
 void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
-                             Value row0, Value rows, Value stride, Value tid) {
+                             Value row0, Value rows, Value stride, Value tid,
+                             bool threadAddresses) {
   int64_t chunksPerRow = d / 8;
   int64_t perThread = tileRows * chunksPerRow / kThreads;
+  int64_t rowsPerPass = kThreads / chunksPerRow;
+  if (threadAddresses && kThreads % chunksPerRow == 0 && rowsPerPass % 8 == 0) {
+    // Each pass of the CTA covers rowsPerPass whole rows, a multiple of 8,
+    // so a thread's chunks share their column and swizzle phase: its shared
+    // addresses are one offset plus immediates (taken from an opaque tid, so
+    // LLVM does not hoist it out of the loop that copies) and its global
+    // ones an address plus multiples of a stride.
+    Value r = divu(tid, c32(chunksPerRow));
+    Value col = shl(remu(tid, c32(chunksPerRow)), 3);
+    Value tidAgain = opaque(tid);
+    Value dst0 = swizzled(divu(tidAgain, c32(chunksPerRow)),
+                          shl(remu(tidAgain, c32(chunksPerRow)), 3));
+    Value gRow0 = add(row0, r);
+    Value first = gep(base, add(mul(ext64(gRow0), stride), ext64(col)), et);
+    // Out-of-range rows read nothing (src-size 0) from row 0.
+    Value inBounds = gep(base, ext64(col), et);
+    Value step = mul(stride, c64(rowsPerPass));
+    for (int64_t i = 0; i < perThread; ++i) {
+      Value valid = cmp(arith::CmpIPredicate::slt,
+                        add(gRow0, c32(i * rowsPerPass)), rows);
+      Value src = i == 0 ? first : gep(first, mul(step, c64(i)), et);
+      Value dst = smemAt(tile, add(dst0, c32(i * rowsPerPass * d * 2)));
+      NVVM::CpAsyncOp::create(b, loc, dst, sel(valid, src, inBounds),
+                              /*size=*/16u, NVVM::LoadCacheModifierKind::CG,
+                              sel(valid, c32(16), c32(0)));
+    }
+    return;
+  }
   for (int64_t i = 0; i < perThread; ++i) {
     Value chunkId = add(tid, c32(i * kThreads));
     Value r = divu(chunkId, c32(chunksPerRow));

@@ -51,8 +51,9 @@ public:
 
   /// `llvm.func @name(params)` at the insertion point (a gpu.module), marked
   /// as a kernel of kThreads threads that may use every register, with its
-  /// entry block.
-  LLVM::LLVMFuncOp createKernel(StringRef name, ArrayRef<Type> params);
+  /// entry block; f32 denormals flushed with `flushDenormals`.
+  LLVM::LLVMFuncOp createKernel(StringRef name, ArrayRef<Type> params,
+                                bool flushDenormals = false);
 
   /// Where the calling thread is (all i32): its id, its block's grid
   /// coordinates (x: tile, y: head, z: batch), its warp and lane, and the
@@ -145,9 +146,13 @@ public:
   }
   /// Copies rows [row0, row0 + tileRows) of a [N][d] matrix (row stride
   /// `stride` elements) into a swizzled shared tile; rows >= `rows` are
-  /// zero-filled.
+  /// zero-filled. With `threadAddresses`, where the CTA's passes cover whole
+  /// groups of 8 rows (D != 96, 256), each thread computes one global
+  /// address and one shared offset and steps from them (fewer instructions
+  /// and registers; the forward's choice) instead of addressing each chunk.
   void copyTile(int64_t tileRows, Value tile, Value base, Value row0,
-                Value rows, Value stride, Value tid);
+                Value rows, Value stride, Value tid,
+                bool threadAddresses = false);
   /// ldmatrix.x4 (of 8 x 8 b16 matrices), transposed or not.
   Value ldmatrix(Value ptr, bool transpose);
   /// ldmatrix.x4's four registers.

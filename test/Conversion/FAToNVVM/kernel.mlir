@@ -49,7 +49,7 @@
 // CHECK-NEXT: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // CHECK-NEXT: llvm.func @fa_forward_0(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>,
 // CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{.+}}: i32, %[[SCALE:[^:]+]]: f32)
-// CHECK-SAME: attributes {fa.block_q = 64 : i64, fa.shared_bytes = 81920 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.block_q = 64 : i64, fa.shared_bytes = 81920 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
 // Causal: the grid runs its Q tiles last one first (the last have the
 // most keys to visit), tile = nctaid.x - 1 - ctaid.x.
 // CHECK: %[[CTA:.+]] = nvvm.read.ptx.sreg.ctaid.x : i32
