@@ -288,7 +288,10 @@ GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
   // Then each capture's pointer and strides.
   unsigned firstCapture = params.size();
   appendCaptureParams(params, op.getCaptures().getTypes());
-  Block *entry = &createKernel(name, params).front();
+  // exp2 as one ex2.approx.ftz (createKernel); but at D = 256, where ptxas
+  // then keeps a value of dkdv's first column pass in local memory.
+  Block *entry =
+      &createKernel(name, params, /*flushDenormals=*/d <= 128).front();
   b.setInsertionPointToStart(entry);
   auto arg = [&](unsigned i) { return entry->getArgument(i); };
   Args a;

@@ -73,7 +73,7 @@
 // member each (nothing broadcasts): S, P, dP, dS = P (dP - Dsum) score_mod'
 // into a 16 x 64 tile per warp, stored as f16 where in bounds.
 // CHECK-LABEL: llvm.func @fa_backward_dbias_0(
-// CHECK-SAME: attributes {fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 33792 : i64, fa.threads = 128 : i64
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 33792 : i64, fa.threads = 128 : i64
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: scf.for

@@ -14,7 +14,7 @@
 // CHECK: llvm.func @fa_backward_dsum_0(%arg0: !llvm.ptr<1>,
 // CHECK-SAME: %arg9: !llvm.ptr<1>, %arg10: i64,
 // CHECK-SAME: %arg37: i64, %arg38: i32, %arg39: i32, %arg40: i32, %arg41: f32, %arg42: f32)
-// CHECK-SAME: attributes {fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 0 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 0 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
 // CHECK-COUNT-8: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // CHECK: math.fma
 // CHECK: nvvm.shfl.sync bfly
@@ -28,7 +28,7 @@
 // then a loop over the 4 query heads of the group around a loop over the Q
 // tiles (32 rows for D = 128) from the causal diagonal on.
 // CHECK: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: attributes {fa.grid = "ceil(Nk/64),Hkv,B", fa.shared_bytes = 49408 : i64,
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nk/64),Hkv,B", fa.shared_bytes = 49408 : i64,
 // CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK-NEXT: nvvm.cp.async.commit.group
 // CHECK-NEXT: nvvm.cp.async.wait.group 0
@@ -80,7 +80,7 @@
 // dq: like the forward's loop over the visible K/V tiles (causal
 // bottom-right: up to q0 + 64 + Nk - Nq), three products per tile.
 // CHECK: llvm.func @fa_backward_dq_0(
-// CHECK-SAME: attributes {fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 65536 : i64,
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 65536 : i64,
 // CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK-NEXT: nvvm.cp.async.commit.group
 // CHECK: nvvm.cp.async.wait.group 0
