@@ -22,8 +22,9 @@ fi
 
 # block-q x block-kv per D (sS: S K/V stages, else one); the first is the
 # default (at D = 128 without causal masks; with them the second). Each
-# assembles with no spills (test/fa-jit/ptx-tiles.mlir) but D = 128's
-# 128x64, which spills a few bytes on sm_90a.
+# assembles with no spills on sm_80 and sm_90a (test/fa-jit/ptx-tiles.mlir,
+# ptx.mlir) but D = 128's 128x64 with causal masks (1-3 stages) and 128x32
+# on sm_90a.
 tiles() {
   case $1 in
   32) echo "128x64s2 128x64 128x64s3" ;;
