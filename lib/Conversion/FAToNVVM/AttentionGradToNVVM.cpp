@@ -72,20 +72,27 @@ public:
       biasEt = cast<ShapedType>(bias.getType()).getElementType();
     if (auto p = op.getDropoutPAttr())
       dropoutP = p.getValueAsDouble();
-    // dK and dV take 2 D registers per thread: for D > 64, 64 columns of
-    // S^T and dP^T would spill, and at D = 128 so would 32 with softcap's
-    // 1 - tanh^2 per score (ptxas -v, sm_80 and sm_90a).
-    // The scored path's per-score terms (bias loads, slope, region values
-    // and score_mod's derivative) spill at D = 64 with 64 and at D = 128
-    // with 32.
-    // D = 256 computes dK and dV in two passes of 128 columns (S^T and dP^T
-    // once per pass): the registers of one pass are those of D = 128. A
-    // pass is a loop over the Q tiles of its own, without prefetch.
-    // D = 256 (the D = 128 registers of a pass, plus addresses into 512-byte
-    // rows) spills with 32.
-    dkdvBlockQ = d <= 64 ? (scored ? 32 : 64)
-                 : d > 128 || (d == 128 && (softcap || scored)) ? 16
-                                                                : 32;
+    // Q rows per dkdv iteration. dK and dV take 2 D registers per thread,
+    // S^T and dP^T blockQ / 2 each, and the K/V A fragments are re-read
+    // from shared memory per Q tile above D = 64, so larger Q tiles cut the
+    // shared-memory traffic per mma (ptxas -v, sm_80 and sm_90a):
+    //  - D <= 64: 64; the scored path's per-score terms (bias loads, slope,
+    //    region values, score_mod's derivative) spill with 64: 32.
+    //  - D = 96: 32.
+    //  - D = 128: 64 on sm_90 (192 accumulator registers; +4-7% over 32,
+    //    in one A/B run, performance.md), 32 on sm_80 and with atomic dQ, where
+    //    that spills; 16 with softcap's 1 - tanh^2 per score or on the
+    //    scored path.
+    //  - D = 256 computes dK and dV in two passes of 128 columns (S^T and
+    //    dP^T once per pass), each a loop over the Q tiles without
+    //    prefetch with the registers of D = 128 plus addresses into
+    //    512-byte rows: 16.
+    if (d <= 64)
+      dkdvBlockQ = scored ? 32 : 64;
+    else if (d > 128 || (d == 128 && (softcap || scored)))
+      dkdvBlockQ = 16;
+    else
+      dkdvBlockQ = d == 128 && options.sm90 && !atomicDQ ? 64 : 32;
     dkdvCols = std::min<int64_t>(d, 128);
     if (d > 128)
       prefetch = false;
@@ -1154,11 +1161,18 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
           scf::YieldOp::create(b, loc, tiles.getResults());
         });
 
-    // dK = scale * sum dS^T Q (softcap's factor is in dS), dV as is.
+    // dK = scale * sum dS^T Q (softcap's factor is in dS), dV as is. The
+    // rows come from opaque thread and tile ids: reusing the prologue's
+    // would keep them in registers across the loops (a spill at D = 128).
     auto [dK, dV] = unpack(heads.getResults());
-    storeRows(dK, gep(dkBase, c64(col0), et), a.dks[2], keyRow, a.nk, tq,
+    Value tidAgain = opaque(tid);
+    Value rowAgain = add(add(mul(opaque(kTile), c32(kBlockRows)),
+                             mul(shr(tidAgain, 5), c32(16))),
+                         andi(shr(tidAgain, 2), 7));
+    Value tqAgain = andi(tidAgain, 3);
+    storeRows(dK, gep(dkBase, c64(col0), et), a.dks[2], rowAgain, a.nk, tqAgain,
               a.scale);
-    storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], keyRow, a.nk, tq,
+    storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], rowAgain, a.nk, tqAgain,
               Value());
   }
   // The last bulk reductions are complete before the kernel ends.

@@ -34,6 +34,9 @@ struct GradKernelOptions {
   /// (cp.reduce.async.bulk .add.f32) of a shared-memory tile instead of one
   /// atomic per element.
   bool bulkReduce = false;
+  /// The kernels target sm_90+: the plain path's dkdv at D = 128 takes Q
+  /// tiles of 64 rows (32 on sm_80, where ptxas spills with 64).
+  bool sm90 = false;
 };
 
 /// Emits the backward kernels of `op` (supported: see unsupportedReason) at

@@ -877,7 +877,8 @@ struct ConvertFAToNVVMPass
       }
       SmallVector<KernelContract, 3> contracts = buildAttentionGradKernels(
           b, op, std::to_string(i),
-          {bwdPrefetch, bwdAtomicDQ, /*bulkReduce=*/target == "sm_90a"});
+          {bwdPrefetch, bwdAtomicDQ, /*bulkReduce=*/target == "sm_90a",
+           /*sm90=*/target == "sm_90a"});
       // The launch contracts, read by the runtime: on each kernel, and for
       // the first op's kernels on the module, which outlives the gpu.module.
       SmallVector<Attribute> entries;

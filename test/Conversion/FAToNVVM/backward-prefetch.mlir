@@ -1,11 +1,29 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s
-// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s --check-prefix=Q64
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true" | FileCheck %s --check-prefix=ATOMIC
 
 // The dkdv kernel's Q tiles, double-buffered (bwd-prefetch, the default):
-// bf16, D = 128 (Q tiles of 32 rows), GQA 4:1, causal bottom-right. Shared
-// memory: K and V (2 x 16 KB), then two stages of Q and dO (2 x 8 KB) and
-// lse, Dsum (2 x 128 B): 32768 + 2 x 16640.
+// bf16, D = 128 (Q tiles of 32 rows on sm_80), GQA 4:1, causal
+// bottom-right. Shared memory: K and V (2 x 16 KB), then two stages of Q and
+// dO (2 x 8 KB) and lse, Dsum (2 x 128 B): 32768 + 2 x 16640.
+
+// sm_90a: Q tiles of 64 rows (2 x 16 KB of Q and dO and 2 x 256 B of lse,
+// Dsum per stage: 32768 + 2 x 33280), the next one 64 rows on; 256 mmas
+// per tile (S^T, dP^T, dV and dK of 16 keys x 64 queries x 128 per warp).
+// Q64: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 99328 : i64, threads = 128 : i64}
+// Q64-LABEL: llvm.func @fa_backward_dkdv_0(
+// Q64: scf.for %{{.+}} = %{{.+}} to %[[QEND:.+]] step %c64 iter_args(
+// Q64: %[[Q0:.+]] = arith.index_cast
+// Q64: arith.addi %[[Q0]], %c64_i32{{.*}} : i32
+// Q64-COUNT-256: nvvm.mma.sync
+// Q64-NOT: nvvm.mma.sync
+// Q64: llvm.return
+// With atomic dQ (its dS^T tile and dQ products would spill) they stay 32.
+// ATOMIC: name = "fa_backward_dkdv_0", shared_bytes = {{[0-9]+}}
+// ATOMIC-LABEL: llvm.func @fa_backward_dkdv_0(
+// ATOMIC: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args(
 
 // CHECK: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 66048 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(

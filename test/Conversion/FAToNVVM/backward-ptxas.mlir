@@ -1,5 +1,6 @@
 // The backward kernels assemble with ptxas for sm_80 and sm_90a and use no
-// local memory for D = 64 and 128 (softcap, the most registers, included),
+// local memory for D = 64 and 128 (softcap, the most registers, included;
+// plain D = 128, whose dkdv takes 64-row Q tiles on sm_90a),
 // and so do the scored path's (bias, ALiBi, score_mod, mask_mod; four
 // kernels with dBias) for D = 32 to 128; in both dQ modes (the dq kernel,
 // the default, and bwd-atomic-dq). So do D = 256's (two column passes in
@@ -21,6 +22,10 @@
 // RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/det.90.128.ptx -o %t/det.90.128.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=DET < %t/det.90.128.ptx
+// RUN: fa-opt %t/f16-128-plain.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.plain.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/det.90.128.plain.ptx -o %t/det.90.128.plain.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/f16-128-plain.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/det.80.128.plain.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/det.80.128.plain.ptx -o %t/det.80.128.plain.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/f16-64-softcap-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/det.80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/det.80.64.ptx -o %t/det.80.64.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/bf16-128-scored-all.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/det.scored.ptx
@@ -101,6 +106,12 @@
 // The default: dq instead of dq_convert, and no atomics.
 // DET: .visible .entry fa_backward_dq_0(
 // DET-NOT: atom.
+
+//--- f16-128-plain.mlir
+func.func @g(%q: tensor<1x16x?x128xf16>, %k: tensor<1x16x?x128xf16>, %v: tensor<1x16x?x128xf16>, %o: tensor<1x16x?x128xf16>, %do: tensor<1x16x?x128xf16>, %lse: tensor<1x16x?xf32>) -> (tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>) {
+  %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse : tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>, tensor<1x16x?xf32> -> tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>
+  return %dq, %dk, %dv : tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>, tensor<1x16x?x128xf16>
+}
 
 //--- bf16-128-causal-gqa.mlir
 func.func @g(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>, %o: tensor<?x8x?x128xbf16>, %do: tensor<?x8x?x128xbf16>, %lse: tensor<?x8x?xf32>) -> (tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>) {
