@@ -13,11 +13,20 @@
 // Dsum per stage: 32768 + 2 x 33280), the next one 64 rows on; 256 mmas
 // per tile (S^T, dP^T, dV and dK of 16 keys x 64 queries x 128 per warp).
 // Q64: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 99328 : i64, threads = 128 : i64}
+// Q64-SAME: name = "fa_backward_dq_0", shared_bytes = 98304 : i64
 // Q64-LABEL: llvm.func @fa_backward_dkdv_0(
 // Q64: scf.for %{{.+}} = %{{.+}} to %[[QEND:.+]] step %c64 iter_args(
 // Q64: %[[Q0:.+]] = arith.index_cast
 // Q64: arith.addi %[[Q0]], %c64_i32{{.*}} : i32
 // Q64-COUNT-256: nvvm.mma.sync
+// Q64-NOT: nvvm.mma.sync
+// Q64: llvm.return
+// dq takes K/V tiles of 128 rows there (64 on sm_80): Q and dO (2 x 16 KB)
+// and K and V (2 x 32 KB); 384 mmas per tile (S, dP of 16 queries x 128
+// keys x 128, dQ of 16 x 128 x 128 per warp).
+// Q64-LABEL: llvm.func @fa_backward_dq_0(
+// Q64: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c128 iter_args(
+// Q64-COUNT-384: nvvm.mma.sync
 // Q64-NOT: nvvm.mma.sync
 // Q64: llvm.return
 // With atomic dQ (its dS^T tile and dQ products would spill) they stay 32.
