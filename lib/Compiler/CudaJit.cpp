@@ -47,6 +47,7 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
   options.kvStages = tile.kvStages;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
+  options.bwdDkDvWarps = bwd.dkdvWarps;
   buildCudaPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
@@ -77,6 +78,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)
     target += ";bwd-atomic-dq=1";
+  if (bwd.dkdvWarps)
+    target += ";bwd-dkdv-warps=" + std::to_string(bwd.dkdvWarps);
   // The version and the hash of the code generators' sources: kernels of an
   // older compiler are never reused.
   return ::fa::runtime::makeKey(irText, target, FA_VERSION "+" FA_CODEGEN_HASH);

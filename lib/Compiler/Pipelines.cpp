@@ -85,6 +85,7 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   toNVVM.chip = options.chip;
   toNVVM.bwdPrefetch = options.bwdPrefetch;
   toNVVM.bwdAtomicDQ = options.bwdAtomicDQ;
+  toNVVM.bwdDkDvWarps = options.bwdDkDvWarps;
   pm.addPass(createConvertFAToNVVM(toNVVM));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());

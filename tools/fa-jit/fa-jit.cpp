@@ -210,6 +210,13 @@ static cl::opt<bool> bwdAtomicDQOpt(
              "f32 accumulator (atomics; bulk reductions on sm_90a) instead "
              "of a dQ kernel"),
     cl::init(false), cl::cat(faCategory));
+static cl::opt<int64_t> bwdDkDvWarpsOpt(
+    "bwd-dkdv-warps",
+    cl::desc("On a GPU target, --backward: warps of a dK/dV CTA, each owning "
+             "16 keys: 4 or 8 (D <= 128); 0: the default (8 with "
+             "--bwd-atomic-dq on sm_90a where the tile splits evenly, else "
+             "4)"),
+    cl::init(0), cl::cat(faCategory));
 static cl::opt<bool>
     referenceOpt("reference",
                  cl::desc("Lower through fa-decompose (the materialized "
@@ -1028,8 +1035,8 @@ bool Driver::emit() {
   if (emitOpt == "ptx") {
     // The backward's three kernels are one PTX module.
     if (backward) {
-      FailureOr<CudaBackwardImage> image =
-          compileCudaBackward(gradOp, chip, {bwdPrefetchOpt, bwdAtomicDQOpt});
+      FailureOr<CudaBackwardImage> image = compileCudaBackward(
+          gradOp, chip, {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt});
       if (failed(image))
         return fail("fa-pipeline-cuda failed");
       llvm::outs() << image->ptx;
@@ -1297,8 +1304,9 @@ bool Driver::compileAndRunOnGpu() {
   const rt::CachedKernel &kernel = *cached;
   std::shared_ptr<const rt::CachedKernel> gradCached;
   if (backward) {
-    gradCached = getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error,
-                                          {bwdPrefetchOpt, bwdAtomicDQOpt});
+    gradCached = getOrCompileCudaBackward(
+        gradOp, chip, gradCompiledNow, error,
+        {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt});
     if (!gradCached)
       return fail(error);
   }

@@ -88,6 +88,11 @@ struct Case {
     atomic = true;
     return *this;
   }
+  /// The dK/dV kernel's warps (bwd-dkdv-warps: 4 or 8; 0 the default).
+  Case &withDkDvWarps(int64_t warps) {
+    dkdvWarps = warps;
+    return *this;
+  }
   /// An additive bias of this shape (each dim 1 or the full size) and
   /// element type, and its gradient when `grad`.
   enum class BiasType { F32, F16, BF16 };
@@ -124,6 +129,7 @@ struct Case {
   bool sm80 = false;
   bool ownWorkspace = false;
   bool atomic = false;
+  int64_t dkdvWarps = 0;
   std::optional<std::array<int64_t, 4>> biasShape;
   BiasType biasType = BiasType::F32;
   bool dbias = false;
@@ -304,7 +310,8 @@ Compiled compile(const Case &c, const std::string &chip) {
       mlir::fa::getOrCompileCudaKernel(forwardOp, chip, compiled, error);
   EXPECT_TRUE(result.forward) << error;
   result.backward = mlir::fa::getOrCompileCudaBackward(
-      gradOp, chip, compiled, error, {/*prefetch=*/true, c.atomic});
+      gradOp, chip, compiled, error,
+      {/*prefetch=*/true, c.atomic, c.dkdvWarps});
   EXPECT_TRUE(result.backward) << error;
   return result;
 }
@@ -796,12 +803,23 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   EXPECT_EQ(backward.paramLayout, params);
   ASSERT_EQ(backward.entries.size(), c.dbias ? 3u : 2u);
   EXPECT_EQ(backward.entries[0].kernelName, "fa_backward_dkdv_0");
-  EXPECT_EQ(backward.entries[0].gridRule, "ceil(Nk/64),Hkv,B");
+  // dkdv runs 8 warps over 128 keys with atomic dQ on sm_90a, where its Q
+  // tile (D x 64 rows, or 32 on the scored path and at D = 96, 16 at D =
+  // 128 with softcap or scores) and each warp's dQ columns split evenly;
+  // else 4 warps over 64 keys.
+  bool eightWarps = c.dkdvWarps ? c.dkdvWarps == 8
+                                : c.atomic && !c.sm80 && c.d <= 128 &&
+                                      c.d != 96 && !(c.d == 32 && c.scored());
+  EXPECT_EQ(backward.entries[0].gridRule,
+            eightWarps ? "ceil(Nk/128),Hkv,B" : "ceil(Nk/64),Hkv,B");
+  EXPECT_EQ(backward.entries[0].blockX, eightWarps ? 256u : 128u);
   const char *dq = c.atomic ? "fa_backward_dq_convert_0" : "fa_backward_dq_0";
   EXPECT_EQ(backward.entries[1].kernelName, dq);
   EXPECT_EQ(backward.entries[1].gridRule, "ceil(Nq/64),Hq,B");
   for (const rt::CachedKernel::Entry &e : backward.entries) {
-    EXPECT_EQ(e.blockX, 128u);
+    if (e.kernelName != "fa_backward_dkdv_0") {
+      EXPECT_EQ(e.blockX, 128u);
+    }
     // dq_convert needs no shared memory.
     if (e.kernelName != "fa_backward_dq_convert_0") {
       EXPECT_GT(e.dynamicSharedBytes, 0u);
@@ -844,12 +862,17 @@ const Case kCases[] = {
         .withCausal(CM::BottomRight)
         .withWorkspace()
         .atomicDQ(),
+    Case("bf16_d128_gqa_atomic_4_warps", kBF16, 128, {2, 4, 2, 300, 333})
+        .withCausal(CM::BottomRight)
+        .atomicDQ()
+        .withDkDvWarps(4),
     Case("f16_d64_gqa_causal_br_nq_gt_nk", kF16, 64, {1, 8, 2, 300, 170})
         .withCausal(CM::BottomRight)
         .atomicDQ(),
     Case("f16_d128_causal_tl", kF16, 128, {2, 2, 2, 130, 257})
         .withCausal(CM::TopLeft)
-        .withWorkspace(),
+        .withWorkspace()
+        .withDkDvWarps(8),
     Case("bf16_d128_causal_tl_nq_gt_nk", kBF16, 128, {1, 2, 1, 257, 100})
         .withCausal(CM::TopLeft),
     Case("bf16_d32_window", kBF16, 32, {3, 4, 2, 17, 17})
@@ -876,7 +899,8 @@ const Case kCases[] = {
         .withSoftcap(25)
         .withWorkspace(),
     Case("bf16_d64_masked_rows", kBF16, 64, {2, 2, 1, 257, 17})
-        .withCausal(CM::BottomRight),
+        .withCausal(CM::BottomRight)
+        .withDkDvWarps(8),
     Case("f16_d128_gqa_plain_sm80", kF16, 128, {2, 8, 2, 255, 257})
         .forSm80()
         .atomicDQ(),
@@ -911,7 +935,8 @@ const Case kCases[] = {
         .atomicDQ(),
     Case("f16_d64_alibi_heads_causal_gqa", kF16, 64, {2, 8, 2, 257, 257})
         .withAlibi(false)
-        .withCausal(CM::BottomRight),
+        .withCausal(CM::BottomRight)
+        .withDkDvWarps(8),
     Case("bf16_d128_alibi_batch_softcap", kBF16, 128, {2, 4, 4, 150, 99})
         .withAlibi(true)
         .withSoftcap(30)

@@ -164,6 +164,8 @@ struct CudaBackwardOptions {
   /// reductions on sm_90a): dQ's bits vary run to run. By default dQ gets
   /// its own kernel (bitwise reproducible).
   bool atomicDQ = false;
+  /// Warps of a dK/dV CTA, 4 or 8; 0: the default.
+  int64_t dkdvWarps = 0;
 };
 
 /// The parameter layouts of the backward kernels (CachedKernel::paramLayout,

@@ -61,6 +61,11 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "accumulator (atomics, or bulk reductions on sm_90a) "
                      "instead of a dQ kernel (bitwise reproducible)"),
       llvm::cl::init(false)};
+  Option<int64_t> bwdDkDvWarps{
+      *this, "bwd-dkdv-warps",
+      llvm::cl::desc("Backward: warps of a dK/dV CTA (4 or 8; 0: the "
+                     "default for the chip and dQ mode)"),
+      llvm::cl::init(0)};
 };
 
 /// fa-pipeline-cuda: fa.attention to a gpu.binary holding the PTX of an

@@ -75,7 +75,11 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
            "Backward: the dK/dV kernel adds dS K into an f32 dQ accumulator "
            "(atomics; bulk reductions on sm_90a), FlashAttention-2's way, "
            "instead of a dQ kernel that recomputes S and dP (the default: "
-           "bitwise reproducible)">
+           "bitwise reproducible)">,
+    Option<"bwdDkDvWarps", "bwd-dkdv-warps", "int64_t", /*default=*/"0",
+           "Backward: warps of a dK/dV CTA, each owning 16 keys: 4, 8 (128 "
+           "keys share each Q tile; D <= 128), or 0 for the default (8 with "
+           "atomic dQ on sm_90a where the tile splits evenly, else 4)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

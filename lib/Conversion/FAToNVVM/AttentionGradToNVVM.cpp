@@ -41,6 +41,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 #include <cmath>
 #include <limits>
@@ -65,7 +66,7 @@ public:
         op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
         scored(hasScoreTerms(op) || op.getDropoutSeed()),
         prefetch(options.prefetch), atomicDQ(options.atomicDQ),
-        bulkDQ(atomicDQ && options.bulkReduce) {
+        bulkDQ(atomicDQ && options.sm90) {
     if (auto attr = op.getSoftcapAttr())
       softcap = attr.getValueAsDouble();
     if (Value bias = op.getBias())
@@ -80,19 +81,26 @@ public:
     //    region values, score_mod's derivative) spill with 64: 32.
     //  - D = 96: 32.
     //  - D = 128: 64 on sm_90 (192 accumulator registers; +4-7% over 32,
-    //    in one A/B run, performance.md), 32 on sm_80 and with atomic dQ, where
-    //    that spills; 16 with softcap's 1 - tanh^2 per score or on the
-    //    scored path.
+    //    in one A/B run, performance.md), 32 on sm_80 and with atomic dQ in
+    //    4 warps, where that spills (8 warps split dQ's columns finer); 16
+    //    with softcap's 1 - tanh^2 per score or on the scored path.
     //  - D = 256 computes dK and dV in two passes of 128 columns (S^T and
     //    dP^T once per pass), each a loop over the Q tiles without
     //    prefetch with the registers of D = 128 plus addresses into
     //    512-byte rows: 16.
+    // dkdv's warps: by default 8 (128 keys per CTA) with atomic dQ on sm_90,
+    // where the tile's Q copies and dQ columns split evenly over them.
+    dkdvWarps = options.dkdvWarps ? options.dkdvWarps
+                                  : (options.sm90 && atomicDQ ? 8 : 4);
     if (d <= 64)
       dkdvBlockQ = scored ? 32 : 64;
     else if (d > 128 || (d == 128 && (softcap || scored)))
       dkdvBlockQ = 16;
     else
-      dkdvBlockQ = d == 128 && options.sm90 && !atomicDQ ? 64 : 32;
+      dkdvBlockQ =
+          d == 128 && options.sm90 && (!atomicDQ || dkdvWarps == 8) ? 64 : 32;
+    if (dkdvWarps == 8 && !canUseEightDkDvWarps())
+      dkdvWarps = 4;
     dkdvCols = std::min<int64_t>(d, 128);
     if (d > 128)
       prefetch = false;
@@ -115,25 +123,43 @@ public:
 
   /// Q rows per iteration of the dkdv kernel.
   int64_t getDkDvBlockQ() const { return dkdvBlockQ; }
+  /// Warps of a dkdv CTA and its K/V rows (16 per warp).
+  int64_t getDkDvWarps() const { return dkdvWarps; }
+  int64_t dkdvRows() const { return 16 * dkdvWarps; }
+  /// Whether dkdv can run 8 warps: D <= 128 (one pass), the Q tile's
+  /// 16-byte chunks a multiple of 256, and with atomic dQ each warp's
+  /// columns of dQ whole ldmatrix pairs (16).
+  bool canUseEightDkDvWarps() const {
+    return d <= 128 && (dkdvBlockQ * d / 8) % 256 == 0 &&
+           (!atomicDQ || (d * (dkdvBlockQ / 16) / 8) % 16 == 0);
+  }
   /// K and V tiles, then a stage per Q tile in flight (two with
   /// `prefetch`): its Q and dO tiles, lse * log2(e) and Dsum of its rows;
-  /// then, with atomic dQ, dS^T ([key rows][blockQ]) and, reduced in bulk,
+  /// then, with atomic dQ, dS^T ([key rows][blockQ]; one per stage when
+  /// pipelinedDQ) and, reduced in bulk,
   /// each warp's part of the tile's dQ ([16][dkdvDQCols() + 8] f32).
   int64_t dkdvSharedBytes() const {
-    return dkdvDQOffset() + (bulkDQ ? kWarps * dkdvDQWarpBytes() : 0);
+    return dkdvDQOffset() + (bulkDQ ? dkdvWarps * dkdvDQWarpBytes() : 0);
   }
   /// Atomic dQ: the columns of each warp's part of dQ = dS K (the warps
   /// split the tile's m-tiles and then its columns).
-  int64_t dkdvDQCols() const { return d * (dkdvBlockQ / 16) / kWarps; }
+  int64_t dkdvDQCols() const { return d * (dkdvBlockQ / 16) / dkdvWarps; }
   /// A warp's f32 rows of dQ for the bulk reduction: 8 floats of padding
   /// per row keep the accumulator-layout stores of a half-warp on distinct
   /// banks, and rows 16-byte aligned.
   int64_t dkdvDQWarpBytes() const { return 16 * (dkdvDQCols() + 8) * 4; }
   int64_t dkdvDQOffset() const {
-    return dkdvDSOffset() + (atomicDQ ? kBlockRows * dkdvBlockQ * 2 : 0);
+    return dkdvDSOffset() +
+           (atomicDQ ? (pipelinedDQ() ? 2 : 1) * dkdvDSBytes() : 0);
   }
+  /// Atomic dQ: one dS^T tile, [key rows][blockQ] of the element type.
+  int64_t dkdvDSBytes() const { return dkdvRows() * dkdvBlockQ * 2; }
+  /// Atomic dQ with prefetch: each Q tile's dQ = dS K is computed in the
+  /// next tile's iteration, after the barrier that tile has anyway, from
+  /// dS^T in the stage's own buffer: one CTA barrier per Q tile, not two.
+  bool pipelinedDQ() const { return atomicDQ && prefetch; }
   int64_t dkdvDSOffset() const {
-    return 2 * kBlockRows * d * 2 + (prefetch ? 2 : 1) * dkdvStageBytes();
+    return 2 * dkdvRows() * d * 2 + (prefetch ? 2 : 1) * dkdvStageBytes();
   }
   int64_t dkdvStageBytes() const {
     return 2 * dkdvBlockQ * d * 2 + 2 * dkdvBlockQ * 4;
@@ -269,6 +295,8 @@ private:
   Type biasEt;
   /// Q rows per dkdv iteration.
   int64_t dkdvBlockQ;
+  /// Warps of a dkdv CTA (4 or 8).
+  int64_t dkdvWarps;
   /// Columns of dK and dV per dkdv pass over the Q tiles (D, or 128).
   int64_t dkdvCols;
   /// K/V rows per dq iteration.
@@ -666,13 +694,14 @@ void GradKernelBuilder::buildDsum(StringRef name) {
 
 void GradKernelBuilder::buildDkDv(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
+  llvm::SaveAndRestore<int64_t> ctaThreads(threads, 32 * dkdvWarps);
   Args a = beginKernel(name);
-  const int64_t blockQ = dkdvBlockQ;
+  const int64_t blockQ = dkdvBlockQ, kvRows = dkdvRows();
   ThreadPlace place = getThreadPlace();
   Value tid = place.tid, kTile = place.tile, headKV = place.head;
   Value batch = place.batch, warp = place.warp, lane = place.lane;
   Value g = place.g, tq = place.tq;
-  Value k0 = mul(kTile, c32(kBlockRows));
+  Value k0 = mul(kTile, c32(kvRows));
   Value warpRow0 = mul(warp, c32(16));
   Value kBase = headBase(a.k, batch, headKV, a.ks[0], a.ks[1]);
   Value vBase = headBase(a.v, batch, headKV, a.vs[0], a.vs[1]);
@@ -680,7 +709,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   // Shared memory: K, V (for the whole kernel), then a stage per Q tile in
   // flight (two with prefetch): Q, dO, lse * log2(e) and Dsum of its rows.
   Value smem = LLVM::AddressOfOp::create(b, loc, sptr, "fa_smem");
-  int64_t kvBytes = kBlockRows * d * 2, qBytes = blockQ * d * 2;
+  int64_t kvBytes = kvRows * d * 2, qBytes = blockQ * d * 2;
   struct Stage {
     Value q, dO, lse, dsum;
   };
@@ -751,7 +780,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   Value diag, qBegin, qEnd;
   auto visibleQueries = [&] {
     diag = sub(a.nk, a.nq);
-    Value kEnd = mins(add(k0, c32(kBlockRows)), a.nk);
+    Value kEnd = mins(add(k0, c32(kvRows)), a.nk);
     qBegin = c32(0), qEnd = a.nq;
     if (masks.causal)
       qBegin = maxs(qBegin, masks.causal.getValue() == CausalKind::TopLeft
@@ -763,8 +792,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     }
   };
 
-  copyTile(kBlockRows, sK, kBase, k0, a.nk, a.ks[2], tid);
-  copyTile(kBlockRows, sV, vBase, k0, a.nk, a.vs[2], tid);
+  copyTile(kvRows, sK, kBase, k0, a.nk, a.ks[2], tid);
+  copyTile(kvRows, sV, vBase, k0, a.nk, a.vs[2], tid);
   if (prefetch) {
     visibleQueries();
     // The first Q tile (head 0, qBegin) to stage 0 with K and V. In bounds
@@ -807,11 +836,17 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   // 16 queries, group of D / (4 / m-tiles) columns), is added into the f32
   // accumulator.
   int64_t mTiles = blockQ / 16, dqCols = dkdvDQCols();
-  Value sDS = smemAt(smem, c32(dkdvDSOffset()));
+  // dS^T's buffer: the stage's own when pipelined (stage 0 or 1).
+  auto dsBuffer = [&](Value stage) {
+    Value offset = c32(dkdvDSOffset());
+    if (stage)
+      offset = add(offset, mul(stage, c32(dkdvDSBytes())));
+    return smemAt(smem, offset);
+  };
   // The addresses and predicates below are recomputed from an opaque lane
   // id in each tile: hoisted out of the loops they would hold registers
   // the accumulators need (D = 128 with captures spills).
-  auto storeTransposedDS = [&](const Tiles &ds) {
+  auto storeTransposedDS = [&](const Tiles &ds, Value sDS) {
     Value zero = cf(0.0);
     Value lane32 = opaque(lane);
     Value row = add(mul(opaque(warp), c32(16)), shr(lane32, 2));
@@ -841,10 +876,11 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     body();
   };
   auto syncWarp = [&] { NVVM::SyncWarpOp::create(b, loc, c32(-1)); };
-  auto addDQ = [&](Value q0, Value dsumRow) {
-    // Every warp's dS^T is in shared memory (the next write to it is after
-    // the next tile's first barrier).
-    NVVM::Barrier0Op::create(b, loc);
+  // dQ of the Q tile at q0 (of the head at dsumRow) from its dS^T in sDS,
+  // after a barrier unless the caller has one since every warp stored it.
+  auto addDQ = [&](Value q0, Value dsumRow, Value sDS, bool barrier) {
+    if (barrier)
+      NVVM::Barrier0Op::create(b, loc);
     Value lane32 = opaque(lane), warp32 = opaque(warp);
     Value sDQ = smemAt(
         smem, add(c32(dkdvDQOffset()), mul(warp32, c32(dkdvDQWarpBytes()))));
@@ -872,7 +908,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     int64_t chunk = scored && d > 64 ? 16 : dqCols;
     for (int64_t c0 = 0; c0 < dqCols; c0 += chunk) {
       Tiles dQ = zeroTiles(chunk / 8);
-      for (int64_t kk = 0; kk < kBlockRows / 16; ++kk) {
+      for (int64_t kk = 0; kk < kvRows / 16; ++kk) {
         auto aFrag = ldmatrix4(smemAt(sDS, add(dsA, c32(kk * 16 * blockQ * 2))),
                                /*transpose=*/true);
         SmallVector<Value, 4> aOps(aFrag.begin(), aFrag.end());
@@ -962,10 +998,25 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   // S^T, P^T and dS^T; the first adds dS K into dQ (atomic dQ).
   for (int64_t col0 = 0; col0 < d; col0 += dkdvCols) {
     bool withDQ = atomicDQ && col0 == 0;
-    SmallVector<Value> inits(2 * nTilesO * 4, cf(0.0));
+    bool pipelined = withDQ && pipelinedDQ();
+    const size_t numAcc = 2 * nTilesO * 4;
+    SmallVector<Value> inits(numAcc, cf(0.0));
     // With prefetch, the stage (0 or 1) of the current Q tile.
     if (prefetch)
       inits.push_back(c32(0));
+    // Pipelined dQ: the previous Q tile's q0 (-1: none) and query head.
+    if (pipelined)
+      inits.append({c32(-1), c32(0)});
+    // dQ of the pending Q tile (pipelined), whose dS^T is in the buffer of
+    // the stage other than `stage`.
+    auto addPendingDQ = [&](Value pendingQ0, Value pendingJ, Value stage) {
+      auto pending = scf::IfOp::create(
+          b, loc, cmp(arith::CmpIPredicate::sge, pendingQ0, c32(0)), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(pending.thenBlock());
+      addDQ(pendingQ0, headRows(pendingJ).dsumRow, dsBuffer(sub(c32(1), stage)),
+            /*barrier=*/false);
+    };
     auto heads = scf::ForOp::create(
         b, loc, arith::ConstantIndexOp::create(b, loc, 0), toIndex(a.group),
         arith::ConstantIndexOp::create(b, loc, 1), inits,
@@ -999,7 +1050,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                   // (the previous tile's): the next tile goes there. The next
                   // tile in the loops' order: q0 + blockQ of this head, else
                   // qBegin of the next head; none after the last.
-                  stage = iters.back();
+                  stage = iters[numAcc];
                   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
                   NVVM::Barrier0Op::create(b, loc);
                   Value cur =
@@ -1034,6 +1085,9 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                   // Loaded now, stored to shared memory after the math.
                   nextStats =
                       rowStats(rows.lseRow, rows.dsumRow, nextQ0, hasNext);
+                  // The previous tile's dS^T is complete (the barrier).
+                  if (pipelined)
+                    addPendingDQ(iters[numAcc + 1], iters[numAcc + 2], stage);
                 } else {
                   // Everyone is done with the previous Q tile; fetch the next.
                   NVVM::Barrier0Op::create(b, loc);
@@ -1067,7 +1121,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                   if (!maskMod)
                     need = arith::OrIOp::create(
                         b, loc,
-                        tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
+                        tileNeedsMask(masks, q0, blockQ, k0, kvRows,
                                       /*nk=*/Value(), diag),
                         cmp(arith::CmpIPredicate::sgt, add(q0, c32(blockQ)),
                             a.nq));
@@ -1098,9 +1152,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                 } else {
                   Tiles capDeriv = applySoftcap(p);
                   if (masks.causal || masks.window) {
-                    Value need =
-                        tileNeedsMask(masks, q0, blockQ, k0, kBlockRows,
-                                      /*nk=*/Value(), diag);
+                    Value need = tileNeedsMask(masks, q0, blockQ, k0, kvRows,
+                                               /*nk=*/Value(), diag);
                     maskScores(p, need, [&](int64_t nt, int64_t e) {
                       Value key = add(keyRow, c32(8 * (e / 2)));
                       Value query = add(
@@ -1145,13 +1198,13 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                   return dsums[nt][e & 1];
                 });
                 if (withDQ)
-                  storeTransposedDS(ds);
+                  storeTransposedDS(ds, dsBuffer(pipelined ? stage : Value()));
                 // dK += dS^T Q.
                 mmaAB(
                     dK, [&](int64_t s) { return accToA(ds, s); }, qSteps, sQ,
                     lane, col0);
-                if (withDQ)
-                  addDQ(q0, dsumRow);
+                if (withDQ && !pipelined)
+                  addDQ(q0, dsumRow, dsBuffer(Value()), /*barrier=*/true);
                 SmallVector<Value> yielded;
                 for (auto *acc : {&dK, &dV})
                   for (auto &t : *acc)
@@ -1162,24 +1215,30 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                   storeStats(next, nextStats, Value(), Value(), Value());
                   yielded.push_back(sub(c32(1), stage));
                 }
+                if (pipelined)
+                  yielded.append({q0, j});
                 scf::YieldOp::create(b, loc, yielded);
               });
           scf::YieldOp::create(b, loc, tiles.getResults());
         });
 
     // dK = scale * sum dS^T Q (softcap's factor is in dS), dV as is. The
-    // rows come from opaque thread and tile ids: reusing the prologue's
-    // would keep them in registers across the loops (a spill at D = 128).
+    // rows are rebuilt: reusing the prologue's would keep them in registers
+    // across the loops (a spill at D = 128).
+    // The last Q tile's dQ, once every warp's dS^T is stored.
+    if (pipelined) {
+      NVVM::Barrier0Op::create(b, loc);
+      addPendingDQ(heads.getResult(numAcc + 1), heads.getResult(numAcc + 2),
+                   heads.getResult(numAcc));
+    }
     auto [dK, dV] = unpack(heads.getResults());
-    Value tidAgain = opaque(tid);
-    Value rowAgain = add(add(mul(opaque(kTile), c32(kBlockRows)),
-                             mul(shr(tidAgain, 5), c32(16))),
-                         andi(shr(tidAgain, 2), 7));
-    Value tqAgain = andi(tidAgain, 3);
-    storeRows(dK, gep(dkBase, c64(col0), et), a.dks[2], rowAgain, a.nk, tqAgain,
-              a.scale);
-    storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], rowAgain, a.nk, tqAgain,
-              Value());
+    ThreadPlace again = getThreadPlace(/*rebuilt=*/true);
+    Value rowAgain = add(
+        add(mul(again.tile, c32(kvRows)), mul(again.warp, c32(16))), again.g);
+    storeRows(dK, gep(dkBase, c64(col0), et), a.dks[2], rowAgain, a.nk,
+              again.tq, a.scale);
+    storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], rowAgain, a.nk,
+              again.tq, Value());
   }
   // The last bulk reductions are complete before the kernel ends.
   if (bulkDQ)
@@ -1726,13 +1785,29 @@ SmallVector<KernelContract, 4>
 mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
                                           StringRef suffix,
                                           GradKernelOptions options) {
+  if (options.dkdvWarps != 0 && options.dkdvWarps != 4 &&
+      options.dkdvWarps != 8) {
+    op.emitOpError("convert-fa-to-nvvm: bwd-dkdv-warps must be 0, 4 or 8 "
+                   "(got ")
+        << options.dkdvWarps << ")";
+    return {};
+  }
   GradKernelBuilder kernels(b, op.getLoc(), op, options);
+  if (options.dkdvWarps == 8 && kernels.getDkDvWarps() != 8) {
+    op.emitOpError("convert-fa-to-nvvm: bwd-dkdv-warps=8 does not fit D = ")
+        << op.getQuery().getType().getDimSize(3) << " with a dK/dV Q tile of "
+        << kernels.getDkDvBlockQ()
+        << " rows (it takes D <= 128, Q tile rows x D a multiple of 2048 "
+           "and, with atomic dQ, 16 columns or a multiple per warp)";
+    return {};
+  }
   std::string rows = std::to_string(kBlockRows);
   SmallVector<KernelContract, 4> contracts = {
       {("fa_backward_dsum_" + suffix).str(),
        "ceil(Nq/" + std::to_string(kDsumRows) + "),Hq,B", kThreads, 0},
-      {("fa_backward_dkdv_" + suffix).str(), "ceil(Nk/" + rows + "),Hkv,B",
-       kThreads, kernels.dkdvSharedBytes()},
+      {("fa_backward_dkdv_" + suffix).str(),
+       "ceil(Nk/" + std::to_string(kernels.dkdvRows()) + "),Hkv,B",
+       32 * kernels.getDkDvWarps(), kernels.dkdvSharedBytes()},
       !options.atomicDQ
           ? KernelContract{("fa_backward_dq_" + suffix).str(),
                            "ceil(Nq/" + rows + "),Hq,B", kThreads,

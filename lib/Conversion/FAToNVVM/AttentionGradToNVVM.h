@@ -30,13 +30,16 @@ struct GradKernelOptions {
   /// gets its own kernel (dq), which computes S and dP again: no atomics,
   /// bitwise reproducible.
   bool atomicDQ = false;
-  /// sm_90+: dkdv adds each Q tile's dQ with one bulk reduction
-  /// (cp.reduce.async.bulk .add.f32) of a shared-memory tile instead of one
-  /// atomic per element.
-  bool bulkReduce = false;
-  /// The kernels target sm_90+: the plain path's dkdv at D = 128 takes Q
-  /// tiles of 64 rows (32 on sm_80, where ptxas spills with 64).
+  /// The kernels target sm_90+: with atomic dQ, dkdv adds each Q tile's dQ
+  /// with one bulk reduction (cp.reduce.async.bulk .add.f32) of a
+  /// shared-memory tile instead of one atomic per element; at D = 128 the
+  /// plain path's tiles are larger (GradKernelBuilder).
   bool sm90 = false;
+  /// Warps of a dkdv CTA, each owning 16 key rows: 4 or 8; 0 picks
+  /// (GradKernelBuilder). 8 warps share each Q tile among 128 keys: half the
+  /// Q/dO copies per key and, with atomic dQ, half the additions into the
+  /// accumulator, at one CTA per SM.
+  int64_t dkdvWarps = 0;
 };
 
 /// Emits the backward kernels of `op` (supported: see unsupportedReason) at
@@ -44,7 +47,8 @@ struct GradKernelOptions {
 /// fa_backward_dkdv_<suffix>, fa_backward_dq_<suffix> or (atomicDQ)
 /// fa_backward_dq_convert_<suffix> and, when `op` has a grad_bias result,
 /// fa_backward_dbias_<suffix>, to be launched in that order. Returns their
-/// contracts in that order.
+/// contracts in that order, or none after an error on `op` (a bad
+/// `options.dkdvWarps`).
 SmallVector<KernelContract, 4>
 buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op, StringRef suffix,
                           GradKernelOptions options = {});

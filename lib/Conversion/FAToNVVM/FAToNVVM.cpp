@@ -538,18 +538,15 @@ void FlashKernelBuilder::build(StringRef name) {
       });
 
   // O = acc / l (0 for an empty row); lse = (m + log2 l) * ln 2. The rows
-  // are rebuilt from opaque copies of the thread and tile ids: reusing the
-  // prologue's would keep them in registers across the loop (a spill at
-  // D = 128 on sm_90a).
+  // are rebuilt: reusing the prologue's would keep them in registers across
+  // the loop (a spill at D = 128 on sm_90a).
   {
-    Value tidAgain = opaque(place.tid), tileAgain = opaque(place.tile);
-    tq = andi(tidAgain, 3);
-    Value tile = tileAgain;
-    if (op.getCausalAttr())
-      tile = sub(sub(opaque(NVVM::GridDimXOp::create(b, loc, i32)), c32(1)),
-                 tileAgain);
-    rows = threadRows(mul(tile, c32(blockQ)), mul(shr(tidAgain, 5), c32(16)),
-                      andi(shr(tidAgain, 2), 7));
+    ThreadPlace again = getThreadPlace(/*rebuilt=*/true);
+    tq = again.tq;
+    Value tile =
+        op.getCausalAttr() ? lastTileFirst(again.tile, true) : again.tile;
+    rows =
+        threadRows(mul(tile, c32(blockQ)), mul(again.warp, c32(16)), again.g);
   }
   Value oBase = headBase(o, batch, head, os[0], os[1]);
   for (int64_t mt = 0; mt < mTiles; ++mt) {
@@ -877,8 +874,10 @@ struct ConvertFAToNVVMPass
       }
       SmallVector<KernelContract, 3> contracts = buildAttentionGradKernels(
           b, op, std::to_string(i),
-          {bwdPrefetch, bwdAtomicDQ, /*bulkReduce=*/target == "sm_90a",
-           /*sm90=*/target == "sm_90a"});
+          {bwdPrefetch, bwdAtomicDQ, /*sm90=*/target == "sm_90a",
+           bwdDkDvWarps});
+      if (contracts.empty())
+        return signalPassFailure();
       // The launch contracts, read by the runtime: on each kernel, and for
       // the first op's kernels on the module, which outlives the gpu.module.
       SmallVector<Attribute> entries;

@@ -20,10 +20,14 @@ KernelBuilder::KernelBuilder(OpBuilder &b, Location loc, Type et, int64_t d)
       gptr(LLVM::LLVMPointerType::get(b.getContext(), kGlobal)),
       sptr(LLVM::LLVMPointerType::get(b.getContext(), kShared)) {}
 
-KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace() {
+KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace(bool rebuilt) {
   ThreadPlace t;
   t.tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   t.tile = NVVM::BlockIdXOp::create(b, loc, i32);
+  if (rebuilt) {
+    t.tid = opaque(t.tid);
+    t.tile = opaque(t.tile);
+  }
   t.head = NVVM::BlockIdYOp::create(b, loc, i32);
   t.batch = NVVM::BlockIdZOp::create(b, loc, i32);
   t.warp = shr(t.tid, 5);
@@ -33,8 +37,10 @@ KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace() {
   return t;
 }
 
-Value KernelBuilder::lastTileFirst(Value x) {
+Value KernelBuilder::lastTileFirst(Value x, bool rebuilt) {
   Value tiles = NVVM::GridDimXOp::create(b, loc, i32);
+  if (rebuilt)
+    tiles = opaque(tiles);
   return sub(sub(tiles, c32(1)), x);
 }
 
@@ -46,12 +52,12 @@ LLVM::LLVMFuncOp KernelBuilder::createKernel(StringRef name,
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
   fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  // One CTA of 128 threads may use every register: ptxas would otherwise
-  // trade registers for occupancy and spill the accumulators.
+  // One CTA of 128 (or 256) threads may use every register: ptxas would
+  // otherwise trade registers for occupancy and spill the accumulators.
   fn->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
               b.getI32IntegerAttr(255));
   fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-              b.getDenseI32ArrayAttr({kThreads, 1, 1}));
+              b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
   // With `flushDenormals`, f32 denormals flush to zero (FlashAttention
   // builds with fast math): exp2 becomes one ex2.approx.ftz instead of a
   // range check and two rescaling multiplies per probability, a fifth of
@@ -135,9 +141,11 @@ void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
                              Value row0, Value rows, Value stride, Value tid,
                              bool threadAddresses) {
   int64_t chunksPerRow = d / 8;
-  int64_t perThread = tileRows * chunksPerRow / kThreads;
-  int64_t rowsPerPass = kThreads / chunksPerRow;
-  if (threadAddresses && kThreads % chunksPerRow == 0 && rowsPerPass % 8 == 0) {
+  int64_t perThread = tileRows * chunksPerRow / threads;
+  assert(perThread * threads == tileRows * chunksPerRow &&
+         "a tile's chunks must split evenly over the CTA");
+  int64_t rowsPerPass = threads / chunksPerRow;
+  if (threadAddresses && threads % chunksPerRow == 0 && rowsPerPass % 8 == 0) {
     // Each pass of the CTA covers rowsPerPass whole rows, a multiple of 8,
     // so a thread's chunks share their column and swizzle phase: its shared
     // addresses are one offset plus immediates (taken from an opaque tid, so
@@ -165,7 +173,7 @@ void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
     return;
   }
   for (int64_t i = 0; i < perThread; ++i) {
-    Value chunkId = add(tid, c32(i * kThreads));
+    Value chunkId = add(tid, c32(i * threads));
     Value r = divu(chunkId, c32(chunksPerRow));
     Value c = remu(chunkId, c32(chunksPerRow));
     Value gRow = add(row0, r);

@@ -50,7 +50,7 @@ public:
   KernelBuilder(OpBuilder &b, Location loc, Type et, int64_t d);
 
   /// `llvm.func @name(params)` at the insertion point (a gpu.module), marked
-  /// as a kernel of kThreads threads that may use every register, with its
+  /// as a kernel of `threads` threads that may use every register, with its
   /// entry block; f32 denormals flushed with `flushDenormals`.
   LLVM::LLVMFuncOp createKernel(StringRef name, ArrayRef<Type> params,
                                 bool flushDenormals = false);
@@ -62,12 +62,15 @@ public:
   struct ThreadPlace {
     Value tid, tile, head, batch, warp, lane, g, tq;
   };
-  ThreadPlace getThreadPlace();
+  /// With `rebuilt`, the thread and tile ids pass through `opaque`: code
+  /// after a loop recomputes what it needs from them instead of keeping the
+  /// prologue's values in registers across the loop.
+  ThreadPlace getThreadPlace(bool rebuilt = false);
   /// The tile of the CTA at `ctaid.x = x` when the grid's tiles are
   /// launched last one first: under a causal mask the last Q tiles have the
   /// most keys to visit, and starting them first leaves light CTAs, not
-  /// heavy ones, for the grid's tail.
-  Value lastTileFirst(Value x);
+  /// heavy ones, for the grid's tail. `rebuilt` as for getThreadPlace.
+  Value lastTileFirst(Value x, bool rebuilt = false);
 
   // Constants and arithmetic.
   Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
@@ -293,6 +296,8 @@ protected:
   Location loc;
   Type et;
   int64_t d;
+  /// Threads per CTA of the kernel being built (createKernel, copyTile).
+  int64_t threads = kThreads;
   Type i32, i64, f32, gptr, sptr;
 
 private:

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false bwd-atomic-dq=true" | FileCheck %s
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-prefetch=false bwd-atomic-dq=true bwd-dkdv-warps=4" | FileCheck %s
 
 // Atomic dQ (bwd-atomic-dq) on sm_90a: dkdv adds each Q tile's dQ into the
 // f32 accumulator with bulk reductions (cp.reduce.async.bulk .add.f32, the

@@ -3,6 +3,8 @@
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s --check-prefix=Q64
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true" | FileCheck %s --check-prefix=ATOMIC
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=PIPE
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true bwd-dkdv-warps=4" | FileCheck %s --check-prefix=ATOMIC4
 
 // The dkdv kernel's Q tiles, double-buffered (bwd-prefetch, the default):
 // bf16, D = 128 (Q tiles of 32 rows on sm_80), GQA 4:1, causal
@@ -29,10 +31,72 @@
 // Q64-COUNT-384: nvvm.mma.sync
 // Q64-NOT: nvvm.mma.sync
 // Q64: llvm.return
-// With atomic dQ (its dS^T tile and dQ products would spill) they stay 32.
-// ATOMIC: name = "fa_backward_dkdv_0", shared_bytes = {{[0-9]+}}
+// With atomic dQ on sm_90a dkdv runs 8 warps over 128 keys (each Q tile's
+// dQ reduced once per 128 keys, not 64) with Q tiles of 64 rows, and dQ is
+// pipelined: K and V (2 x 32 KB), two stages (2 x 33280), a dS^T buffer per
+// stage (2 x 128 x 64 x 2) and 8 warps' dQ rows (8 x 16 x 72 x 4).
+// ATOMIC: {grid = "ceil(Nk/128),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 201728 : i64, threads = 256 : i64}
 // ATOMIC-LABEL: llvm.func @fa_backward_dkdv_0(
-// ATOMIC: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args(
+// ATOMIC-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
+// Both loops carry the stage and the pending tile: its q0 (-1: none) and
+// query head.
+// ATOMIC: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c1 iter_args({{.+}}, %{{.+}} = %c0_i32{{.*}}, %{{.+}} = %c-1_i32, %{{.+}} = %c0_i32{{.*}}) -> (f32,
+// ATOMIC: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64 iter_args({{.+}}, %[[STAGE:.+]] = %{{.+}}, %[[PQ0:.+]] = %{{.+}}, %[[PJ:.+]] = %{{.+}}) -> (f32,
+// ATOMIC-NEXT: %[[Q0:.+]] = arith.index_cast
+// ATOMIC-NEXT: nvvm.cp.async.wait.group 0
+// ATOMIC-NEXT: nvvm.barrier0
+// After the barrier (every warp's dS^T of the pending tile is stored) and
+// the next tile's copies: the pending tile's dQ, from the other stage's dS^T
+// buffer (132096 + (1 - stage) x 16384).
+// ATOMIC: nvvm.cp.async.commit.group
+// ATOMIC: %[[HAS:.+]] = arith.cmpi sge, %[[PQ0]], %c0_i32{{.*}} : i32
+// ATOMIC-NEXT: scf.if %[[HAS]] {
+// ATOMIC-NEXT: arith.constant 1 : i32
+// ATOMIC-NEXT: %[[OTHER:.+]] = arith.subi %{{.+}}, %[[STAGE]] : i32
+// ATOMIC-NEXT: arith.constant 132096 : i32
+// ATOMIC-NEXT: arith.constant 16384 : i32
+// ATOMIC-NEXT: arith.muli %[[OTHER]], %{{.+}} : i32
+// ATOMIC: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
+// This tile's q0 and head become the pending tile.
+// ATOMIC: scf.yield {{.+}}, %[[Q0]], %{{.+}} : f32,
+// ATOMIC-SAME: i32, i32, i32
+// In 4 warps it stays 32 rows (64 spills), 64 keys, dQ still pipelined.
+// ATOMIC4: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = {{[0-9]+}} : i64, threads = 128 : i64}
+// ATOMIC4-LABEL: llvm.func @fa_backward_dkdv_0(
+// ATOMIC4: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args(
+
+// The pipelined schedule: one barrier per Q tile, the pending tile's dQ
+// (64 mmas: 16 queries x 64 columns x 128 keys per warp) right after it and
+// the next tile's copies, then this tile's 256 mmas; after the loops a
+// barrier and the last tile's dQ.
+// PIPE:      llvm.func @fa_backward_dkdv_0
+// PIPE-NEXT: 24 nvvm.cp.async.shared.global
+// PIPE-NEXT:  1 nvvm.cp.async.commit.group
+// PIPE-NEXT:  1 scf.if
+// PIPE-NEXT:  1 nvvm.cp.async.wait.group 0
+// PIPE-NEXT:  1 nvvm.barrier0
+// PIPE-NEXT:  2 scf.for
+// PIPE-NEXT:  1 nvvm.cp.async.wait.group 0
+// PIPE-NEXT:  1 nvvm.barrier0
+// PIPE-NEXT:  1 scf.if
+// PIPE-NEXT:  8 nvvm.cp.async.shared.global
+// PIPE-NEXT:  1 nvvm.cp.async.commit.group
+// PIPE-NEXT:  1 scf.if
+// PIPE-NEXT: 64 nvvm.mma.sync
+// PIPE-NEXT:  3 scf.if
+// PIPE-NEXT: 64 nvvm.mma.sync
+// PIPE-NEXT:  1 scf.if
+// PIPE-NEXT:  1 scf.yield
+// PIPE-NEXT:  1 } else
+// PIPE-NEXT:  1 scf.yield
+// PIPE-NEXT: 192 nvvm.mma.sync
+// PIPE-NEXT:  1 scf.if
+// PIPE-NEXT:  2 scf.yield
+// PIPE-NEXT:  1 nvvm.barrier0
+// PIPE-NEXT:  1 scf.if
+// PIPE-NEXT: 64 nvvm.mma.sync
+// PIPE-NEXT:  8 scf.if
+// PIPE-NEXT: llvm.func @fa_backward_dq_convert_0
 
 // CHECK: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 66048 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
