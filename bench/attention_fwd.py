@@ -196,6 +196,11 @@ def fa_error_text(stdout, stderr):
     return _tail(stderr + "\n" + stdout) or "(no output)"
 
 
+# Extra fa-jit arguments for every FA run (--fa-args), e.g. the backward's
+# --bwd-atomic-dq.
+FA_ARGS = []
+
+
 def fa_command(fa_jit, c, iters):
     cmd = [
         fa_jit, "--target=auto",
@@ -207,6 +212,7 @@ def fa_command(fa_jit, c, iters):
     cmd += PASS["fa_flags"]
     if c.get("alibi"):
         cmd.append("--alibi")
+    cmd += FA_ARGS
     cmd += ["--bench", "--bench-iters=%d" % iters]
     return cmd
 
@@ -1146,6 +1152,10 @@ def parse_args(argv):
                    help="fa-jit binary (default build/bin/fa-jit if present, "
                    "else /tmp/fa/bin/fa-jit)")
     g.add_argument("--no-fa", action="store_true", help="anchors only")
+    g.add_argument("--fa-args", default="",
+                   help="extra fa-jit arguments for every FA run, one "
+                   "shell-quoted string, written with = (e.g. "
+                   "--fa-args=--bwd-atomic-dq)")
     g.add_argument("--bench-iters", type=int, default=50,
                    help="fa-jit --bench-iters (default 50)")
     g.add_argument("--fa-timeout", type=float, default=120,
@@ -1282,6 +1292,7 @@ def _progress_line(i, total, c, row):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    FA_ARGS[:] = shlex.split(args.fa_args)
 
     if args.from_json:
         with open(args.from_json) as f:
@@ -1330,6 +1341,7 @@ def main(argv=None):
             "variant": "alibi" if args.alibi else "plain",
             "no_fa": args.no_fa,
             "fa_jit": None if args.no_fa else args.fa_jit,
+            "fa_args": FA_ARGS,
             "bench_iters": args.bench_iters,
             "anchors": args.anchors,
             "flex_n": args.flex_n,

@@ -208,6 +208,23 @@ class RunTest(unittest.TestCase):
             "--causal=bottom-right --backward --bench --bench-iters=50",
             proc.stdout)
 
+    def test_fa_args(self):
+        # --fa-args: extra fa-jit arguments, before --bench, in every command.
+        proc = subprocess.run([
+            sys.executable,
+            os.path.join(HERE, "attention_bwd.py"), "--fa-jit", self.fa_jit,
+            "--dry-run", "--d", "64", "--n", "1024", "--causal", "no",
+            "--fa-args=--bwd-atomic-dq --bwd-dkdv-warps=8"
+        ],
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE,
+                              universal_newlines=True,
+                              check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(
+            " --dtype=bf16 --backward --bwd-atomic-dq --bwd-dkdv-warps=8 "
+            "--bench --bench-iters=50\n", proc.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
