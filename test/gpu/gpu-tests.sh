@@ -108,6 +108,10 @@ run --backward --dtype=f16 --shape=2,4,4,100,100,96 --bias --dbias --alibi --win
 run --backward --dtype=f16 --shape=2,4,4,100,100,96 --bias --dbias --alibi --window=40,8 --bwd-atomic-dq
 run --backward --dtype=bf16 --shape=2,8,2,1000,1000,128 --causal=bottom-right --bwd-atomic-dq
 run --backward --dtype=f16 --shape=1,4,4,513,257,64 --bwd-atomic-dq
+# The dK/dV kernel's warps: 8 on the deterministic path, 4 with atomic dQ
+# (sm_90a's atomic default is 8).
+run --backward --dtype=bf16 --shape=2,8,2,1000,1000,128 --bwd-dkdv-warps=8
+run --backward --dtype=f16 --shape=1,4,4,513,257,64 --bwd-atomic-dq --bwd-dkdv-warps=4
 run --backward --dtype=bf16 --shape=1,4,2,77,150,128 --bias --dbias --causal=bottom-right
 run --backward --dtype=bf16 --shape=2,8,2,129,257,64 --alibi --causal=bottom-right
 run --backward "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128 --dbias
