@@ -112,6 +112,9 @@ run --backward --dtype=f16 --shape=1,4,4,513,257,64 --bwd-atomic-dq
 # (sm_90a's atomic default is 8).
 run --backward --dtype=bf16 --shape=2,8,2,1000,1000,128 --bwd-dkdv-warps=8
 run --backward --dtype=f16 --shape=1,4,4,513,257,64 --bwd-atomic-dq --bwd-dkdv-warps=4
+# N = 4096 against float64: many K/V tiles reducing into each dQ row.
+run --backward --dtype=bf16 --shape=1,2,1,4096,4096,128 --causal=bottom-right --bwd-atomic-dq
+run --backward --dtype=bf16 --shape=1,2,2,4096,4096,64
 run --backward --dtype=bf16 --shape=1,4,2,77,150,128 --bias --dbias --causal=bottom-right
 run --backward --dtype=bf16 --shape=2,8,2,129,257,64 --alibi --causal=bottom-right
 run --backward "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128 --dbias
