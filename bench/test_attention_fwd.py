@@ -16,6 +16,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "attention_fwd.py")
+BWD_SCRIPT = os.path.join(HERE, "attention_bwd.py")
 sys.path.insert(0, HERE)
 import attention_fwd as bench  # noqa: E402
 
@@ -106,9 +107,9 @@ class RunTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_script(self, *args):
+    def run_script(self, *args, script=SCRIPT):
         env = dict(os.environ, OUT=self.dir)
-        return subprocess.run([sys.executable, SCRIPT] + list(args),
+        return subprocess.run([sys.executable, script] + list(args),
                               stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE,
                               universal_newlines=True,
@@ -191,15 +192,9 @@ class RunTest(unittest.TestCase):
 
     def test_backward_dry_run(self):
         # attention_bwd.py: the same grid, fa-jit --backward, 2.5x the FLOPs.
-        proc = subprocess.run([
-            sys.executable,
-            os.path.join(HERE, "attention_bwd.py"), "--fa-jit", self.fa_jit,
-            "--dry-run", "--d", "128", "--n", "2048", "--causal", "yes"
-        ],
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE,
-                              universal_newlines=True,
-                              check=False)
+        proc = self.run_script("--fa-jit", self.fa_jit, "--dry-run", "--d",
+                               "128", "--n", "2048", "--causal", "yes",
+                               script=BWD_SCRIPT)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         # 2.5 * 4*8*16*2048^2*128 / 2 = 343.6 GFLOP.
         self.assertIn(
@@ -210,16 +205,10 @@ class RunTest(unittest.TestCase):
 
     def test_fa_args(self):
         # --fa-args: extra fa-jit arguments, before --bench, in every command.
-        proc = subprocess.run([
-            sys.executable,
-            os.path.join(HERE, "attention_bwd.py"), "--fa-jit", self.fa_jit,
-            "--dry-run", "--d", "64", "--n", "1024", "--causal", "no",
-            "--fa-args=--bwd-atomic-dq --bwd-dkdv-warps=8"
-        ],
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE,
-                              universal_newlines=True,
-                              check=False)
+        proc = self.run_script("--fa-jit", self.fa_jit, "--dry-run", "--d",
+                               "64", "--n", "1024", "--causal", "no",
+                               "--fa-args=--bwd-atomic-dq --bwd-dkdv-warps=8",
+                               script=BWD_SCRIPT)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn(
             " --dtype=bf16 --backward --bwd-atomic-dq --bwd-dkdv-warps=8 "
