@@ -29,7 +29,8 @@ namespace mlir::fa::nvvm {
 
 /// 4 warps per CTA. (8 warps sharing a tile halve the L2 traffic but measured
 /// 10-30% slower on H100 for the forward: occupancy drops to one CTA per SM
-/// at ~210 registers.)
+/// at ~210 registers. The backward's dK/dV kernel runs 8 with atomic dQ,
+/// where they halve the accumulator's reductions: KernelBuilder::threads.)
 constexpr int64_t kWarps = 4;
 constexpr int64_t kThreads = 32 * kWarps;
 /// Rows of the K/V tiles the forward and dQ kernels loop over.
