@@ -9,17 +9,21 @@
 //  - dsum: Dsum[b, h, i] = sum_e dO[b, h, i, e] * O[b, h, i, e] into an f32
 //    workspace [B, Hq, Nq]; one CTA per 64 query rows, a quad of lanes per
 //    row. With atomic dQ it also zeroes the rows' accumulator.
-//  - dkdv: one CTA per (K/V tile of 64 rows, kv head, batch), each warp
-//    owning 16 key rows whose dK and dV accumulate in registers over the
-//    query heads of the GQA group and the Q tiles that can see the K/V tile.
+//  - dkdv: one CTA per (K/V tile of 64 rows, or 128 in 8 warps, kv head,
+//    batch), each warp owning 16 key rows whose dK and dV accumulate in
+//    registers over the query heads of the GQA group and the Q tiles that
+//    can see the K/V tile.
 //    Scores are computed transposed, S^T = K Q^T, so that P^T (rows: keys)
 //    comes out of the mma in the A-fragment layout of dV += P^T dO and
 //    likewise dS^T for dK += dS^T Q: neither goes through shared memory.
 //    lse is per column of S^T and read from shared memory. With atomic dQ,
 //    dS^T also goes to shared memory, and after a barrier the warps split
-//    dQ = dS K (the tile's 64 keys) by query rows and columns and add it
-//    into the accumulator. At D = 256 the registers hold 128 columns of dK
-//    and dV: two passes over the Q tiles, S^T and dP^T computed in both.
+//    dQ = dS K (the tile's keys) by query rows and columns and add it into
+//    the accumulator; with prefetch that barrier is the next Q tile's (dS^T
+//    has a buffer per stage). On sm_90 atomic dQ runs 8 warps over 128
+//    keys: half the reductions into the accumulator. At D = 256 the
+//    registers hold 128 columns of dK and dV: two passes over the Q tiles,
+//    S^T and dP^T computed in both.
 //  - dq: one CTA per (Q tile of 64 rows, query head, batch), like the
 //    forward: S = Q K^T, P = exp2(S * scale * log2(e) - lse * log2(e)),
 //    dP = dO V^T, dS = P (dP - Dsum), dQ += dS K over the visible K/V tiles.
@@ -1222,15 +1226,15 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
           scf::YieldOp::create(b, loc, tiles.getResults());
         });
 
-    // dK = scale * sum dS^T Q (softcap's factor is in dS), dV as is. The
-    // rows are rebuilt: reusing the prologue's would keep them in registers
-    // across the loops (a spill at D = 128).
     // The last Q tile's dQ, once every warp's dS^T is stored.
     if (pipelined) {
       NVVM::Barrier0Op::create(b, loc);
       addPendingDQ(heads.getResult(numAcc + 1), heads.getResult(numAcc + 2),
                    heads.getResult(numAcc));
     }
+    // dK = scale * sum dS^T Q (softcap's factor is in dS), dV as is. The
+    // rows are rebuilt: reusing the prologue's would keep them in registers
+    // across the loops (a spill at D = 128).
     auto [dK, dV] = unpack(heads.getResults());
     ThreadPlace again = getThreadPlace(/*rebuilt=*/true);
     Value rowAgain = add(
