@@ -130,12 +130,13 @@ public:
   /// Warps of a dkdv CTA and its K/V rows (16 per warp).
   int64_t getDkDvWarps() const { return dkdvWarps; }
   int64_t dkdvRows() const { return 16 * dkdvWarps; }
-  /// Whether dkdv can run 8 warps: D <= 128 (one pass), the Q tile's
-  /// 16-byte chunks a multiple of 256, and with atomic dQ each warp's
-  /// columns of dQ whole ldmatrix pairs (16).
+  /// With dkdvWarps = 8: whether they fit, i.e. D <= 128 (one pass), the
+  /// Q tile's 16-byte chunks split evenly over the CTA, and with atomic dQ
+  /// each warp's columns of dQ are whole ldmatrix pairs (16).
   bool canUseEightDkDvWarps() const {
-    return d <= 128 && (dkdvBlockQ * d / 8) % 256 == 0 &&
-           (!atomicDQ || (d * (dkdvBlockQ / 16) / 8) % 16 == 0);
+    assert(dkdvWarps == 8 && "asked of the 8-warp layout");
+    return d <= 128 && (dkdvBlockQ * d / 8) % (32 * dkdvWarps) == 0 &&
+           (!atomicDQ || dkdvDQCols() % 16 == 0);
   }
   /// K and V tiles, then a stage per Q tile in flight (two with
   /// `prefetch`): its Q and dO tiles, lse * log2(e) and Dsum of its rows;
