@@ -48,6 +48,7 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
+  options.bwdWgmma = bwd.wgmma;
   buildCudaPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
@@ -80,6 +81,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";bwd-atomic-dq=1";
   if (bwd.dkdvWarps)
     target += ";bwd-dkdv-warps=" + std::to_string(bwd.dkdvWarps);
+  if (!bwd.wgmma)
+    target += ";bwd-wgmma=0";
   // The version and the hash of the code generators' sources: kernels of an
   // older compiler are never reused.
   return ::fa::runtime::makeKey(irText, target, FA_VERSION "+" FA_CODEGEN_HASH);

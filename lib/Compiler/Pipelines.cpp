@@ -86,6 +86,7 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   toNVVM.bwdPrefetch = options.bwdPrefetch;
   toNVVM.bwdAtomicDQ = options.bwdAtomicDQ;
   toNVVM.bwdDkDvWarps = options.bwdDkDvWarps;
+  toNVVM.bwdWgmma = options.bwdWgmma;
   pm.addPass(createConvertFAToNVVM(toNVVM));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());

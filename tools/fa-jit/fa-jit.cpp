@@ -217,6 +217,12 @@ static cl::opt<int64_t> bwdDkDvWarpsOpt(
              "--bwd-atomic-dq on sm_90a where the tile splits evenly, else "
              "4)"),
     cl::init(0), cl::cat(faCategory));
+static cl::opt<bool> bwdWgmmaOpt(
+    "bwd-wgmma",
+    cl::desc("On a GPU target, --backward on sm_90a: the dK/dV kernel of "
+             "--bwd-atomic-dq in 8 warps multiplies with wgmma (default "
+             "true; false: mma.sync)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<bool>
     referenceOpt("reference",
                  cl::desc("Lower through fa-decompose (the materialized "
@@ -1036,7 +1042,8 @@ bool Driver::emit() {
     // The backward's three kernels are one PTX module.
     if (backward) {
       FailureOr<CudaBackwardImage> image = compileCudaBackward(
-          gradOp, chip, {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt});
+          gradOp, chip,
+          {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt, bwdWgmmaOpt});
       if (failed(image))
         return fail("fa-pipeline-cuda failed");
       llvm::outs() << image->ptx;
@@ -1306,7 +1313,7 @@ bool Driver::compileAndRunOnGpu() {
   if (backward) {
     gradCached = getOrCompileCudaBackward(
         gradOp, chip, gradCompiledNow, error,
-        {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt});
+        {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt, bwdWgmmaOpt});
     if (!gradCached)
       return fail(error);
   }

@@ -93,6 +93,12 @@ struct Case {
     dkdvWarps = warps;
     return *this;
   }
+  /// The dK/dV kernel multiplies with mma.sync where it would use wgmma
+  /// (bwd-wgmma=false).
+  Case &withMmaSync() {
+    wgmma = false;
+    return *this;
+  }
   /// An additive bias of this shape (each dim 1 or the full size) and
   /// element type, and its gradient when `grad`.
   enum class BiasType { F32, F16, BF16 };
@@ -130,6 +136,7 @@ struct Case {
   bool ownWorkspace = false;
   bool atomic = false;
   int64_t dkdvWarps = 0;
+  bool wgmma = true;
   std::optional<std::array<int64_t, 4>> biasShape;
   BiasType biasType = BiasType::F32;
   bool dbias = false;
@@ -311,7 +318,7 @@ Compiled compile(const Case &c, const std::string &chip) {
   EXPECT_TRUE(result.forward) << error;
   result.backward = mlir::fa::getOrCompileCudaBackward(
       gradOp, chip, compiled, error,
-      {/*prefetch=*/true, c.atomic, c.dkdvWarps});
+      {/*prefetch=*/true, c.atomic, c.dkdvWarps, c.wgmma});
   EXPECT_TRUE(result.backward) << error;
   return result;
 }
@@ -813,6 +820,12 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   EXPECT_EQ(backward.entries[0].gridRule,
             eightWarps ? "ceil(Nk/128),Hkv,B" : "ceil(Nk/64),Hkv,B");
   EXPECT_EQ(backward.entries[0].blockX, eightWarps ? 256u : 128u);
+  // Of those, the plain path at D = 64 and 128 (64-row Q tiles) multiplies
+  // with wgmma unless told not to; everything else with mma.sync.
+  bool wgmma = c.wgmma && eightWarps && c.atomic && !c.sm80 &&
+               (c.d == 64 || c.d == 128) && !c.scored() && !c.dropout &&
+               !c.softcap;
+  EXPECT_EQ(backward.image.find("wgmma.mma_async") != std::string::npos, wgmma);
   const char *dq = c.atomic ? "fa_backward_dq_convert_0" : "fa_backward_dq_0";
   EXPECT_EQ(backward.entries[1].kernelName, dq);
   EXPECT_EQ(backward.entries[1].gridRule, "ceil(Nq/64),Hq,B");
@@ -866,6 +879,13 @@ const Case kCases[] = {
         .withCausal(CM::BottomRight)
         .atomicDQ()
         .withDkDvWarps(4),
+    Case("bf16_d128_gqa_atomic_mma_sync", kBF16, 128, {2, 4, 2, 300, 333})
+        .withCausal(CM::BottomRight)
+        .atomicDQ()
+        .withMmaSync(),
+    Case("f16_d64_gqa_window_atomic", kF16, 64, {2, 4, 2, 333, 300})
+        .withWindow(70, 9)
+        .atomicDQ(),
     Case("f16_d64_gqa_causal_br_nq_gt_nk", kF16, 64, {1, 8, 2, 300, 170})
         .withCausal(CM::BottomRight)
         .atomicDQ(),

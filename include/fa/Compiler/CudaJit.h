@@ -166,6 +166,9 @@ struct CudaBackwardOptions {
   bool atomicDQ = false;
   /// Warps of a dK/dV CTA, 4 or 8; 0: the default.
   int64_t dkdvWarps = 0;
+  /// On sm_90a, the dK/dV kernel of atomic dQ in 8 warps multiplies with
+  /// wgmma (false: mma.sync, for comparison).
+  bool wgmma = true;
 };
 
 /// The parameter layouts of the backward kernels (CachedKernel::paramLayout,

@@ -66,6 +66,11 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::desc("Backward: warps of a dK/dV CTA (4 or 8; 0: the "
                      "default for the chip and dQ mode)"),
       llvm::cl::init(0)};
+  Option<bool> bwdWgmma{
+      *this, "bwd-wgmma",
+      llvm::cl::desc("Backward on sm_90a: the dK/dV kernel of atomic dQ in "
+                     "8 warps multiplies with wgmma (false: mma.sync)"),
+      llvm::cl::init(true)};
 };
 
 /// fa-pipeline-cuda: fa.attention to a gpu.binary holding the PTX of an

@@ -79,7 +79,11 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     Option<"bwdDkDvWarps", "bwd-dkdv-warps", "int64_t", /*default=*/"0",
            "Backward: warps of a dK/dV CTA, each owning 16 keys: 4, 8 (128 "
            "keys share each Q tile; D <= 128), or 0 for the default (8 with "
-           "atomic dQ on sm_90a where the tile splits evenly, else 4)">
+           "atomic dQ on sm_90a where the tile splits evenly, else 4)">,
+    Option<"bwdWgmma", "bwd-wgmma", "bool", /*default=*/"true",
+           "Backward on sm_90a: the dK/dV kernel of atomic dQ in 8 warps "
+           "(plain path, D = 64 or 128) multiplies with wgmma from shared "
+           "memory, a warpgroup per 64 keys; false: mma.sync">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

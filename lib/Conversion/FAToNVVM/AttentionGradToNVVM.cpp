@@ -21,9 +21,11 @@
 //    dQ = dS K (the tile's keys) by query rows and columns and add it into
 //    the accumulator; with prefetch that barrier is the next Q tile's (dS^T
 //    has a buffer per stage). On sm_90 atomic dQ runs 8 warps over 128
-//    keys: half the reductions into the accumulator. At D = 256 the
-//    registers hold 128 columns of dK and dV: two passes over the Q tiles,
-//    S^T and dP^T computed in both.
+//    keys: half the reductions into the accumulator; on the plain path at
+//    D = 64 and 128 its products are wgmmas, a warpgroup per 64 keys, with
+//    operands read from shared memory by the tensor cores (bwd-wgmma). At
+//    D = 256 the registers hold 128 columns of dK and dV: two passes over
+//    the Q tiles, S^T and dP^T computed in both.
 //  - dq: one CTA per (Q tile of 64 rows, query head, batch), like the
 //    forward: S = Q K^T, P = exp2(S * scale * log2(e) - lse * log2(e)),
 //    dP = dO V^T, dS = P (dP - Dsum), dQ += dS K over the visible K/V tiles.
@@ -108,6 +110,10 @@ public:
     dkdvCols = std::min<int64_t>(d, 128);
     if (d > 128)
       prefetch = false;
+    // GradKernelOptions::wgmma (dQ's pipelining needs the prefetch).
+    dkdvWgmma = options.wgmma && options.sm90 && atomicDQ && prefetch &&
+                dkdvWarps == 8 && dkdvBlockQ == 64 && (d == 64 || d == 128) &&
+                !scored && !softcap;
     // dq's dQ takes D / 2 registers: at D = 256, S and dP of 64 keys spill
     // (32 on the scored path). Above D = 64 its Q and dO fragments are
     // re-read per K/V tile, so at D = 128 on sm_90 the plain path takes 128
@@ -167,7 +173,9 @@ public:
     return 2 * dkdvRows() * d * 2 + (prefetch ? 2 : 1) * dkdvStageBytes();
   }
   int64_t dkdvStageBytes() const {
-    return 2 * dkdvBlockQ * d * 2 + 2 * dkdvBlockQ * 4;
+    int64_t bytes = 2 * dkdvBlockQ * d * 2 + 2 * dkdvBlockQ * 4;
+    // wgmma's tiles start at multiples of 1024 bytes.
+    return dkdvWgmma ? llvm::alignTo(bytes, 1024) : bytes;
   }
   /// Q and dO tiles, then one K and one V tile.
   int64_t dqSharedBytes() const {
@@ -276,6 +284,13 @@ private:
   /// row `row + 8 * r` gets the elements e with e / 2 == r, when < `limit`.
   void storeRows(const Tiles &acc, Value base, Value rowStride, Value row,
                  Value limit, Value tq, Value factor);
+  /// With wgmma: makes this thread's writes to shared memory (st.shared,
+  /// completed cp.async) visible to the tensor cores' reads (the async
+  /// proxy) after the next barrier.
+  void asyncProxyFence() {
+    if (wgmmaTiles)
+      ptx("fence.proxy.async.shared::cta;");
+  }
   /// The f32 pair at element `index` (even) of an f32 array in shared memory.
   std::array<Value, 2> loadPair(Value array, Value index);
   /// The element-type vector of 8 at element `offset` of global `base`.
@@ -302,6 +317,8 @@ private:
   int64_t dkdvBlockQ;
   /// Warps of a dkdv CTA (4 or 8).
   int64_t dkdvWarps;
+  /// dkdv multiplies with wgmma (sm_90a; see the constructor).
+  bool dkdvWgmma = false;
   /// Columns of dK and dV per dkdv pass over the Q tiles (D, or 128).
   int64_t dkdvCols;
   /// K/V rows per dq iteration.
@@ -700,6 +717,7 @@ void GradKernelBuilder::buildDsum(StringRef name) {
 void GradKernelBuilder::buildDkDv(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   llvm::SaveAndRestore<int64_t> ctaThreads(threads, 32 * dkdvWarps);
+  llvm::SaveAndRestore<bool> tileLayout(wgmmaTiles, dkdvWgmma);
   Args a = beginKernel(name);
   const int64_t blockQ = dkdvBlockQ, kvRows = dkdvRows();
   ThreadPlace place = getThreadPlace();
@@ -813,11 +831,32 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   }
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  asyncProxyFence();
   NVVM::Barrier0Op::create(b, loc);
   // K and V fragments (the A operands of S^T and dP^T): in registers for
-  // D <= 64, re-read from shared memory otherwise (registers hold dK, dV).
+  // D <= 64, re-read from shared memory otherwise (registers hold dK, dV);
+  // wgmma reads them from shared memory.
   int64_t kSteps = d / 16;
-  AOperands kv = loadAOperands({sK, sV}, warpRow0, kSteps, lane, d <= 64);
+  AOperands kv =
+      loadAOperands({sK, sV}, warpRow0, kSteps, lane, d <= 64 && !dkdvWgmma);
+  // wgmma's descriptors: K and V rows of this warp's warpgroup (K-major A
+  // operands), and the same tiles and the stages' Q and dO as K-major or
+  // transposed (MN-major) operands; `kStep(kk)` is the byte offset of
+  // k-step kk in a K-major operand's rows, `rowStep` that of 16 rows.
+  int64_t groupBytes = 8 * d * 2, rowStep = 2 * groupBytes;
+  auto kStep = [](int64_t kk) { return kk / 4 * 1024 + kk % 4 * 32; };
+  auto kMajor = [&](Value tile, Value offset) {
+    return wgmmaDesc(tile, offset, 16, groupBytes);
+  };
+  auto mnMajor = [&](Value tile, Value offset) {
+    return wgmmaDesc(tile, offset, 1024, groupBytes);
+  };
+  Value descK, descV;
+  if (dkdvWgmma) {
+    Value groupRows = mul(shr(warp, 2), c32(64 * d * 2));
+    descK = kMajor(sK, groupRows);
+    descV = kMajor(sV, groupRows);
+  }
   auto kA = [&](int64_t kk) { return kv.get(0, kk); };
   auto vA = [&](int64_t kk) { return kv.get(1, kk); };
   if (!prefetch)
@@ -869,6 +908,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
         LLVM::StoreOp::create(b, loc, pack(lo, hi), smemAt(sDS, at),
                               /*alignment=*/4);
       }
+    // dQ's wgmma reads them after the next barrier.
+    asyncProxyFence();
   };
   // Bulk reductions: each warp's rows of dQ ([16][dqCols + 8] f32), one
   // reduction per row issued by lane `row` of the warp.
@@ -913,7 +954,19 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     int64_t chunk = scored && d > 64 ? 16 : dqCols;
     for (int64_t c0 = 0; c0 < dqCols; c0 += chunk) {
       Tiles dQ = zeroTiles(chunk / 8);
-      for (int64_t kk = 0; kk < kvRows / 16; ++kk) {
+      if (dkdvWgmma) {
+        // The warpgroup's dqCols columns of all 64 queries: dS is dS^T
+        // read transposed, K's columns from dqCol0 transposed.
+        Value dsDesc = wgmmaDesc(sDS, c32(0), 1024, 1024);
+        Value kDesc = mnMajor(sK, swizzled(c32(0), dqCol0));
+        wgmmaFence();
+        for (int64_t kk = 0; kk < kvRows / 16; ++kk)
+          wgmma(dQ, {}, wgmmaDescAt(dsDesc, kk * 2 * 1024),
+                wgmmaDescAt(kDesc, kk * rowStep), /*transA=*/true,
+                /*transB=*/true, /*accumulate=*/kk > 0);
+        wgmmaCommitAndWait(0, {&dQ});
+      }
+      for (int64_t kk = 0; kk < (dkdvWgmma ? 0 : kvRows / 16); ++kk) {
         auto aFrag = ldmatrix4(smemAt(sDS, add(dsA, c32(kk * 16 * blockQ * 2))),
                                /*transpose=*/true);
         SmallVector<Value, 4> aOps(aFrag.begin(), aFrag.end());
@@ -1057,6 +1110,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                   // qBegin of the next head; none after the last.
                   stage = iters[numAcc];
                   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+                  asyncProxyFence();
                   NVVM::Barrier0Op::create(b, loc);
                   Value cur =
                       add(c32(2 * kvBytes), mul(stage, c32(dkdvStageBytes())));
@@ -1108,7 +1162,17 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
 
                 // S^T = K Q^T: rows are this warp's keys, columns queries.
                 Tiles p = zeroTiles(nTilesS);
-                mmaABt(p, kA, kSteps, sQ, lane);
+                if (dkdvWgmma) {
+                  Value descQ = kMajor(sQ, c32(0));
+                  wgmmaFence();
+                  for (int64_t kk = 0; kk < kSteps; ++kk)
+                    wgmma(p, {}, wgmmaDescAt(descK, kStep(kk)),
+                          wgmmaDescAt(descQ, kStep(kk)), false, false,
+                          /*accumulate=*/kk > 0);
+                  wgmmaCommitAndWait(0, {&p});
+                } else {
+                  mmaABt(p, kA, kSteps, sQ, lane);
+                }
                 SmallVector<SmallVector<Value, 4>> pA;
                 // Dropout's factors (Z), for dV's P Z and dS.
                 Tiles z;
@@ -1191,10 +1255,35 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                 }
                 // dV += P^T dO.
                 auto pAStep = [&](int64_t s) { return pA[s]; };
-                mmaAB(dV, pAStep, qSteps, sDO, lane, col0);
                 // dP^T = V dO^T, dS^T = P^T (dP^T - Dsum), Dsum per column.
                 Tiles ds = zeroTiles(nTilesS);
-                mmaABt(ds, vA, kSteps, sDO, lane);
+                // wgmma: dV's and dP^T's products in one group, and P^T
+                // read back from its bf16/f16 A fragments for dS: the f32
+                // P^T, dP^T, dK and dV do not fit in registers at once.
+                Value qT;
+                if (dkdvWgmma) {
+                  Value dOt = mnMajor(sDO, c32(0));
+                  Value descDO = kMajor(sDO, c32(0));
+                  qT = mnMajor(sQ, c32(0));
+                  for (auto &frag : pA)
+                    pinBefore(frag);
+                  wgmmaFence();
+                  for (int64_t s = 0; s < qSteps; ++s)
+                    wgmma(dV, pA[s], Value(), wgmmaDescAt(dOt, s * rowStep),
+                          false, /*transB=*/true, /*accumulate=*/true);
+                  // In S^T's registers: P^T is read from pA below.
+                  for (int64_t kk = 0; kk < kSteps; ++kk)
+                    wgmma(ds, {}, wgmmaDescAt(descV, kStep(kk)),
+                          wgmmaDescAt(descDO, kStep(kk)), false, false,
+                          /*accumulate=*/kk > 0, kk == 0 ? &p : nullptr);
+                  wgmmaCommitAndWait(0, {&dV, &ds});
+                  for (int64_t nt = 0; nt < nTilesS; ++nt)
+                    for (int64_t e = 0; e < 4; ++e)
+                      p[nt][e] = unpackA(pA[nt / 2][nt % 2 * 2 + e / 2], e % 2);
+                } else {
+                  mmaAB(dV, pAStep, qSteps, sDO, lane, col0);
+                  mmaABt(ds, vA, kSteps, sDO, lane);
+                }
                 SmallVector<std::array<Value, 2>> dsums;
                 for (int64_t nt = 0; nt < nTilesS; ++nt)
                   dsums.push_back(
@@ -1205,9 +1294,23 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                 if (withDQ)
                   storeTransposedDS(ds, dsBuffer(pipelined ? stage : Value()));
                 // dK += dS^T Q.
-                mmaAB(
-                    dK, [&](int64_t s) { return accToA(ds, s); }, qSteps, sQ,
-                    lane, col0);
+                if (dkdvWgmma) {
+                  SmallVector<SmallVector<Value, 4>> dsA;
+                  for (int64_t s = 0; s < qSteps; ++s) {
+                    dsA.push_back(accToA(ds, s));
+                    pinBefore(dsA.back());
+                  }
+                  wgmmaFence();
+                  for (int64_t s = 0; s < qSteps; ++s)
+                    wgmma(dK, dsA[s], Value(), wgmmaDescAt(qT, s * rowStep),
+                          false,
+                          /*transB=*/true, /*accumulate=*/true);
+                  wgmmaCommitAndWait(0, {&dK, &dV});
+                } else {
+                  mmaAB(
+                      dK, [&](int64_t s) { return accToA(ds, s); }, qSteps, sQ,
+                      lane, col0);
+                }
                 if (withDQ && !pipelined)
                   addDQ(q0, dsumRow, dsBuffer(Value()), /*barrier=*/true);
                 SmallVector<Value> yielded;

@@ -40,6 +40,12 @@ struct GradKernelOptions {
   /// Q/dO copies per key and, with atomic dQ, half the additions into the
   /// accumulator, at one CTA per SM.
   int64_t dkdvWarps = 0;
+  /// On sm_90, the plain path's dK/dV kernel of atomic dQ in 8 warps with
+  /// 64-row Q tiles (D = 64, 128) multiplies with wgmma: each warpgroup's
+  /// 64 keys are one m64 tile, and its operands are read by the tensor
+  /// cores from shared memory once per warpgroup (mma.sync reads them once
+  /// per warp, through ldmatrix: the kernel's bottleneck).
+  bool wgmma = true;
 };
 
 /// Emits the backward kernels of `op` (supported: see unsupportedReason) at

@@ -801,11 +801,13 @@ struct ConvertFAToNVVMPass
     gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, target);
     OpBuilder b(gpuModule.getBodyRegion());
     if (!gpuModule.lookupSymbol("fa_smem")) {
+      // 1024-byte aligned: wgmma's 128-byte swizzle is a function of the
+      // address, so its 8-row groups must start at multiples of 1024.
       b.setInsertionPointToStart(gpuModule.getBody());
       LLVM::GlobalOp::create(
           b, module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
           /*isConstant=*/false, LLVM::Linkage::External, "fa_smem", Attribute(),
-          /*alignment=*/16, /*addrSpace=*/kShared);
+          /*alignment=*/1024, /*addrSpace=*/kShared);
     }
     static_assert(kThreads == kForwardThreads, "fa-fuse launches kThreads");
     for (auto [i, kernel] : llvm::enumerate(forwardKernels)) {
@@ -874,8 +876,8 @@ struct ConvertFAToNVVMPass
       }
       SmallVector<KernelContract, 3> contracts = buildAttentionGradKernels(
           b, op, std::to_string(i),
-          {bwdPrefetch, bwdAtomicDQ, /*sm90=*/target == "sm_90a",
-           bwdDkDvWarps});
+          {bwdPrefetch, bwdAtomicDQ, /*sm90=*/target == "sm_90a", bwdDkDvWarps,
+           bwdWgmma});
       if (contracts.empty())
         return signalPassFailure();
       // The launch contracts, read by the runtime: on each kernel, and for

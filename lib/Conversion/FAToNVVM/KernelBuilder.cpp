@@ -114,6 +114,14 @@ Value KernelBuilder::swizzled(Value row, Value col, int64_t width) {
   // most), so the swizzled chunk stays inside the row (d = 96: 12 chunks).
   if (!width)
     width = d;
+  if (wgmmaTiles && width % 64 == 0) {
+    Value inGroup = andi(row, 7);
+    Value chunk = xori(andi(shr(col, 3), 7), inGroup);
+    Value group = mul(shr(row, 3), c32(8 * width * 2));
+    Value block = mul(shr(col, 6), c32(1024));
+    return add(add(group, block),
+               add(add(shl(inGroup, 7), shl(chunk, 4)), shl(andi(col, 7), 1)));
+  }
   int64_t chunks = width / 8, group = 1;
   while (group < 8 && chunks % (group * 2) == 0)
     group *= 2;
@@ -124,6 +132,9 @@ Value KernelBuilder::swizzled(Value row, Value col, int64_t width) {
 
 Value KernelBuilder::swizzledAt(Value rowLane, int64_t rowConst, Value colLane,
                                 int64_t colConst) {
+  if (wgmmaTiles && d % 64 == 0)
+    return add(swizzled(rowLane, add(colLane, c32(colConst))),
+               c32(rowConst * d * 2));
   int64_t chunks = d / 8, group = 1;
   while (group < 8 && chunks % (group * 2) == 0)
     group *= 2;
@@ -244,6 +255,12 @@ Value KernelBuilder::pack(Value lo, Value hi) {
   return LLVM::BitcastOp::create(b, loc, i32, narrow);
 }
 
+Value KernelBuilder::unpackA(Value reg, int64_t hi) {
+  Value pair = LLVM::BitcastOp::create(b, loc, VectorType::get({2}, et), reg);
+  Value half = LLVM::ExtractElementOp::create(b, loc, pair, c32(hi));
+  return LLVM::FPExtOp::create(b, loc, f32, half);
+}
+
 SmallVector<Value, 4>
 KernelBuilder::accToA(ArrayRef<SmallVector<Value, 4>> tiles, int64_t j) {
   return {pack(tiles[2 * j][0], tiles[2 * j][1]),
@@ -315,6 +332,121 @@ void KernelBuilder::mmaAB(Tiles &c, AFragments a, int64_t kSteps, Value bTile,
       c[2 * pair] = mma(frag, {r[0], r[1]}, c[2 * pair]);
       c[2 * pair + 1] = mma(frag, {r[2], r[3]}, c[2 * pair + 1]);
     }
+  }
+}
+
+Value KernelBuilder::wgmmaDesc(Value tile, Value offset, int64_t lbo,
+                               int64_t sbo) {
+  Value address = LLVM::PtrToIntOp::create(b, loc, i32, smemAt(tile, offset));
+  Value start = ext64(shr(address, 4));
+  // Bits 0-13 start >> 4, 16-29 lbo >> 4, 32-45 sbo >> 4, 62-63 swizzle
+  // (1: 128 bytes).
+  int64_t fields = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (int64_t(1) << 62);
+  return arith::OrIOp::create(b, loc, start, c64(fields));
+}
+
+Value KernelBuilder::wgmmaDescAt(Value desc, int64_t bytes) {
+  assert(bytes % 16 == 0 && "descriptors address 16-byte units");
+  return bytes ? arith::AddIOp::create(b, loc, desc, c64(bytes >> 4)) : desc;
+}
+
+void KernelBuilder::wgmma(Tiles &c, ArrayRef<Value> a, Value aDesc, Value bDesc,
+                          bool transA, bool transB, bool accumulate,
+                          const Tiles *reuse) {
+  int64_t n = c.size() * 8, k = c.size() * 4;
+  std::string type = et.isBF16() ? "bf16" : "f16";
+  // scale-d: D = A B + (p ? D : 0).
+  std::string text = std::string("{ .reg .pred p; setp.ne.b32 p, ") +
+                     (accumulate ? "1" : "0") +
+                     ", 0; "
+                     "wgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(n) + "k16.f32." + type + "." + type + " {";
+  std::string constraints;
+  SmallVector<Value> operands;
+  for (int64_t i = 0; i < k; ++i) {
+    text += (i ? ", $" : "$") + std::to_string(i);
+    constraints += (i ? ",=f" : "=f");
+  }
+  int64_t next = k;
+  const Tiles *tied = accumulate ? &c : reuse;
+  assert((!tied || int64_t(tied->size()) * 4 == k) && "accumulator shape");
+  if (tied)
+    for (int64_t i = 0; i < k; ++i, ++next) {
+      constraints += "," + std::to_string(i);
+      operands.push_back((*tied)[i / 4][i % 4]);
+    }
+  auto operand = [&](Value v, StringRef constraint) {
+    constraints += ("," + constraint).str();
+    operands.push_back(v);
+    return "$" + std::to_string(next++);
+  };
+  text += "}, ";
+  if (a.empty()) {
+    text += operand(aDesc, "l");
+  } else {
+    text += "{";
+    for (auto [i, v] : llvm::enumerate(a))
+      text += (i ? ", " : "") + operand(v, "r");
+    text += "}";
+  }
+  text += ", " + operand(bDesc, "l") + ", p, 1, 1, ";
+  if (a.empty())
+    text += transA ? "1, " : "0, ";
+  text += transB ? "1; }" : "0; }";
+  auto type4 = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                SmallVector<Type>(k, f32));
+  Value res = LLVM::InlineAsmOp::create(
+                  b, loc, type4, operands, text, constraints,
+                  /*has_side_effects=*/true, /*is_align_stack=*/false,
+                  LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+                  .getResult(0);
+  for (int64_t i = 0; i < k; ++i)
+    c[i / 4][i % 4] = LLVM::ExtractValueOp::create(b, loc, res, i);
+}
+
+void KernelBuilder::wgmmaFence() { ptx("wgmma.fence.sync.aligned;"); }
+
+void KernelBuilder::pinBefore(MutableArrayRef<Value> values) {
+  std::string constraints;
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += (i ? ",=r" : "=r");
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += "," + std::to_string(i);
+  auto type = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(values.size(), i32));
+  Value res = LLVM::InlineAsmOp::create(
+                  b, loc, type, ValueRange(values), "", constraints,
+                  /*has_side_effects=*/true, /*is_align_stack=*/false,
+                  LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+                  .getResult(0);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = LLVM::ExtractValueOp::create(b, loc, res, i);
+}
+
+void KernelBuilder::wgmmaCommitAndWait(int64_t pending,
+                                       ArrayRef<Tiles *> accs) {
+  ptx("wgmma.commit_group.sync.aligned;");
+  ptx("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";");
+  for (Tiles *acc : accs) {
+    int64_t k = acc->size() * 4;
+    std::string constraints;
+    SmallVector<Value> operands;
+    for (int64_t i = 0; i < k; ++i)
+      constraints += (i ? ",=f" : "=f");
+    for (int64_t i = 0; i < k; ++i) {
+      constraints += "," + std::to_string(i);
+      operands.push_back((*acc)[i / 4][i % 4]);
+    }
+    auto type = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                 SmallVector<Type>(k, f32));
+    Value res =
+        LLVM::InlineAsmOp::create(
+            b, loc, type, operands, "", constraints,
+            /*has_side_effects=*/true, /*is_align_stack=*/false,
+            LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+            .getResult(0);
+    for (int64_t i = 0; i < k; ++i)
+      (*acc)[i / 4][i % 4] = LLVM::ExtractValueOp::create(b, loc, res, i);
   }
 }
 

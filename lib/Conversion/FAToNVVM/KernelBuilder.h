@@ -135,7 +135,9 @@ public:
                  Value headStride);
   /// Byte offset of element (row, col) in a swizzled [rows][width] tile
   /// (width 0: d): 16-byte chunks XOR-ed with the row so the 8 rows one
-  /// ldmatrix reads hit distinct banks.
+  /// ldmatrix reads hit distinct banks. With `wgmmaTiles` and a width that
+  /// is a multiple of 64, rows are stored in groups of 8 as [width / 64][8]
+  /// [64]: wgmma's 128-byte swizzle, the same bytes at width 64.
   Value swizzled(Value row, Value col, int64_t width = 0);
   /// swizzled(rowLane + rowConst, colLane + colConst) for a lane-dependent
   /// part and constants (rowConst a multiple of 8, colConst of 16, colLane 0
@@ -166,6 +168,8 @@ public:
                             ArrayRef<Value> c);
   /// Two f32 as one register of two `et`.
   Value pack(Value lo, Value hi);
+  /// Half `hi` (0 or 1) of a register of two `et`, as f32.
+  Value unpackA(Value reg, int64_t hi);
   /// The A fragment of k-step `j` (16 columns) from accumulator tiles of 8
   /// columns each: tiles 2 j and 2 j + 1, packed to `et`.
   SmallVector<Value, 4> accToA(ArrayRef<SmallVector<Value, 4>> tiles,
@@ -208,6 +212,37 @@ public:
   /// a multiple of 16).
   void mmaAB(Tiles &c, AFragments a, int64_t kSteps, Value bTile, Value lane,
              int64_t col0 = 0);
+
+  // wgmma (sm_90a): warpgroups of 4 warps multiply 64-row tiles with B (and
+  // A) read from shared memory by the tensor cores, not through registers;
+  // the accumulator of an m64nN product holds, in warp w of the group, the
+  // mma.sync tiles of rows [16 w, 16 w + 16): the layout Tiles has.
+
+  /// The descriptor (i64) of a shared tile in wgmmaTiles' layout at byte
+  /// `offset` of `tile`: 128-byte swizzle, `lbo` bytes between 64-column
+  /// blocks along a matrix's contiguous dimension when that is M or N
+  /// (transposed operands), `sbo` bytes between groups of 8 rows.
+  Value wgmmaDesc(Value tile, Value offset, int64_t lbo, int64_t sbo);
+  /// `desc` moved by `bytes` (a multiple of 16) within its tile.
+  Value wgmmaDescAt(Value desc, int64_t bytes);
+  /// c (64 x 8 c.size()) += A B over one k-step of 16, B [k][n] from a
+  /// descriptor (`transB`: stored [k][n], else [n][k]), A from registers
+  /// (`a`: the warp's A fragment) or, when `a` is empty, from `aDesc`
+  /// (`transA`: stored [k][m]). Without `accumulate`, c = A B, in the
+  /// registers of `reuse` where given (values no longer needed): ptxas
+  /// gives each wgmma accumulator its own block of registers otherwise.
+  void wgmma(Tiles &c, ArrayRef<Value> a, Value aDesc, Value bDesc, bool transA,
+             bool transB, bool accumulate, const Tiles *reuse = nullptr);
+  /// wgmma.fence: registers written since are ordered before the next
+  /// wgmma's reads.
+  void wgmmaFence();
+  /// `values` (i32) through an empty asm with side effects: computed before
+  /// what follows (a wgmmaFence), not sunk to their uses.
+  void pinBefore(MutableArrayRef<Value> values);
+  /// Commits the wgmmas issued since the last commit, waits until at most
+  /// `pending` groups are in flight and then hands `accs` on: their values
+  /// pass through an empty asm after the wait, so nothing reads them early.
+  void wgmmaCommitAndWait(int64_t pending, ArrayRef<Tiles *> accs);
 
   /// Lane offsets of ldmatrix.x4 addresses (lane = 8 m + r reads row r of
   /// matrix m): an A fragment at (row0, col0) reads rows row0 + aRow(),
@@ -299,6 +334,9 @@ protected:
   int64_t d;
   /// Threads per CTA of the kernel being built (createKernel, copyTile).
   int64_t threads = kThreads;
+  /// Shared tiles of the kernel being built are laid out for wgmma
+  /// (swizzled()).
+  bool wgmmaTiles = false;
   Type i32, i64, f32, gptr, sptr;
 
 private:

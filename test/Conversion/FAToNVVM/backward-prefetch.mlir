@@ -2,8 +2,10 @@
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s --check-prefix=Q64
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true" | FileCheck %s --check-prefix=ATOMIC
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=PIPE
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true bwd-wgmma=false" | FileCheck %s --check-prefix=ATOMIC
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true bwd-wgmma=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=PIPE
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true" | FileCheck %s --check-prefix=WGMMA
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=WSCHED
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true bwd-dkdv-warps=4" | FileCheck %s --check-prefix=ATOMIC4
 
 // The dkdv kernel's Q tiles, double-buffered (bwd-prefetch, the default):
@@ -33,7 +35,7 @@
 // Q64: llvm.return
 // With atomic dQ on sm_90a dkdv runs 8 warps over 128 keys (each Q tile's
 // dQ reduced once per 128 keys, not 64) with Q tiles of 64 rows, and dQ is
-// pipelined: K and V (2 x 32 KB), two stages (2 x 33280), a dS^T buffer per
+// pipelined; with mma.sync (bwd-wgmma=false): K and V (2 x 32 KB), two stages (2 x 33280), a dS^T buffer per
 // stage (2 x 128 x 64 x 2) and 8 warps' dQ rows (8 x 16 x 72 x 4).
 // ATOMIC: {grid = "ceil(Nk/128),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 201728 : i64, threads = 256 : i64}
 // ATOMIC-LABEL: llvm.func @fa_backward_dkdv_0(
@@ -60,6 +62,81 @@
 // This tile's q0 and head become the pending tile.
 // ATOMIC: scf.yield {{.+}}, %[[Q0]], %{{.+}} : f32,
 // ATOMIC-SAME: i32, i32, i32
+// By default the same kernel multiplies with wgmma, each warpgroup's 64 keys
+// one m64 tile. Its stages start at multiples of 1024 bytes (33280 -> 33792
+// each): 65536 + 2 x 33792 + 2 x 16384 + 36864.
+// WGMMA: {grid = "ceil(Nk/128),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 202752 : i64, threads = 256 : i64}
+// Descriptors (128-byte swizzle, bit 62): K-major with 2048 bytes (128 >> 4,
+// bit 32 up) between groups of 8 rows of 256 bytes; transposed ([k][n]
+// tiles) with 1024 bytes (64 >> 4, bit 16 up) between 64-column blocks; dS^T
+// (rows of 128 bytes) with 1024 between groups.
+// WGMMA-DAG: arith.constant 4611686568183267328 : i64
+// WGMMA-DAG: arith.constant 4611686568187396096 : i64
+// WGMMA-DAG: arith.constant 4611686293309489152 : i64
+// S^T = K Q^T: A and B from shared memory, both K-major, D = A B at the
+// first k-step (the scale-d predicate is false), D += A B after.
+// WGMMA: "{ .reg .pred p; setp.ne.b32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31}, $32, $33, p, 1, 1, 0, 0; }", "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,l,l"
+// dV += P^T dO: A (P^T) from registers, dO transposed.
+// WGMMA: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.+}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1; }"
+// dP^T = V dO^T in S^T's registers (tied to them, scale-d false).
+// WGMMA: "{ .reg .pred p; setp.ne.b32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}}, $64, $65, p, 1, 1, 0, 0; }", "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,l,l"
+// dQ = dS K: both transposed.
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}}, $64, $65, p, 1, 1, 1, 1; }"
+// Per Q tile: one barrier (and the fence that makes the copies and dS^T
+// visible to the tensor cores before it); the pending tile's dQ (8 k-steps
+// over 128 keys); S^T; dV with dP^T in one group; dK; 4 wgmma waits.
+// WSCHED:      llvm.func @fa_backward_dkdv_0
+// WSCHED-NEXT: 24 nvvm.cp.async.shared.global
+// WSCHED-NEXT:  1 nvvm.cp.async.commit.group
+// WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  1 nvvm.cp.async.wait.group 0
+// WSCHED-NEXT:  1 fence.proxy.async
+// WSCHED-NEXT:  1 nvvm.barrier0
+// WSCHED-NEXT:  2 scf.for
+// WSCHED-NEXT:  1 nvvm.cp.async.wait.group 0
+// WSCHED-NEXT:  1 fence.proxy.async
+// WSCHED-NEXT:  1 nvvm.barrier0
+// WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  8 nvvm.cp.async.shared.global
+// WSCHED-NEXT:  1 nvvm.cp.async.commit.group
+// WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  1 wgmma.fence
+// WSCHED-NEXT:  8 wgmma.mma_async.sync.aligned.m64n64k16
+// WSCHED-NEXT:  1 wgmma.commit_group
+// WSCHED-NEXT:  1 wgmma.wait_group.sync.aligned 0
+// WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  1 fence.proxy.async
+// WSCHED-NEXT:  2 scf.if
+// WSCHED-NEXT:  1 wgmma.fence
+// WSCHED-NEXT:  8 wgmma.mma_async.sync.aligned.m64n64k16
+// WSCHED-NEXT:  1 wgmma.commit_group
+// WSCHED-NEXT:  1 wgmma.wait_group.sync.aligned 0
+// WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  1 scf.yield
+// WSCHED-NEXT:  1 } else
+// WSCHED-NEXT:  1 scf.yield
+// WSCHED-NEXT:  1 wgmma.fence
+// WSCHED-NEXT:  4 wgmma.mma_async.sync.aligned.m64n128k16
+// WSCHED-NEXT:  8 wgmma.mma_async.sync.aligned.m64n64k16
+// WSCHED-NEXT:  1 wgmma.commit_group
+// WSCHED-NEXT:  1 wgmma.wait_group.sync.aligned 0
+// WSCHED-NEXT:  1 fence.proxy.async
+// WSCHED-NEXT:  1 wgmma.fence
+// WSCHED-NEXT:  4 wgmma.mma_async.sync.aligned.m64n128k16
+// WSCHED-NEXT:  1 wgmma.commit_group
+// WSCHED-NEXT:  1 wgmma.wait_group.sync.aligned 0
+// WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  2 scf.yield
+// WSCHED-NEXT:  1 nvvm.barrier0
+// WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  1 wgmma.fence
+// WSCHED-NEXT:  8 wgmma.mma_async.sync.aligned.m64n64k16
+// WSCHED-NEXT:  1 wgmma.commit_group
+// WSCHED-NEXT:  1 wgmma.wait_group.sync.aligned 0
+// WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  1 fence.proxy.async
+// WSCHED-NEXT:  7 scf.if
+// WSCHED-NEXT: llvm.func @fa_backward_dq_convert_0
 // In 4 warps it stays 32 rows (64 spills), 64 keys, dQ still pipelined.
 // ATOMIC4: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = {{[0-9]+}} : i64, threads = 128 : i64}
 // ATOMIC4-LABEL: llvm.func @fa_backward_dkdv_0(
@@ -83,7 +160,9 @@
 // PIPE-NEXT:  1 nvvm.cp.async.commit.group
 // PIPE-NEXT:  1 scf.if
 // PIPE-NEXT: 64 nvvm.mma.sync
-// PIPE-NEXT:  3 scf.if
+// PIPE-NEXT:  1 scf.if
+// PIPE-NEXT:  1 fence.proxy.async
+// PIPE-NEXT:  2 scf.if
 // PIPE-NEXT: 64 nvvm.mma.sync
 // PIPE-NEXT:  1 scf.if
 // PIPE-NEXT:  1 scf.yield
@@ -95,7 +174,9 @@
 // PIPE-NEXT:  1 nvvm.barrier0
 // PIPE-NEXT:  1 scf.if
 // PIPE-NEXT: 64 nvvm.mma.sync
-// PIPE-NEXT:  8 scf.if
+// PIPE-NEXT:  1 scf.if
+// PIPE-NEXT:  1 fence.proxy.async
+// PIPE-NEXT:  7 scf.if
 // PIPE-NEXT: llvm.func @fa_backward_dq_convert_0
 
 // CHECK: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 66048 : i64, threads = 128 : i64}

@@ -18,6 +18,7 @@
 // RUN: fa-opt %t/bf16-64-mqa-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.64.ptx -o %t/80.64.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t/90.128.ptx
+// RUN: FileCheck %s --check-prefix=NOMMA < %t/90.128.ptx
 // RUN: FileCheck %s --check-prefix=ATOM < %t/80.128.ptx
 // RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/det.90.128.ptx -o %t/det.90.128.cubin 2>&1 | FileCheck %s
@@ -93,9 +94,10 @@
 // PTX-DAG: .visible .entry fa_backward_dkdv_0(
 // PTX-DAG: .visible .entry fa_backward_dq_convert_0(
 // PTX-DAG: cp.async.cg.shared.global
-// PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// dkdv multiplies with wgmma (dsum and dq_convert have no products).
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// NOMMA-NOT: mma.sync.aligned
 // PTX-DAG: ex2.approx
 // PTX-DAG: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
 // PTX-NOT: atom.global

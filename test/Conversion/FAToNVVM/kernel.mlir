@@ -46,7 +46,7 @@
 // CHECK-NEXT: gpu.launch_func @fa_kernels::@fa_forward_0 blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%c128, %{{.+}}, %{{.+}}) dynamic_shared_memory_size %[[SMEM]] args(%[[QPTR]] : !llvm.ptr<1>, %[[KPTR]] : !llvm.ptr<1>, %[[VPTR]] : !llvm.ptr<1>, %[[OPTR]] : !llvm.ptr<1>, %[[LPTR]] : !llvm.ptr<1>, %[[QS0]] : i64, %[[QS1]] : i64, %[[QS2]] : i64,
 // CHECK-SAME: : i64, %[[NQ]] : i32, %[[NK]] : i32, %[[G32]] : i32, %[[SCALE]] : f32)
 // CHECK: gpu.module @fa_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
-// CHECK-NEXT: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// CHECK-NEXT: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK-NEXT: llvm.func @fa_forward_0(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>,
 // CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{.+}}: i32, %[[SCALE:[^:]+]]: f32)
 // CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.block_q = 64 : i64, fa.shared_bytes = 81920 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
