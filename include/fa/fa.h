@@ -109,11 +109,16 @@ struct AttentionSpec {
   std::vector<CaptureSpec> captures;
   /// Also return the log-sum-exp [B, Hq, Nq] (f32).
   bool returnLse = false;
-  /// GPU backward: the dK/dV kernel adds dQ into an f32 accumulator
-  /// (FlashAttention-2's way: atomics, bulk reductions on sm_90a) instead of
-  /// a dQ kernel that recomputes the scores. dQ's last bits then vary from
-  /// run to run; by default they do not.
+  /// GPU backward, how dQ is computed. `atomicDQ`: the dK/dV kernel adds it
+  /// into an f32 accumulator (FlashAttention's way: atomics, bulk
+  /// reductions on sm_90a), and its last bits vary from run to run.
+  /// `deterministic`: a dQ kernel recomputes the scores and writes each
+  /// element once, bitwise reproducible. Neither (the default): atomic
+  /// where that is FA's fastest backward (sm_90a, no bias, ALiBi, score_mod,
+  /// mask_mod, dropout or softcap, D = 64 or 128), else deterministic. Both
+  /// is an error.
   bool atomicDQ = false;
+  bool deterministic = false;
 };
 
 /// A compiled attention variant. Cheap to copy; safe to call from several

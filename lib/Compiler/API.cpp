@@ -355,6 +355,8 @@ fa::Kernel fa::compile(const AttentionSpec &spec,
     throw Error(std::string("fa::compile: biasDType must be f16, bf16 or "
                             "f32, got ") +
                 toString(spec.biasDType));
+  if (spec.atomicDQ && spec.deterministic)
+    throw Error("fa::compile: atomicDQ and deterministic exclude each other");
   for (size_t i = 0; i < spec.captures.size(); ++i)
     if (spec.captures[i].rank < 1)
       throw Error("fa::compile: capture " + std::to_string(i) +
@@ -781,7 +783,8 @@ void compileBackward(const fa::Kernel::Impl &impl, bool withBias) {
     auto gpu = std::make_unique<GpuBackward>();
     gpu->image = mlir::fa::getOrCompileCudaBackward(
         grad, impl.target, compiled, error,
-        {/*prefetch=*/true, impl.spec.atomicDQ});
+        {/*prefetch=*/true, impl.spec.atomicDQ, /*dkdvWarps=*/0,
+         /*wgmma=*/true, impl.spec.deterministic});
     if (!gpu->image) {
       error += "\n" + ctx.text;
       return;

@@ -49,6 +49,7 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
   options.bwdWgmma = bwd.wgmma;
+  options.bwdDeterministic = bwd.deterministic;
   buildCudaPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
@@ -83,6 +84,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";bwd-dkdv-warps=" + std::to_string(bwd.dkdvWarps);
   if (!bwd.wgmma)
     target += ";bwd-wgmma=0";
+  if (bwd.deterministic)
+    target += ";bwd-deterministic=1";
   // The version and the hash of the code generators' sources: kernels of an
   // older compiler are never reused.
   return ::fa::runtime::makeKey(irText, target, FA_VERSION "+" FA_CODEGEN_HASH);
@@ -294,7 +297,10 @@ mlir::fa::compileCudaBackward(AttentionGradOp op, StringRef chip,
   image.scored = image.dropout || op.getBias() || op.getAlibiSlopes() ||
                  !op.getScoreMod().empty() || !op.getMaskMod().empty();
   image.captureRanks = captureRanks(op.getCaptures().getTypes());
-  if (options.atomicDQ)
+  // Atomic dQ (asked for, or chosen by default): dq_convert in place of dq.
+  if (llvm::any_of(image.entries, [](const CudaEntryPoint &e) {
+        return StringRef(e.name).starts_with("fa_backward_dq_convert_");
+      }))
     image.dqAccumDim = op.getQuery().getType().getDimSize(3);
   return image;
 }

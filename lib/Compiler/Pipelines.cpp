@@ -87,6 +87,7 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   toNVVM.bwdAtomicDQ = options.bwdAtomicDQ;
   toNVVM.bwdDkDvWarps = options.bwdDkDvWarps;
   toNVVM.bwdWgmma = options.bwdWgmma;
+  toNVVM.bwdDeterministic = options.bwdDeterministic;
   pm.addPass(createConvertFAToNVVM(toNVVM));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());

@@ -52,6 +52,7 @@ class AttentionSpec:
     mask_mod: str
     return_lse: bool
     atomic_dq: bool
+    deterministic: bool
     captures: list[tuple[DType, int]]
     def __init__(self) -> None: ...
 

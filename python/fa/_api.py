@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import random
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -60,6 +61,7 @@ class _Variant:
     return_lse: bool = False
     captures: tuple[tuple[str, int], ...] = ()  # (element type, rank) of each capture
     atomic_dq: bool = False  # GPU backward: dQ by atomics from the dK/dV kernel
+    deterministic: bool = False  # GPU backward: dQ by its own kernel, reproducible
 
     def spec(self) -> _C.AttentionSpec:
         spec = _C.AttentionSpec()
@@ -84,6 +86,7 @@ class _Variant:
         spec.return_lse = self.return_lse
         spec.captures = list(self.captures)
         spec.atomic_dq = self.atomic_dq
+        spec.deterministic = self.deterministic
         return spec
 
 
@@ -774,9 +777,14 @@ def _variant_of(inputs: _Inputs, options: _Options, return_lse: bool) -> _Varian
 
 
 def _kernel_for(api: str, inputs: _Inputs, options: _Options, return_lse: bool) -> Kernel:
-    """The cached kernel of the variant; CUDA tensors get the device's chip ("auto")."""
+    """The cached kernel of the variant; CUDA tensors get the device's chip ("auto"),
+    and under torch.use_deterministic_algorithms(True) the deterministic dQ."""
     target = "host" if inputs.q.is_cpu else "auto"
-    return _cached_kernel(api, _variant_of(inputs, options, return_lse), target)
+    variant = _variant_of(inputs, options, return_lse)
+    torch = sys.modules.get("torch")
+    if target != "host" and torch is not None and torch.are_deterministic_algorithms_enabled():
+        variant = replace(variant, deterministic=True)
+    return _cached_kernel(api, variant, target)
 
 
 def _forward(
@@ -977,6 +985,7 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
     mask_mod: MaskMod | None = None,
     return_lse: bool = False,
     atomic_dq: bool = False,
+    deterministic: bool = False,
     target: str = "host",
 ) -> Kernel:
     """Compiles one attention variant into a reusable :class:`Kernel`.
@@ -986,10 +995,13 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
     shape ``[B, Hq, Nq, Nk]``) or an example array whose size-1 dims mark the
     broadcast ones; ``alibi_slopes`` is None, True (``[Hq]``), ``"per_batch"``
     (``[B, Hq]``) or an example array. The other keywords are those of
-    :func:`fa.attention`. ``atomic_dq=True`` makes the GPU backward add dQ
-    from its dK/dV kernel into an f32 accumulator (FlashAttention-2's way;
-    bulk reductions on sm_90a), whose last bits vary run to run, instead of
-    computing it in its own kernel (the default, bitwise reproducible).
+    :func:`fa.attention`. The GPU backward computes dQ one of two ways:
+    ``atomic_dq=True`` has its dK/dV kernel add dQ into an f32 accumulator
+    (FlashAttention's way; bulk reductions on sm_90a), whose last bits vary
+    run to run; ``deterministic=True`` gives dQ its own kernel, bitwise
+    reproducible. By default it is atomic where that is FA's fastest backward
+    (sm_90a; D = 64 or 128 without bias, ALiBi, score_mod, mask_mod, dropout
+    or softcap) and deterministic elsewhere.
     """
     api = "fa.compile"
     code = _check_dtype_like(api, "dtype", dtype)
@@ -1013,7 +1025,10 @@ def compile(  # noqa: A001 - fa.compile, like torch.compile
         dropout_p=_check_dropout(api, dropout_p),
         return_lse=bool(return_lse),
         atomic_dq=bool(atomic_dq),
+        deterministic=bool(deterministic),
     )
+    if variant.atomic_dq and variant.deterministic:
+        raise ValueError(f"{api}: atomic_dq and deterministic exclude each other")
     traced = _traced(api, score_mod, mask_mod)
     variant = replace(
         variant,

@@ -299,6 +299,8 @@ std::string specRepr(const fa::AttentionSpec &spec) {
     s += ", return_lse=True";
   if (spec.atomicDQ)
     s += ", atomic_dq=True";
+  if (spec.deterministic)
+    s += ", deterministic=True";
   return s + ")";
 }
 
@@ -363,6 +365,10 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("atomic_dq", &fa::AttentionSpec::atomicDQ,
                      "GPU backward: dQ added by the dK/dV kernel (atomics); "
                      "its bits then vary run to run.")
+      .def_readwrite("deterministic", &fa::AttentionSpec::deterministic,
+                     "GPU backward: dQ by its own kernel, bitwise "
+                     "reproducible (neither flag: atomic where that is "
+                     "fastest, sm_90a's plain D = 64 and 128).")
       .def_property(
           "captures",
           [](const fa::AttentionSpec &spec) {

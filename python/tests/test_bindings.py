@@ -61,10 +61,12 @@ def test_spec_fields_round_trip() -> None:
     assert repr(s).startswith("AttentionSpec(dtype=bf16, head_dim=64, head_dim_v=32")
     defaults = _C.AttentionSpec()
     assert defaults.scale is None and defaults.window is None and defaults.causal == _C.Causal.none
-    assert defaults.atomic_dq is False
-    assert "atomic" not in repr(defaults)
+    assert defaults.atomic_dq is False and defaults.deterministic is False
+    assert "atomic" not in repr(defaults) and "deterministic" not in repr(defaults)
     defaults.atomic_dq = True
     assert repr(defaults).endswith(", atomic_dq=True)")
+    defaults.atomic_dq, defaults.deterministic = False, True
+    assert repr(defaults).endswith(", deterministic=True)")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

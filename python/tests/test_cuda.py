@@ -98,10 +98,11 @@ def test_autograd_on_the_gpu(dtype, bound, d) -> None:
         assert rel(x.grad, r.grad) < bound
 
 
-def test_atomic_dq_and_the_deterministic_default() -> None:
-    """The default GPU backward gives bitwise the same dQ run to run (under
-    torch.use_deterministic_algorithms(True) too); a kernel compiled with
-    atomic_dq=True agrees with it to rounding."""
+def test_atomic_dq_and_deterministic_algorithms() -> None:
+    """Under torch.use_deterministic_algorithms(True) the GPU backward gives
+    bitwise the same dQ run to run (its dQ kernel); the default (atomic dQ on
+    sm_90a for this variant) and a kernel compiled with atomic_dq=True agree
+    with it to rounding, and deterministic=True to the bit."""
     gen = torch.Generator(device="cuda").manual_seed(9)
     q, k, v, do = (
         torch.randn(2, 4, 300, 64, device="cuda", dtype=torch.bfloat16, generator=gen)
@@ -119,12 +120,18 @@ def test_atomic_dq_and_the_deterministic_default() -> None:
     finally:
         torch.use_deterministic_algorithms(False)
     assert torch.equal(first.view(torch.int16), second.view(torch.int16))
+    assert rel(dq(), first.double().cpu()) < 1e-2
     kernel = fa.compile(torch.bfloat16, 64, causal=True, return_lse=True, atomic_dq=True,
                         target="auto")
     assert "atomic_dq=True" in repr(kernel.spec)
     o, lse = kernel(q, k, v)
     atomic = kernel.backward(q, k, v, o, do, lse)[0]
     assert rel(atomic, first.double().cpu()) < 1e-2
+    kernel = fa.compile(torch.bfloat16, 64, causal=True, return_lse=True, deterministic=True,
+                        target="auto")
+    o, lse = kernel(q, k, v)
+    assert torch.equal(kernel.backward(q, k, v, o, do, lse)[0].view(torch.int16),
+                       first.view(torch.int16))
 
 
 @pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 5e-3)])

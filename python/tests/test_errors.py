@@ -458,6 +458,14 @@ def test_compile_checks() -> None:
     )
     compile_raises(ValueError, "fa.compile: head_dim must be an integer > 0, got 0", "f32", 0)
     compile_raises(
+        ValueError,
+        "fa.compile: atomic_dq and deterministic exclude each other",
+        "bf16",
+        64,
+        atomic_dq=True,
+        deterministic=True,
+    )
+    compile_raises(
         ValueError, "fa.compile: head_dim_v must be an integer > 0, got -8", "f32", 16, -8
     )
     compile_raises(

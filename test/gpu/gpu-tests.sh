@@ -109,12 +109,19 @@ run --backward --dtype=f16 --shape=2,4,4,100,100,96 --bias --dbias --alibi --win
 run --backward --dtype=bf16 --shape=2,8,2,1000,1000,128 --causal=bottom-right --bwd-atomic-dq
 run --backward --dtype=f16 --shape=1,4,4,513,257,64 --bwd-atomic-dq
 # The dK/dV kernel's warps: 8 on the deterministic path, 4 with atomic dQ
-# (sm_90a's atomic default is 8).
-run --backward --dtype=bf16 --shape=2,8,2,1000,1000,128 --bwd-dkdv-warps=8
+# (sm_90a's atomic default is 8); atomic dQ's 8 warps with mma.sync instead
+# of wgmma.
+run --backward --dtype=bf16 --shape=2,8,2,1000,1000,128 --bwd-dkdv-warps=8 --bwd-deterministic
 run --backward --dtype=f16 --shape=1,4,4,513,257,64 --bwd-atomic-dq --bwd-dkdv-warps=4
+run --backward --dtype=bf16 --shape=2,8,2,1000,1000,128 --causal=top-left --bwd-atomic-dq --bwd-wgmma=false
+run --backward --dtype=bf16 --shape=2,4,2,513,1000,64 --window=100,30 --bwd-atomic-dq --bwd-wgmma=false
 # N = 4096 against float64: many K/V tiles reducing into each dQ row.
+# The default on sm_90a there is atomic dQ (wgmma); --bwd-deterministic the
+# dq kernel.
 run --backward --dtype=bf16 --shape=1,2,1,4096,4096,128 --causal=bottom-right --bwd-atomic-dq
 run --backward --dtype=bf16 --shape=1,2,2,4096,4096,64
+run --backward --dtype=bf16 --shape=1,2,2,4096,4096,64 --bwd-deterministic
+run --backward --dtype=f16 --shape=1,2,1,4096,4096,128 --bwd-deterministic
 run --backward --dtype=bf16 --shape=1,4,2,77,150,128 --bias --dbias --causal=bottom-right
 run --backward --dtype=bf16 --shape=2,8,2,129,257,64 --alibi --causal=bottom-right
 run --backward "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128 --dbias

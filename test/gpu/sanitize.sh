@@ -69,13 +69,16 @@ backward=(
   "--backward --dtype=bf16 --shape=1,4,2,257,131,64 --causal=bottom-right"
   "--backward --dtype=bf16 --shape=1,4,2,257,131,64 --causal=bottom-right --bwd-atomic-dq"
   "--backward --dtype=f16 --shape=1,4,1,100,333,128 --window=40,8 --bwd-atomic-dq"
-  "--backward --dtype=f16 --shape=1,4,1,100,333,128 --window=40,8"
+  "--backward --dtype=f16 --shape=1,4,1,100,333,128 --window=40,8 --bwd-deterministic"
   "--backward --dtype=bf16 --shape=1,4,2,131,77,64 --dropout=0.2 --causal=top-left --bwd-atomic-dq"
   "--backward --dtype=f16 --shape=1,2,1,77,200,128 --dropout=0.1 --bias --dbias"
-  # Atomic dQ's 8-warp dK/dV kernel (sm_90a): dQ pipelined across Q tiles
-  # and query heads, a ragged last K/V tile; the plain path in 8 warps.
+  # Atomic dQ's 8-warp dK/dV kernel (sm_90a; wgmma, the default there, and
+  # mma.sync): dQ pipelined across Q tiles and query heads, a ragged last
+  # K/V tile; the dq kernel's dK/dV kernel in 8 warps.
   "--backward --dtype=bf16 --shape=1,4,2,200,260,128 --causal=bottom-right --bwd-atomic-dq"
-  "--backward --dtype=bf16 --shape=1,2,1,150,140,64 --bwd-dkdv-warps=8"
+  "--backward --dtype=bf16 --shape=1,4,2,200,260,128 --causal=bottom-right --bwd-atomic-dq --bwd-wgmma=false"
+  "--backward --dtype=f16 --shape=1,2,2,300,140,64 --window=50,20"
+  "--backward --dtype=bf16 --shape=1,2,1,150,140,64 --bwd-dkdv-warps=8 --bwd-deterministic"
 )
 if takes --backward --shape=1,1,1,1,1,256; then
   backward+=("--backward --dtype=bf16 --shape=1,2,2,129,200,256 --causal=top-left")

@@ -208,7 +208,14 @@ static cl::opt<bool> bwdAtomicDQOpt(
     "bwd-atomic-dq",
     cl::desc("On a GPU target, --backward: the dK/dV kernel adds dQ into an "
              "f32 accumulator (atomics; bulk reductions on sm_90a) instead "
-             "of a dQ kernel"),
+             "of a dQ kernel. Neither this nor --bwd-deterministic: atomic "
+             "where the dK/dV kernel is the wgmma one (sm_90a, plain path, "
+             "D = 64 or 128), else the dQ kernel"),
+    cl::init(false), cl::cat(faCategory));
+static cl::opt<bool> bwdDeterministicOpt(
+    "bwd-deterministic",
+    cl::desc("On a GPU target, --backward: always the dQ kernel (no "
+             "atomics; dQ bitwise reproducible)"),
     cl::init(false), cl::cat(faCategory));
 static cl::opt<int64_t> bwdDkDvWarpsOpt(
     "bwd-dkdv-warps",
@@ -1041,9 +1048,10 @@ bool Driver::emit() {
   if (emitOpt == "ptx") {
     // The backward's three kernels are one PTX module.
     if (backward) {
-      FailureOr<CudaBackwardImage> image = compileCudaBackward(
-          gradOp, chip,
-          {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt, bwdWgmmaOpt});
+      FailureOr<CudaBackwardImage> image =
+          compileCudaBackward(gradOp, chip,
+                              {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt,
+                               bwdWgmmaOpt, bwdDeterministicOpt});
       if (failed(image))
         return fail("fa-pipeline-cuda failed");
       llvm::outs() << image->ptx;
@@ -1311,9 +1319,10 @@ bool Driver::compileAndRunOnGpu() {
   const rt::CachedKernel &kernel = *cached;
   std::shared_ptr<const rt::CachedKernel> gradCached;
   if (backward) {
-    gradCached = getOrCompileCudaBackward(
-        gradOp, chip, gradCompiledNow, error,
-        {bwdPrefetchOpt, bwdAtomicDQOpt, bwdDkDvWarpsOpt, bwdWgmmaOpt});
+    gradCached = getOrCompileCudaBackward(gradOp, chip, gradCompiledNow, error,
+                                          {bwdPrefetchOpt, bwdAtomicDQOpt,
+                                           bwdDkDvWarpsOpt, bwdWgmmaOpt,
+                                           bwdDeterministicOpt});
     if (!gradCached)
       return fail(error);
   }

@@ -250,6 +250,10 @@ TEST(KernelTest, RejectsBadSpecs) {
   EXPECT_EQ(errorOf([&] { fa::compile(spec); }),
             "fa::compile: head dims must be positive, got D = 0, Dv = 0");
   spec.headDim = 64;
+  spec.atomicDQ = spec.deterministic = true;
+  EXPECT_EQ(errorOf([&] { fa::compile(spec, "sm_90a"); }),
+            "fa::compile: atomicDQ and deterministic exclude each other");
+  spec.atomicDQ = spec.deterministic = false;
   EXPECT_EQ(errorOf([&] { fa::compile(spec, "tpu"); }),
             "fa::compile: target 'tpu' is not supported (host, auto, or a GPU "
             "chip such as sm_80 or sm_90a)");

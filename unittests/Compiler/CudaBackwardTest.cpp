@@ -93,6 +93,20 @@ struct Case {
     dkdvWarps = warps;
     return *this;
   }
+  /// dQ by the dq kernel where atomic dQ is the default
+  /// (bwd-deterministic).
+  Case &deterministicDQ() {
+    deterministic = true;
+    return *this;
+  }
+  /// Whether dQ is atomic: asked for, or by default where the dK/dV kernel
+  /// is the wgmma one (sm_90a, plain path, D = 64 or 128, 8 warps).
+  bool atomicDQEffective() const {
+    if (atomic || deterministic)
+      return atomic;
+    return wgmma && !sm80 && (d == 64 || d == 128) && !scored() && !softcap &&
+           (dkdvWarps == 0 || dkdvWarps == 8);
+  }
   /// The dK/dV kernel multiplies with mma.sync where it would use wgmma
   /// (bwd-wgmma=false).
   Case &withMmaSync() {
@@ -135,6 +149,7 @@ struct Case {
   bool sm80 = false;
   bool ownWorkspace = false;
   bool atomic = false;
+  bool deterministic = false;
   int64_t dkdvWarps = 0;
   bool wgmma = true;
   std::optional<std::array<int64_t, 4>> biasShape;
@@ -318,7 +333,7 @@ Compiled compile(const Case &c, const std::string &chip) {
   EXPECT_TRUE(result.forward) << error;
   result.backward = mlir::fa::getOrCompileCudaBackward(
       gradOp, chip, compiled, error,
-      {/*prefetch=*/true, c.atomic, c.dkdvWarps, c.wgmma});
+      {/*prefetch=*/true, c.atomic, c.dkdvWarps, c.wgmma, c.deterministic});
   EXPECT_TRUE(result.backward) << error;
   return result;
 }
@@ -573,7 +588,7 @@ TEST_P(CudaBackwardTest, MatchesReference) {
         mlir::fa::launchCudaBackward(*backward, *backwardFns, bwd, nullptr);
     ASSERT_TRUE(status.ok()) << status.getMessage();
     ASSERT_TRUE(device->synchronize().ok());
-    if (!c.atomic) {
+    if (!c.atomicDQEffective()) {
       EXPECT_EQ(read(dqBuf, q).first, dqBits) << "dQ differs between runs";
     }
     EXPECT_EQ(read(dkBuf, k).first, dkBits) << "dK differs between runs";
@@ -800,13 +815,14 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   Compiled kernels = compile(c, c.sm80 ? "sm_80" : "sm_90a");
   ASSERT_TRUE(kernels.forward && kernels.backward);
   const rt::CachedKernel &backward = *kernels.backward;
+  bool atomic = c.atomicDQEffective();
   EXPECT_EQ(backward.kernelName, "fa_backward_dsum_0");
   EXPECT_EQ(backward.gridRule, "ceil(Nq/64),Hq,B");
   std::string params =
       std::string(c.dropout    ? mlir::fa::kCudaBackwardDropoutParams
                   : c.scored() ? mlir::fa::kCudaBackwardScoredParams
                                : mlir::fa::kCudaBackwardParams) +
-      (c.atomic ? ",dq_accum_d" + std::to_string(c.d) : "");
+      (atomic ? ",dq_accum_d" + std::to_string(c.d) : "");
   EXPECT_EQ(backward.paramLayout, params);
   ASSERT_EQ(backward.entries.size(), c.dbias ? 3u : 2u);
   EXPECT_EQ(backward.entries[0].kernelName, "fa_backward_dkdv_0");
@@ -815,18 +831,18 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   // 128 with softcap or scores) and each warp's dQ columns split evenly;
   // else 4 warps over 64 keys.
   bool eightWarps = c.dkdvWarps ? c.dkdvWarps == 8
-                                : c.atomic && !c.sm80 && c.d <= 128 &&
+                                : atomic && !c.sm80 && c.d <= 128 &&
                                       c.d != 96 && !(c.d == 32 && c.scored());
   EXPECT_EQ(backward.entries[0].gridRule,
             eightWarps ? "ceil(Nk/128),Hkv,B" : "ceil(Nk/64),Hkv,B");
   EXPECT_EQ(backward.entries[0].blockX, eightWarps ? 256u : 128u);
   // Of those, the plain path at D = 64 and 128 (64-row Q tiles) multiplies
   // with wgmma unless told not to; everything else with mma.sync.
-  bool wgmma = c.wgmma && eightWarps && c.atomic && !c.sm80 &&
+  bool wgmma = c.wgmma && eightWarps && atomic && !c.sm80 &&
                (c.d == 64 || c.d == 128) && !c.scored() && !c.dropout &&
                !c.softcap;
   EXPECT_EQ(backward.image.find("wgmma.mma_async") != std::string::npos, wgmma);
-  const char *dq = c.atomic ? "fa_backward_dq_convert_0" : "fa_backward_dq_0";
+  const char *dq = atomic ? "fa_backward_dq_convert_0" : "fa_backward_dq_0";
   EXPECT_EQ(backward.entries[1].kernelName, dq);
   EXPECT_EQ(backward.entries[1].gridRule, "ceil(Nq/64),Hq,B");
   for (const rt::CachedKernel::Entry &e : backward.entries) {
@@ -850,7 +866,7 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   // Only atomic dQ's dK/dV kernel adds into global memory: one atomic per
   // element on sm_80, one bulk reduction per tile on sm_90a.
   bool bulk = !c.sm80;
-  if (!c.atomic) {
+  if (!atomic) {
     EXPECT_EQ(backward.image.find("atom."), std::string::npos);
     EXPECT_EQ(backward.image.find("cp.reduce.async.bulk"), std::string::npos);
   } else {
@@ -892,7 +908,8 @@ const Case kCases[] = {
     Case("f16_d128_causal_tl", kF16, 128, {2, 2, 2, 130, 257})
         .withCausal(CM::TopLeft)
         .withWorkspace()
-        .withDkDvWarps(8),
+        .withDkDvWarps(8)
+        .deterministicDQ(),
     Case("bf16_d128_causal_tl_nq_gt_nk", kBF16, 128, {1, 2, 1, 257, 100})
         .withCausal(CM::TopLeft),
     Case("bf16_d32_window", kBF16, 32, {3, 4, 2, 17, 17})
@@ -910,7 +927,8 @@ const Case kCases[] = {
         .withSoftcap(20),
     Case("bf16_d128_one_by_one", kBF16, 128, {1, 1, 1, 1, 1}).atomicDQ(),
     Case("bf16_d64_window_diagonal", kBF16, 64, {2, 2, 2, 64, 64})
-        .withWindow(0, 0),
+        .withWindow(0, 0)
+        .deterministicDQ(),
     Case("f16_d32_causal_tl_long", kF16, 32, {2, 2, 2, 513, 513})
         .withCausal(CM::TopLeft)
         .atomicDQ(),

@@ -161,14 +161,17 @@ struct CudaBackwardOptions {
   /// dK/dV double-buffers its Q tiles.
   bool prefetch = true;
   /// The dK/dV kernel adds dQ into an f32 accumulator (atomics, or bulk
-  /// reductions on sm_90a): dQ's bits vary run to run. By default dQ gets
-  /// its own kernel (bitwise reproducible).
+  /// reductions on sm_90a): dQ's bits vary run to run. `deterministic`: dQ
+  /// gets its own kernel (bitwise reproducible). Neither: atomic where the
+  /// dK/dV kernel is the wgmma one (sm_90a, plain path, D = 64 or 128),
+  /// else the dQ kernel.
   bool atomicDQ = false;
   /// Warps of a dK/dV CTA, 4 or 8; 0: the default.
   int64_t dkdvWarps = 0;
   /// On sm_90a, the dK/dV kernel of atomic dQ in 8 warps multiplies with
   /// wgmma (false: mma.sync, for comparison).
   bool wgmma = true;
+  bool deterministic = false;
 };
 
 /// The parameter layouts of the backward kernels (CachedKernel::paramLayout,

@@ -59,7 +59,13 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       *this, "bwd-atomic-dq",
       llvm::cl::desc("Backward: the dK/dV kernel adds dQ into an f32 "
                      "accumulator (atomics, or bulk reductions on sm_90a) "
-                     "instead of a dQ kernel (bitwise reproducible)"),
+                     "instead of a dQ kernel (bitwise reproducible); neither "
+                     "this nor bwd-deterministic: atomic where the dK/dV "
+                     "kernel is the wgmma one"),
+      llvm::cl::init(false)};
+  Option<bool> bwdDeterministic{
+      *this, "bwd-deterministic",
+      llvm::cl::desc("Backward: always the dQ kernel (no atomics)"),
       llvm::cl::init(false)};
   Option<int64_t> bwdDkDvWarps{
       *this, "bwd-dkdv-warps",

@@ -73,9 +73,15 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
            "current one">,
     Option<"bwdAtomicDQ", "bwd-atomic-dq", "bool", /*default=*/"false",
            "Backward: the dK/dV kernel adds dS K into an f32 dQ accumulator "
-           "(atomics; bulk reductions on sm_90a), FlashAttention-2's way, "
-           "instead of a dQ kernel that recomputes S and dP (the default: "
-           "bitwise reproducible)">,
+           "(atomics; bulk reductions on sm_90a), FlashAttention's way, "
+           "instead of a dQ kernel that recomputes S and dP (bitwise "
+           "reproducible). Neither this nor bwd-deterministic: atomic where "
+           "the dK/dV kernel is the wgmma one (sm_90a, plain path, D = 64 "
+           "or 128), else the dQ kernel">,
+    Option<"bwdDeterministic", "bwd-deterministic", "bool",
+           /*default=*/"false",
+           "Backward: always the dQ kernel (no atomics; dQ bitwise "
+           "reproducible)">,
     Option<"bwdDkDvWarps", "bwd-dkdv-warps", "int64_t", /*default=*/"0",
            "Backward: warps of a dK/dV CTA, each owning 16 keys: 4, 8 (128 "
            "keys share each Q tile; D <= 128), or 0 for the default (8 with "

@@ -98,8 +98,17 @@ public:
     // where the tile's Q copies and dQ columns split evenly over them.
     dkdvWarps = options.dkdvWarps ? options.dkdvWarps
                                   : (options.sm90 && atomicDQ ? 8 : 4);
+    // GradKernelOptions::wgmma, where it applies (dQ's pipelining needs the
+    // prefetch); at D = 64 it takes Q tiles of 128 rows (S^T and dP^T of
+    // 64 registers in one block, dK and dV of 32; 1.0-1.1x over 64 rows).
+    bool wgmmaPath = options.wgmma && options.sm90 && atomicDQ && prefetch &&
+                     dkdvWarps == 8 && (d == 64 || d == 128) && !scored &&
+                     !softcap;
     if (d <= 64)
-      dkdvBlockQ = scored ? 32 : 64;
+      dkdvBlockQ =
+          scored
+              ? 32
+              : (wgmmaPath && d == 64 ? 128 : 64);
     else if (d > 128 || (d == 128 && (softcap || scored)))
       dkdvBlockQ = 16;
     else
@@ -110,10 +119,7 @@ public:
     dkdvCols = std::min<int64_t>(d, 128);
     if (d > 128)
       prefetch = false;
-    // GradKernelOptions::wgmma (dQ's pipelining needs the prefetch).
-    dkdvWgmma = options.wgmma && options.sm90 && atomicDQ && prefetch &&
-                dkdvWarps == 8 && dkdvBlockQ == 64 && (d == 64 || d == 128) &&
-                !scored && !softcap;
+    dkdvWgmma = wgmmaPath && dkdvWarps == 8;
     // dq's dQ takes D / 2 registers: at D = 256, S and dP of 64 keys spill
     // (32 on the scored path). Above D = 64 its Q and dO fragments are
     // re-read per K/V tile, so at D = 128 on sm_90 the plain path takes 128
@@ -133,6 +139,8 @@ public:
 
   /// Q rows per iteration of the dkdv kernel.
   int64_t getDkDvBlockQ() const { return dkdvBlockQ; }
+  /// Whether the dkdv kernel multiplies with wgmma.
+  bool usesWgmma() const { return dkdvWgmma; }
   /// Warps of a dkdv CTA and its K/V rows (16 per warp).
   int64_t getDkDvWarps() const { return dkdvWarps; }
   int64_t dkdvRows() const { return 16 * dkdvWarps; }
@@ -957,11 +965,14 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
       if (dkdvWgmma) {
         // The warpgroup's dqCols columns of all 64 queries: dS is dS^T
         // read transposed, K's columns from dqCol0 transposed.
-        Value dsDesc = wgmmaDesc(sDS, c32(0), 1024, 1024);
+        // The warpgroup's queries start at the 64-row block of its warps'.
+        int64_t dsGroupBytes = 8 * blockQ * 2;
+        Value dsDesc = wgmmaDesc(sDS, swizzled(c32(0), andi(dqM0, -64), blockQ),
+                                 1024, dsGroupBytes);
         Value kDesc = mnMajor(sK, swizzled(c32(0), dqCol0));
         wgmmaFence();
         for (int64_t kk = 0; kk < kvRows / 16; ++kk)
-          wgmma(dQ, {}, wgmmaDescAt(dsDesc, kk * 2 * 1024),
+          wgmma(dQ, {}, wgmmaDescAt(dsDesc, kk * 2 * dsGroupBytes),
                 wgmmaDescAt(kDesc, kk * rowStep), /*transA=*/true,
                 /*transB=*/true, /*accumulate=*/kk > 0);
         wgmmaCommitAndWait(0, {&dQ});
@@ -1899,6 +1910,19 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
                    "(got ")
         << options.dkdvWarps << ")";
     return {};
+  }
+  if (options.atomicDQ && options.deterministic) {
+    op.emitOpError("convert-fa-to-nvvm: bwd-atomic-dq and bwd-deterministic "
+                   "exclude each other");
+    return {};
+  }
+  // Neither: atomic dQ where its dK/dV kernel is the wgmma one (1.1-1.6x
+  // the dq kernel's backward on H100, performance.md).
+  if (!options.atomicDQ && !options.deterministic) {
+    GradKernelOptions atomic = options;
+    atomic.atomicDQ = true;
+    options.atomicDQ =
+        GradKernelBuilder(b, op.getLoc(), op, atomic).usesWgmma();
   }
   GradKernelBuilder kernels(b, op.getLoc(), op, options);
   if (options.dkdvWarps == 8 && kernels.getDkDvWarps() != 8) {

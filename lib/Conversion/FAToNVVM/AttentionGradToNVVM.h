@@ -46,6 +46,10 @@ struct GradKernelOptions {
   /// cores from shared memory once per warpgroup (mma.sync reads them once
   /// per warp, through ldmatrix: the kernel's bottleneck).
   bool wgmma = true;
+  /// dQ by the dq kernel even where atomic dQ is the default (excludes
+  /// `atomicDQ`). Neither: atomic dQ where its dK/dV kernel multiplies with
+  /// wgmma, the dq kernel elsewhere.
+  bool deterministic = false;
 };
 
 /// Emits the backward kernels of `op` (supported: see unsupportedReason) at

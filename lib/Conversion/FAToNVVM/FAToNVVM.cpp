@@ -877,7 +877,7 @@ struct ConvertFAToNVVMPass
       SmallVector<KernelContract, 3> contracts = buildAttentionGradKernels(
           b, op, std::to_string(i),
           {bwdPrefetch, bwdAtomicDQ, /*sm90=*/target == "sm_90a", bwdDkDvWarps,
-           bwdWgmma});
+           bwdWgmma, bwdDeterministic});
       if (contracts.empty())
         return signalPassFailure();
       // The launch contracts, read by the runtime: on each kernel, and for

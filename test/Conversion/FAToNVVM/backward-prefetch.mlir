@@ -1,7 +1,8 @@
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | FileCheck %s
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
-// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s --check-prefix=Q64
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true" | FileCheck %s --check-prefix=Q64
+// RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s --check-prefix=AUTO
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true bwd-wgmma=false" | FileCheck %s --check-prefix=ATOMIC
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true bwd-wgmma=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=PIPE
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true" | FileCheck %s --check-prefix=WGMMA
@@ -13,7 +14,14 @@
 // bottom-right. Shared memory: K and V (2 x 16 KB), then two stages of Q and
 // dO (2 x 8 KB) and lse, Dsum (2 x 128 B): 32768 + 2 x 16640.
 
-// sm_90a: Q tiles of 64 rows (2 x 16 KB of Q and dO and 2 x 256 B of lse,
+// By default on sm_90a dQ is atomic here (dkdv is the wgmma kernel below):
+// dq_convert instead of dq.
+// AUTO: name = "fa_backward_dkdv_0", shared_bytes = 202752 : i64, threads = 256 : i64}
+// AUTO-SAME: name = "fa_backward_dq_convert_0"
+// AUTO: wgmma.mma_async
+// AUTO-NOT: llvm.func @fa_backward_dq_0(
+
+// With the dq kernel (bwd-deterministic) on sm_90a: Q tiles of 64 rows (2 x 16 KB of Q and dO and 2 x 256 B of lse,
 // Dsum per stage: 32768 + 2 x 33280), the next one 64 rows on; 256 mmas
 // per tile (S^T, dP^T, dV and dK of 16 keys x 64 queries x 128 per warp).
 // Q64: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 99328 : i64, threads = 128 : i64}

@@ -20,11 +20,14 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/90.128.ptx
 // RUN: FileCheck %s --check-prefix=NOMMA < %t/90.128.ptx
 // RUN: FileCheck %s --check-prefix=ATOM < %t/80.128.ptx
-// RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.ptx
+// RUN: fa-opt %t/bf16-128-causal-gqa.mlir -fa-pipeline-cuda="chip=sm_90a bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/det.90.128.ptx -o %t/det.90.128.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=DET < %t/det.90.128.ptx
-// RUN: fa-opt %t/f16-128-plain.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.plain.ptx
+// RUN: fa-opt %t/f16-128-plain.mlir -fa-pipeline-cuda="chip=sm_90a bwd-deterministic=true" | %python %S/Inputs/ptx-of-binary.py > %t/det.90.128.plain.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/det.90.128.plain.ptx -o %t/det.90.128.plain.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/f16-128-plain.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90.128.plain.ptx
+// RUN: FileCheck %s --check-prefix=PTX < %t/90.128.plain.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/90.128.plain.ptx -o %t/90.128.plain.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/f16-128-plain.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/det.80.128.plain.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/det.80.128.plain.ptx -o %t/det.80.128.plain.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/f16-64-softcap-window.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/det.80.64.ptx
@@ -95,8 +98,8 @@
 // PTX-DAG: .visible .entry fa_backward_dq_convert_0(
 // PTX-DAG: cp.async.cg.shared.global
 // dkdv multiplies with wgmma (dsum and dq_convert have no products).
-// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
-// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.{{bf16.bf16|f16.f16}}
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.{{bf16.bf16|f16.f16}}
 // NOMMA-NOT: mma.sync.aligned
 // PTX-DAG: ex2.approx
 // PTX-DAG: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
@@ -105,7 +108,8 @@
 // sm_80 adds dQ with atomics.
 // ATOM: atom.global.add.f32
 
-// The default: dq instead of dq_convert, and no atomics.
+// bwd-deterministic: dq instead of dq_convert, and no atomics. (By default
+// the plain path at D = 64 and 128 on sm_90a takes atomic dQ: PTX above.)
 // DET: .visible .entry fa_backward_dq_0(
 // DET-NOT: atom.
 
