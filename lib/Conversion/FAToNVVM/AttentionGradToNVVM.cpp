@@ -105,10 +105,7 @@ public:
                      dkdvWarps == 8 && (d == 64 || d == 128) && !scored &&
                      !softcap;
     if (d <= 64)
-      dkdvBlockQ =
-          scored
-              ? 32
-              : (wgmmaPath && d == 64 ? 128 : 64);
+      dkdvBlockQ = scored ? 32 : (wgmmaPath && d == 64 ? 128 : 64);
     else if (d > 128 || (d == 128 && (softcap || scored)))
       dkdvBlockQ = 16;
     else
