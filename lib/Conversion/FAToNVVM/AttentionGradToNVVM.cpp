@@ -100,7 +100,8 @@ public:
                                   : (options.sm90 && atomicDQ ? 8 : 4);
     // GradKernelOptions::wgmma, where it applies (dQ's pipelining needs the
     // prefetch); at D = 64 it takes Q tiles of 128 rows (S^T and dP^T of
-    // 64 registers in one block, dK and dV of 32; 1.0-1.1x over 64 rows).
+    // 64 registers in one block, dK and dV of 32; 1.13-1.25x over 64 rows,
+    // performance.md).
     bool wgmmaPath = options.wgmma && options.sm90 && atomicDQ && prefetch &&
                      dkdvWarps == 8 && (d == 64 || d == 128) && !scored &&
                      !softcap;
@@ -1913,7 +1914,7 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
                    "exclude each other");
     return {};
   }
-  // Neither: atomic dQ where its dK/dV kernel is the wgmma one (1.1-1.6x
+  // Neither: atomic dQ where its dK/dV kernel is the wgmma one (1.1-1.7x
   // the dq kernel's backward on H100, performance.md).
   if (!options.atomicDQ && !options.deterministic) {
     GradKernelOptions atomic = options;
