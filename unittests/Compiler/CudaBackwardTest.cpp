@@ -826,21 +826,23 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   EXPECT_EQ(backward.paramLayout, params);
   ASSERT_EQ(backward.entries.size(), c.dbias ? 3u : 2u);
   EXPECT_EQ(backward.entries[0].kernelName, "fa_backward_dkdv_0");
-  // dkdv runs 8 warps over 128 keys with atomic dQ on sm_90a, where its Q
-  // tile (D x 64 rows, or 32 on the scored path and at D = 96, 16 at D =
-  // 128 with softcap or scores) and each warp's dQ columns split evenly;
-  // else 4 warps over 64 keys.
-  bool eightWarps = c.dkdvWarps ? c.dkdvWarps == 8
-                                : atomic && !c.sm80 && c.d <= 128 &&
-                                      c.d != 96 && !(c.d == 32 && c.scored());
+  // The plain path at D = 64 and 128 on sm_90a multiplies with wgmma in 8
+  // warps (either dQ mode) unless told not to; everything else with
+  // mma.sync.
+  bool wgmmaShape = c.wgmma && !c.sm80 && (c.d == 64 || c.d == 128) &&
+                    !c.scored() && !c.softcap;
+  // dkdv runs 8 warps over 128 keys there and with atomic dQ on sm_90a,
+  // where its Q tile (D x 64 rows, or 32 on the scored path and at D = 96,
+  // 16 at D = 128 with softcap or scores) and each warp's dQ columns split
+  // evenly; else 4 warps over 64 keys.
+  bool eightWarps = c.dkdvWarps
+                        ? c.dkdvWarps == 8
+                        : (atomic || wgmmaShape) && !c.sm80 && c.d <= 128 &&
+                              c.d != 96 && !(c.d == 32 && c.scored());
   EXPECT_EQ(backward.entries[0].gridRule,
             eightWarps ? "ceil(Nk/128),Hkv,B" : "ceil(Nk/64),Hkv,B");
   EXPECT_EQ(backward.entries[0].blockX, eightWarps ? 256u : 128u);
-  // Of those, the plain path at D = 64 and 128 (64-row Q tiles) multiplies
-  // with wgmma unless told not to; everything else with mma.sync.
-  bool wgmma = c.wgmma && eightWarps && atomic && !c.sm80 &&
-               (c.d == 64 || c.d == 128) && !c.scored() && !c.dropout &&
-               !c.softcap;
+  bool wgmma = wgmmaShape && eightWarps;
   EXPECT_EQ(backward.image.find("wgmma.mma_async") != std::string::npos, wgmma);
   const char *dq = atomic ? "fa_backward_dq_convert_0" : "fa_backward_dq_0";
   EXPECT_EQ(backward.entries[1].kernelName, dq);

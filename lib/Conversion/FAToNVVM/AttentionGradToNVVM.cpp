@@ -94,17 +94,20 @@ public:
     //    dP^T once per pass), each a loop over the Q tiles without
     //    prefetch with the registers of D = 128 plus addresses into
     //    512-byte rows: 16.
+    // GradKernelOptions::wgmma, where it applies (atomic dQ's pipelining
+    // needs the prefetch): the plain path at D = 64 and 128 in 8 warps.
+    bool wgmmaShape = options.wgmma && options.sm90 && prefetch &&
+                      (d == 64 || d == 128) && !scored && !softcap;
     // dkdv's warps: by default 8 (128 keys per CTA) with atomic dQ on sm_90,
-    // where the tile's Q copies and dQ columns split evenly over them.
-    dkdvWarps = options.dkdvWarps ? options.dkdvWarps
-                                  : (options.sm90 && atomicDQ ? 8 : 4);
-    // GradKernelOptions::wgmma, where it applies (dQ's pipelining needs the
-    // prefetch); at D = 64 it takes Q tiles of 128 rows (S^T and dP^T of
-    // 64 registers in one block, dK and dV of 32; 1.13-1.25x over 64 rows,
+    // where the tile's Q copies and dQ columns split evenly over them, and
+    // where it multiplies with wgmma.
+    dkdvWarps = options.dkdvWarps
+                    ? options.dkdvWarps
+                    : (options.sm90 && (atomicDQ || wgmmaShape) ? 8 : 4);
+    // At D = 64 wgmma takes Q tiles of 128 rows (S^T and dP^T of 64
+    // registers in one block, dK and dV of 32; 1.13-1.25x over 64 rows,
     // performance.md).
-    bool wgmmaPath = options.wgmma && options.sm90 && atomicDQ && prefetch &&
-                     dkdvWarps == 8 && (d == 64 || d == 128) && !scored &&
-                     !softcap;
+    bool wgmmaPath = wgmmaShape && dkdvWarps == 8;
     if (d <= 64)
       dkdvBlockQ = scored ? 32 : (wgmmaPath && d == 64 ? 128 : 64);
     else if (d > 128 || (d == 128 && (softcap || scored)))

@@ -1,7 +1,8 @@
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | FileCheck %s
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=SCHED
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=OFF
-// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true" | FileCheck %s --check-prefix=Q64
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true bwd-wgmma=false" | FileCheck %s --check-prefix=Q64
+// RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-deterministic=true" | FileCheck %s --check-prefix=DETW
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s --check-prefix=AUTO
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true bwd-wgmma=false" | FileCheck %s --check-prefix=ATOMIC
 // RUN: fa-opt %s -convert-fa-to-nvvm="chip=sm_90a bwd-atomic-dq=true bwd-wgmma=false" | %python %S/Inputs/schedule.py | FileCheck %s --check-prefix=PIPE
@@ -21,7 +22,20 @@
 // AUTO: wgmma.mma_async
 // AUTO-NOT: llvm.func @fa_backward_dq_0(
 
-// With the dq kernel (bwd-deterministic) on sm_90a: Q tiles of 64 rows (2 x 16 KB of Q and dO and 2 x 256 B of lse,
+// With the dq kernel (bwd-deterministic) dkdv also runs 8 warps on wgmma
+// (no dS^T buffers or dQ rows: K, V 64 KB and two stages of 33792 bytes),
+// 24 wgmmas per Q tile (S^T, dP^T: 8 k-steps each; dV, dK: 4), no
+// reductions; the dq kernel follows.
+// DETW: {grid = "ceil(Nk/128),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 133120 : i64, threads = 256 : i64}
+// DETW-SAME: name = "fa_backward_dq_0"
+// DETW-LABEL: llvm.func @fa_backward_dkdv_0(
+// DETW-COUNT-24: wgmma.mma_async
+// DETW-NOT: wgmma.mma_async
+// DETW-NOT: cp.reduce.async.bulk
+// DETW: llvm.return
+// DETW-LABEL: llvm.func @fa_backward_dq_0(
+
+// With mma.sync (bwd-wgmma=false) and the dq kernel on sm_90a: Q tiles of 64 rows (2 x 16 KB of Q and dO and 2 x 256 B of lse,
 // Dsum per stage: 32768 + 2 x 33280), the next one 64 rows on; 256 mmas
 // per tile (S^T, dP^T, dV and dK of 16 keys x 64 queries x 128 per warp).
 // Q64: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 99328 : i64, threads = 128 : i64}
