@@ -21,9 +21,10 @@
 //    dQ = dS K (the tile's keys) by query rows and columns and add it into
 //    the accumulator; with prefetch that barrier is the next Q tile's (dS^T
 //    has a buffer per stage). On sm_90 atomic dQ runs 8 warps over 128
-//    keys: half the reductions into the accumulator; on the plain path at
-//    D = 64 and 128 its products are wgmmas, a warpgroup per 64 keys, with
-//    operands read from shared memory by the tensor cores (bwd-wgmma). At
+//    keys: half the reductions into the accumulator. On the plain path at
+//    D = 64 and 128 (either dQ mode) dkdv runs 8 warps whose products are
+//    wgmmas, a warpgroup per 64 keys, with operands read from shared memory
+//    by the tensor cores (bwd-wgmma). At
 //    D = 256 the registers hold 128 columns of dK and dV: two passes over
 //    the Q tiles, S^T and dP^T computed in both.
 //  - dq: one CTA per (Q tile of 64 rows, query head, batch), like the
@@ -1917,7 +1918,7 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
                    "exclude each other");
     return {};
   }
-  // Neither: atomic dQ where its dK/dV kernel is the wgmma one (1.1-1.7x
+  // Neither: atomic dQ where its dK/dV kernel is the wgmma one (1.05-1.28x
   // the dq kernel's backward on H100, performance.md).
   if (!options.atomicDQ && !options.deterministic) {
     GradKernelOptions atomic = options;
