@@ -407,15 +407,18 @@ void KernelBuilder::wgmma(Tiles &c, ArrayRef<Value> a, Value aDesc, Value bDesc,
 void KernelBuilder::wgmmaFence() { ptx("wgmma.fence.sync.aligned;"); }
 
 void KernelBuilder::pinBefore(MutableArrayRef<Value> values) {
+  if (values.empty())
+    return;
+  Type type = values.front().getType();
   std::string constraints;
   for (size_t i = 0; i < values.size(); ++i)
-    constraints += (i ? ",=r" : "=r");
+    constraints += (i ? "," : "") + std::string(type == f32 ? "=f" : "=r");
   for (size_t i = 0; i < values.size(); ++i)
     constraints += "," + std::to_string(i);
-  auto type = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(values.size(), i32));
+  auto structType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(values.size(), type));
   Value res = LLVM::InlineAsmOp::create(
-                  b, loc, type, ValueRange(values), "", constraints,
+                  b, loc, structType, ValueRange(values), "", constraints,
                   /*has_side_effects=*/true, /*is_align_stack=*/false,
                   LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
                   .getResult(0);
@@ -428,25 +431,12 @@ void KernelBuilder::wgmmaCommitAndWait(int64_t pending,
   ptx("wgmma.commit_group.sync.aligned;");
   ptx("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";");
   for (Tiles *acc : accs) {
-    int64_t k = acc->size() * 4;
-    std::string constraints;
-    SmallVector<Value> operands;
-    for (int64_t i = 0; i < k; ++i)
-      constraints += (i ? ",=f" : "=f");
-    for (int64_t i = 0; i < k; ++i) {
-      constraints += "," + std::to_string(i);
-      operands.push_back((*acc)[i / 4][i % 4]);
-    }
-    auto type = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                 SmallVector<Type>(k, f32));
-    Value res =
-        LLVM::InlineAsmOp::create(
-            b, loc, type, operands, "", constraints,
-            /*has_side_effects=*/true, /*is_align_stack=*/false,
-            LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
-            .getResult(0);
-    for (int64_t i = 0; i < k; ++i)
-      (*acc)[i / 4][i % 4] = LLVM::ExtractValueOp::create(b, loc, res, i);
+    SmallVector<Value> flat;
+    for (auto &tile : *acc)
+      flat.append(tile.begin(), tile.end());
+    pinBefore(flat);
+    for (auto [i, tile] : llvm::enumerate(*acc))
+      std::copy_n(flat.begin() + 4 * i, 4, tile.begin());
   }
 }
 

@@ -236,8 +236,9 @@ public:
   /// wgmma.fence: registers written since are ordered before the next
   /// wgmma's reads.
   void wgmmaFence();
-  /// `values` (i32) through an empty asm with side effects: computed before
-  /// what follows (a wgmmaFence), not sunk to their uses.
+  /// `values` (all i32 or all f32) through an empty asm with side effects:
+  /// computed before what follows (a wgmmaFence), not sunk to their uses,
+  /// and not read before what precedes (a wgmma wait).
   void pinBefore(MutableArrayRef<Value> values);
   /// Commits the wgmmas issued since the last commit, waits until at most
   /// `pending` groups are in flight and then hands `accs` on: their values
