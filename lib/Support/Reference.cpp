@@ -11,6 +11,10 @@
 // rows. Either way each sum runs in an order that does not depend on the
 // thread count, so every thread count gives the same bits.
 //
+// The low-precision reference is the same algorithm with the roundings a
+// plain kernel makes (docs/accuracy.md): every arithmetic step goes through
+// Arith, whose roundings are the identity for the exact reference.
+//
 //===----------------------------------------------------------------------===//
 
 #include "fa/Support/Reference.h"
@@ -18,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
 #include <utility>
@@ -51,8 +56,21 @@ std::string formatShape(const std::vector<int64_t> &shape) {
   return result + "]";
 }
 
+/// The roundings of the low-precision reference: f32 for the kernel's
+/// arithmetic, the element type for what it stores or feeds a matmul. Both
+/// are the identity for the exact reference.
+struct Arith {
+  Precision precision = Precision::Exact;
+  bool exact() const { return precision == Precision::Exact; }
+  double f32(double x) const {
+    return exact() ? x : static_cast<double>(static_cast<float>(x));
+  }
+  double elem(double x) const { return roundTo(x, precision); }
+};
+
 /// Everything one row needs, validated and with strides precomputed.
 struct Problem {
+  Arith arith;
   int64_t batch, headsQ, headsKV, seqQ, seqK, headDim, headDimV;
   int64_t groupSize; // Hq / Hkv
   const double *q, *k, *v;
@@ -97,6 +115,17 @@ double dot(const double *a, const double *b, int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
+/// dot(a, b, n) as `arith` computes it: in float64, or accumulated in f32 one
+/// product at a time as a kernel's MMA chain does.
+double rowDot(const Arith &arith, const double *a, const double *b, int64_t n) {
+  if (arith.exact())
+    return dot(a, b, n);
+  float sum = 0;
+  for (int64_t d = 0; d < n; ++d)
+    sum += static_cast<float>(a[d]) * static_cast<float>(b[d]);
+  return sum;
+}
+
 /// The keys that the causal and window masks leave row i, as [begin, end).
 std::pair<int64_t, int64_t> keyRange(const Problem &p, int64_t i) {
   const AttentionOptions &options = *p.options;
@@ -123,6 +152,7 @@ double scoreRow(const Problem &p, int64_t b, int64_t h, int64_t i,
                 int64_t jBegin, int64_t jEnd, double *scores,
                 double *preMod = nullptr, double *dPreMod = nullptr) {
   const AttentionOptions &options = *p.options;
+  const Arith &a = p.arith;
   const int64_t diagonal = i + p.seqK - p.seqQ;
   const double *qRow = p.q + ((b * p.headsQ + h) * p.seqQ + i) * p.headDim;
   const double *kHead =
@@ -139,23 +169,24 @@ double scoreRow(const Problem &p, int64_t b, int64_t h, int64_t i,
       scores[j - jBegin] = kNegInf;
       continue;
     }
-    double s = p.scale * dot(qRow, kHead + j * p.headDim, p.headDim);
-    double ds = p.scale;
+    double s = a.f32(a.f32(p.scale) *
+                     rowDot(a, qRow, kHead + j * p.headDim, p.headDim));
+    double ds = a.f32(p.scale);
     if (options.softcap) {
-      double t = std::tanh(s / *options.softcap);
-      s = *options.softcap * t;
-      ds *= 1.0 - t * t;
+      double t = a.f32(std::tanh(a.f32(s / *options.softcap)));
+      s = a.f32(*options.softcap * t);
+      ds = a.f32(ds * a.f32(1.0 - t * t));
     }
     if (p.slopes)
-      s -= slope * std::fabs(static_cast<double>(diagonal - j));
+      s = a.f32(s - slope * std::fabs(static_cast<double>(diagonal - j)));
     if (biasRow)
-      s += biasRow[j * p.biasStrides[3]];
+      s = a.f32(s + biasRow[j * p.biasStrides[3]]);
     if (preMod) {
       preMod[j - jBegin] = s;
       dPreMod[j - jBegin] = ds;
     }
     if (options.scoreMod)
-      s = options.scoreMod(s, b, h, i, j);
+      s = a.f32(options.scoreMod(s, b, h, i, j));
     scores[j - jBegin] = s;
     if (s > rowMax)
       rowMax = s;
@@ -163,41 +194,48 @@ double scoreRow(const Problem &p, int64_t b, int64_t h, int64_t i,
   return rowMax;
 }
 
-/// Computes O[b, h, i, :] and lse[b, h, i]. `scores` has room for Nk values
-/// and `acc` for Dv.
-void computeRow(const Problem &p, int64_t b, int64_t h, int64_t i,
-                double *scores, double *acc) {
-  auto [jBegin, jEnd] = keyRange(p, i);
-  const double rowMax = scoreRow(p, b, h, i, jBegin, jEnd, scores);
-  const double *vHead =
-      p.v + (b * p.headsKV + h / p.groupSize) * p.seqK * p.headDimV;
-
-  double *outRow = p.out + ((b * p.headsQ + h) * p.seqQ + i) * p.headDimV;
-  double *lse = p.lse + (b * p.headsQ + h) * p.seqQ + i;
+/// Given row (b, h, i)'s scores of keys [jBegin, jEnd) (scoreRow's) and
+/// their max, writes O's row (Dv values) to `outRow` and returns lse. A row
+/// whose every score is -inf gets O = 0 and lse = -inf.
+double softmaxTimesV(const Problem &p, int64_t b, int64_t h, int64_t i,
+                     int64_t jBegin, int64_t jEnd, const double *scores,
+                     double rowMax, double *outRow) {
+  const Arith &a = p.arith;
   // Every score is -inf: softmax would be 0/0; the row is defined as empty.
   if (rowMax == kNegInf) {
     std::fill(outRow, outRow + p.headDimV, 0.0);
-    *lse = kNegInf;
-    return;
+    return kNegInf;
   }
-
-  std::fill(acc, acc + p.headDimV, 0.0);
+  const double *vHead =
+      p.v + (b * p.headsKV + h / p.groupSize) * p.seqK * p.headDimV;
+  std::fill(outRow, outRow + p.headDimV, 0.0);
   double sum = 0;
   for (int64_t j = jBegin; j < jEnd; ++j) {
     double s = scores[j - jBegin];
     if (s == kNegInf)
       continue;
-    double weight = std::exp(s - rowMax);
-    sum += weight;
-    // Dropout acts on the probabilities that multiply V, not on their sum.
-    double kept = weight * dropoutFactor(p, b, h, i, j);
+    double weight = a.f32(std::exp(a.f32(s - rowMax)));
+    sum = a.f32(sum + weight);
+    // Dropout acts on the probabilities that multiply V, not on their sum. A
+    // kernel rounds P to the element type for its matmul with V.
+    double kept = a.f32(a.elem(weight) * dropoutFactor(p, b, h, i, j));
     const double *vRow = vHead + j * p.headDimV;
     for (int64_t d = 0; d < p.headDimV; ++d)
-      acc[d] += kept * vRow[d];
+      outRow[d] = a.f32(outRow[d] + kept * vRow[d]);
   }
   for (int64_t d = 0; d < p.headDimV; ++d)
-    outRow[d] = acc[d] / sum;
-  *lse = rowMax + std::log(sum);
+    outRow[d] = a.elem(a.f32(outRow[d] / sum));
+  return a.f32(rowMax + a.f32(std::log(sum)));
+}
+
+/// Computes O[b, h, i, :] and lse[b, h, i]. `scores` has room for Nk values.
+void computeRow(const Problem &p, int64_t b, int64_t h, int64_t i,
+                double *scores) {
+  auto [jBegin, jEnd] = keyRange(p, i);
+  const double rowMax = scoreRow(p, b, h, i, jBegin, jEnd, scores);
+  double *outRow = p.out + ((b * p.headsQ + h) * p.seqQ + i) * p.headDimV;
+  p.lse[(b * p.headsQ + h) * p.seqQ + i] =
+      softmaxTimesV(p, b, h, i, jBegin, jEnd, scores, rowMax, outRow);
 }
 
 /// d scoreMod / d score at `score`, by a central difference with step
@@ -212,9 +250,10 @@ double scoreModDerivative(const ScoreModFn &scoreMod, double score, int64_t b,
 
 /// One worker's rows of Nk values for gradientRow.
 struct GradientBuffers {
-  std::vector<double> probs, preMod, dPreMod, dScore;
-  explicit GradientBuffers(int64_t seqK)
-      : probs(seqK), preMod(seqK), dPreMod(seqK), dScore(seqK) {}
+  std::vector<double> probs, preMod, dPreMod, dScore, outRow;
+  GradientBuffers(int64_t seqK, int64_t headDimV)
+      : probs(seqK), preMod(seqK), dPreMod(seqK), dScore(seqK),
+        outRow(headDimV) {}
 };
 
 /// Adds row (b, h, i)'s share of the gradients: dQ[b, h, i, :] (which only
@@ -223,6 +262,7 @@ struct GradientBuffers {
 void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
                  GradientBuffers &buffers, bool toQKV, bool toBias) {
   const AttentionOptions &options = *p.options;
+  const Arith &a = p.arith;
   auto [jBegin, jEnd] = keyRange(p, i);
   double *probs = buffers.probs.data();
   double *preMod = buffers.preMod.data();
@@ -234,47 +274,66 @@ void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
     return;
   const int64_t n = jEnd - jBegin;
 
-  // P = softmax(s), in place; masked keys get P = 0.
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    probs[j] = probs[j] == kNegInf ? 0.0 : std::exp(probs[j] - rowMax);
-    sum += probs[j];
-  }
-  for (int64_t j = 0; j < n; ++j)
-    probs[j] /= sum;
-
-  // dP_j = dO_i . V_j, D_i = sum_j P_j dP_j; then the gradient with respect
-  // to the score before score_mod: P_j (dP_j - D_i) d scoreMod / d score.
   const int64_t rowIndex = (b * p.headsQ + h) * p.seqQ + i;
   const int64_t kvIndex = b * p.headsKV + h / p.groupSize;
   const double *dORow = p.dOut + rowIndex * p.headDimV;
   const double *vHead = p.v + kvIndex * p.seqK * p.headDimV;
+
+  // The low-precision reference takes D_i = dO_i . O_i with O_i as the
+  // forward stored it (rounded), and P = exp(s - lse) as a kernel recomputes
+  // it; the exact one D_i = sum_j P_j dP_j, with P normalized by its sum.
   double rowD = 0;
+  if (!a.exact()) {
+    double *outRow = buffers.outRow.data();
+    const double lse =
+        softmaxTimesV(p, b, h, i, jBegin, jEnd, probs, rowMax, outRow);
+    rowD = rowDot(a, dORow, outRow, p.headDimV);
+    for (int64_t j = 0; j < n; ++j)
+      probs[j] =
+          probs[j] == kNegInf ? 0.0 : a.f32(std::exp(a.f32(probs[j] - lse)));
+  } else {
+    // P = softmax(s), in place; masked keys get P = 0.
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      probs[j] = probs[j] == kNegInf ? 0.0 : std::exp(probs[j] - rowMax);
+      sum += probs[j];
+    }
+    for (int64_t j = 0; j < n; ++j)
+      probs[j] /= sum;
+  }
+
+  // dP_j = dO_i . V_j, D_i = sum_j P_j dP_j; then the gradient with respect
+  // to the score before score_mod: P_j (dP_j - D_i) d scoreMod / d score.
   for (int64_t j = 0; j < n; ++j) {
     if (probs[j] == 0.0)
       continue;
     // With dropout O = (P * Z) V, so dP_j = Z_j (dO_i . V_j).
-    dScore[j] = dropoutFactor(p, b, h, i, jBegin + j) *
-                dot(dORow, vHead + (jBegin + j) * p.headDimV, p.headDimV);
-    rowD += probs[j] * dScore[j];
+    dScore[j] =
+        a.f32(dropoutFactor(p, b, h, i, jBegin + j) *
+              rowDot(a, dORow, vHead + (jBegin + j) * p.headDimV, p.headDimV));
+    if (a.exact())
+      rowD += probs[j] * dScore[j];
   }
   for (int64_t j = 0; j < n; ++j) {
     if (probs[j] == 0.0) {
       dScore[j] = 0.0;
       continue;
     }
-    dScore[j] = probs[j] * (dScore[j] - rowD);
+    dScore[j] = a.f32(probs[j] * a.f32(dScore[j] - rowD));
     if (options.scoreMod)
-      dScore[j] *=
-          scoreModDerivative(options.scoreMod, preMod[j], b, h, i, jBegin + j);
+      dScore[j] =
+          a.f32(dScore[j] * scoreModDerivative(options.scoreMod, preMod[j], b,
+                                               h, i, jBegin + j));
   }
 
   if (toBias) {
     double *dBiasRow = p.dBias + b * p.biasStrides[0] + h * p.biasStrides[1] +
                        i * p.biasStrides[2];
     for (int64_t j = 0; j < n; ++j)
-      if (probs[j] != 0.0)
-        dBiasRow[(jBegin + j) * p.biasStrides[3]] += dScore[j];
+      if (probs[j] != 0.0) {
+        double &dBias = dBiasRow[(jBegin + j) * p.biasStrides[3]];
+        dBias = a.f32(dBias + dScore[j]);
+      }
   }
   if (!toQKV)
     return;
@@ -286,17 +345,20 @@ void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
   for (int64_t j = 0; j < n; ++j) {
     if (probs[j] == 0.0)
       continue;
-    const double dDot = dScore[j] * dPreMod[j];
+    // A kernel rounds the score gradient and P to the element type for their
+    // matmuls.
+    const double dDot = a.elem(a.f32(dScore[j] * dPreMod[j]));
     const double *kRow = kHead + (jBegin + j) * p.headDim;
     double *dkRow = dkHead + (jBegin + j) * p.headDim;
     for (int64_t d = 0; d < p.headDim; ++d) {
-      dqRow[d] += dDot * kRow[d];
-      dkRow[d] += dDot * qRow[d];
+      dqRow[d] = a.f32(dqRow[d] + dDot * kRow[d]);
+      dkRow[d] = a.f32(dkRow[d] + dDot * qRow[d]);
     }
     double *dvRow = dvHead + (jBegin + j) * p.headDimV;
-    const double kept = probs[j] * dropoutFactor(p, b, h, i, jBegin + j);
+    const double kept =
+        a.elem(a.f32(probs[j] * dropoutFactor(p, b, h, i, jBegin + j)));
     for (int64_t d = 0; d < p.headDimV; ++d)
-      dvRow[d] += kept * dORow[d];
+      dvRow[d] = a.f32(dvRow[d] + kept * dORow[d]);
   }
 }
 
@@ -370,6 +432,7 @@ bool setUpProblem(const TensorRef &q, const TensorRef &k, const TensorRef &v,
   p.k = k.data;
   p.v = v.data;
   p.options = &options;
+  p.arith.precision = options.precision;
 
   if (options.alibiSlopes.data) {
     const std::vector<int64_t> &shape = options.alibiSlopes.shape;
@@ -426,7 +489,44 @@ void runWorkers(int64_t numThreads, int64_t numItems, Worker worker) {
     thread.join();
 }
 
+/// The gradients as a kernel stores them: rounded to their element types.
+void roundGradients(const AttentionOptions &options, std::vector<double> &dq,
+                    std::vector<double> &dk, std::vector<double> &dv,
+                    std::vector<double> *dBias) {
+  if (options.precision == Precision::Exact)
+    return;
+  for (std::vector<double> *grad : {&dq, &dk, &dv})
+    for (double &x : *grad)
+      x = roundTo(x, options.precision);
+  if (dBias)
+    for (double &x : *dBias)
+      x = roundTo(x, options.biasPrecision.value_or(options.precision));
+}
+
 } // namespace
+
+double fa::support::roundTo(double x, Precision precision) {
+  switch (precision) {
+  case Precision::Exact:
+    return x;
+  case Precision::F32:
+    return static_cast<float>(x);
+  case Precision::F16:
+    return static_cast<double>(static_cast<_Float16>(x));
+  case Precision::BF16: {
+    // To f32, then to nearest even on the upper 16 bits (NaN stays NaN).
+    float f = static_cast<float>(x);
+    if (std::isnan(f))
+      return x;
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+  }
+  return x;
+}
 
 bool fa::support::attentionReference(const TensorRef &q, const TensorRef &k,
                                      const TensorRef &v,
@@ -459,14 +559,12 @@ bool fa::support::attentionReference(const TensorRef &q, const TensorRef &k,
   std::atomic<int64_t> nextItem{0};
   runWorkers(options.numThreads, numItems, [&]() {
     std::vector<double> scores(static_cast<size_t>(p.seqK));
-    std::vector<double> acc(static_cast<size_t>(p.headDimV));
     for (int64_t item = nextItem++; item < numItems; item = nextItem++) {
       const int64_t bh = item / blocksPerHead;
       const int64_t rowBegin = (item % blocksPerHead) * kRowsPerItem;
       const int64_t rowEnd = std::min(rowBegin + kRowsPerItem, p.seqQ);
       for (int64_t i = rowBegin; i < rowEnd; ++i)
-        computeRow(p, bh / p.headsQ, bh % p.headsQ, i, scores.data(),
-                   acc.data());
+        computeRow(p, bh / p.headsQ, bh % p.headsQ, i, scores.data());
     }
   });
   return true;
@@ -523,7 +621,7 @@ bool fa::support::attentionGradReference(
   const int64_t numItems = p.batch * p.headsKV;
   std::atomic<int64_t> nextItem{0};
   runWorkers(options.numThreads, numItems, [&]() {
-    GradientBuffers buffers(p.seqK);
+    GradientBuffers buffers(p.seqK, p.headDimV);
     for (int64_t item = nextItem++; item < numItems; item = nextItem++) {
       const int64_t b = item / p.headsKV, kvHead = item % p.headsKV;
       for (int64_t h = kvHead * p.groupSize; h < (kvHead + 1) * p.groupSize;
@@ -533,8 +631,10 @@ bool fa::support::attentionGradReference(
                       /*toBias=*/p.dBias && !biasPass);
     }
   });
-  if (!biasPass)
+  if (!biasPass) {
+    roundGradients(options, dq, dk, dv, dBias);
     return true;
+  }
 
   // Pass 2: rescore every row for dBias alone. Each item is query row i of
   // every (b, h), so it alone writes bias row i; when the bias broadcasts
@@ -543,12 +643,13 @@ bool fa::support::attentionGradReference(
   const int64_t numThreads =
       p.biasStrides[2] == 0 && p.seqQ > 1 ? 1 : options.numThreads;
   runWorkers(numThreads, p.seqQ, [&]() {
-    GradientBuffers buffers(p.seqK);
+    GradientBuffers buffers(p.seqK, p.headDimV);
     for (int64_t i = nextItem++; i < p.seqQ; i = nextItem++)
       for (int64_t b = 0; b < p.batch; ++b)
         for (int64_t h = 0; h < p.headsQ; ++h)
           gradientRow(p, b, h, i, buffers, /*toQKV=*/false, /*toBias=*/true);
   });
+  roundGradients(options, dq, dk, dv, dBias);
   return true;
 }
 
@@ -604,4 +705,70 @@ double fa::support::relativeError(const double *out, const double *ref,
   if (refSq == 0)
     return std::sqrt(diffSq) * maxAbs;
   return std::sqrt(diffSq / refSq);
+}
+
+double fa::support::rowError(const double *got, const double *exact, size_t n,
+                             int64_t rowLength, ErrorScale scale) {
+  if (n == 0 || rowLength <= 0)
+    return 0;
+  const size_t length = static_cast<size_t>(rowLength);
+  const size_t rows = n / length;
+  // Row norms are summed as ratios to the largest magnitude, so that nothing
+  // overflows when squared.
+  double maxAbs = 0;
+  for (size_t e = 0; e < n; ++e) {
+    if (std::isfinite(got[e]) && std::isfinite(exact[e]))
+      maxAbs = std::max({maxAbs, std::fabs(got[e]), std::fabs(exact[e])});
+    else if (!(std::isinf(exact[e]) && got[e] == exact[e]))
+      return std::numeric_limits<double>::infinity();
+  }
+  if (maxAbs == 0)
+    return 0;
+  double norm = 1;
+  if (scale == ErrorScale::Relative) {
+    double sumSq = 0;
+    for (size_t e = 0; e < n; ++e)
+      if (std::isfinite(exact[e]))
+        sumSq += (exact[e] / maxAbs) * (exact[e] / maxAbs);
+    double rms = std::sqrt(sumSq / static_cast<double>(rows)) * maxAbs;
+    norm = rms > 0 ? rms : 1.0;
+  }
+  double worst = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    double sumSq = 0;
+    for (size_t e = r * length; e < (r + 1) * length; ++e) {
+      if (!std::isfinite(exact[e]))
+        continue;
+      double diff = got[e] / maxAbs - exact[e] / maxAbs;
+      sumSq += diff * diff;
+    }
+    worst = std::max(worst, std::sqrt(sumSq) * maxAbs / norm);
+  }
+  return worst;
+}
+
+AccuracyCheck fa::support::checkAccuracy(const double *got, const double *exact,
+                                         const double *lowPrecision, size_t n,
+                                         int64_t rowLength, ErrorScale scale,
+                                         double fixedBound) {
+  AccuracyCheck check;
+  check.error = rowError(got, exact, n, rowLength, scale);
+  check.baseline = rowError(lowPrecision, exact, n, rowLength, scale);
+  check.bound =
+      fixedBound > 0 ? fixedBound : 2 * check.baseline + kAccuracyEpsilon;
+  check.passed = check.error <= check.bound;
+  // The worst row, for the report.
+  if (n > 0 && rowLength > 0) {
+    double worst = -1;
+    const size_t length = static_cast<size_t>(rowLength);
+    for (size_t r = 0; r < n / length; ++r) {
+      double e = rowError(got + r * length, exact + r * length, length,
+                          rowLength, ErrorScale::Absolute);
+      if (e > worst) {
+        worst = e;
+        check.worstRow = static_cast<int64_t>(r);
+      }
+    }
+  }
+  return check;
 }

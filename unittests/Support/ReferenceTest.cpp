@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <utility>
 
 using namespace fa::support;
@@ -1091,6 +1092,159 @@ TEST(RelativeError, NoOverflowForHugeValues) {
   const double out[] = {-1e300, 1e300};
   // ||(2e300, 0)|| / ||(1e300, 1e300)|| = 2 / sqrt(2).
   EXPECT_DOUBLE_EQ(relativeError(out, ref, 2), std::sqrt(2.0));
+}
+
+TEST(RoundTo, NearestEvenInEachType) {
+  EXPECT_EQ(roundTo(1.0 + 0x1p-30, Precision::Exact), 1.0 + 0x1p-30);
+  EXPECT_EQ(roundTo(1.0 + 0x1p-30, Precision::F32), 1.0);
+  // bf16 keeps 8 significant bits: 1 + 2^-8 is a tie, to even (1); 1 +
+  // 3 * 2^-8 ties to 1 + 2^-6.
+  EXPECT_EQ(roundTo(1.0 + 0x1p-8, Precision::BF16), 1.0);
+  EXPECT_EQ(roundTo(1.0 + 3 * 0x1p-8, Precision::BF16), 1.0 + 0x1p-6);
+  EXPECT_EQ(roundTo(1.0 + 0x1p-8 + 0x1p-12, Precision::BF16), 1.0 + 0x1p-7);
+  // f16 keeps 11: 1 + 2^-11 ties to 1, 1 + 3 * 2^-11 to 1 + 2^-9.
+  EXPECT_EQ(roundTo(1.0 + 0x1p-11, Precision::F16), 1.0);
+  EXPECT_EQ(roundTo(1.0 + 3 * 0x1p-11, Precision::F16), 1.0 + 0x1p-9);
+  EXPECT_EQ(roundTo(-kInf, Precision::BF16), -kInf);
+  EXPECT_EQ(roundTo(1e6, Precision::F16), kInf);
+  EXPECT_TRUE(std::isnan(roundTo(std::nan(""), Precision::BF16)));
+}
+
+TEST(RowError, WorstRowOverTheRmsRowNorm) {
+  // Rows (3, 4) and (0, 0): RMS row norm sqrt((25 + 0) / 2).
+  const double exact[] = {3.0, 4.0, 0.0, 0.0};
+  const double got[] = {3.0, 4.0, 0.0, 1.0};
+  EXPECT_DOUBLE_EQ(rowError(got, exact, 4, 2), 1.0 / std::sqrt(12.5));
+  EXPECT_DOUBLE_EQ(rowError(got, exact, 4, 2, ErrorScale::Absolute), 1.0);
+  EXPECT_EQ(rowError(exact, exact, 4, 2), 0.0);
+  // An all-zero reference: absolute errors, the worst row (3, 4).
+  const double zeros[] = {0.0, 0.0, 0.0, 0.0};
+  EXPECT_DOUBLE_EQ(rowError(got, zeros, 4, 2), 5.0);
+}
+
+TEST(RowError, OneWrongRowInManyIsNotAveragedAway) {
+  std::vector<double> exact(1000 * 4, 1.0), got = exact;
+  got[4 * 500] = 0.0; // One element of one row of 1000.
+  // Relative L2 over the tensor: 1 / sqrt(4000); the worst row: 1 / 2.
+  EXPECT_LT(relativeError(got.data(), exact.data(), got.size()), 0.016);
+  EXPECT_DOUBLE_EQ(rowError(got.data(), exact.data(), got.size(), 4), 0.5);
+}
+
+TEST(RowError, Infinities) {
+  const double exact[] = {-kInf, 2.0};
+  const double same[] = {-kInf, 2.0};
+  const double finite[] = {-1e30, 2.0};
+  EXPECT_EQ(rowError(same, exact, 2, 1, ErrorScale::Absolute), 0.0);
+  EXPECT_EQ(rowError(finite, exact, 2, 1, ErrorScale::Absolute), kInf);
+  const double nan[] = {-kInf, std::nan("")};
+  EXPECT_EQ(rowError(nan, exact, 2, 1, ErrorScale::Absolute), kInf);
+}
+
+TEST(CheckAccuracy, TwiceTheLowPrecisionErrorPlusEpsilon) {
+  const double exact[] = {1.0, 1.0, 1.0, 1.0};
+  const double low[] = {1.0, 1.01, 1.0, 1.0};
+  // Row norms sqrt(2): the low-precision error 0.01 / sqrt(2).
+  const double base = 0.01 / std::sqrt(2.0);
+  const double within[] = {1.0, 1.0, 1.0 + 0.019, 1.0};
+  const double over[] = {1.0, 1.0, 1.0 + 0.0205, 1.0};
+  AccuracyCheck ok = checkAccuracy(within, exact, low, 4, 2);
+  EXPECT_NEAR(ok.baseline, base, 1e-15);
+  EXPECT_NEAR(ok.bound, 2 * base + kAccuracyEpsilon, 1e-15);
+  EXPECT_TRUE(ok.passed);
+  EXPECT_EQ(ok.worstRow, 1);
+  AccuracyCheck bad = checkAccuracy(over, exact, low, 4, 2);
+  EXPECT_FALSE(bad.passed);
+  EXPECT_EQ(bad.worstRow, 1);
+  // A fixed bound replaces 2 * baseline + epsilon.
+  EXPECT_TRUE(
+      checkAccuracy(over, exact, low, 4, 2, ErrorScale::Relative, 0.1).passed);
+  // An exact low-precision reference leaves the epsilon alone.
+  AccuracyCheck tight = checkAccuracy(within, exact, exact, 4, 2);
+  EXPECT_EQ(tight.bound, kAccuracyEpsilon);
+  EXPECT_FALSE(tight.passed);
+}
+
+/// Forward and backward of a random GQA problem with every score term,
+/// exact and in `precision`.
+struct Both {
+  std::vector<double> out[2], lse[2], dq[2], dk[2], dv[2], dBias[2];
+};
+Both bothReferences(Precision precision, Precision inputs) {
+  auto rounded = [&](std::vector<int64_t> shape, unsigned seed) {
+    Tensor t = random(shape, seed);
+    for (double &x : t.data)
+      x = roundTo(x, inputs);
+    return t;
+  };
+  Tensor q = rounded({2, 4, 37, 16}, 1), k = rounded({2, 2, 53, 16}, 2),
+         v = rounded({2, 2, 53, 8}, 3), dOut = rounded({2, 4, 37, 8}, 4),
+         bias = rounded({1, 4, 37, 53}, 5), slopes = rounded({4}, 6);
+  AttentionOptions options;
+  options.causal = CausalMask::BottomRight;
+  options.softcap = 5.0;
+  options.bias = bias.ref();
+  options.alibiSlopes = slopes.ref();
+  options.scoreMod = [](double s, int64_t, int64_t, int64_t i, int64_t j) {
+    return s + 0.01 * static_cast<double>(i - j);
+  };
+  options.dropoutP = 0.2;
+  options.dropoutSeed = 9;
+  Both r;
+  std::string error;
+  for (int low = 0; low < 2; ++low) {
+    options.precision = low ? precision : Precision::Exact;
+    EXPECT_TRUE(attentionReference(q.ref(), k.ref(), v.ref(), options,
+                                   r.out[low], r.lse[low], error))
+        << error;
+    EXPECT_TRUE(attentionGradReference(q.ref(), k.ref(), v.ref(), dOut.ref(),
+                                       options, r.dq[low], r.dk[low], r.dv[low],
+                                       error, &r.dBias[low]))
+        << error;
+  }
+  return r;
+}
+
+TEST(LowPrecisionReference, ErrorsAreThoseOfTheType) {
+  // f32: within a few units of f32 rounding; f16 and bf16: of the order of
+  // their unit roundoff (2^-11 and 2^-8), far from exact and far from wrong.
+  struct Expect {
+    Precision precision;
+    double low, high;
+  };
+  for (Expect e :
+       {Expect{Precision::F32, 0, 1e-5}, Expect{Precision::F16, 1e-5, 2e-3},
+        Expect{Precision::BF16, 1e-4, 2e-2}}) {
+    Both r = bothReferences(e.precision, e.precision);
+    for (auto [name, values, length] :
+         {std::tuple{"O", r.out, 8}, std::tuple{"dQ", r.dq, 16},
+          std::tuple{"dK", r.dk, 16}, std::tuple{"dV", r.dv, 8}}) {
+      double err = rowError(values[1].data(), values[0].data(),
+                            values[0].size(), length);
+      EXPECT_LE(err, e.high) << name;
+      EXPECT_GE(err, e.low) << name;
+    }
+    double lseErr = rowError(r.lse[1].data(), r.lse[0].data(), r.lse[0].size(),
+                             1, ErrorScale::Absolute);
+    EXPECT_LE(lseErr, 1e-5); // lse is f32 in every precision.
+  }
+}
+
+TEST(LowPrecisionReference, ExactPrecisionIsTheExactReference) {
+  Both r = bothReferences(Precision::Exact, Precision::BF16);
+  EXPECT_EQ(r.out[0], r.out[1]);
+  EXPECT_EQ(r.lse[0], r.lse[1]);
+  EXPECT_EQ(r.dq[0], r.dq[1]);
+  EXPECT_EQ(r.dBias[0], r.dBias[1]);
+}
+
+TEST(LowPrecisionReference, ResultsAreRoundedToTheType) {
+  Both r = bothReferences(Precision::BF16, Precision::BF16);
+  for (const std::vector<double> *values :
+       {&r.out[1], &r.dq[1], &r.dk[1], &r.dv[1], &r.dBias[1]})
+    for (double x : *values)
+      ASSERT_EQ(x, roundTo(x, Precision::BF16));
+  for (double x : r.lse[1])
+    ASSERT_EQ(x, roundTo(x, Precision::F32));
 }
 
 } // namespace

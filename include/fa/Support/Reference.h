@@ -61,6 +61,15 @@ struct TensorRef {
 /// score_mod: the new score from the score and (b, h, i, j).
 using ScoreModFn = std::function<double(double score, int64_t b, int64_t h,
                                         int64_t i, int64_t j)>;
+/// The arithmetic the reference is computed in: Exact is float64 throughout;
+/// the others compute as a plain kernel would with inputs of that element type
+/// (docs/accuracy.md): scores, softmax and every sum in f32, P and the score
+/// gradient rounded to the type before their matmuls, results rounded to it.
+enum class Precision { Exact, F32, F16, BF16 };
+
+/// `x` rounded to nearest (ties to even) in `precision` (Exact: unchanged).
+double roundTo(double x, Precision precision);
+
 /// mask_mod: whether (b, h, i, j) is kept.
 using MaskModFn =
     std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)>;
@@ -93,6 +102,11 @@ struct AttentionOptions {
   /// softmax's sum and lse are taken before dropout).
   std::optional<double> dropoutP;
   uint64_t dropoutSeed = 0;
+  /// Exact (float64), or the low-precision reference of that element type.
+  Precision precision = Precision::Exact;
+  /// The low-precision reference's type of dBias when the bias's differs
+  /// from the inputs'; unset: `precision`.
+  std::optional<Precision> biasPrecision;
   /// Worker threads over (b, h, row blocks) forward and (b, kv head)
   /// backward; 0 means one per hardware thread. With more than one, scoreMod
   /// and maskMod run concurrently.
@@ -141,6 +155,48 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter,
 /// non-finite value in either gives +inf. When ||ref||_2 is 0 this returns
 /// ||out||_2, the absolute error.
 double relativeError(const double *out, const double *ref, size_t n);
+
+/// How far a result is from the exact reference, against how far a plain
+/// low-precision computation is (docs/accuracy.md).
+struct AccuracyCheck {
+  /// max over rows of ||got_i - exact_i|| / norm.
+  double error = 0;
+  /// The same for the low-precision reference.
+  double baseline = 0;
+  /// 2 * baseline + kAccuracyEpsilon (or a fixed override).
+  double bound = 0;
+  /// The row of `got` with the largest error.
+  int64_t worstRow = 0;
+  bool passed = true;
+};
+
+/// The absolute slack of the bound, for results whose low-precision
+/// reference is (nearly) exact.
+constexpr double kAccuracyEpsilon = 1e-5;
+
+/// How a tensor's row errors are normalized.
+enum class ErrorScale {
+  /// By the root mean square of the exact rows' L2 norms (1 when 0).
+  Relative,
+  /// Not at all: for lse, whose error is absolute (in nats).
+  Absolute,
+};
+
+/// Judges `got` (n values, rows of `rowLength` along the last dimension)
+/// against the exact reference and the low-precision one: it passes when its
+/// worst row error is at most twice the low-precision reference's plus
+/// kAccuracyEpsilon, or, when `fixedBound` > 0, at most that. An infinity in
+/// `exact` matched by the same infinity counts 0; any other non-finite value
+/// makes the error infinite.
+AccuracyCheck checkAccuracy(const double *got, const double *exact,
+                            const double *lowPrecision, size_t n,
+                            int64_t rowLength,
+                            ErrorScale scale = ErrorScale::Relative,
+                            double fixedBound = 0);
+
+/// The worst row error of `got` against `exact` alone (AccuracyCheck::error).
+double rowError(const double *got, const double *exact, size_t n,
+                int64_t rowLength, ErrorScale scale = ErrorScale::Relative);
 
 } // namespace fa::support
 
