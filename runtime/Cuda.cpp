@@ -6,8 +6,10 @@
 
 #include "fa/Runtime/Cuda.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -23,6 +25,21 @@ using namespace fa::runtime;
 //===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
+
+bool fa::runtime::gpuRequired() {
+  if (const char *require = std::getenv("FA_REQUIRE_GPU")) {
+    std::string_view value(require);
+    if (value == "1")
+      return true;
+    if (value == "0")
+      return false;
+  }
+  std::error_code error;
+  if (std::filesystem::exists("/dev/nvidia0", error))
+    return true;
+  std::filesystem::directory_iterator gpus("/proc/driver/nvidia/gpus", error);
+  return !error && gpus != std::filesystem::directory_iterator();
+}
 
 Driver &Driver::get() {
   // Built once (a thread-safe static) and never destroyed nor dlclose'd, so

@@ -328,10 +328,15 @@ std::string fa::runPipeline(const std::string &mlir,
 
 fa::Kernel fa::compile(const AttentionSpec &spec,
                        const std::string &requested) {
-  // "auto": the first CUDA device when there is one, else the host.
+  // "auto": the first CUDA device when there is one, else the host; where a
+  // GPU must be used (rt::gpuRequired) a driver failure is an error.
   std::string target = requested;
   if (target == "auto") {
     rt::Expected<rt::Device> device = rt::Device::get(0);
+    if (device.failed() && rt::gpuRequired())
+      throw Error("fa::compile: target 'auto': a GPU is present (or "
+                  "FA_REQUIRE_GPU=1) but CUDA is unavailable: " +
+                  device.getMessage());
     target = device.ok() ? device.value().getChip() : "host";
   }
   if (target != "host" && llvm::StringRef(target).starts_with("sm_") == false)

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Runtime/Cuda.h"
+#include "GpuTest.h"
 #include "TestSupport.h"
 #include "fa/Runtime/KernelCache.h"
 
@@ -43,13 +44,8 @@ protected:
       if (!real)
         FAIL() << "the stand-in driver did not load: "
                << driver->unavailableReason();
-      // scripts/gpu/run.sh sets FA_REQUIRE_GPU=1 where nvidia-smi lists a
-      // GPU: there a driver that does not load is a failure, not a skip.
-      if (const char *require = std::getenv("FA_REQUIRE_GPU");
-          require && std::string(require) == "1")
-        FAIL() << "FA_REQUIRE_GPU=1 but CUDA is unavailable: "
-               << driver->unavailableReason();
-      GTEST_SKIP() << "no GPU: " << driver->unavailableReason();
+      // Where a GPU is, a driver that does not load is a failure.
+      FA_GPU_UNAVAILABLE(driver->unavailableReason());
     }
     Expected<Device> found = driver->getDevice(0);
     ASSERT_TRUE(found.ok()) << found.getMessage();

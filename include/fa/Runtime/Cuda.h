@@ -37,6 +37,14 @@ namespace fa::runtime {
 
 class Device;
 
+/// Whether GPU work must run here rather than skip or fall back to the host:
+/// FA_REQUIRE_GPU=1, or, unless FA_REQUIRE_GPU=0, an NVIDIA GPU that the
+/// kernel driver lists (/proc/driver/nvidia/gpus or /dev/nvidia0). Where it
+/// holds, a CUDA driver that fails to load or finds no device is an error
+/// (with the driver's reason) for --target=auto, "auto" in the APIs and every
+/// GPU test.
+bool gpuRequired();
+
 /// The CUDA driver library and its entry points.
 class Driver {
 public:
