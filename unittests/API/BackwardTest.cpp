@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Accuracy.h"
+#include "GpuTest.h"
 #include "TestTensors.h"
 
 #include "fa/Runtime/Cuda.h"
@@ -19,28 +21,14 @@
 
 namespace {
 
+using fa::testing::backwardIsAccurate;
 using fa::testing::errorOf;
 using fa::testing::HostTensor;
+using fa::testing::precisionOf;
 
 struct GradCase {
   int64_t b, hq, hkv, nq, nk, d, dv;
 };
-
-/// Relative L2 error bound of dQ, dK, dV per dtype: the gradients are
-/// rounded to it, and so are the O and dO they are computed from.
-double gradBoundFor(fa::DType dtype) {
-  switch (dtype) {
-  case fa::DType::F32:
-    return 1e-5;
-  case fa::DType::F16:
-    return 2e-3;
-  case fa::DType::BF16:
-    return 1e-2;
-  default:
-    // Attention tensors are only f32, f16 or bf16 (the others are captures).
-    return 0;
-  }
-}
 
 /// Runs forward (for O and lse) and backward on random inputs of `c` with
 /// `kernel` (compiled with returnLse) and compares dQ, dK, dV with the
@@ -77,23 +65,11 @@ void checkBackward(const fa::Kernel &kernel, const GradCase &c,
                   lse.view(), dq.view(), dk.view(), dv.view(), biasArg,
                   slopesArg, dropoutSeed);
 
-  std::vector<double> refDq, refDk, refDv;
-  std::string error;
-  ASSERT_TRUE(fa::support::attentionGradReference(q.ref(), k.ref(), v.ref(),
-                                                  dout.ref(), options, refDq,
-                                                  refDk, refDv, error))
-      << error;
-  double bound = gradBoundFor(dtype);
-  std::vector<double> gotDq = dq.read(), gotDk = dk.read(), gotDv = dv.read();
-  EXPECT_LT(
-      fa::support::relativeError(gotDq.data(), refDq.data(), refDq.size()),
-      bound);
-  EXPECT_LT(
-      fa::support::relativeError(gotDk.data(), refDk.data(), refDk.size()),
-      bound);
-  EXPECT_LT(
-      fa::support::relativeError(gotDv.data(), refDv.data(), refDv.size()),
-      bound);
+  if (bias)
+    options.biasPrecision = precisionOf(bias->dtype);
+  EXPECT_TRUE(backwardIsAccurate(q.ref(), k.ref(), v.ref(), dout.ref(), options,
+                                 precisionOf(dtype), dq.read(), dk.read(),
+                                 dv.read()));
 }
 
 fa::AttentionSpec specOf(fa::DType dtype, int64_t d) {
@@ -176,19 +152,11 @@ TEST(BackwardTest, BiasGradientSummedOverBroadcastDims) {
     fa::support::AttentionOptions options;
     options.causal = fa::support::CausalMask::BottomRight;
     options.bias = bias.ref();
-    std::vector<double> refDq, refDk, refDv, refDbias;
-    std::string error;
-    ASSERT_TRUE(fa::support::attentionGradReference(
-        q.ref(), k.ref(), v.ref(), dout.ref(), options, refDq, refDk, refDv,
-        error, &refDbias))
-        << error;
-    std::vector<double> gotDq = dq.read(), gotDbias = dbias.read();
-    EXPECT_LT(
-        fa::support::relativeError(gotDq.data(), refDq.data(), refDq.size()),
-        1e-5);
-    EXPECT_LT(fa::support::relativeError(gotDbias.data(), refDbias.data(),
-                                         refDbias.size()),
-              fa::testing::boundFor(biasDType));
+    options.biasPrecision = precisionOf(biasDType);
+    std::vector<double> gotDbias = dbias.read();
+    EXPECT_TRUE(backwardIsAccurate(q.ref(), k.ref(), v.ref(), dout.ref(),
+                                   options, fa::support::Precision::F32,
+                                   dq.read(), dk.read(), dv.read(), &gotDbias));
   }
   // dbias needs a bias, of the compiled shape.
   fa::Kernel plain = fa::compile(specOf(fa::DType::F32, 8));
@@ -391,7 +359,7 @@ TEST(BackwardTest, RunsOnTheGpu) {
   namespace rt = fa::runtime;
   rt::Expected<rt::Device> device = rt::Device::get(0);
   if (device.failed())
-    GTEST_SKIP() << "no GPU: " << device.getMessage();
+    FA_GPU_UNAVAILABLE(device.getMessage());
   for (fa::DType dtype : {fa::DType::BF16, fa::DType::F16}) {
     fa::AttentionSpec spec = specOf(dtype, 64);
     spec.causal = fa::Causal::BottomRight;
@@ -436,23 +404,9 @@ TEST(BackwardTest, RunsOnTheGpu) {
 
     fa::support::AttentionOptions options;
     options.causal = fa::support::CausalMask::BottomRight;
-    std::vector<double> refDq, refDk, refDv;
-    std::string error;
-    ASSERT_TRUE(fa::support::attentionGradReference(q.ref(), k.ref(), v.ref(),
-                                                    dout.ref(), options, refDq,
-                                                    refDk, refDv, error))
-        << error;
-    double bound = gradBoundFor(dtype);
-    std::vector<double> gotDq = dq.read(), gotDk = dk.read(), gotDv = dv.read();
-    EXPECT_LT(
-        fa::support::relativeError(gotDq.data(), refDq.data(), refDq.size()),
-        bound);
-    EXPECT_LT(
-        fa::support::relativeError(gotDk.data(), refDk.data(), refDk.size()),
-        bound);
-    EXPECT_LT(
-        fa::support::relativeError(gotDv.data(), refDv.data(), refDv.size()),
-        bound);
+    EXPECT_TRUE(backwardIsAccurate(q.ref(), k.ref(), v.ref(), dout.ref(),
+                                   options, precisionOf(dtype), dq.read(),
+                                   dk.read(), dv.read()));
   }
 }
 
@@ -460,7 +414,7 @@ TEST(BackwardTest, RunsOnTheGpuWithBiasAlibiAndDBias) {
   namespace rt = fa::runtime;
   rt::Expected<rt::Device> device = rt::Device::get(0);
   if (device.failed())
-    GTEST_SKIP() << "no GPU: " << device.getMessage();
+    FA_GPU_UNAVAILABLE(device.getMessage());
   // A bf16 bias broadcast over the batch [1, Hq, Nq, Nk] and its gradient
   // (summed over the batch by the dbias kernel), ALiBi [Hq].
   fa::DType dtype = fa::DType::BF16;
@@ -515,27 +469,11 @@ TEST(BackwardTest, RunsOnTheGpuWithBiasAlibiAndDBias) {
   options.causal = fa::support::CausalMask::BottomRight;
   options.bias = bias.ref();
   options.alibiSlopes = slopes.ref();
-  std::vector<double> refDq, refDk, refDv, refDbias;
-  std::string error;
-  ASSERT_TRUE(fa::support::attentionGradReference(
-      q.ref(), k.ref(), v.ref(), dout.ref(), options, refDq, refDk, refDv,
-      error, &refDbias))
-      << error;
-  double bound = gradBoundFor(dtype);
-  std::vector<double> gotDq = dq.read(), gotDk = dk.read(), gotDv = dv.read(),
-                      gotDbias = dbias.read();
-  EXPECT_LT(
-      fa::support::relativeError(gotDq.data(), refDq.data(), refDq.size()),
-      bound);
-  EXPECT_LT(
-      fa::support::relativeError(gotDk.data(), refDk.data(), refDk.size()),
-      bound);
-  EXPECT_LT(
-      fa::support::relativeError(gotDv.data(), refDv.data(), refDv.size()),
-      bound);
-  EXPECT_LT(fa::support::relativeError(gotDbias.data(), refDbias.data(),
-                                       refDbias.size()),
-            bound);
+  options.biasPrecision = precisionOf(bias.dtype);
+  std::vector<double> gotDbias = dbias.read();
+  EXPECT_TRUE(backwardIsAccurate(q.ref(), k.ref(), v.ref(), dout.ref(), options,
+                                 precisionOf(dtype), dq.read(), dk.read(),
+                                 dv.read(), &gotDbias));
 }
 
 } // namespace

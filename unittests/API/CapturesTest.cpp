@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Accuracy.h"
+#include "GpuTest.h"
 #include "TestTensors.h"
 
 #include "fa/Runtime/Cuda.h"
@@ -18,8 +20,11 @@
 
 namespace {
 
+using fa::testing::backwardIsAccurate;
 using fa::testing::errorOf;
+using fa::testing::forwardIsAccurate;
 using fa::testing::HostTensor;
+using fa::testing::precisionOf;
 
 constexpr int64_t kB = 2, kH = 4, kN = 45, kD = 16;
 
@@ -114,24 +119,12 @@ TEST(CapturesTest, ForwardAndBackwardReadThem) {
                   0, nullptr, nullptr, captures);
 
   fa::support::AttentionOptions options = tables.options();
-  std::vector<double> refO, refLse, refDq, refDk, refDv;
-  std::string error;
-  ASSERT_TRUE(fa::support::attentionReference(q.ref(), k.ref(), v.ref(),
-                                              options, refO, refLse, error))
-      << error;
-  ASSERT_TRUE(fa::support::attentionGradReference(q.ref(), k.ref(), v.ref(),
-                                                  dout.ref(), options, refDq,
-                                                  refDk, refDv, error))
-      << error;
-  auto relErr = [](const HostTensor &got, const std::vector<double> &ref) {
-    std::vector<double> values = got.read();
-    return fa::support::relativeError(values.data(), ref.data(), ref.size());
-  };
-  EXPECT_LT(relErr(o, refO), 1e-5);
-  EXPECT_LT(relErr(lse, refLse), 1e-5);
-  EXPECT_LT(relErr(dq, refDq), 2e-5);
-  EXPECT_LT(relErr(dk, refDk), 2e-5);
-  EXPECT_LT(relErr(dv, refDv), 2e-5);
+  const fa::support::Precision precision = precisionOf(q.dtype);
+  std::vector<double> gotLse = lse.read();
+  EXPECT_TRUE(forwardIsAccurate(q.ref(), k.ref(), v.ref(), options, precision,
+                                o.read(), &gotLse));
+  EXPECT_TRUE(backwardIsAccurate(q.ref(), k.ref(), v.ref(), dout.ref(), options,
+                                 precision, dq.read(), dk.read(), dv.read()));
 
   // The tables matter: other document ids give another O.
   std::vector<int32_t> oneDoc(kN, 0);
@@ -139,7 +132,8 @@ TEST(CapturesTest, ForwardAndBackwardReadThem) {
   HostTensor o2(fa::DType::F32, o.shape);
   kernel.forward(q.view(), k.view(), v.view(), o2.view(), &lseView, nullptr,
                  nullptr, 0, nullptr, captures);
-  EXPECT_GT(relErr(o2, refO), 1e-2);
+  EXPECT_FALSE(forwardIsAccurate(q.ref(), k.ref(), v.ref(), options, precision,
+                                 o2.read()));
 }
 
 TEST(CapturesTest, ForwardAndBackwardReadThemOnTheGpu) {
@@ -149,7 +143,7 @@ TEST(CapturesTest, ForwardAndBackwardReadThemOnTheGpu) {
   namespace rt = fa::runtime;
   rt::Expected<rt::Device> device = rt::Device::get(0);
   if (device.failed())
-    GTEST_SKIP() << "no GPU: " << device.getMessage();
+    FA_GPU_UNAVAILABLE(device.getMessage());
   fa::DType dtype = fa::DType::BF16;
   const int64_t d = 64;
   fa::AttentionSpec spec = captureSpec();
@@ -202,24 +196,12 @@ TEST(CapturesTest, ForwardAndBackwardReadThemOnTheGpu) {
         buffers[i].copyToHost(all[i]->bytes.data(), all[i]->bytes.size()).ok());
 
   fa::support::AttentionOptions options = tables.options();
-  std::vector<double> refO, refLse, refDq, refDk, refDv;
-  std::string error;
-  ASSERT_TRUE(fa::support::attentionReference(q.ref(), k.ref(), v.ref(),
-                                              options, refO, refLse, error))
-      << error;
-  ASSERT_TRUE(fa::support::attentionGradReference(q.ref(), k.ref(), v.ref(),
-                                                  dout.ref(), options, refDq,
-                                                  refDk, refDv, error))
-      << error;
-  auto relErr = [](const HostTensor &got, const std::vector<double> &ref) {
-    std::vector<double> values = got.read();
-    return fa::support::relativeError(values.data(), ref.data(), ref.size());
-  };
-  EXPECT_LT(relErr(o, refO), 2e-2);
-  EXPECT_LT(relErr(lse, refLse), 1e-3);
-  EXPECT_LT(relErr(dq, refDq), 4e-2);
-  EXPECT_LT(relErr(dk, refDk), 4e-2);
-  EXPECT_LT(relErr(dv, refDv), 4e-2);
+  const fa::support::Precision precision = precisionOf(q.dtype);
+  std::vector<double> gotLse = lse.read();
+  EXPECT_TRUE(forwardIsAccurate(q.ref(), k.ref(), v.ref(), options, precision,
+                                o.read(), &gotLse));
+  EXPECT_TRUE(backwardIsAccurate(q.ref(), k.ref(), v.ref(), dout.ref(), options,
+                                 precision, dq.read(), dk.read(), dv.read()));
 }
 
 TEST(CapturesTest, RejectsBadCaptureViews) {

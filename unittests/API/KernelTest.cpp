@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Accuracy.h"
+#include "GpuTest.h"
 #include "TestTensors.h"
 
 #include "fa/Runtime/Cuda.h"
@@ -20,9 +22,10 @@
 namespace {
 
 using fa::testing::bnhdToBhnd;
-using fa::testing::boundFor;
 using fa::testing::errorOf;
+using fa::testing::forwardIsAccurate;
 using fa::testing::HostTensor;
+using fa::testing::precisionOf;
 
 struct Case {
   int64_t b, hq, hkv, nq, nk, d;
@@ -57,20 +60,10 @@ void checkAgainstReference(const fa::Kernel &kernel, const Case &c,
                  spec.returnLse ? &lseView : nullptr,
                  bias ? &biasView : nullptr, slopes ? &slopesView : nullptr);
 
-  std::vector<double> refO, refLse;
-  std::string error;
-  ASSERT_TRUE(fa::support::attentionReference(q.ref(), k.ref(), v.ref(),
-                                              options, refO, refLse, error))
-      << error;
-  std::vector<double> gotO = o.read();
-  EXPECT_LT(fa::support::relativeError(gotO.data(), refO.data(), refO.size()),
-            boundFor(spec.dtype));
-  if (spec.returnLse) {
-    std::vector<double> gotLse = lse.read();
-    EXPECT_LT(
-        fa::support::relativeError(gotLse.data(), refLse.data(), refLse.size()),
-        1e-5);
-  }
+  std::vector<double> gotO = o.read(), gotLse = lse.read();
+  EXPECT_TRUE(forwardIsAccurate(q.ref(), k.ref(), v.ref(), options,
+                                precisionOf(spec.dtype), gotO,
+                                spec.returnLse ? &gotLse : nullptr));
 }
 
 TEST(KernelTest, CausalGQAInBF16) {
@@ -176,14 +169,11 @@ TEST(KernelTest, AcceptsAnyStrides) {
     return bnhdToBhnd(x, b, h, n, d);
   };
   std::vector<double> qr = toBHND(q.values), kr = toBHND(k.values),
-                      vr = toBHND(v.values), refO, refLse;
-  std::string error;
-  ASSERT_TRUE(fa::support::attentionReference(
-      {qr.data(), {b, h, n, d}}, {kr.data(), {b, h, n, d}},
-      {vr.data(), {b, h, n, d}}, {}, refO, refLse, error));
-  std::vector<double> got = toBHND(o.read());
-  EXPECT_LT(fa::support::relativeError(got.data(), refO.data(), refO.size()),
-            1e-5);
+                      vr = toBHND(v.values);
+  EXPECT_TRUE(forwardIsAccurate({qr.data(), {b, h, n, d}},
+                                {kr.data(), {b, h, n, d}},
+                                {vr.data(), {b, h, n, d}}, {},
+                                fa::support::Precision::F32, toBHND(o.read())));
 }
 
 TEST(KernelTest, RejectsBadArgumentsBeforeRunning) {
@@ -309,7 +299,7 @@ TEST(KernelTest, RunsOnTheGpuWithBiasAndAlibiViews) {
   namespace rt = fa::runtime;
   rt::Expected<rt::Device> device = rt::Device::get(0);
   if (device.failed())
-    GTEST_SKIP() << "no GPU: " << device.getMessage();
+    FA_GPU_UNAVAILABLE(device.getMessage());
   // A bf16 bias [1, Hq, 1, Nk] seen through a padded row stride, and
   // per-batch slopes [B, Hq]: the scored kernel's strided operands.
   const int64_t b = 2, hq = 4, hkv = 2, nq = 77, nk = 131, d = 64, pad = 5;
@@ -375,22 +365,17 @@ TEST(KernelTest, RunsOnTheGpuWithBiasAndAlibiViews) {
   options.causal = fa::support::CausalMask::BottomRight;
   options.bias = {biasValues.data(), {1, hq, 1, nk}};
   options.alibiSlopes = {slopes.values.data(), {b, hq}};
-  std::vector<double> refO, refLse;
-  std::string error;
-  ASSERT_TRUE(fa::support::attentionReference(
-      {q.values.data(), {b, hq, nq, d}}, {k.values.data(), {b, hkv, nk, d}},
-      {v.values.data(), {b, hkv, nk, d}}, options, refO, refLse, error))
-      << error;
-  std::vector<double> got = o.read();
-  EXPECT_LT(fa::support::relativeError(got.data(), refO.data(), refO.size()),
-            2e-2);
+  EXPECT_TRUE(forwardIsAccurate({q.values.data(), {b, hq, nq, d}},
+                                {k.values.data(), {b, hkv, nk, d}},
+                                {v.values.data(), {b, hkv, nk, d}}, options,
+                                fa::support::Precision::BF16, o.read()));
 }
 
 TEST(KernelTest, RunsOnTheGpuWithStridedViews) {
   namespace rt = fa::runtime;
   rt::Expected<rt::Device> device = rt::Device::get(0);
   if (device.failed())
-    GTEST_SKIP() << "no GPU: " << device.getMessage();
+    FA_GPU_UNAVAILABLE(device.getMessage());
   fa::AttentionSpec spec;
   spec.dtype = fa::DType::BF16;
   spec.headDim = 128;
@@ -442,20 +427,14 @@ TEST(KernelTest, RunsOnTheGpuWithStridedViews) {
   };
   std::vector<double> qr = toBHND(q.values, hq, nq),
                       kr = toBHND(k.values, hkv, nk),
-                      vr = toBHND(v.values, hkv, nk), refO, refLse;
+                      vr = toBHND(v.values, hkv, nk);
   fa::support::AttentionOptions options;
   options.causal = fa::support::CausalMask::BottomRight;
-  std::string error;
-  ASSERT_TRUE(fa::support::attentionReference(
-      {qr.data(), {b, hq, nq, d}}, {kr.data(), {b, hkv, nk, d}},
-      {vr.data(), {b, hkv, nk, d}}, options, refO, refLse, error));
-  std::vector<double> got = toBHND(o.read(), hq, nq);
-  EXPECT_LT(fa::support::relativeError(got.data(), refO.data(), refO.size()),
-            2e-2);
   std::vector<double> gotLse = lse.read();
-  EXPECT_LT(
-      fa::support::relativeError(gotLse.data(), refLse.data(), refLse.size()),
-      1e-5);
+  EXPECT_TRUE(forwardIsAccurate(
+      {qr.data(), {b, hq, nq, d}}, {kr.data(), {b, hkv, nk, d}},
+      {vr.data(), {b, hkv, nk, d}}, options, fa::support::Precision::BF16,
+      toBHND(o.read(), hq, nq), &gotLse));
 }
 
 } // namespace
