@@ -49,27 +49,41 @@ else
   say "Python packages already installed"
 fi
 
-# torch, for the torch half of the Python tests (CPU; they skip without it),
-# when FA_WITH_TORCH=1 (CI sets it). PyPI's wheel brings CUDA libraries too
-# (about 5 GB), so it needs room and time: with less than 12 GB free, or
-# when the install fails or takes over 15 minutes, the torch tests skip.
-if [ "${FA_WITH_TORCH:-0}" = 1 ] && ! "$py" -c 'import torch' 2>/dev/null; then
+# ptxas, so that the lit tests that assemble the GPU route's PTX run here
+# too: the CUDA toolkit's where it is installed, else the one PyPI's
+# nvidia-cuda-nvcc wheel carries (it needs no GPU), linked into
+# /usr/local/bin.
+if ! command -v ptxas >/dev/null && [ ! -x /usr/local/cuda/bin/ptxas ]; then
+  say "installing ptxas (nvidia-cuda-nvcc from PyPI)"
+  "$py" -m pip install -q --disable-pip-version-check \
+    ${PIP_BREAK_SYSTEM_PACKAGES:+--break-system-packages} 'nvidia-cuda-nvcc==13.0.*' ||
+    "$py" -m pip install -q --disable-pip-version-check --break-system-packages \
+      'nvidia-cuda-nvcc==13.0.*'
   site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  free_gb=$(df -Pk "$(dirname "$site")" | awk 'NR == 2 { print int($4 / 1048576) }')
-  if [ "$free_gb" -lt 12 ]; then
-    say "not installing torch: ${free_gb} GB free (the torch tests will skip)"
-  else
-    say "installing torch into $py (FA_WITH_TORCH=1)"
-    timeout 900 "$py" -m pip install -q --disable-pip-version-check \
-      ${PIP_BREAK_SYSTEM_PACKAGES:+--break-system-packages} torch ||
-      timeout 900 "$py" -m pip install -q --disable-pip-version-check \
-        --break-system-packages torch ||
-      say "warning: torch did not install (the torch tests will skip)"
-    # A half-done install (a timeout) must not leave a torch that fails to
-    # import: the tests skip on ImportError only.
-    if ! "$py" -c 'import torch' >/dev/null 2>&1; then
-      "$py" -m pip uninstall -y -q torch >/dev/null 2>&1 || true
-    fi
+  ptxas=$(find "$site/nvidia" -name ptxas -type f 2>/dev/null | head -1)
+  [ -n "$ptxas" ] || { echo "bootstrap: nvidia-cuda-nvcc has no ptxas" >&2; exit 1; }
+  chmod +x "$ptxas"
+  ln -sf "$ptxas" /usr/local/bin/ptxas
+fi
+say "ptxas: $(command -v ptxas || echo /usr/local/cuda/bin/ptxas)"
+
+# torch, for the torch half of the Python tests (CPU), when FA_WITH_TORCH=1
+# (CI sets it). PyPI's wheel brings CUDA libraries too (about 5 GB). Asked
+# for, it must install: otherwise those tests would skip and the suite would
+# pass with less coverage than it claims.
+if [ "${FA_WITH_TORCH:-0}" = 1 ] && ! "$py" -c 'import torch' 2>/dev/null; then
+  say "installing torch into $py (FA_WITH_TORCH=1)"
+  if ! timeout 1500 "$py" -m pip install -q --disable-pip-version-check \
+    ${PIP_BREAK_SYSTEM_PACKAGES:+--break-system-packages} torch &&
+    ! timeout 1500 "$py" -m pip install -q --disable-pip-version-check \
+      --break-system-packages torch; then
+    echo "bootstrap: FA_WITH_TORCH=1 but torch did not install" >&2
+    exit 1
+  fi
+  if ! "$py" -c 'import torch' >/dev/null 2>&1; then
+    echo "bootstrap: FA_WITH_TORCH=1 but torch does not import:" >&2
+    "$py" -c 'import torch' >&2 || true
+    exit 1
   fi
 fi
 
