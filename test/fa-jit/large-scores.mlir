@@ -13,11 +13,12 @@
 // FINITE: finite
 
 // f32 rounds the scores themselves to ~1e-3 at 1e4, which exp turns into
-// relative errors of that order: a looser bound.
-// RUN: fa-jit --check --lse --scale=1000 --causal=bottom-right --tolerance=1e-2 \
+// relative errors of that order; the low-precision reference rounds them
+// the same way, so the usual criterion holds with no looser bound.
+// RUN: fa-jit --check --lse --scale=1000 --causal=bottom-right \
 // RUN:   --shape=1,2,2,48,64,32 --output=%t/o32.npy --lse-output=%t/lse32.npy | FileCheck %s --check-prefix=F32
-// F32: {{^}}O rel_err={{.*}} bound=0.01 ok
-// F32-NEXT: {{^}}lse rel_err={{.*}} bound=0.01 ok
+// F32: {{^}}O rel_err={{.*}} ok
+// F32-NEXT: {{^}}lse rel_err={{.*}} ok
 // RUN: %python %S/Inputs/npy_util.py finite %t/o32.npy %t/lse32.npy | FileCheck %s --check-prefix=FINITE
 
 // f16 inputs of magnitude ~100 (f16 holds them exactly enough).
