@@ -2,7 +2,8 @@
 
 Gradients of FA's backward kernel are checked against torch's own autograd
 through attention computed in float64 (SDPA, or an explicit softmax for the
-variants SDPA lacks). Skipped where torch is not installed (CI installs only
+variants SDPA lacks) and the low-precision reference of reference.py, as
+docs/accuracy.md says. Skipped where torch is not installed (CI installs only
 numpy, ml_dtypes and pytest).
 """
 
@@ -11,15 +12,14 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import fa  # noqa: E402
-
-# Relative L2 error bounds of dQ, dK, dV for float32 / bfloat16 inputs
-# (measured: ~3e-7 and ~2e-3).
-BOUNDS = {torch.float32: 1e-5, torch.bfloat16: 1e-2}
+from reference import check, np_dtype, reference_grad  # noqa: E402
+from reference import reference as numpy_reference  # noqa: E402
 
 
 def reference(
@@ -77,25 +77,61 @@ def inputs(
     )  # type: ignore[return-value]
 
 
-def rel(a: Any, b: Any) -> float:
-    return float((a.detach().double() - b).norm() / b.norm())
+def numpy(t: Any) -> np.ndarray:
+    """A tensor's values in its dtype (bfloat16 as ml_dtypes'); numpy arrays as they are."""
+    if not isinstance(t, torch.Tensor):
+        return np.asarray(t)
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return t.float().numpy().astype(np_dtype("bfloat16"))
+    return t.numpy()
+
+
+def f64(t: Any) -> np.ndarray:
+    return t.detach().double().numpy()
+
+
+def numpy_options(options: dict[str, Any]) -> dict[str, Any]:
+    """fa.attention's options as reference.py takes them (tensors as numpy)."""
+    out = {
+        key: numpy(val) if isinstance(val, torch.Tensor) else val for key, val in options.items()
+    }
+    if "causal" in out:
+        out["causal"] = {False: "none", True: "top_left"}.get(out["causal"], out["causal"])
+    return out
 
 
 def check_grads(
-    q: Any, k: Any, v: Any, fa_options: dict[str, Any], ref_options: dict[str, Any] | None = None
+    q: Any,
+    k: Any,
+    v: Any,
+    fa_options: dict[str, Any],
+    ref_options: dict[str, Any] | None = None,
+    lowp_options: dict[str, Any] | None = None,
 ) -> None:
+    """O and the gradients of sum(O * dO) against :func:`reference` (float64,
+    `ref_options`) and the low-precision reference (`lowp_options`, reference.py's;
+    by default the others with tensors as numpy arrays)."""
     gen = torch.Generator().manual_seed(1)
     o = fa.attention(q, k, v, **fa_options)
     do = torch.randn(o.shape, generator=gen)
     (o.float() * do).sum().backward()
+    dout = do.to(q.dtype)  # the gradient of O that FA's backward gets, in O's dtype
+    ref_options = ref_options if ref_options is not None else fa_options
     ref_inputs = [x.detach().double().requires_grad_() for x in (q, k, v)]
-    want = reference(*ref_inputs, **(ref_options if ref_options is not None else fa_options))
-    (want * do.double()).sum().backward()
-    bound = BOUNDS[q.dtype]
-    assert rel(o, want.detach()) < bound
-    for x, ref in zip((q, k, v), ref_inputs):
+    want = reference(*ref_inputs, **ref_options)
+    (want * dout.double()).sum().backward()
+    if lowp_options is None:
+        lowp_options = numpy_options(ref_options)
+    args = [numpy(x) for x in (q, k, v)]
+    precision = args[0].dtype
+    forward = {key: val for key, val in lowp_options.items() if key != "score_mod_grad"}
+    lowp_o, _ = numpy_reference(*args, precision=precision, **forward)
+    lowp = reference_grad(*args, numpy(dout), precision=precision, **lowp_options)
+    check("O", f64(o), f64(want), lowp_o)
+    for name, x, ref, base in zip(("dQ", "dK", "dV"), (q, k, v), ref_inputs, lowp):
         assert x.grad is not None and x.grad.dtype == x.dtype and x.grad.shape == x.shape
-        assert rel(x.grad, ref.grad) < bound
+        check(name, f64(x.grad), f64(ref.grad), base)
 
 
 @pytest.mark.parametrize("causal", [False, True, "bottom_right"])
@@ -110,8 +146,12 @@ def test_grads_match_sdpa() -> None:
     ref = [x.detach().double().requires_grad_() for x in (q, k, v)]
     want = torch.nn.functional.scaled_dot_product_attention(*ref, is_causal=True)
     want.square().sum().backward()
-    for x, r in zip((q, k, v), ref):
-        assert rel(x.grad, r.grad) < BOUNDS[torch.float32]
+    # The low-precision gradients of sum(O^2): dO = 2 O, O its own.
+    args = [numpy(x) for x in (q, k, v)]
+    lowp_o, _ = numpy_reference(*args, causal="top_left", precision="float32")
+    lowp = reference_grad(*args, 2 * lowp_o, causal="top_left", precision="float32")
+    for name, x, r, base in zip(("dQ", "dK", "dV"), (q, k, v), ref, lowp):
+        check(name, f64(x.grad), f64(r.grad), base)
 
 
 def test_grads_bf16() -> None:
@@ -146,6 +186,11 @@ def test_grads_score_mod_and_mask_mod() -> None:
             "score_mod": lambda s, b, h, i, j: s * (1 + 0.25 * h) - 0.05 * (i - j).abs(),
             "mask_mod": lambda b, h, i, j: (i // 8 == j // 8) | (j < 2),
         },
+        {
+            "score_mod": lambda s, b, h, i, j: s * (1 + 0.25 * h) - 0.05 * np.abs(i - j),
+            "score_mod_grad": lambda s, b, h, i, j: 1 + 0.25 * h,
+            "mask_mod": lambda b, h, i, j: (i // 8 == j // 8) | (j < 2),
+        },
     )
 
 
@@ -168,7 +213,8 @@ def test_no_grad_mode_and_inference() -> None:
         o = fa.attention(q, k, v)
     assert not o.requires_grad
     ref = reference(*(x.detach().double() for x in (q, k, v)))
-    assert rel(o, ref) < BOUNDS[torch.float32]
+    lowp, _ = numpy_reference(*(numpy(x) for x in (q, k, v)), precision="float32")
+    check("O", f64(o), f64(ref), lowp)
 
 
 @pytest.mark.parametrize(
@@ -184,8 +230,15 @@ def test_bias_gradient(shape: tuple[int, ...]) -> None:
     want = reference(*ref[:3], bias=ref[3], causal="bottom_right")
     (want * do.double()).sum().backward()
     assert bias.grad is not None and bias.grad.shape == bias.shape
-    for x, r in zip((q, k, v, bias), ref):
-        assert rel(x.grad, r.grad) < BOUNDS[torch.float32]
+    lowp = reference_grad(
+        *(numpy(x) for x in (q, k, v, do)),
+        bias=numpy(bias),
+        causal="bottom_right",
+        return_dbias=True,
+        precision="float32",
+    )
+    for name, x, r, base in zip(("dQ", "dK", "dV", "dBias"), (q, k, v, bias), ref, lowp):
+        check(name, f64(x.grad), f64(r.grad), base)
 
 
 def test_alibi_slopes_that_require_grad_are_refused() -> None:
