@@ -98,7 +98,33 @@ func.func @plain(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tenso
 
 // CHECK: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 43136 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32, %{{[^:]+}}: !llvm.ptr<1>,
 // CHECK-SAME: %arg55: i32, %arg56: i32, %arg57: !llvm.ptr<1>)
+// k0 = 64 * ctaid.x; causal top-left: the first query that sees key k0 is
+// k0 (no offset), so the Q loop runs over [max(0, k0), Nq). Key row:
+// k0 + 16 * warp + lane / 4.
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[K0]] : i32
+// CHECK-NEXT: %[[KW:.+]] = arith.addi %[[K0]], %{{.+}} : i32
+// CHECK-NEXT: %[[KROW:.+]] = arith.addi %[[KW]], %{{.+}} : i32
+// CHECK: %[[QENDIDX:.+]] = arith.index_cast %[[NQ]] : i32 to index
+// CHECK-NEXT: %[[QBIDX:.+]] = arith.index_cast %[[QBEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[QBIDX]] to %[[QENDIDX]] step %c16
+// CHECK-NEXT: %[[Q0:.+]] = arith.index_cast %{{.+}} : index to i32
+// Masks if the tile crosses the diagonal (k0 + 63 > q0) or Nq.
+// CHECK: %[[KTOP:.+]] = arith.addi %[[K0]], %{{.+}} : i32
+// CHECK: %[[KLAST:.+]] = arith.subi %[[KTOP]], %{{.+}} : i32
+// CHECK-NEXT: %[[CROSS:.+]] = arith.cmpi sgt, %[[KLAST]], %[[Q0]] : i32
+// CHECK-NEXT: %[[NEED:.+]] = arith.ori %[[CROSS]], %{{.+}} : i1
+// CHECK-NEXT: scf.if %[[NEED]]
+// The first score of S^T (key row, query column): kept if key <= query
+// (no offset) and query < Nq.
+// CHECK: %[[CAUSAL:.+]] = arith.cmpi sle, %[[KEY:.+]], %[[QUERY:.+]] : i32
+// CHECK-NEXT: %[[INQ:.+]] = arith.cmpi slt, %[[QUERY]], %[[NQ]] : i32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[CAUSAL]], %[[INQ]] : i1
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
 // CHECK: llvm.atomicrmw fadd
 // SCHED-LABEL: llvm.func @fa_backward_dkdv_0
 // SCHED: 48 nvvm.mma.sync

@@ -9,7 +9,19 @@
 // dS = P (dP Z - Dsum). bf16, D = 64, GQA 2:1, causal: Q tiles of 32 rows.
 
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32, %{{[^:]+}}: !llvm.ptr<1>,
 // CHECK-SAME: %arg55: i32, %arg56: i32, %arg57: i64, %arg58: !llvm.ptr<1>)
+// k0 = 64 * ctaid.x; causal bottom-right: the diagonal's offset is
+// Nk - Nq and the Q loop runs over [max(0, k0 - (Nk - Nq)), Nq).
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[FROM:.+]] = arith.subi %[[K0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[FROM]] : i32
+// CHECK: %[[QENDIDX:.+]] = arith.index_cast %[[NQ]] : i32 to index
+// CHECK-NEXT: %[[QBIDX:.+]] = arith.index_cast %[[QBEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[QBIDX]] to %[[QENDIDX]] step %c32
+// CHECK-NEXT: %[[Q0:.+]] = arith.index_cast %{{.+}} : index to i32
 // The first score's counter: key (this lane's row), query (its column),
 // then the seed's low and high words.
 // CHECK: %[[LO:.+]] = arith.trunci %arg57 : i64 to i32
@@ -26,8 +38,22 @@
 // CHECK-NEXT: %[[S:.+]] = arith.constant 1.11111116 : f32
 // CHECK-NEXT: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %[[Z:.+]] = arith.select %[[KEEP]], %[[S]], %[[ZERO]] : f32
+// Masks if the tile crosses the diagonal (k0 + 63 > q0 + Nk - Nq) or Nq.
+// CHECK: %[[KTOP:.+]] = arith.addi %[[K0]], %{{.+}} : i32
+// CHECK: %[[QLIM:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[C1:.+]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[KLAST:.+]] = arith.subi %[[KTOP]], %[[C1]] : i32
+// CHECK-NEXT: %[[CROSS:.+]] = arith.cmpi sgt, %[[KLAST]], %[[QLIM]] : i32
+// CHECK-NEXT: %[[NEED:.+]] = arith.ori %[[CROSS]], %{{.+}} : i1
+// CHECK-NEXT: scf.if %[[NEED]]
+// The first score of S^T (key row, query column): kept if
+// key <= query + Nk - Nq and query < Nq.
+// CHECK: %[[LIM:.+]] = arith.addi %[[QUERY:.+]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[CAUSAL:.+]] = arith.cmpi sle, %{{.+}}, %[[LIM]] : i32
+// CHECK-NEXT: %[[INQ:.+]] = arith.cmpi slt, %[[QUERY]], %[[NQ]] : i32
+// CHECK-NEXT: %[[MASK:.+]] = arith.andi %[[CAUSAL]], %[[INQ]] : i1
+// CHECK-NEXT: arith.select %[[MASK]], %{{.+}}, %{{.+}} : f32
 // dV's A fragments take P Z (in both branches of the mask).
-// CHECK: scf.if
 // CHECK: arith.mulf %{{.+}}, %[[Z]] : f32
 // CHECK: } else {
 // CHECK: arith.mulf %{{.+}}, %[[Z]] : f32

@@ -203,11 +203,21 @@
 
 // CHECK: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 66048 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
 // CHECK-SAME: fa.shared_bytes = 66048 : i64
+// k0 = 64 * ctaid.x.
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
 // The first Q tile (head 0, qBegin) goes to stage 0 in the K/V group, its
 // lse and Dsum to shared memory before the barrier.
 // CHECK: %[[SMEM:.+]] = llvm.mlir.addressof @fa_smem
-// CHECK-COUNT-24: nvvm.cp.async.shared.global
+// CHECK-COUNT-16: nvvm.cp.async.shared.global
+// qBegin, causal bottom-right (offset Nk - Nq): the first query that sees
+// key k0 is max(0, k0 - (Nk - Nq)).
+// CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[FROM:.+]] = arith.subi %[[K0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[FROM]] : i32
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
 // CHECK-NEXT: nvvm.cp.async.commit.group
 // CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
 // CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
@@ -218,7 +228,10 @@
 // The stage is the last iter_arg of both loops (0 first).
 // CHECK: scf.for %{{.+}} = %{{.+}} to %[[GROUP:.+]] step %{{.+}} iter_args({{.+}}, %{{.+}} = %c0_i32{{.*}}) -> (f32,
 // CHECK-SAME: f32, i32)
-// CHECK: scf.for %{{.+}} = %{{.+}} to %[[QEND:.+]] step %c32 iter_args({{.+}}, %[[STAGE:.+]] = %{{.+}}) -> (f32,
+// The Q loop over [qBegin, Nq).
+// CHECK: %[[QENDIDX:.+]] = arith.index_cast %[[NQ]] : i32 to index
+// CHECK-NEXT: %[[QBIDX:.+]] = arith.index_cast %[[QBEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[QBIDX]] to %[[QENDIDX]] step %c32 iter_args({{.+}}, %[[STAGE:.+]] = %{{.+}}) -> (f32,
 // This tile's stage has landed and the other one is free.
 // CHECK-NEXT: %[[Q0:.+]] = arith.index_cast
 // CHECK-NEXT: nvvm.cp.async.wait.group 0
@@ -234,7 +247,7 @@
 // CHECK: %[[JNEXT:.+]] = arith.addi %[[J:.+]], %c1_i32{{.*}} : i32
 // CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[JNEXT]], %{{.+}} : i32
 // CHECK-NEXT: %[[HASNEXT:.+]] = arith.ori %[[INHEAD]], %[[MORE]] : i1
-// CHECK-NEXT: arith.select %[[INHEAD]], %[[NEXTQ0]], %{{.+}} : i32
+// CHECK-NEXT: arith.select %[[INHEAD]], %[[NEXTQ0]], %[[QBEGIN]] : i32
 // CHECK-NEXT: %[[J2:.+]] = arith.select %[[MORE]], %[[JNEXT]], %[[J]] : i32
 // CHECK-NEXT: arith.select %[[INHEAD]], %[[J]], %[[J2]] : i32
 // Its Q and dO copies (none after the last tile), one group; its lse and
@@ -245,7 +258,23 @@
 // CHECK: arith.andi %{{.+}}, %[[HASNEXT]] : i1
 // CHECK: %[[LSE:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f32
 // CHECK: %[[DSUM:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f32
-// CHECK-COUNT-128: nvvm.mma.sync
+// S^T (32 mmas), masked if the tile crosses the diagonal
+// (k0 + 63 > q0 + Nk - Nq); the first score of S^T (key row, query
+// column) kept if key <= query + Nk - Nq.
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: %[[KTOP:.+]] = arith.addi %[[K0]], %{{.+}} : i32
+// CHECK: %[[QLIM:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[C1:.+]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[KLAST:.+]] = arith.subi %[[KTOP]], %[[C1]] : i32
+// CHECK-NEXT: %[[CROSS:.+]] = arith.cmpi sgt, %[[KLAST]], %[[QLIM]] : i32
+// CHECK-NEXT: scf.if %[[CROSS]] -> (f32,
+// CHECK: %[[QUERY:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[LIM:.+]] = arith.addi %[[QUERY]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[SEEN:.+]] = arith.cmpi sle, %{{.+}}, %[[LIM]] : i32
+// CHECK-NEXT: arith.select %[[SEEN]], %{{.+}}, %{{.+}} : f32
+// dV, dP^T, dK: 96 mmas.
+// CHECK-COUNT-96: nvvm.mma.sync
 // ... and stored to the next stage after the math; the stage flips.
 // CHECK: scf.if
 // CHECK: llvm.store

@@ -116,22 +116,57 @@ func.func @full_bias(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 // tile is masked (no branch), mask_mod inlined per score in dkdv and dq.
 
 // CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 49408 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 65536 : i64, threads = 128 : i64}], gpu.container_module}
+// dkdv: k0 = 64 * ctaid.x; causal top-left (no offset): the Q loop runs
+// over [max(0, k0), Nq); the first score of S^T (key row, query column) is
+// kept if key <= query, the mask_mod holds on (query, key) and query < Nq.
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32,
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[K0]] : i32
 // CHECK: scf.for
-// CHECK: scf.for
+// CHECK: %[[QENDIDX:.+]] = arith.index_cast %[[NQ]] : i32 to index
+// CHECK-NEXT: %[[QBIDX:.+]] = arith.index_cast %[[QBEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[QBIDX]] to %[[QENDIDX]] step %c16
 // CHECK-COUNT-16: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK-NOT: scf.if
-// CHECK: arith.cmpi sle
-// CHECK: %[[I:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[CAUSAL:.+]] = arith.cmpi sle, %[[KEY:.+]], %[[QUERY:.+]] : i32
+// CHECK-NEXT: %[[I:.+]] = arith.index_cast %[[QUERY]] : i32 to index
 // CHECK: arith.remui %[[I]], %{{.+}} : index
+// CHECK: %[[BOTH:.+]] = arith.andi %[[CAUSAL]], %{{.+}} : i1
+// CHECK-NEXT: %[[INQ:.+]] = arith.cmpi slt, %[[QUERY]], %[[NQ]] : i32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[BOTH]], %[[INQ]] : i1
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
 // CHECK: llvm.intr.exp2
+// dq: q0 = 64 * ctaid.x, the K/V loop over [0, max(0, min(Nk, q0 + 64)))
+// (no offset); the first score is kept if key < Nk, key <= row (the
+// mask_mod's i) and the mask_mod holds on (row, key).
 // CHECK-LABEL: llvm.func @fa_backward_dq_0(
-// CHECK: scf.for
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32,
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: nvvm.barrier0
+// CHECK-NEXT: %[[BEGIN:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
+// CHECK-NEXT: %[[QEND:.+]] = arith.addi %[[Q0]], %[[C64]] : i32
+// CHECK-NEXT: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[QEND]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
+// CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
+// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[BEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c64
 // CHECK-COUNT-64: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK-NOT: scf.if
-// CHECK: arith.remui
+// CHECK: %[[INNK:.+]] = arith.cmpi slt, %[[KEY:.+]], %[[NK]] : i32
+// CHECK-NEXT: %[[CAUSAL:.+]] = arith.cmpi sle, %[[KEY]], %[[R:.+]] : i32
+// CHECK-NEXT: %[[BOTH:.+]] = arith.andi %[[INNK]], %[[CAUSAL]] : i1
+// CHECK-NEXT: %[[I:.+]] = arith.index_cast %[[R]] : i32 to index
+// CHECK: arith.remui %[[I]], %{{.+}} : index
+// CHECK: %[[KEEP:.+]] = arith.andi %[[BOTH]], %{{.+}} : i1
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
 // CHECK: llvm.intr.exp2
 // CHECK-NOT: llvm.func @fa_backward_dbias
 

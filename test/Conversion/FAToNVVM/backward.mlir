@@ -28,16 +28,28 @@
 // then a loop over the 4 query heads of the group around a loop over the Q
 // tiles (32 rows for D = 128 on sm_80; 64 on sm_90a, backward-prefetch.mlir) from the causal diagonal on.
 // CHECK: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
 // CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nk/64),Hkv,B", fa.shared_bytes = 49408 : i64,
+// k0 = 64 * ctaid.x.
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
 // CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK-NEXT: nvvm.cp.async.commit.group
 // CHECK-NEXT: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.barrier0
-// CHECK: %[[DIAG:.+]] = arith.subi %[[NK:.+]], %[[NQ:.+]] : i32
-// CHECK: %[[QBEGIN:.+]] = arith.maxsi %{{.+}}, %{{.+}} : i32
+// Causal bottom-right: the diagonal's offset is Nk - Nq, and the first
+// query that sees key k0 is k0 - (Nk - Nq): the Q loop runs over
+// [max(0, k0 - Nk + Nq), Nq). Key row: k0 + 16 * warp + lane / 4.
+// CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[FROM:.+]] = arith.subi %[[K0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[FROM]] : i32
+// CHECK-NEXT: %[[KW:.+]] = arith.addi %[[K0]], %{{.+}} : i32
+// CHECK-NEXT: %[[KROW:.+]] = arith.addi %[[KW]], %{{.+}} : i32
 // CHECK: scf.for %{{.+}} = %{{.+}} to %[[GROUP:.+]] step %{{.+}} iter_args({{.+}}) -> (f32,
-// CHECK: %[[QB:.+]] = arith.index_cast %[[QBEGIN]] : i32 to index
-// CHECK: scf.for %{{.+}} = %[[QB]] to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (f32,
+// CHECK: %[[QEND:.+]] = arith.index_cast %[[NQ]] : i32 to index
+// CHECK-NEXT: %[[QB:.+]] = arith.index_cast %[[QBEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[QB]] to %[[QEND]] step %c32 iter_args({{.+}}) -> (f32,
+// CHECK-NEXT: %[[Q0:.+]] = arith.index_cast %{{.+}} : index to i32
 // Q and dO tiles as two cp.async groups; lse * log2(e) and Dsum to shared
 // memory; S^T waits for Q only.
 // CHECK: nvvm.barrier0
@@ -55,8 +67,20 @@
 // diagonal (no bound check on keys: their rows are not stored).
 // CHECK-COUNT-32: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: scf.if %{{.+}} -> (f32,
-// CHECK: arith.select
+// The tile crosses the diagonal if its last key, k0 + 63, lies past its
+// first query's last key, q0 + Nk - Nq.
+// CHECK: %[[KTOP:.+]] = arith.addi %[[K0]], %{{.+}} : i32
+// CHECK: %[[QLIM:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[C1:.+]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[KLAST:.+]] = arith.subi %[[KTOP]], %[[C1]] : i32
+// CHECK-NEXT: %[[CROSS:.+]] = arith.cmpi sgt, %[[KLAST]], %[[QLIM]] : i32
+// CHECK-NEXT: scf.if %[[CROSS]] -> (f32,
+// The first score (key row, query column): kept if key <= query + Nk - Nq.
+// CHECK: %[[KEY:.+]] = arith.addi %[[KROW]], %{{.+}} : i32
+// CHECK: %[[QUERY:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[LIM:.+]] = arith.addi %[[QUERY]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[SEEN:.+]] = arith.cmpi sle, %[[KEY]], %[[LIM]] : i32
+// CHECK-NEXT: arith.select %[[SEEN]], %{{.+}}, %{{.+}} : f32
 // CHECK: } else {
 // P^T = exp2(S^T * scale * log2(e) - lse * log2(e)), lse per column.
 // CHECK: llvm.load %{{.+}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
@@ -80,17 +104,49 @@
 // dq: like the forward's loop over the visible K/V tiles (causal
 // bottom-right: up to q0 + 64 + Nk - Nq), three products per tile.
 // CHECK: llvm.func @fa_backward_dq_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
 // CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 65536 : i64,
+// q0 = 64 * ctaid.x; the thread's first row q0 + 16 * warp + lane / 4.
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
 // CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK-NEXT: nvvm.cp.async.commit.group
+// CHECK-NEXT: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.barrier0
-// CHECK: scf.for
+// The K/V loop: [0, max(0, min(Nk, q0 + 64 + Nk - Nq))).
+// CHECK-NEXT: %[[BEGIN:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
+// CHECK-NEXT: %[[QEND:.+]] = arith.addi %[[Q0]], %[[C64]] : i32
+// CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[LIMIT:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[LIMIT]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
+// CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
+// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[BEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c64
+// CHECK-NEXT: %[[KV0:.+]] = arith.index_cast %{{.+}} : index to i32
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: nvvm.barrier0
 // CHECK-COUNT-64: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: scf.if %{{.+}} -> (f32,
+// Masks on tiles that cross Nk or the diagonal (kv0 + 63 > q0 + Nk - Nq).
+// CHECK: %[[TEND:.+]] = arith.addi %[[KV0]], %{{.+}} : i32
+// CHECK-NEXT: %[[PASTNK:.+]] = arith.cmpi sgt, %[[TEND]], %[[NK]] : i32
+// CHECK: %[[FIRSTLIM:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK: %[[TLAST:.+]] = arith.subi %[[TEND]], %{{.+}} : i32
+// CHECK-NEXT: %[[CROSS:.+]] = arith.cmpi sgt, %[[TLAST]], %[[FIRSTLIM]] : i32
+// CHECK-NEXT: %[[NEED:.+]] = arith.ori %[[PASTNK]], %[[CROSS]] : i1
+// CHECK-NEXT: scf.if %[[NEED]] -> (f32,
+// The first score: kept if key < Nk and key <= row + Nk - Nq.
+// CHECK: %[[KEY:.+]] = arith.addi %[[KV0]], %{{.+}} : i32
+// CHECK: %[[R:.+]] = arith.addi %[[ROW]], %{{.+}} : i32
+// CHECK-NEXT: %[[INNK:.+]] = arith.cmpi slt, %[[KEY]], %[[NK]] : i32
+// CHECK-NEXT: %[[LIM:.+]] = arith.addi %[[R]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[SEEN:.+]] = arith.cmpi sle, %[[KEY]], %[[LIM]] : i32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[INNK]], %[[SEEN]] : i1
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
 // CHECK: llvm.intr.exp2
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.barrier0
@@ -121,17 +177,42 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // CHECK: scf.for
 // CHECK-COUNT-32: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
+// Softcap 30 on a score (D = 64: scale = 0.125), into the log2 domain:
+// tanh(s * 0.125 / 30) * (30 * log2(e)); its derivative's 1 - tanh^2.
+// CHECK: %[[INV:.+]] = arith.constant 0.00416666688 : f32
+// CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
+// CHECK-NEXT: %[[TH:.+]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %[[X]] : (f32) -> f32
+// CHECK-NEXT: %[[CAP:.+]] = arith.constant 43.2808495 : f32
+// CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
+// CHECK-NEXT: %[[TH2:.+]] = arith.mulf %[[TH]], %[[TH]] : f32
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[DCAP:.+]] = arith.subf %[[ONE]], %[[TH2]] : f32
+// P^T = exp2(S^T - lse * log2(e)) from the capped score, unmasked; the
+// derivative's factor scales it for dS.
 // CHECK-NOT: scf.if
-// CHECK: llvm.intr.exp2
+// CHECK: math.fma %[[S0]], %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: %[[P0:.+]] = llvm.intr.exp2
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: arith.mulf %[[P0]], %[[DCAP]] : f32
 // CHECK-COUNT-96: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: scf.yield
 // CHECK: llvm.func @fa_backward_dq_0(
+// CHECK-SAME: %{{[^:]+}}: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
 // CHECK: scf.for
 // CHECK-COUNT-32: nvvm.mma.sync
-// CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
+// The same softcap in dq; the capped score is what the key-bound mask
+// selects and what the unmasked branch yields.
+// CHECK: %[[INV:.+]] = arith.constant 0.00416666688 : f32
+// CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
+// CHECK-NEXT: %[[TH:.+]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %[[X]] : (f32) -> f32
+// CHECK-NEXT: %[[CAP:.+]] = arith.constant 43.2808495 : f32
+// CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
 // CHECK: scf.if %{{.+}} -> (f32,
+// CHECK: %[[INNK:.+]] = arith.cmpi slt, %{{.+}}, %[[NK]] : i32
+// CHECK-NEXT: arith.select %[[INNK]], %[[S0]], %{{.+}} : f32
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[S0]],
 // CHECK-COUNT-64: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: scf.yield
@@ -143,15 +224,156 @@ func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tenso
 // -----
 
 // A forward and a backward in one module share the gpu.module; each op's
-// kernels are numbered among ops of its kind.
+// kernels are numbered among ops of its kind. The window (100 left, 0
+// right, aligned bottom-right: key j is seen by row i if
+// i + Nk - Nq - 100 <= j <= i + Nk - Nq + 0) bounds the loops and masks
+// in the forward and in the first backward.
 
 // CHECK: module attributes {fa.backward = [{{.+}}], fa.kernel = {block_q = 128 : i64, shared_bytes = 24576 : i64, threads = 128 : i64}, gpu.container_module}
 // CHECK: gpu.module @fa_kernels
 // CHECK: llvm.func @fa_forward_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// The K/V loop: from the tile of max(0, q0 + Nk - Nq - 100) to
+// max(0, min(Nk, q0 + 128 + Nk - Nq + 0)).
+// CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[LEFT:.+]] = arith.constant 100 : i32
+// CHECK-NEXT: %[[Q0D:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[LO:.+]] = arith.subi %[[Q0D]], %[[LEFT]] : i32
+// CHECK: %[[LO0:.+]] = arith.maxsi %{{.+}}, %[[LO]] : i32
+// CHECK-NEXT: %[[LOT:.+]] = arith.divui %[[LO0]], %{{.+}} : i32
+// CHECK-NEXT: %[[BEGIN:.+]] = arith.muli %[[LOT]], %{{.+}} : i32
+// CHECK-NEXT: %[[RIGHT:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[QENDD:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[HI:.+]] = arith.addi %[[QENDD]], %[[RIGHT]] : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[HI]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
+// The thread's first row: q0 + 16 * warp + lane / 4.
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
+// CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
+// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[BEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c64
+// CHECK-NEXT: %[[KV0:.+]] = arith.index_cast %{{.+}} : index to i32
+// Masks on tiles past Nk, before the last row's window
+// (kv0 < q0 + 127 + Nk - Nq - 100) or past the first row's
+// (kv0 + 63 > q0 + Nk - Nq + 0).
+// CHECK: %[[PASTNK:.+]] = arith.cmpi sgt, %[[TEND:.+]], %[[NK]] : i32
+// CHECK-NEXT: %[[C127:.+]] = arith.constant 127 : i32
+// CHECK-NEXT: %[[QLAST:.+]] = arith.addi %[[Q0]], %[[C127]] : i32
+// CHECK-NEXT: %[[L:.+]] = arith.constant 100 : i32
+// CHECK-NEXT: %[[QLASTD:.+]] = arith.addi %[[QLAST]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[TLO:.+]] = arith.subi %[[QLASTD]], %[[L]] : i32
+// CHECK-NEXT: %[[BEFORE:.+]] = arith.cmpi slt, %[[KV0]], %[[TLO]] : i32
+// CHECK-NEXT: %[[N1:.+]] = arith.ori %[[PASTNK]], %[[BEFORE]] : i1
+// CHECK-NEXT: %[[R:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[QFD:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[THI:.+]] = arith.addi %[[QFD]], %[[R]] : i32
+// CHECK-NEXT: %[[C1:.+]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[TLAST:.+]] = arith.subi %[[TEND]], %[[C1]] : i32
+// CHECK-NEXT: %[[AFTER:.+]] = arith.cmpi sgt, %[[TLAST]], %[[THI]] : i32
+// CHECK-NEXT: %[[NEED:.+]] = arith.ori %[[N1]], %[[AFTER]] : i1
+// CHECK-NEXT: scf.if %[[NEED]] -> (f32,
+// The first score: kept if key < Nk and row + Nk - Nq - 100 <= key <=
+// row + Nk - Nq + 0.
+// CHECK: %[[KEY:.+]] = arith.addi %[[KV0]], %{{.+}} : i32
+// CHECK-NEXT: %[[INNK:.+]] = arith.cmpi slt, %[[KEY]], %[[NK]] : i32
+// CHECK-NEXT: %[[AL:.+]] = arith.addi %[[ROW]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[L:.+]] = arith.constant 100 : i32
+// CHECK-NEXT: %[[KLO:.+]] = arith.subi %[[AL]], %[[L]] : i32
+// CHECK-NEXT: %[[GE:.+]] = arith.cmpi sge, %[[KEY]], %[[KLO]] : i32
+// CHECK-NEXT: %[[K1:.+]] = arith.andi %[[INNK]], %[[GE]] : i1
+// CHECK-NEXT: %[[R:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[KHI:.+]] = arith.addi %[[AL]], %[[R]] : i32
+// CHECK-NEXT: %[[LE:.+]] = arith.cmpi sle, %[[KEY]], %[[KHI]] : i32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[K1]], %[[LE]] : i1
+// CHECK-NEXT: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %[[NEGINF]] : f32
 // CHECK: llvm.func @fa_backward_dsum_0(
 // CHECK: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// dkdv: the queries that see a key of [k0, kEnd), kEnd = min(k0 + 64, Nk):
+// [max(0, k0 - (Nk - Nq) - 0), min(Nq, kEnd - (Nk - Nq) + 100)).
+// CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
+// CHECK-NEXT: %[[K64:.+]] = arith.addi %[[K0]], %[[C64]] : i32
+// CHECK-NEXT: %[[KEND:.+]] = arith.minsi %[[K64]], %[[NK]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[RIGHT:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[K0D:.+]] = arith.subi %[[K0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[QLO:.+]] = arith.subi %[[K0D]], %[[RIGHT]] : i32
+// CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[QLO]] : i32
+// CHECK-NEXT: %[[LEFT:.+]] = arith.constant 100 : i32
+// CHECK-NEXT: %[[KENDD:.+]] = arith.subi %[[KEND]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[QHI:.+]] = arith.addi %[[KENDD]], %[[LEFT]] : i32
+// CHECK-NEXT: %[[QEND:.+]] = arith.minsi %[[NQ]], %[[QHI]] : i32
+// CHECK-NEXT: %[[KW:.+]] = arith.addi %[[K0]], %{{.+}} : i32
+// CHECK-NEXT: %[[KROW:.+]] = arith.addi %[[KW]], %{{.+}} : i32
+// CHECK: %[[QENDIDX:.+]] = arith.index_cast %[[QEND]] : i32 to index
+// CHECK-NEXT: %[[QBIDX:.+]] = arith.index_cast %[[QBEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[QBIDX]] to %[[QENDIDX]] step %c64
+// CHECK-NEXT: %[[Q0:.+]] = arith.index_cast %{{.+}} : index to i32
+// The first score of S^T (key row, query column): kept if
+// query + Nk - Nq - 100 <= key <= query + Nk - Nq + 0.
+// CHECK: scf.if %{{.+}} -> (f32,
+// CHECK: %[[KEY:.+]] = arith.addi %[[KROW]], %{{.+}} : i32
+// CHECK: %[[QUERY:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[AL:.+]] = arith.addi %[[QUERY]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[L:.+]] = arith.constant 100 : i32
+// CHECK-NEXT: %[[KLO:.+]] = arith.subi %[[AL]], %[[L]] : i32
+// CHECK-NEXT: %[[GE:.+]] = arith.cmpi sge, %[[KEY]], %[[KLO]] : i32
+// CHECK-NEXT: %[[R:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[KHI:.+]] = arith.addi %[[AL]], %[[R]] : i32
+// CHECK-NEXT: %[[LE:.+]] = arith.cmpi sle, %[[KEY]], %[[KHI]] : i32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[GE]], %[[LE]] : i1
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
 // CHECK: llvm.func @fa_backward_dq_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// dq: the forward's K/V loop and masks, for 64-row Q tiles.
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NEXT: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
+// CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[LEFT:.+]] = arith.constant 100 : i32
+// CHECK-NEXT: %[[Q0D:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[LO:.+]] = arith.subi %[[Q0D]], %[[LEFT]] : i32
+// CHECK: %[[LO0:.+]] = arith.maxsi %{{.+}}, %[[LO]] : i32
+// CHECK-NEXT: %[[LOT:.+]] = arith.divui %[[LO0]], %{{.+}} : i32
+// CHECK-NEXT: %[[BEGIN:.+]] = arith.muli %[[LOT]], %{{.+}} : i32
+// CHECK-NEXT: %[[RIGHT:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[QENDD:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[HI:.+]] = arith.addi %[[QENDD]], %[[RIGHT]] : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[HI]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
+// CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
+// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[BEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c64
+// CHECK-NEXT: %[[KV0:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK: scf.if %{{.+}} -> (f32,
+// CHECK: %[[KEY:.+]] = arith.addi %[[KV0]], %{{.+}} : i32
+// CHECK: %[[R0:.+]] = arith.addi %[[ROW]], %{{.+}} : i32
+// CHECK-NEXT: %[[INNK:.+]] = arith.cmpi slt, %[[KEY]], %[[NK]] : i32
+// CHECK-NEXT: %[[AL:.+]] = arith.addi %[[R0]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[L:.+]] = arith.constant 100 : i32
+// CHECK-NEXT: %[[KLO:.+]] = arith.subi %[[AL]], %[[L]] : i32
+// CHECK-NEXT: %[[GE:.+]] = arith.cmpi sge, %[[KEY]], %[[KLO]] : i32
+// CHECK-NEXT: %[[K1:.+]] = arith.andi %[[INNK]], %[[GE]] : i1
+// CHECK-NEXT: %[[R:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[KHI:.+]] = arith.addi %[[AL]], %[[R]] : i32
+// CHECK-NEXT: %[[LE:.+]] = arith.cmpi sle, %[[KEY]], %[[KHI]] : i32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[K1]], %[[LE]] : i1
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
+// The second backward has no window: no 100 in its kernels.
 // CHECK: llvm.func @fa_backward_dsum_1(
+// CHECK-NOT: arith.constant 100 : i32
 // CHECK: llvm.func @fa_backward_dkdv_1(
 // CHECK: llvm.func @fa_backward_dq_1(
 func.func @pair(%q: tensor<?x4x?x32xbf16>, %k: tensor<?x1x?x32xbf16>, %v: tensor<?x1x?x32xbf16>, %do: tensor<?x4x?x32xbf16>) -> (tensor<?x4x?x32xbf16>, tensor<?x1x?x32xbf16>, tensor<?x1x?x32xbf16>, tensor<?x4x?x32xbf16>) {

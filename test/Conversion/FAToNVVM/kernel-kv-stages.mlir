@@ -12,21 +12,37 @@
 // V tile (4 x 32 KB).
 // CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 147456 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_forward_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// Causal bottom-right: the diagonal's offset is Nk - Nq, and the K/V loop
+// runs over [0, max(0, min(Nk, q0 + 64 + Nk - Nq))).
+// CHECK: nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[LIMIT:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[LIMIT]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[LAST:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
 // The first tile's K and V go to stage 0 as one group, after Q's.
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.if
 // CHECK-COUNT-32: nvvm.cp.async.shared.global
 // CHECK-NEXT: }
 // CHECK-NEXT: nvvm.cp.async.commit.group
+// The thread's first row: q0 + 16 * warp + lane / 4.
+// CHECK: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
+// CHECK: %[[LASTIDX:.+]] = arith.index_cast %[[LAST]] : i32 to index
 // Per tile: wait for it (its group is the one in flight), one barrier, the
 // stage of tile n, (n - begin) / 128 & 1, and tile n + 1's K and V into the
 // other stage (32 KB further per stage, K then V) while tile n is computed.
-// CHECK: scf.for %{{.+}} = %{{.+}} to %[[END:.+]] step %c128
+// CHECK-NEXT: %{{.+}} = arith.index_cast %{{.+}} : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %{{.+}} to %[[LASTIDX]] step %c128
 // CHECK-NEXT: %[[KV0:.+]] = arith.index_cast
 // CHECK-NEXT: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.barrier0
 // CHECK: %[[NEXT:.+]] = arith.addi %[[KV0]], %c128_i32{{.*}} : i32
-// CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %[[END_I32:.+]] : i32
+// CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %[[LAST]] : i32
 // CHECK: %[[OFF:.+]] = arith.subi %[[KV0]], %{{.+}} : i32
 // CHECK-NEXT: %[[N:.+]] = arith.divui %[[OFF]], %c128_i32{{.*}} : i32
 // CHECK: %[[STAGE:.+]] = arith.andi %[[N]], %c1_i32{{.*}} : i32
@@ -39,6 +55,20 @@
 // CHECK-NEXT: scf.if %[[MORE]] {
 // CHECK: arith.muli %[[OTHER]], %c65536_i32{{.*}} : i32
 // CHECK: nvvm.cp.async.commit.group
+// Masks on tiles that cross Nk or the diagonal (kv0 + 127 > q0 + Nk - Nq);
+// the first score is kept if key < Nk and key <= row + Nk - Nq.
+// CHECK: %[[PASTNK:.+]] = arith.cmpi sgt, %[[TEND:.+]], %[[NK]] : i32
+// CHECK: %[[FIRSTLIM:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK: %[[TLAST:.+]] = arith.subi %[[TEND]], %{{.+}} : i32
+// CHECK-NEXT: %[[CROSS:.+]] = arith.cmpi sgt, %[[TLAST]], %[[FIRSTLIM]] : i32
+// CHECK-NEXT: %[[NEED:.+]] = arith.ori %[[PASTNK]], %[[CROSS]] : i1
+// CHECK-NEXT: scf.if %[[NEED]] -> (f32,
+// CHECK: %[[INNK:.+]] = arith.cmpi slt, %[[KEY:.+]], %[[NK]] : i32
+// CHECK-NEXT: %[[LIM:.+]] = arith.addi %[[ROW]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[SEEN:.+]] = arith.cmpi sle, %[[KEY]], %[[LIM]] : i32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[INNK]], %[[SEEN]] : i1
+// CHECK-NEXT: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %[[NEGINF]] : f32
 
 // SCHED-LABEL: llvm.func @fa_forward_0
 // SCHED: 8 nvvm.cp.async.shared.global

@@ -6,29 +6,44 @@
 
 // CHECK-LABEL: llvm.func @fa_forward_0(
 // The plain ABI, then bias + strides (b, h, i, j), slopes + batch stride.
-// CHECK-SAME: %{{.+}}: f32, %[[BIAS:[^:]+]]: !llvm.ptr<1>, %[[SB:[^:]+]]: i64, %[[SH:[^:]+]]: i64, %[[SI:[^:]+]]: i64, %[[SJ:[^:]+]]: i64, %[[SLOPES:[^:]+]]: !llvm.ptr<1>, %[[SS:[^:]+]]: i64)
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %[[BIAS:[^:]+]]: !llvm.ptr<1>, %[[SB:[^:]+]]: i64, %[[SH:[^:]+]]: i64, %[[SI:[^:]+]]: i64, %[[SJ:[^:]+]]: i64, %[[SLOPES:[^:]+]]: !llvm.ptr<1>, %[[SS:[^:]+]]: i64)
 // One m-tile per warp on the scored path, also for D = 64.
 // CHECK-SAME: fa.block_q = 64 : i64
+// Nk - Nq: ALiBi's distance is aligned bottom-right.
+// CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
 // The slope of (b, h), once per CTA.
 // CHECK: %[[SB64:.+]] = arith.muli %{{.+}}, %[[SS]] : i64
 // CHECK: %[[SAT:.+]] = arith.addi %[[SB64]], %{{.+}} : i64
 // CHECK: %[[SPTR:.+]] = llvm.getelementptr %[[SLOPES]][%[[SAT]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
 // CHECK: %[[SLOPE:.+]] = llvm.load %[[SPTR]] : !llvm.ptr<1> -> f32
-// The bias rows of the thread, clamped to Nq - 1.
+// The bias rows of the thread (its first row, ROW), clamped to Nq - 1.
 // CHECK: llvm.getelementptr %[[BIAS]][%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
-// CHECK: arith.minsi
+// CHECK: arith.minsi %[[ROW:.+]], %{{.+}} : i32
 // CHECK: arith.muli %{{.+}}, %[[SI]] : i64
 // CHECK: arith.minsi
 // CHECK: arith.muli %{{.+}}, %[[SI]] : i64
-// CHECK: scf.for
+// No mask: the K/V loop runs over [0, Nk).
+// CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[NK]] : i32 to index
+// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c64
 // CHECK-COUNT-32: nvvm.mma.sync
-// Per score: scale and softcap, ALiBi, bias (key clamped to Nk - 1), the
-// score_mod's math.exp as exp2 and its arith ops as they are.
-// CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;"
-// CHECK: arith.maxsi
-// CHECK: %[[DIST:.+]] = arith.sitofp %{{.+}} : i32 to f32
-// CHECK: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[DIST]] : f32
-// CHECK: arith.subf %{{.+}}, %[[ALIBI]] : f32
+// Per score: scale and softcap 20 (D = 64: scale = 0.125), i.e.
+// tanh(s * 0.125 / 20) * 20, then ALiBi: - slope * |row + Nk - Nq - key|,
+// bias (key clamped to Nk - 1), the score_mod's math.exp as exp2 and its
+// arith ops as they are.
+// CHECK: %[[INV:.+]] = arith.constant 6.250000e-03 : f32
+// CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
+// CHECK-NEXT: %[[TH:.+]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %[[X]] : (f32) -> f32
+// CHECK-NEXT: %[[CAP:.+]] = arith.constant 2.000000e+01 : f32
+// CHECK-NEXT: %[[CAPPED:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
+// CHECK-NEXT: %[[AL:.+]] = arith.addi %[[ROW]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[D:.+]] = arith.subi %[[AL]], %{{.+}} : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[ND:.+]] = arith.subi %[[C0]], %[[D]] : i32
+// CHECK-NEXT: %[[ABS:.+]] = arith.maxsi %[[D]], %[[ND]] : i32
+// CHECK-NEXT: %[[DIST:.+]] = arith.sitofp %[[ABS]] : i32 to f32
+// CHECK-NEXT: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[DIST]] : f32
+// CHECK-NEXT: arith.subf %[[CAPPED]], %[[ALIBI]] : f32
 // CHECK: arith.minsi
 // CHECK: arith.muli %{{.+}}, %[[SJ]] : i64
 // CHECK: %[[B:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f16
@@ -64,8 +79,24 @@ func.func @all(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<
 // D = 128 on the scored path: one m-tile, K/V tiles of 32 keys.
 
 // CHECK-LABEL: llvm.func @fa_forward_0(
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32,
 // CHECK-SAME: fa.block_q = 64 : i64, fa.shared_bytes = 32768 : i64
-// CHECK: scf.for
+// Causal top-left: no offset (Nk - Nq is computed but unused); the K/V
+// loop runs over [0, max(0, min(Nk, q0 + 64))).
+// CHECK: nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[QEND]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
+// The thread's first row: q0 + 16 * warp + lane / 4.
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
+// CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
+// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c32
 // CHECK-COUNT-32: nvvm.mma.sync
 // The next K tile's copy (kernel.mlir), then no boundary branch.
 // CHECK: nvvm.cp.async.wait.group 0
@@ -73,11 +104,13 @@ func.func @all(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<
 // CHECK: scf.if
 // CHECK: nvvm.cp.async.commit.group
 // CHECK-NOT: scf.if
-// CHECK: %[[KEEP:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : i32
-// CHECK: %[[CAUSAL:.+]] = arith.cmpi sle, %{{.+}}, %{{.+}} : i32
-// CHECK: %[[BOTH:.+]] = arith.andi %[[KEEP]], %[[CAUSAL]] : i1
-// CHECK: %[[I:.+]] = arith.index_cast %{{.+}} : i32 to index
-// CHECK: %[[J:.+]] = arith.index_cast %{{.+}} : i32 to index
+// The first score: key < Nk, key <= row (top-left: no offset), and the
+// mask_mod on (row, key).
+// CHECK: %[[KEEP:.+]] = arith.cmpi slt, %[[KEY:.+]], %[[NK]] : i32
+// CHECK-NEXT: %[[CAUSAL:.+]] = arith.cmpi sle, %[[KEY]], %[[ROW]] : i32
+// CHECK-NEXT: %[[BOTH:.+]] = arith.andi %[[KEEP]], %[[CAUSAL]] : i1
+// CHECK-NEXT: %[[I:.+]] = arith.index_cast %[[ROW]] : i32 to index
+// CHECK-NEXT: %[[J:.+]] = arith.index_cast %[[KEY]] : i32 to index
 // CHECK: %[[DI:.+]] = arith.divui %[[I]], %{{.+}} : index
 // CHECK: %[[DJ:.+]] = arith.divui %[[J]], %{{.+}} : index
 // CHECK: %[[SAME:.+]] = arith.cmpi eq, %[[DI]], %[[DJ]] : index

@@ -59,13 +59,21 @@
 // CHECK-NEXT: %[[TILE:.+]] = arith.subi %[[LAST]], %[[CTA]] : i32
 // CHECK-NEXT: %[[BQ:.+]] = arith.constant 64 : i32
 // CHECK-NEXT: %[[Q0:.+]] = arith.muli %[[TILE]], %[[BQ]] : i32
-// Causal bottom-right: the K/V loop stops at min(Nk, q0 + 64 + Nk - Nq).
-// CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// Causal bottom-right: the diagonal's offset is Nk - Nq, and the K/V loop
+// runs over [0, max(0, min(Nk, q0 + 64 + Nk - Nq))).
+// CHECK: %[[BEGIN:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
+// CHECK-NEXT: %[[QEND:.+]] = arith.addi %[[Q0]], %[[C64]] : i32
+// CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[LIMIT:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[LIMIT]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
 // The Q tile: 64 rows x 16 chunks of 16 bytes over 128 threads, one group;
 // the first K tile, if the loop has one, the next.
 // CHECK-COUNT-8: nvvm.cp.async.shared.global %{{.+}}, %{{.+}}, 16, cache =  cg, %{{.+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // CHECK-NEXT: nvvm.cp.async.commit.group
-// CHECK-NEXT: %[[ANY:.+]] = arith.cmpi slt, %{{.+}}, %[[END:.+]] : i32
+// CHECK-NEXT: %[[ANY:.+]] = arith.cmpi slt, %[[BEGIN]], %[[END]] : i32
 // CHECK-NEXT: scf.if %[[ANY]] {
 // CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
@@ -74,7 +82,13 @@
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: nvvm.barrier0
 // CHECK-COUNT-8: nvvm.ldmatrix %{{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c128
+// The thread's first row: q0 + 16 * warp + lane / 4.
+// CHECK: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
+// CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
+// The loop over the visible K/V tiles.
+// CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
+// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[BEGIN]] : i32 to index
+// CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c128
 // K(n) has landed and everyone is done with V(n - 1): V(n) is issued
 // before S.
 // CHECK-NEXT: %[[KV0:.+]] = arith.index_cast
@@ -93,12 +107,26 @@
 // CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %[[END]] : i32
 // CHECK-NEXT: scf.if %[[MORE]] {
 // CHECK-COUNT-16: nvvm.cp.async.shared.global
+// Masks only on tiles that cross Nk (kv0 + 128 > Nk) or the diagonal
+// (kv0 + 127 > q0 + Nk - Nq): one uniform branch yields the 64 scores of
+// a thread, masked or as they are.
 // CHECK: nvvm.cp.async.commit.group
-// Masks only on tiles that cross Nk or the diagonal: one uniform branch
-// yields the 64 scores of a thread, masked or as they are.
-// CHECK: %[[NEED:.+]] = arith.ori
+// CHECK-NEXT: %[[C128B:.+]] = arith.constant 128 : i32
+// CHECK-NEXT: %[[TEND:.+]] = arith.addi %[[KV0]], %[[C128B]] : i32
+// CHECK-NEXT: %[[PASTNK:.+]] = arith.cmpi sgt, %[[TEND]], %[[NK]] : i32
+// CHECK: %[[FIRSTLIM:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
+// CHECK: %[[TLAST:.+]] = arith.subi %[[TEND]], %{{.+}} : i32
+// CHECK-NEXT: %[[CROSS:.+]] = arith.cmpi sgt, %[[TLAST]], %[[FIRSTLIM]] : i32
+// CHECK-NEXT: %[[NEED:.+]] = arith.ori %[[PASTNK]], %[[CROSS]] : i1
 // CHECK-NEXT: %[[S:.+]]:64 = scf.if %[[NEED]] -> (f32, f32,
-// CHECK: arith.select
+// The first score: kept if key < Nk and key <= row + Nk - Nq, else -inf.
+// CHECK: %[[KEY:.+]] = arith.addi %[[KV0]], %{{.+}} : i32
+// CHECK-NEXT: %[[INNK:.+]] = arith.cmpi slt, %[[KEY]], %[[NK]] : i32
+// CHECK-NEXT: %[[LIM:.+]] = arith.addi %[[ROW]], %[[DIAG]] : i32
+// CHECK-NEXT: %[[SEEN:.+]] = arith.cmpi sle, %[[KEY]], %[[LIM]] : i32
+// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[INNK]], %[[SEEN]] : i1
+// CHECK-NEXT: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %[[NEGINF]] : f32
 // CHECK: } else {
 // Row max across the quad, then p = exp2(s * scale * log2(e) - m) as an fma.
 // CHECK: nvvm.shfl.sync bfly
@@ -154,6 +182,8 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 
 // CHECK: module attributes {fa.kernel = {block_q = 128 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}
 // CHECK: #nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// CHECK: llvm.func @fa_forward_0(
+// CHECK-SAME: %{{[^:]+}}: i32, %[[NK2:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
 // Without a causal mask the tiles run in grid order.
 // CHECK-NOT: nctaid
 // The Q tile: 128 rows x 8 chunks over 128 threads; Q fragments for both
@@ -163,7 +193,24 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // CHECK-COUNT-8: nvvm.ldmatrix
 // CHECK: scf.for
 // CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-// CHECK: llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
+// Softcap 30 on a score (D = 64: scale = 0.125), into the log2 domain:
+// tanh(s * 0.125 / 30) * (30 * log2(e)).
+// CHECK: %[[INV:.+]] = arith.constant 0.00416666688 : f32
+// CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
+// CHECK-NEXT: %[[TH:.+]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %[[X]] : (f32) -> f32
+// CHECK-NEXT: %[[CAP:.+]] = arith.constant 43.2808495 : f32
+// CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
+// The capped score is what the key-bound mask selects (no causal term)
+// and what the unmasked branch yields.
+// CHECK: %[[S:.+]]:64 = scf.if
+// CHECK: %[[INNK:.+]] = arith.cmpi slt, %{{.+}}, %[[NK2]] : i32
+// CHECK-NEXT: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: arith.select %[[INNK]], %[[S0]], %[[NEGINF]] : f32
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[S0]],
+// Already in the log2 domain: p = exp2(s * 1 - m).
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: math.fma %[[S]]#0, %[[ONE]], %{{.+}} : f32
 // CHECK-NOT: lg2.approx
 
 // Two stages: the first tile's K and V (8 copies) as one group after Q's;
