@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Forward attention benchmark: FA (through fa-jit) against the anchors.
+"""Forward attention benchmark: FA (fa.attention) against the anchors.
 
-One run measures, for each (D, causal, N) config, FA's forward kernel and the
-anchors of ANCHORS.md on inputs of the same shape and distribution:
+One run measures, for each (D, causal, N) config, FA and the anchors of
+ANCHORS.md on one set of torch CUDA tensors, in this process, timed the same
+way:
 
-  FA              `fa-jit --target=auto --shape=B,H,H,N,N,D --dtype=bf16
-                  [--causal=bottom-right] --bench --bench-iters=50`, parsed
-                  from its `bench: median_ms=... tflops=...` line (fa-jit makes
-                  its own random normal inputs and times with CUDA events)
+  FA              fa.attention(q, k, v, causal=..., scale=...): the Python
+                  API as users call it on torch tensors (the custom op
+                  torch.ops.fa.attention; its autograd for the backward)
   SDPA cuDNN      torch SDPA pinned with sdpa_kernel(SDPBackend.CUDNN_ATTENTION)
   SDPA flash      ... SDPBackend.FLASH_ATTENTION (FlashAttention-2)
   SDPA efficient  ... SDPBackend.EFFICIENT_ATTENTION (memory-efficient)
@@ -16,20 +16,29 @@ anchors of ANCHORS.md on inputs of the same shape and distribution:
   naive           QK^T, softmax in f32, PV with the N x N matrix; only while
                   B*H*N*N*4 bytes < --naive-max-gb
 
-bf16, B*N = 16384 tokens, Hq = Hkv = 2048 / D. Forward TFLOP/s =
-4*B*H*N^2*D / t, half when causal. Anchors are timed with
-triton.testing.do_bench (median) when triton imports, else with CUDA events
-(median of 50 after 10 warm-up runs, L2 flushed before each).
+Each is timed by triton.testing.do_bench (median; the L2 flushed before every
+timed call) when triton imports, else by CUDA events around each of 50 calls
+after 10 warm-up calls, with the same flush before each. FA's output is
+checked against SDPA cuDNN's on the same inputs with the criterion of
+docs/accuracy.md: the bound comes from a plain bf16 computation (forward) or
+from SDPA flash's and efficient's gradients (backward); a mismatch is
+reported, not fatal. `--fa-jit [PATH]` adds a kernel-only column: fa-jit
+--bench in a subprocess, its own inputs, back-to-back launches with a warm
+L2, so not comparable with the rest.
 
-Writes a JSON file with every measurement, the environment and the config
-(after each config, so a cut-off run keeps what it measured), a PNG of TFLOP/s
-against N (matplotlib when it imports, else a small built-in rasterizer), and
-prints a short table last. torch is imported only inside functions, so --help,
---dry-run and --from-json work without it. See bench/README.md and
-docs/benchmarks.md.
+bf16, B*N = 16384 tokens, Hq = Hkv = 2048 / D. Forward TFLOP/s =
+4*B*H*N^2*D / t, half when causal.
+
+Writes a JSON file with every measurement, the check, the environment and the
+config (after each config, so a cut-off run keeps what it measured), a PNG of
+TFLOP/s against N (matplotlib when it imports, else a small built-in
+rasterizer), and prints a short table last. torch and fa are imported only
+inside functions, so --help, --dry-run and --from-json work without them. See
+bench/README.md and docs/benchmarks.md.
 """
 
 import argparse
+import collections
 import contextlib
 import datetime
 import json
@@ -44,6 +53,7 @@ import struct
 import subprocess
 import sys
 import time
+import types
 import warnings
 import zlib
 
@@ -68,30 +78,39 @@ SDPA_BACKENDS = {
     "flash": "FLASH_ATTENTION",
     "efficient": "EFFICIENT_ATTENTION",
 }
-
-SCHEMA = "fa-bench-attention-fwd/1"
-FLOP_FORMULA = "4*B*H*N^2*D / t, half when causal"
+FA_JIT_LABEL = "FA kernel (fa-jit)"
 
 # What is measured. bench/attention_bwd.py switches to the backward: dQ, dK,
-# dV given dO, FA's backward kernels (fa-jit --backward) against the anchors'
-# autograd backward of one forward, at 2.5x the forward's FLOPs.
-PASS = {
-    "name": "forward",
-    "flop_factor": 1.0,
-    "fa_flags": [],
-    "json": "bench_fwd.json",
+# dV given dO, each implementation's autograd backward of one forward (FA's
+# through torch.ops.fa.attention's autograd), at 2.5x the forward's FLOPs.
+PASSES = {
+    "forward": {
+        "schema": "fa-bench-attention-fwd/2",
+        "flop_formula": "4*B*H*N^2*D / t, half when causal",
+        "flop_factor": 1.0,
+        "fa_jit_flags": [],
+        "json": "bench_fwd.json",
+        "script": "attention_fwd.py",
+    },
+    "backward": {
+        "schema": "fa-bench-attention-bwd/2",
+        "flop_formula": "2.5*4*B*H*N^2*D / t, half when causal",
+        "flop_factor": 2.5,
+        "fa_jit_flags": ["--backward"],
+        "json": "bench_bwd.json",
+        "script": "attention_bwd.py",
+    },
 }
+PASS = {}
 
 
-def use_backward():
-    global SCHEMA, FLOP_FORMULA
-    SCHEMA = "fa-bench-attention-bwd/1"
-    FLOP_FORMULA = "2.5*4*B*H*N^2*D / t, half when causal"
-    PASS.update(name="backward",
-                flop_factor=2.5,
-                fa_flags=["--backward"],
-                json="bench_bwd.json")
+def use_pass(name):
+    """Switches this module to the forward or the backward benchmark."""
+    PASS.clear()
+    PASS.update(PASSES[name], name=name)
 
+
+use_pass("forward")
 
 # ----------------------------------------------------------------------------
 # Configs and arithmetic.
@@ -133,8 +152,22 @@ def config_name(c):
     return name + (" alibi" if c.get("alibi") else "")
 
 
+def fa_call_text(c):
+    """What the benchmark runs of FA for config c, as Python."""
+    args = ["q", "k", "v"]
+    if c["causal"]:
+        args.append("causal=True")
+    args.append("scale=1/sqrt(%d)" % c["D"])
+    if c.get("alibi"):
+        args.append("alibi_slopes=slopes")
+    call = "fa.attention(%s)" % ", ".join(args)
+    if PASS["name"] == "backward":
+        return "out = %s; timed: torch.autograd.grad(out, (q, k, v), dO)" % call
+    return call
+
+
 # ----------------------------------------------------------------------------
-# FA through fa-jit.
+# The kernel-only column (--fa-jit): fa-jit --bench in a subprocess.
 
 _BENCH_LINE = re.compile(r"^bench:\s*(.*?)\s*$", re.M)
 _KEY_VALUE = re.compile(r"([A-Za-z_][\w.]*)=(\S+)")
@@ -196,12 +229,9 @@ def fa_error_text(stdout, stderr):
     return _tail(stderr + "\n" + stdout) or "(no output)"
 
 
-# Extra fa-jit arguments for every FA run (--fa-args), e.g. the backward's
-# --bwd-atomic-dq.
-FA_ARGS = []
-
-
-def fa_command(fa_jit, c, iters):
+def fa_jit_command(fa_jit, c, iters, extra=()):
+    """fa-jit's command for config c; `extra` (--fa-jit-args, e.g. the
+    backward's --bwd-atomic-dq) goes before --bench."""
     cmd = [
         fa_jit, "--target=auto",
         "--shape=%d,%d,%d,%d,%d,%d" % (c["B"], c["H"], c["H"], c["N"], c["N"],
@@ -209,16 +239,16 @@ def fa_command(fa_jit, c, iters):
     ]
     if c["causal"]:
         cmd.append("--causal=bottom-right")
-    cmd += PASS["fa_flags"]
+    cmd += PASS["fa_jit_flags"]
     if c.get("alibi"):
         cmd.append("--alibi")
-    cmd += FA_ARGS
+    cmd += list(extra)
     cmd += ["--bench", "--bench-iters=%d" % iters]
     return cmd
 
 
-def run_fa(fa_jit, c, iters, timeout):
-    cmd = fa_command(fa_jit, c, iters)
+def run_fa_jit(fa_jit, c, iters, timeout, extra=()):
+    cmd = fa_jit_command(fa_jit, c, iters, extra)
     rec = {"status": "error", "cmd": shlex.join(cmd)}
     t0 = time.perf_counter()
     try:
@@ -281,7 +311,7 @@ def default_fa_jit():
     return candidates[0]
 
 
-def fa_version(fa_jit):
+def fa_jit_version(fa_jit):
     try:
         proc = subprocess.run([fa_jit, "--version"],
                               stdout=subprocess.PIPE,
@@ -295,7 +325,7 @@ def fa_version(fa_jit):
 
 
 # ----------------------------------------------------------------------------
-# Anchors (torch; imported lazily).
+# Timing: one timer for FA and every anchor.
 
 
 class Timer:
@@ -360,6 +390,300 @@ class Timer:
         return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
+# ----------------------------------------------------------------------------
+# Checking FA against SDPA cuDNN, with docs/accuracy.md's criterion.
+#
+# A tensor is seen as rows along its last dimension (O and dQ: one row per
+# query, dK and dV: one per key); with r the reference,
+#
+#   err(x) = max over rows i of ||x_i - r_i||_2 / norm,
+#
+# norm the RMS over rows of ||r_i||_2, and FA passes where
+#
+#   err(FA) <= 2 * err(baseline) + 1e-5
+#
+# for each of its outputs. Here r is SDPA cuDNN's output on the same inputs.
+# The forward's baseline is the plain low-precision computation of
+# docs/accuracy.md (scores and softmax in f32, P rounded to bf16 before P V,
+# O rounded to bf16), on every query row, a chunk of rows at a time (the
+# scores are materialized: well under a second per config on an H100), or,
+# with --check-rows R, on R sampled rows of each (b, h), FA's error then taken
+# on the same rows. Both errors must be over the same rows: under a causal
+# mask the early rows (few keys, large outputs) have the largest errors, and
+# FA's worst over every row exceeded twice the plain reference's worst over a
+# 256-row sample at D = 64, N = 16384.
+#
+# A low-precision backward reference needs every row for dK and dV; the
+# backward's baseline is two other kernels instead, the larger of SDPA
+# flash's and SDPA efficient's errors (those that run). Not flash's alone:
+# flash and cuDNN round the same quantities at the same points, so flash's
+# gradients are about twice as close to cuDNN's as either is to float64's,
+# and a correct kernel that rounds elsewhere (SDPA efficient; FA at D = 64)
+# would fail.
+
+CHECK_FACTOR = 2.0
+CHECK_SLACK = 1e-5
+
+
+def sample_rows(n, count):
+    """Sorted indices of `count` of n query rows (--check-rows): the first
+    count/4, count/4 spread evenly between, and the last count/2 (the
+    longest rows under a causal mask); every row when n <= count."""
+    if n <= count:
+        return list(range(n))
+    head, tail = count // 4, count // 2
+    spread = count - head - tail
+    gap = n - head - tail  # > spread, so the rows between are distinct
+    middle = [head + gap * j // spread for j in range(spread)]
+    return list(range(head)) + middle + list(range(n - tail, n))
+
+
+def _describe_rows(count, n):
+    """What sample_rows(n, ...) took, given that it took `count` rows."""
+    if count == n:
+        return "every query row"
+    head, tail = count // 4, count // 2
+    return ("%d of %d query rows of each (b, h): the first %d, %d spread "
+            "between, the last %d" % (count, n, head, count - head - tail,
+                                      tail))
+
+
+def row_norm_rms(torch, ref):
+    """docs/accuracy.md's norm: the RMS over rows of ||ref_i||_2 (1 when 0)."""
+    rows = ref.numel() // ref.shape[-1] if ref.numel() else 0
+    if not rows:
+        return 1.0
+    total = float(ref.float().square().sum(dtype=torch.float64))
+    norm = math.sqrt(total / rows)
+    return norm if norm > 0 else 1.0
+
+
+def _unravel(index, shape):
+    out = []
+    for size in reversed(shape):
+        out.append(index % size)
+        index //= size
+    return out[::-1]
+
+
+def max_row_error(torch, x, ref, norm):
+    """(err, row): the largest ||x_i - ref_i||_2 / norm over the rows of x and
+    the index of that row ([b, h, i]); err is inf, at the first such row,
+    where the difference holds a NaN or an infinity (neither FA's outputs nor
+    cuDNN's hold an infinity)."""
+    err = torch.linalg.vector_norm(x.float() - ref.float(), dim=-1)
+    flat = err.flatten()
+    bad = ~torch.isfinite(flat)
+    if bool(bad.any()):
+        worst = int(bad.nonzero()[0, 0])
+        return math.inf, _unravel(worst, list(err.shape))
+    worst = int(flat.argmax())
+    return float(flat[worst]) / norm, _unravel(worst, list(err.shape))
+
+
+def plain_attention(torch,
+                    q,
+                    k,
+                    v,
+                    scale,
+                    causal,
+                    slopes=None,
+                    rows=None,
+                    chunk_bytes=1 << 30):
+    """docs/accuracy.md's low-precision reference, [B, H, rows, Dv] in q's
+    dtype, at query rows `rows` (an index tensor; None: every row) of every
+    (b, h): scores q.k accumulated in f32 and scaled in f32 (minus
+    slope[h] * |i - j| with ALiBi, keys j > i masked when causal: top-left,
+    as fa.attention's causal=True and SDPA's is_causal), softmax in f32
+    (p = exp(s - max), the sum of the f32 p), P rounded to q's dtype before
+    P V, P V accumulated in f32, O = acc / sum rounded to q's dtype. The f32
+    scores of one batch are materialized chunk_bytes at a time. Call it with
+    TF32 off (_f32_matmul)."""
+    B, H, N = q.shape[:3]
+    nk = k.shape[2]
+    if rows is None:
+        rows = torch.arange(N, device=q.device)
+    out = q.new_empty((B, H, len(rows), v.shape[3]))
+    step = max(1, chunk_bytes // (4 * H * nk))
+    j = torch.arange(nk, device=q.device)[None, :]
+    for b in range(B):
+        kt, vb = k[b].float().transpose(-2, -1), v[b].float()
+        for start in range(0, len(rows), step):
+            chunk = rows[start:start + step]
+            i = chunk[:, None]
+            s = torch.matmul(q[b][:, chunk].float(), kt)  # [H, chunk, nk]
+            s.mul_(scale)
+            if slopes is not None:
+                s.sub_(slopes.float()[:, None, None] * (i - j).abs().float())
+            if causal:
+                s.masked_fill_(j > i, -math.inf)
+            p = s.sub_(s.amax(dim=-1, keepdim=True)).exp_()
+            total = p.sum(dim=-1, keepdim=True)
+            acc = torch.matmul(p.to(q.dtype).float(), vb)
+            out[b, :, start:start + step] = acc.div_(total).to(q.dtype)
+            del s, p, acc
+    return out
+
+
+@contextlib.contextmanager
+def _f32_matmul(torch):
+    """f32 matmuls in f32, not TF32 (torch's default, made sure of)."""
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+class Check:
+    """SDPA cuDNN's outputs on one config's inputs, and the bound of each.
+
+    judge(FA's outputs) -> {"check": record}; compare(an anchor's outputs)
+    -> {"err_vs_cudnn": {name: err}}, information only. Errors here (cuDNN
+    refusing the shape, out of memory) become the check's error, never the
+    run's.
+    """
+
+    def __init__(self, torch, impls, x, c, check_rows):
+        self.torch = torch
+        self.error = None
+        self.baseline = None
+        self.baseline_errs = {}  # backward: kernel -> its error per tensor
+        self.rows = None  # forward: the rows checked (None: every row)
+        backward = PASS["name"] == "backward"
+        self.names = ("dQ", "dK", "dV") if backward else ("O",)
+        t0 = time.perf_counter()
+        try:
+            self._prepare(impls, x, c, check_rows, backward)
+        except Exception as e:  # noqa: BLE001 - e.g. out of memory
+            self.error = "check: " + _short_error(e)
+        self.seconds = round(time.perf_counter() - t0, 3)
+        if self.error:
+            self.ref = None
+            _free(torch)
+
+    def _prepare(self, impls, x, c, check_rows, backward):
+        torch = self.torch
+        ref, error = first_output(torch, impls["cudnn"])
+        if ref is None:
+            self.error = "reference SDPA cuDNN failed: " + error
+            return
+        self.ref = tuple(ref) if backward else (ref,)
+        self.norms = [row_norm_rms(torch, r) for r in self.ref]
+        if backward:
+            errors, failed = {}, {}
+            for name in ("flash", "efficient"):
+                grads, error = first_output(torch, impls[name])
+                if grads is None:
+                    failed[name] = error
+                    continue
+                with torch.no_grad():
+                    errors[name] = [
+                        max_row_error(torch, g, r, n)[0]
+                        for g, r, n in zip(grads, self.ref, self.norms)
+                    ]
+                del grads
+            if not errors:
+                self.error = "no baseline: " + "; ".join(
+                    "SDPA %s: %s" % kv for kv in failed.items())
+                return
+            if failed:  # why: in the anchor's own record, if it is timed
+                self.baseline_text = "SDPA %s's gradients (SDPA %s failed)" % (
+                    next(iter(errors)), next(iter(failed)))
+            else:
+                self.baseline_text = ("the larger error of SDPA flash's and "
+                                      "SDPA efficient's gradients")
+            self.baseline = [max(e) for e in zip(*errors.values())]
+            self.baseline_errs = errors
+        else:
+            n = c["N"]
+            if check_rows and check_rows < n:
+                self.rows = torch.tensor(sample_rows(n, check_rows),
+                                         device=x.q.device)
+            count = n if self.rows is None else len(self.rows)
+            self.baseline_text = ("plain bf16 attention (docs/accuracy.md) "
+                                  "on " + _describe_rows(count, n))
+            with torch.no_grad(), _f32_matmul(torch):
+                plain = plain_attention(torch, x.q, x.k, x.v, x.scale,
+                                        c["causal"], x.slopes, self.rows)
+                self.baseline = [
+                    max_row_error(torch, plain, self._at_rows(self.ref[0]),
+                                  self.norms[0])[0]
+                ]
+        bad = [n for n, e in zip(self.names, self.baseline) if math.isinf(e)]
+        if bad:
+            self.error = "the baseline's %s is not finite" % ", ".join(bad)
+
+    def _outputs(self, out):
+        return tuple(out) if PASS["name"] == "backward" else (out,)
+
+    def _at_rows(self, t):
+        return t if self.rows is None else t[:, :, self.rows]
+
+    def judge(self, out):
+        rec = {"status": "error", "reference": "SDPA cuDNN"}
+        rec["reference_s"] = self.seconds  # cuDNN and the baseline, untimed
+        if self.error:
+            rec["error"] = self.error
+            return {"check": rec}
+        rec["baseline"] = self.baseline_text
+        tensors = {}
+        try:
+            with self.torch.no_grad():
+                for i, (name, t, r, norm, base) in enumerate(
+                        zip(self.names, self._outputs(out), self.ref,
+                            self.norms, self.baseline)):
+                    err, row = max_row_error(self.torch, self._at_rows(t),
+                                             self._at_rows(r), norm)
+                    if self.rows is not None:
+                        row[2] = int(self.rows[row[2]])
+                    bound = CHECK_FACTOR * base + CHECK_SLACK
+                    tensors[name] = {
+                        "err": err,
+                        "bound": bound,
+                        "baseline_err": base,
+                        "worst_row": row,
+                        "ok": err <= bound,
+                    }
+                    if self.baseline_errs:
+                        tensors[name]["baseline_errs"] = {
+                            k: v[i] for k, v in self.baseline_errs.items()
+                        }
+        except Exception as e:  # noqa: BLE001
+            rec["error"] = "check: " + _short_error(e)
+            return {"check": rec}
+        rec["tensors"] = tensors
+        ok = all(t["ok"] for t in tensors.values())
+        rec["status"] = "ok" if ok else "mismatch"
+        return {"check": rec}
+
+    def compare(self, out):
+        if self.error:
+            return {}
+        try:
+            with self.torch.no_grad():
+                return {
+                    "err_vs_cudnn": {
+                        name: max_row_error(self.torch, t, r, norm)[0]
+                        for name, t, r, norm in zip(
+                            self.names, self._outputs(out), self.ref,
+                            self.norms)
+                    }
+                }
+        except Exception as e:  # noqa: BLE001
+            return {"err_vs_cudnn_error": _short_error(e)}
+
+
+# ----------------------------------------------------------------------------
+# FA and the anchors on one set of inputs (torch and fa imported lazily).
+
+# One implementation on one config's inputs: make() -> the timed callable,
+# everything (make, the first call, the timing) inside context() when given,
+# e.g. sdpa_kernel pinning a backend; `extra` joins its record.
+Impl = collections.namedtuple("Impl", "make context extra")
+
+
 def _short_error(e, caught=()):
     text = "%s: %s" % (type(e).__name__, str(e).strip())
     reasons = []
@@ -372,28 +696,52 @@ def _short_error(e, caught=()):
     return text[:2000]
 
 
-def _measure(torch, timer, c, make_fn, reference, extra=None, context=None):
-    """Runs make_fn() -> fn once (errors surface here), then times fn, all
-    inside context() when given (e.g. sdpa_kernel pinning a backend)."""
+def _synchronize(torch):
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _free(torch):
+    try:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - a sticky CUDA error; reported elsewhere
+        pass
+
+
+def _context(impl):
+    return impl.context() if impl.context else contextlib.nullcontext()
+
+
+def first_output(torch, impl):
+    """(what one untimed call of impl returns, None), or (None, why)."""
+    with warnings.catch_warnings(record=True) as caught, _context(impl):
+        warnings.simplefilter("always")
+        try:
+            out = impl.make()()
+            _synchronize(torch)
+            return out, None
+        except Exception as e:  # noqa: BLE001 - a refusal, OOM, compile error
+            return None, _short_error(e, caught)
+
+
+def measure(torch, timer, c, impl, on_output=None):
+    """Runs impl.make() -> fn and fn() once (errors surface here; that call,
+    with any compile, is first_call_s), hands its output to on_output (whose
+    dict joins the record), then times fn."""
     rec = {"status": "error"}
-    if extra:
-        rec.update(extra)
-    with warnings.catch_warnings(record=True) as caught, (
-            context() if context else contextlib.nullcontext()):
+    rec.update(impl.extra or {})
+    with warnings.catch_warnings(record=True) as caught, _context(impl):
         warnings.simplefilter("always")
         try:
             t0 = time.perf_counter()
-            fn = make_fn()
+            fn = impl.make()
             out = fn()
-            torch.cuda.synchronize()
+            _synchronize(torch)
             rec["first_call_s"] = round(time.perf_counter() - t0, 3)
-            if reference.get("out") is None:
-                reference["out"] = out
-                reference["name"] = rec.get("name")
-            else:
-                diff = (out.float() - reference["out"].float()).abs().max()
-                rec["max_abs_diff"] = float(diff)
-                rec["diff_against"] = reference["name"]
+            if on_output is not None:
+                rec.update(on_output(out))
             del out
             ms = timer(fn)
         except Exception as e:  # noqa: BLE001 - a refusal, OOM, compile error
@@ -406,185 +754,224 @@ def _measure(torch, timer, c, make_fn, reference, extra=None, context=None):
     return rec
 
 
-def _free(torch):
-    try:
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-    except Exception:  # noqa: BLE001 - a sticky CUDA error; reported elsewhere
-        pass
+def make_inputs(torch, c, seed, device="cuda"):
+    """One config's inputs, shared by FA and every anchor: bf16 q, k, v
+    [B, H, N, D], random normal from `seed` (requiring grad, and a dO, for
+    the backward); with ALiBi, slopes 2^(-8 (h + 1) / H)."""
+    B, H, N, D = c["B"], c["H"], c["N"], c["D"]
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+
+    def randn():
+        return torch.randn(B,
+                           H,
+                           N,
+                           D,
+                           device=device,
+                           dtype=torch.bfloat16,
+                           generator=gen)
+
+    q, k, v = randn(), randn(), randn()
+    dout = None
+    if PASS["name"] == "backward":
+        dout = randn()
+        for t in (q, k, v):
+            t.requires_grad_(True)
+    slopes = None
+    if c.get("alibi"):
+        slopes = torch.tensor([2.0**(-8.0 * (h + 1) / H) for h in range(H)],
+                              device=device)
+    return types.SimpleNamespace(q=q,
+                                 k=k,
+                                 v=v,
+                                 dout=dout,
+                                 slopes=slopes,
+                                 scale=1.0 / math.sqrt(D))
 
 
-def _timed(torch, fn, inputs):
+def _timed(torch, fn, x):
     """fn itself for the forward; for the backward, a function running the
-    autograd backward of one call of fn (dQ, dK, dV given a random dO)."""
+    autograd backward of one call of fn: (dQ, dK, dV) given x.dout."""
     if PASS["name"] == "forward":
         return fn
     out = fn()
-    grad_out = torch.randn_like(out)
+    inputs = (x.q, x.k, x.v)
 
     def backward():
-        return torch.autograd.grad(out, inputs, grad_out,
-                                   retain_graph=True)[0]
+        return torch.autograd.grad(out, inputs, x.dout, retain_graph=True)
 
     return backward
 
 
-def run_anchors(torch, timer, c, anchors, args):
-    """Measures every selected anchor on one set of inputs for config c."""
-    B, H, N, D, causal = c["B"], c["H"], c["N"], c["D"], c["causal"]
-    results = {}
+@contextlib.contextmanager
+def _deterministic(torch):
+    """torch.use_deterministic_algorithms(True) for the block: fa.attention
+    then takes the deterministic dQ kernel (docs/python.md)."""
+    saved = (torch.are_deterministic_algorithms_enabled(),
+             torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.use_deterministic_algorithms(True, warn_only=True)
     try:
-        gen = torch.Generator(device="cuda")
-        gen.manual_seed(args.seed)
-        q, k, v = (torch.randn(B,
-                               H,
-                               N,
-                               D,
-                               device="cuda",
-                               dtype=torch.bfloat16,
-                               generator=gen) for _ in range(3))
-        if PASS["name"] == "backward":
-            for t in (q, k, v):
-                t.requires_grad_(True)
-    except Exception as e:  # noqa: BLE001
-        err = _short_error(e)
-        _free(torch)
-        return {a: {"status": "error", "error": "inputs: " + err} for a in anchors}
+        yield
+    finally:
+        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
 
-    scale = 1.0 / math.sqrt(D)
-    reference = {}
+
+def implementations(torch, fa, c, x, args):
+    """key -> Impl of FA ("fa", when the fa module is given) and of every
+    anchor on inputs x, or a skip record where an anchor does not run at
+    this config."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     F = torch.nn.functional
-    # With --alibi: slopes 2^(-8 (h + 1) / H); SDPA and naive get them as an
-    # additive [1, H, N, N] bias (causal folded in), FlexAttention as a
-    # score_mod.
-    slopes = None
-    if c.get("alibi"):
-        slopes = torch.tensor([2.0**(-8.0 * (h + 1) / H) for h in range(H)],
-                              device="cuda")
+    N, causal = c["N"], c["causal"]
+    device = x.q.device
+    impls = {}
 
+    # With ALiBi: SDPA and naive get the slopes as an additive [1, H, N, N]
+    # bias (causal folded in), FlexAttention as a score_mod, FA as
+    # alibi_slopes.
     def alibi_bias():
-        pos = torch.arange(N, device="cuda")
+        pos = torch.arange(N, device=device)
         dist = (pos[:, None] - pos[None, :]).abs().float()
-        bias = -(slopes[:, None, None] * dist)[None]
+        bias = -(x.slopes[:, None, None] * dist)[None]
         if causal:
             bias.masked_fill_(pos[None, :] > pos[:, None], float("-inf"))
         return bias.to(torch.bfloat16)
 
-    for a in anchors:
-        if a in SDPA_BACKENDS:
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-            backend = getattr(SDPBackend, SDPA_BACKENDS[a])
+    if fa is not None:
 
-            def make():
-                bias = alibi_bias() if slopes is not None else None
+        def fa_fn():
+            return fa.attention(x.q,
+                                x.k,
+                                x.v,
+                                causal=causal,
+                                scale=x.scale,
+                                alibi_slopes=x.slopes)
 
-                def fn():
-                    return F.scaled_dot_product_attention(
-                        q,
-                        k,
-                        v,
-                        attn_mask=bias,
-                        is_causal=causal and bias is None,
-                        scale=scale)
+        context = None
+        if args.fa_deterministic:
+            context = lambda: _deterministic(torch)  # noqa: E731
+        impls["fa"] = Impl(lambda: _timed(torch, fa_fn, x), context,
+                           {"call": fa_call_text(c)})
 
-                return _timed(torch, fn, (q, k, v))
+    def make_sdpa():
+        bias = alibi_bias() if x.slopes is not None else None
+        is_causal = causal and bias is None  # else folded into the bias
 
-            results[a] = _measure(torch,
-                                  timer,
-                                  c,
-                                  make,
-                                  reference, {
-                                      "name": a,
-                                      "backend": SDPA_BACKENDS[a]
-                                  },
-                                  context=lambda b=backend: sdpa_kernel(b))
-        elif a == "flex":
-            if N not in args.flex_n:
-                results[a] = {
-                    "status": "skipped",
-                    "reason": "N not in --flex-n (bounds compile time)"
-                }
-                continue
+        def fn():
+            return F.scaled_dot_product_attention(x.q,
+                                                  x.k,
+                                                  x.v,
+                                                  attn_mask=bias,
+                                                  is_causal=is_causal,
+                                                  scale=x.scale)
 
-            def make_flex():
-                import torch._dynamo
-                from torch.nn.attention.flex_attention import (create_block_mask,
-                                                               flex_attention)
-                torch._dynamo.reset()  # no recompile limit across configs
-                compiled = torch.compile(flex_attention, dynamic=False)
-                block_mask = None
-                if causal:
+        return _timed(torch, fn, x)
 
-                    def causal_mask(b, h, q_idx, kv_idx):
-                        return q_idx >= kv_idx
+    for a, backend_name in SDPA_BACKENDS.items():
+        backend = getattr(SDPBackend, backend_name)
+        impls[a] = Impl(make_sdpa, lambda b=backend: sdpa_kernel(b),
+                        {"backend": backend_name})
 
-                    block_mask = create_block_mask(causal_mask,
-                                                   None,
-                                                   None,
-                                                   N,
-                                                   N,
-                                                   device="cuda")
+    if N not in args.flex_n:
+        impls["flex"] = {
+            "status": "skipped",
+            "reason": "N not in --flex-n (bounds compile time)"
+        }
+    else:
 
-                score_mod = None
-                if slopes is not None:
+        def make_flex():
+            import torch._dynamo
+            from torch.nn.attention.flex_attention import (create_block_mask,
+                                                           flex_attention)
+            torch._dynamo.reset()  # no recompile limit across configs
+            compiled = torch.compile(flex_attention, dynamic=False)
+            block_mask = None
+            if causal:
 
-                    def score_mod(score, b, h, q_idx, kv_idx):
-                        return score - slopes[h] * (q_idx - kv_idx).abs()
+                def causal_mask(b, h, q_idx, kv_idx):
+                    return q_idx >= kv_idx
 
-                def fn():
-                    return compiled(q,
-                                    k,
-                                    v,
-                                    score_mod=score_mod,
-                                    block_mask=block_mask,
-                                    scale=scale)
+                block_mask = create_block_mask(causal_mask,
+                                               None,
+                                               None,
+                                               N,
+                                               N,
+                                               device=device)
 
-                return _timed(torch, fn, (q, k, v))
+            score_mod = None
+            if x.slopes is not None:
+                slopes = x.slopes
 
-            rec = _measure(torch, timer, c, make_flex, reference, {"name": a})
-            if "first_call_s" in rec:
-                rec["compile_s"] = rec["first_call_s"]
-            results[a] = rec
-        elif a == "naive":
-            matrix_bytes = B * H * N * N * 4
-            if matrix_bytes >= args.naive_max_gb * 1e9:
-                results[a] = {
-                    "status": "skipped",
-                    "reason": "N x N f32 matrix is %.1f GB >= --naive-max-gb %g"
-                              % (matrix_bytes / 1e9, args.naive_max_gb)
-                }
-                continue
+                def score_mod(score, b, h, q_idx, kv_idx):
+                    return score - slopes[h] * (q_idx - kv_idx).abs()
 
-            def make_naive():
-                mask = None
-                if causal:
-                    mask = torch.ones(N, N, dtype=torch.bool,
-                                      device="cuda").triu_(1)
-                bias = alibi_bias() if slopes is not None else None
+            def fn():
+                return compiled(x.q,
+                                x.k,
+                                x.v,
+                                score_mod=score_mod,
+                                block_mask=block_mask,
+                                scale=x.scale)
 
-                def fn():
-                    s = torch.matmul(q, k.transpose(-2, -1)).float()
-                    s.mul_(scale)
-                    if bias is not None:
-                        s.add_(bias)
-                    if mask is not None:
-                        s.masked_fill_(mask, float("-inf"))
-                    p = torch.softmax(s, dim=-1).to(q.dtype)
-                    del s
-                    return torch.matmul(p, v)
+            return _timed(torch, fn, x)
 
-                return _timed(torch, fn, (q, k, v))
+        impls["flex"] = Impl(make_flex, None, None)
 
-            results[a] = _measure(torch, timer, c, make_naive, reference, {
-                "name": a,
-                "matrix_gb": round(matrix_bytes / 1e9, 3)
-            })
+    matrix_bytes = c["B"] * c["H"] * N * N * 4
+    if matrix_bytes >= args.naive_max_gb * 1e9:
+        impls["naive"] = {
+            "status": "skipped",
+            "reason": "N x N f32 matrix is %.1f GB >= --naive-max-gb %g" %
+                      (matrix_bytes / 1e9, args.naive_max_gb)
+        }
+    else:
+
+        def make_naive():
+            mask = None
+            if causal:
+                mask = torch.ones(N, N, dtype=torch.bool,
+                                  device=device).triu_(1)
+            bias = alibi_bias() if x.slopes is not None else None
+
+            def fn():
+                s = torch.matmul(x.q, x.k.transpose(-2, -1)).float()
+                s.mul_(x.scale)
+                if bias is not None:
+                    s.add_(bias)
+                if mask is not None:
+                    s.masked_fill_(mask, float("-inf"))
+                p = torch.softmax(s, dim=-1).to(x.q.dtype)
+                del s
+                return torch.matmul(p, x.v)
+
+            return _timed(torch, fn, x)
+
+        impls["naive"] = Impl(make_naive, None,
+                              {"matrix_gb": round(matrix_bytes / 1e9, 3)})
+    return impls
+
+
+def run_config(torch, timer, c, x, impls, args):
+    """FA (checked against SDPA cuDNN unless --no-check) and every selected
+    anchor on inputs x: {"fa": record, "anchors": {key: record}}."""
+    check = None
+    if "fa" in impls and not args.no_check:
+        check = Check(torch, impls, x, c, args.check_rows)
+    row = {}
+    if "fa" in impls:
+        row["fa"] = measure(torch, timer, c, impls["fa"],
+                            check.judge if check else None)
         _free(torch)
-    for rec in results.values():
-        rec.pop("name", None)
-    del q, k, v, reference
-    _free(torch)
-    return results
+    row["anchors"] = {}
+    for a in args.anchors:
+        impl = impls[a]
+        if isinstance(impl, dict):  # not run at this config
+            row["anchors"][a] = dict(impl)
+            continue
+        row["anchors"][a] = measure(torch, timer, c, impl,
+                                    check.compare if check else None)
+        _free(torch)
+    return row
 
 
 def import_torch():
@@ -596,6 +983,113 @@ def import_torch():
     if not torch.cuda.is_available():
         return None, "torch %s sees no CUDA device" % torch.__version__
     return torch, None
+
+
+def import_fa():
+    """(the fa package, None), else (None, why). Where `import fa` finds none
+    (no PYTHONPATH, no install), this checkout's build tree (build/python)
+    is tried."""
+    try:
+        import fa
+        return fa, None
+    except Exception as e:  # noqa: BLE001 - ImportError, a broken _C
+        first = "%s: %s" % (type(e).__name__, e)
+    build = os.path.join(REPO, "build", "python")
+    if os.path.isdir(os.path.join(build, "fa")):
+        for name in [m for m in sys.modules if m == "fa" or
+                     m.startswith("fa.")]:
+            del sys.modules[name]
+        sys.path.insert(0, build)
+        try:
+            import fa
+            return fa, None
+        except Exception as e:  # noqa: BLE001
+            first += "; from %s: %s: %s" % (build, type(e).__name__, e)
+    return None, ("cannot import fa (%s); build it (scripts/gpu/run.sh's "
+                  "build_python, pip install ., or a build tree's "
+                  "PYTHONPATH=build/python)" % first)
+
+
+class Runner:
+    """Measures FA and the anchors on the GPU in this process."""
+
+    def __init__(self, args):
+        self.args = args
+        self.torch, self.torch_error = import_torch()
+        self.fa, self.fa_error, self.timer = None, None, None
+        if self.torch is None:
+            return
+        self.timer = Timer(self.torch, args.timer, args.warmup_ms, args.rep_ms,
+                           10, 50)
+        if not args.no_fa:
+            self.fa, self.fa_error = import_fa()
+
+    def problems(self):
+        """What will make FA or the anchors fail, for a warning up front."""
+        if self.torch is None:
+            return [self.torch_error + "; FA and the anchors will be recorded "
+                    "as failed"]
+        if self.fa_error:
+            return [self.fa_error + "; FA will be recorded as failed"]
+        return []
+
+    def environment(self):
+        torch = self.torch
+        if torch is None:
+            return {"torch_error": self.torch_error}
+        props = torch.cuda.get_device_properties(0)
+        env = {
+            "gpu": torch.cuda.get_device_name(0),
+            "gpu_capability": "%d.%d" % torch.cuda.get_device_capability(0),
+            "gpu_sms": props.multi_processor_count,
+            "gpu_memory_gb": round(props.total_memory / 1e9, 1),
+            "torch": torch.__version__,
+            "torch_cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(),
+            "timer": self.timer.describe(),
+        }
+        try:
+            import triton
+            env["triton"] = triton.__version__
+        except Exception:  # noqa: BLE001
+            env["triton"] = None
+        if self.timer.triton_error:
+            env["triton_error"] = self.timer.triton_error
+        if self.fa is not None:
+            env["fa"] = self.fa.__version__
+            env["fa_module"] = os.path.dirname(self.fa.__file__)
+        elif self.fa_error:
+            env["fa_error"] = self.fa_error
+        return env
+
+    def run(self, c):
+        """{"fa": record, "anchors": {key: record}} for config c."""
+        args, torch = self.args, self.torch
+        failed = None
+        if torch is None:
+            failed = self.torch_error
+        else:
+            try:
+                x = make_inputs(torch, c, args.seed)
+            except Exception as e:  # noqa: BLE001
+                failed = "inputs: " + _short_error(e)
+                _free(torch)
+        if failed:
+            row = {"anchors": {a: _error(failed) for a in args.anchors}}
+            if not args.no_fa:
+                row["fa"] = _error(failed)
+            return row
+        impls = implementations(torch, self.fa, c, x, args)
+        row = run_config(torch, self.timer, c, x, impls, args)
+        if not args.no_fa and self.fa is None:
+            row["fa"] = _error(self.fa_error)
+        del x, impls
+        _free(torch)
+        return row
+
+
+def _error(text):
+    return {"status": "error", "error": text}
 
 
 # ----------------------------------------------------------------------------
@@ -616,7 +1110,7 @@ def _run_text(cmd, cwd=None):
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def environment(args, torch, torch_error, timer):
+def environment(args, runner):
     env = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
@@ -624,9 +1118,10 @@ def environment(args, torch, torch_error, timer):
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "argv": sys.argv,
-        "fa_jit": None if args.no_fa else os.path.abspath(args.fa_jit),
-        "fa_jit_version": None if args.no_fa else fa_version(args.fa_jit),
     }
+    if args.fa_jit:
+        env["fa_jit"] = os.path.abspath(args.fa_jit)
+        env["fa_jit_version"] = fa_jit_version(args.fa_jit)
     commit = _run_text(["git", "rev-parse", "HEAD"], cwd=REPO)
     if commit:
         dirty = _run_text(["git", "status", "--porcelain", "--untracked-files=no"],
@@ -639,28 +1134,8 @@ def environment(args, torch, torch_error, timer):
     ])
     if smi:
         env["nvidia_smi"] = smi
-    if torch is None:
-        env["torch_error"] = torch_error
-    else:
-        props = torch.cuda.get_device_properties(0)
-        env.update({
-            "gpu": torch.cuda.get_device_name(0),
-            "gpu_capability": "%d.%d" % torch.cuda.get_device_capability(0),
-            "gpu_sms": props.multi_processor_count,
-            "gpu_memory_gb": round(props.total_memory / 1e9, 1),
-            "torch": torch.__version__,
-            "torch_cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version(),
-        })
-        try:
-            import triton
-            env["triton"] = triton.__version__
-        except Exception:  # noqa: BLE001
-            env["triton"] = None
-    if timer is not None:
-        env["timer"] = timer.describe()
-        if timer.triton_error:
-            env["triton_error"] = timer.triton_error
+    if runner is not None:
+        env.update(runner.environment())
     return env
 
 
@@ -691,12 +1166,55 @@ def _cell(rec):
     return ""
 
 
+def _err_text(err, form):
+    """A check's err as text: None (in the JSON) or inf where FA's output
+    held a NaN or an infinity."""
+    if err is None or not math.isfinite(err):
+        return "non-finite"
+    return form % err
+
+
+def _failures(check):
+    """'err>bound' of each tensor that failed the check, named where the
+    check has several."""
+    tensors = check.get("tensors") or {}
+    out = []
+    for name, t in tensors.items():
+        if t.get("ok"):
+            continue
+        text = "%s>%.1e" % (_err_text(t.get("err"), "%.1e"), t["bound"])
+        out.append(text if len(tensors) == 1 else name + " " + text)
+    return out
+
+
+def _check_cell(rec):
+    check = (rec or {}).get("check")
+    if not check:
+        return ""
+    if check.get("status") == "ok":
+        return "ok"
+    if check.get("status") == "mismatch":
+        return "MISMATCH " + ", ".join(_failures(check))
+    return "err"
+
+
+def _has_fa_jit(doc):
+    return any("fa_jit" in row for row in doc["results"])
+
+
 def format_table(doc):
-    anchors = doc["config"]["anchors"]
-    with_fa = not doc["config"].get("no_fa")
+    config = doc["config"]
+    anchors = config["anchors"]
+    with_fa = not config.get("no_fa")
+    with_check = with_fa and bool(config.get("check"))
+    with_fa_jit = _has_fa_jit(doc)
     head = ["D", "causal", "N"]
     if with_fa:
         head.append("FA")
+    if with_check:
+        head.append("check")
+    if with_fa_jit:
+        head.append(FA_JIT_LABEL)
     head += [ANCHORS[a] for a in anchors]
     ratio_keys = [(k, a) for k, a in (("fa/flash", "flash"), ("fa/cudnn", "cudnn"))
                   if with_fa and a in anchors]
@@ -708,11 +1226,29 @@ def format_table(doc):
         cells = [str(row["D"]), "yes" if row["causal"] else "no", str(row["N"])]
         if with_fa:
             cells.append(_cell(row.get("fa")))
+        if with_check:
+            cells.append(_check_cell(row.get("fa")))
+        if with_fa_jit:
+            cells.append(_cell(row.get("fa_jit")))
         cells += [_cell(row.get("anchors", {}).get(a)) for a in anchors]
         r = row.get("ratios") or ratios(row)
         cells += ["" if r.get(k) is None else "%.2f" % r[k] for k, _ in ratio_keys]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _check_messages(check):
+    if check.get("status") == "mismatch":
+        parts = []
+        for name, t in check["tensors"].items():
+            if not t.get("ok"):
+                parts.append("%s err %s > bound %.3g (worst row [b, h, i] = %s)"
+                             % (name, _err_text(t.get("err"), "%.3g"),
+                                t["bound"], t.get("worst_row")))
+        return ["MISMATCH against SDPA cuDNN: " + "; ".join(parts)]
+    if check.get("status") == "error":
+        return [check.get("error", "error")]
+    return []
 
 
 def error_lines(doc):
@@ -721,8 +1257,10 @@ def error_lines(doc):
     for row in doc["results"]:
         where = "D=%d %s N=%d" % (row["D"], "causal" if row["causal"] else
                                   "non-causal", row["N"])
-        recs = [("FA", row.get("fa"))] + [(ANCHORS.get(a, a), r) for a, r in (
-            row.get("anchors") or {}).items()]
+        fa = row.get("fa")
+        recs = [("FA", fa), (FA_JIT_LABEL, row.get("fa_jit"))]
+        recs += [(ANCHORS.get(a, a), r)
+                 for a, r in (row.get("anchors") or {}).items()]
         for what, rec in recs:
             if not rec:
                 continue
@@ -733,12 +1271,24 @@ def error_lines(doc):
             for msg in msgs:
                 first = " ".join(str(msg).split())[:300]
                 seen.setdefault((what, first), []).append(where)
+        if fa and fa.get("check"):
+            for msg in _check_messages(fa["check"]):
+                first = " ".join(str(msg).split())[:300]
+                seen.setdefault(("FA check", first), []).append(where)
     lines = []
     for (what, msg), wheres in seen.items():
         at = wheres[0] if len(wheres) == 1 else "%s (+%d more)" % (wheres[0],
                                                                    len(wheres) - 1)
         lines.append("%s at %s: %s" % (what, at, msg))
     return lines
+
+
+def mismatches(doc):
+    """The rows whose FA output failed the check."""
+    return [
+        row for row in doc["results"] if ((row.get("fa") or {}).get("check") or
+                                          {}).get("status") == "mismatch"
+    ]
 
 
 def write_json(path, doc):
@@ -767,6 +1317,7 @@ def _clean(value):
 
 _COLORS = {
     "fa": (214, 39, 40),
+    "fa_jit": (247, 153, 150),
     "cudnn": (31, 119, 180),
     "flash": (255, 127, 14),
     "efficient": (44, 160, 44),
@@ -777,19 +1328,25 @@ _COLORS = {
 
 def plot_series(doc):
     """[((D, causal), {series key: [(N, tflops)]})] in panel order, labels."""
-    keys = ([] if doc["config"].get("no_fa") else ["fa"]) + list(
-        doc["config"]["anchors"])
-    labels = {"fa": "FA", **ANCHORS}
+    keys = (([] if doc["config"].get("no_fa") else ["fa"]) +
+            (["fa_jit"] if _has_fa_jit(doc) else []) +
+            list(doc["config"]["anchors"]))
+    labels = {"fa": "FA", "fa_jit": FA_JIT_LABEL, **ANCHORS}
     panels = {}
     for row in doc["results"]:
         panel = panels.setdefault((row["D"], row["causal"]),
                                   {k: [] for k in keys})
         for k in keys:
-            rec = row.get("fa") if k == "fa" else row.get("anchors", {}).get(k)
+            rec = row.get(k) if k in ("fa", "fa_jit") else row.get(
+                "anchors", {}).get(k)
             if rec and rec.get("status") == "ok" and rec.get("tflops"):
                 panel[k].append((row["N"], rec["tflops"]))
     ordered = sorted(panels.items(), key=lambda kv: (kv[0][0], kv[0][1]))
     return ordered, keys, labels
+
+
+def _pass_name(doc):
+    return doc.get("pass", PASS["name"])
 
 
 def _panel_title(d, causal):
@@ -860,7 +1417,7 @@ def plot_png(doc, path):
                     handles.append(h)
                     names.append(n)
     gpu = doc["environment"].get("gpu") or ""
-    fig.suptitle("Attention %s, bf16 %s" % (PASS["name"], gpu), y=0.995)
+    fig.suptitle("Attention %s, bf16 %s" % (_pass_name(doc), gpu), y=0.995)
     fig.legend(handles,
                names,
                loc="upper center",
@@ -1014,6 +1571,10 @@ def _nice_step(span, ticks=5):
     return 10 * mag
 
 
+def _legend_width(items):
+    return sum(40 + Canvas.text_width(name) + 24 for name, _ in items)
+
+
 def _plot_builtin(doc, panels, keys, labels, path):
     ds, causals = _grid_shape(panels)
     all_n = sorted({row["N"] for row in doc["results"]})
@@ -1024,22 +1585,32 @@ def _plot_builtin(doc, panels, keys, labels, path):
 
     pw, ph = 560, 380  # one panel, with its margins
     left, right, top, bottom = 80, 20, 40, 56  # plot area inside a panel
-    header = 90
-    canvas = Canvas(pw * len(causals), header + ph * len(ds))
-    black, grid, axis = (0, 0, 0), (225, 225, 225), (90, 90, 90)
+    width = pw * len(causals)
 
-    title = "ATTENTION FORWARD, BF16 " + (doc["environment"].get("gpu") or "")
-    canvas.text((canvas.w - canvas.text_width(title)) // 2, 12, title, black)
-    # Legend.
+    # The legend, in as many lines as it takes.
     items = [(labels[k], _COLORS[k]) for k in keys
              if any(series[k] for _, series in panels)]
-    total = sum(40 + canvas.text_width(name) + 24 for name, _ in items)
-    x = max(8, (canvas.w - total) // 2)
+    lines = [[]]
     for name, color in items:
-        canvas.rect(x, 52, x + 29, 55, color)
-        canvas.rect(x + 11, 49, x + 18, 58, color)
-        canvas.text(x + 38, 47, name, black)
-        x += 40 + canvas.text_width(name) + 24
+        line = lines[-1] + [(name, color)]
+        if lines[-1] and _legend_width(line) > width - 16:
+            lines.append([(name, color)])
+        else:
+            lines[-1] = line
+    header = 66 + 24 * len(lines)
+    canvas = Canvas(width, header + ph * len(ds))
+    black, grid, axis = (0, 0, 0), (225, 225, 225), (90, 90, 90)
+
+    gpu = doc["environment"].get("gpu") or ""
+    title = "ATTENTION %s, BF16 %s" % (_pass_name(doc), gpu)
+    canvas.text((canvas.w - canvas.text_width(title)) // 2, 12, title, black)
+    for row, line in enumerate(lines):
+        x, y = max(8, (canvas.w - _legend_width(line)) // 2), 47 + 24 * row
+        for name, color in line:
+            canvas.rect(x, y + 5, x + 29, y + 8, color)
+            canvas.rect(x + 11, y + 2, x + 18, y + 11, color)
+            canvas.text(x + 38, y, name, black)
+            x += 40 + canvas.text_width(name) + 24
 
     lo_n, hi_n = math.log2(all_n[0]), math.log2(all_n[-1])
     for (d, causal), series in panels:
@@ -1122,12 +1693,14 @@ def default_output(name):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        description="FA's attention " + PASS["name"] + " against SDPA (cuDNN, flash, "
-        "efficient), FlexAttention and naive attention: bf16, B*N = 16384 "
-        "tokens, H = 2048 / D. Prints a table last; writes JSON and a PNG.",
-        epilog="Example (GPU machine): python3 bench/attention_fwd.py "
-        "--fa-jit /tmp/fa/bin/fa-jit --json $OUT/%s "
-        "--png $OUT/%s" % (PASS["json"], PASS["json"].replace(".json", ".png")))
+        description="FA's attention " + PASS["name"] + " (fa.attention on "
+        "torch tensors) against SDPA (cuDNN, flash, efficient), FlexAttention "
+        "and naive attention, all timed the same way in one process, FA's "
+        "output checked against SDPA cuDNN's: bf16, B*N = 16384 tokens, "
+        "H = 2048 / D. Prints a table last; writes JSON and a PNG.",
+        epilog="Example (GPU machine, fa importable): python3 bench/%s "
+        "--json $OUT/%s --png $OUT/%s" %
+        (PASS["script"], PASS["json"], PASS["json"].replace(".json", ".png")))
     g = p.add_argument_group("configs")
     g.add_argument("--d", type=_int_list, action="append", metavar="D[,D...]",
                    help="head dims (default 64,128,256; --quick: 64,128)")
@@ -1135,7 +1708,7 @@ def parse_args(argv):
                    help="sequence lengths (default 512,...,16384; --quick: "
                    "1024,4096)")
     g.add_argument("--causal", choices=("no", "yes", "both"), default="both",
-                   help="non-causal, causal (bottom-right; = top-left for Nq "
+                   help="non-causal, causal (top-left = bottom-right for Nq "
                    "= Nk) or both (default)")
     g.add_argument("--quick", action="store_true",
                    help="D in {64,128}, N in {1024,4096} (explicit --d/--n win)")
@@ -1144,24 +1717,40 @@ def parse_args(argv):
     g.add_argument("--width", type=int, default=2048,
                    help="H*D (default 2048)")
     g.add_argument("--alibi", action="store_true",
-                   help="the ALiBi variant: FA with --alibi, FlexAttention "
-                   "with an ALiBi score_mod, SDPA and naive with an additive "
-                   "[1, H, N, N] bias (SDPA flash takes none: it errors)")
+                   help="the ALiBi variant: FA with alibi_slopes, "
+                   "FlexAttention with an ALiBi score_mod, SDPA and naive "
+                   "with an additive [1, H, N, N] bias (SDPA flash takes "
+                   "none: it errors)")
     g = p.add_argument_group("FA")
-    g.add_argument("--fa-jit", default=None,
-                   help="fa-jit binary (default build/bin/fa-jit if present, "
-                   "else /tmp/fa/bin/fa-jit)")
     g.add_argument("--no-fa", action="store_true", help="anchors only")
-    g.add_argument("--fa-args", default="",
-                   help="extra fa-jit arguments for every FA run, one "
+    g.add_argument("--fa-deterministic", action="store_true",
+                   help="run FA under torch.use_deterministic_algorithms(True) "
+                   "(the backward's deterministic dQ kernel)")
+    g.add_argument("--no-check", action="store_true",
+                   help="do not check FA's output against SDPA cuDNN's")
+    g.add_argument("--check-rows", type=int, default=0, metavar="R",
+                   help="check the forward on R sampled query rows of each "
+                   "(b, h) (the first R/4, R/4 spread, the last R/2) instead "
+                   "of every row: a cheaper plain bf16 reference, and a "
+                   "wrong row elsewhere goes unseen (default 0: every row)")
+    g = p.add_argument_group(
+        "FA kernel (fa-jit): an optional kernel-only column, not comparable "
+        "with the rest (its own inputs, back-to-back launches, warm L2)")
+    g.add_argument("--fa-jit", nargs="?", const="", default=None,
+                   metavar="PATH",
+                   help="add the column: fa-jit --bench per config (PATH "
+                   "default: build/bin/fa-jit if present, else "
+                   "/tmp/fa/bin/fa-jit)")
+    g.add_argument("--fa-jit-args", default="",
+                   help="extra fa-jit arguments for every run, one "
                    "shell-quoted string, written with = (e.g. "
-                   "--fa-args=--bwd-atomic-dq)")
-    g.add_argument("--bench-iters", type=int, default=50,
+                   "--fa-jit-args=--bwd-atomic-dq)")
+    g.add_argument("--fa-jit-iters", type=int, default=50,
                    help="fa-jit --bench-iters (default 50)")
-    g.add_argument("--fa-timeout", type=float, default=120,
+    g.add_argument("--fa-jit-timeout", type=float, default=120,
                    help="seconds per fa-jit run (default 120); after two "
-                   "timeouts FA is skipped for the remaining configs")
-    g = p.add_argument_group("anchors")
+                   "timeouts the column is skipped for the remaining configs")
+    g = p.add_argument_group("anchors and timing")
     g.add_argument("--anchors", default=",".join(ANCHORS),
                    help="comma list of %s, or none (default all)" %
                    ",".join(ANCHORS))
@@ -1176,8 +1765,9 @@ def parse_args(argv):
                    "(default 8)")
     g.add_argument("--timer", choices=("auto", "triton", "events"),
                    default="auto",
-                   help="anchor timing: triton.testing.do_bench median "
-                   "(auto: when triton imports) or CUDA events")
+                   help="timing of FA and the anchors: "
+                   "triton.testing.do_bench median (auto: when triton "
+                   "imports) or CUDA events")
     g.add_argument("--warmup-ms", type=float, default=25,
                    help="do_bench warmup (default 25 ms, triton's default)")
     g.add_argument("--rep-ms", type=float, default=100,
@@ -1194,7 +1784,7 @@ def parse_args(argv):
                    help="start no new config after this many seconds (0: no "
                    "limit); the rest are recorded as skipped")
     g.add_argument("--dry-run", action="store_true",
-                   help="print the configs and fa-jit commands; run nothing")
+                   help="print the configs and what runs; run nothing")
     g.add_argument("--from-json", metavar="PATH",
                    help="re-print the table and re-draw the plot from an "
                    "earlier JSON; run nothing")
@@ -1223,17 +1813,23 @@ def parse_args(argv):
     if bad_d:
         p.error("D must divide --width=%d (H = width / D): %s" %
                 (args.width, bad_d))
-    if args.bench_iters <= 0:
-        p.error("--bench-iters must be positive")
-    if args.fa_jit is None:
+    if args.fa_jit_iters <= 0:
+        p.error("--fa-jit-iters must be positive")
+    if args.check_rows < 0:
+        p.error("--check-rows must be >= 0")
+    if args.fa_jit == "":
         args.fa_jit = default_fa_jit()
+    try:
+        args.fa_jit_args = shlex.split(args.fa_jit_args)
+    except ValueError as e:
+        p.error("--fa-jit-args: %s" % e)
     if args.json is None:
         args.json = default_output(PASS["json"])
     if args.png is None:
         root, _ = os.path.splitext(args.from_json or args.json)
         args.png = root + ".png"
-    if args.no_fa and not args.anchors:
-        p.error("nothing to measure: --no-fa with no anchors")
+    if args.no_fa and not args.anchors and not args.fa_jit:
+        p.error("nothing to measure: --no-fa with no anchors and no --fa-jit")
     return args
 
 
@@ -1251,7 +1847,7 @@ def finish(doc, args):
     errors = error_lines(doc)
     print()
     if errors:
-        print("Errors and notes (%d):" % len(errors))
+        print("Errors, mismatches and notes (%d):" % len(errors))
         for line in errors:
             print("  " + line)
         print()
@@ -1263,25 +1859,31 @@ def finish(doc, args):
         print("png: " + doc["png"])
     env = doc.get("environment", {})
     print()
+    check = doc["config"].get("check")
     print("Attention %s TFLOP/s (%s), bf16, B*N = %d, H = %d / D, on %s; "
-          "err: failed, blank: not run" %
-          (PASS["name"], FLOP_FORMULA, doc["config"]["tokens"], doc["config"]["width"],
-           env.get("gpu") or env.get("hostname", "?")))
+          "err: failed, blank: not run%s" %
+          (_pass_name(doc), doc.get("flop_formula", PASS["flop_formula"]),
+           doc["config"]["tokens"], doc["config"]["width"],
+           env.get("gpu") or env.get("hostname", "?"),
+           "; check: FA against SDPA cuDNN, err > bound fails" if check and
+           not doc["config"].get("no_fa") else ""))
     print(format_table(doc))
     sys.stdout.flush()
 
 
 def _progress_line(i, total, c, row):
     parts = ["[%*d/%d] %s" % (len(str(total)), i, total, config_name(c))]
-    fa = row.get("fa")
-    if fa:
-        if fa.get("status") == "ok":
-            extra = ""
-            if fa.get("compile_ms") is not None:
-                extra = ", compile %.0f ms" % fa["compile_ms"]
-            parts.append("FA %.1f (%.3f ms%s)" % (fa["tflops"], fa["ms"], extra))
+    for what, rec in (("FA", row.get("fa")), ("fa-jit", row.get("fa_jit"))):
+        if not rec:
+            continue
+        if rec.get("status") == "ok":
+            part = "%s %.1f (%.3f ms)" % (what, rec["tflops"], rec["ms"])
         else:
-            parts.append("FA %s" % fa.get("status"))
+            part = "%s %s" % (what, rec.get("status"))
+        check = _check_cell(rec)
+        if check:
+            part += ", check " + check
+        parts.append(part)
     for a, rec in row.get("anchors", {}).items():
         if rec.get("status") == "ok":
             parts.append("%s %.1f" % (ANCHORS[a], rec["tflops"]))
@@ -1290,46 +1892,68 @@ def _progress_line(i, total, c, row):
     return " | ".join(parts)
 
 
-def main(argv=None):
+def _dry_run(configs, args):
+    for c in configs:
+        print(config_name(c) + "  GFLOP=%.1f" % (c["flops"] / 1e9))
+        if not args.no_fa:
+            print("  FA: " + fa_call_text(c))
+        if args.fa_jit:
+            print("  fa-jit: " + shlex.join(
+                fa_jit_command(args.fa_jit, c, args.fa_jit_iters,
+                               args.fa_jit_args)))
+    print("%d configs; anchors: %s; FA checked against SDPA cuDNN: %s" %
+          (len(configs), ",".join(args.anchors) or "none",
+           "no" if args.no_fa or args.no_check else "yes"))
+
+
+def _check_config(args):
+    if args.no_check or args.no_fa:
+        return None
+    check = {
+        "reference": "SDPA cuDNN, same inputs",
+        "criterion": "max over rows of ||FA_i - ref_i||_2 / RMS_i ||ref_i||_2 "
+                     "<= %g * the same of the baseline + %g (docs/accuracy.md)"
+                     % (CHECK_FACTOR, CHECK_SLACK),
+    }
+    if PASS["name"] == "forward":
+        check["baseline"] = ("plain bf16 attention (f32 scores and softmax, P "
+                             "rounded to bf16 before P V, O rounded to bf16)")
+        check["rows"] = args.check_rows or "all"
+    else:
+        check["baseline"] = ("the larger error of SDPA flash's and SDPA "
+                             "efficient's gradients (those that run)")
+    return check
+
+
+def main(argv=None, runner=None):
+    """The benchmark; `runner` (tests) stands in for the GPU: an object with
+    problems(), environment() and run(config) like Runner's."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    FA_ARGS[:] = shlex.split(args.fa_args)
 
     if args.from_json:
         with open(args.from_json) as f:
             doc = json.load(f)
-        args.no_png = args.no_png or False
         finish(doc, args)
         return 0
 
     configs = make_configs(args.d, args.n, args.causals, args.tokens,
                            args.width, args.alibi)
     if args.dry_run:
-        for c in configs:
-            line = config_name(c) + "  GFLOP=%.1f" % (c["flops"] / 1e9)
-            if not args.no_fa:
-                line += "  " + shlex.join(fa_command(args.fa_jit, c,
-                                                     args.bench_iters))
-            print(line)
-        print("%d configs; anchors: %s" % (len(configs),
-                                           ",".join(args.anchors) or "none"))
+        _dry_run(configs, args)
         return 0
 
-    torch, torch_error, timer = None, None, None
-    if args.anchors:
-        torch, torch_error = import_torch()
-        if torch is not None:
-            timer = Timer(torch, args.timer, args.warmup_ms, args.rep_ms, 10,
-                          50)
-    if not args.no_fa and not os.path.isfile(args.fa_jit):
-        print("warning: fa-jit not found at %s; FA will be recorded as failed"
-              % args.fa_jit, file=sys.stderr)
-    if args.anchors and torch is None:
-        print("warning: %s; anchors will be recorded as failed" % torch_error,
-              file=sys.stderr)
+    if runner is None and (not args.no_fa or args.anchors):
+        runner = Runner(args)
+    for problem in runner.problems() if runner else []:
+        print("warning: " + problem, file=sys.stderr)
+    if args.fa_jit and not os.path.isfile(args.fa_jit):
+        print("warning: fa-jit not found at %s; its column will be recorded "
+              "as failed" % args.fa_jit, file=sys.stderr)
 
     doc = {
-        "schema": SCHEMA,
-        "flop_formula": FLOP_FORMULA,
+        "schema": PASS["schema"],
+        "pass": PASS["name"],
+        "flop_formula": PASS["flop_formula"],
         "config": {
             "dtype": "bf16",
             "tokens": args.tokens,
@@ -1337,34 +1961,37 @@ def main(argv=None):
             "D": args.d,
             "N": args.n,
             "causal": args.causals,
-            "causal_kind": "bottom-right (= top-left: Nq = Nk)",
+            "causal_kind": "top-left (= bottom-right: Nq = Nk)",
             "variant": "alibi" if args.alibi else "plain",
             "no_fa": args.no_fa,
-            "fa_jit": None if args.no_fa else args.fa_jit,
-            "fa_args": FA_ARGS,
-            "bench_iters": args.bench_iters,
+            "fa_deterministic": args.fa_deterministic,
             "anchors": args.anchors,
             "flex_n": args.flex_n,
             "naive_max_gb": args.naive_max_gb,
             "seed": args.seed,
-            "inputs": "random normal, [B, H, N, D] contiguous; FA's come from "
-                      "fa-jit (same shapes and distribution, its own values)",
-            "fa_correctness": "not checked here: fa-jit --check covers numerics",
+            "inputs": "random normal, [B, H, N, D] contiguous, one set per "
+                      "config shared by FA and every anchor",
+            "check": _check_config(args),
+            "fa_jit": args.fa_jit,
+            "fa_jit_args": args.fa_jit_args,
+            "fa_jit_iters": args.fa_jit_iters,
         },
-        "environment": environment(args, torch, torch_error, timer),
+        "environment": environment(args, runner),
         "results": [],
         "notes": [],
     }
-    print("FA attention %s benchmark: %d configs, FA: %s, anchors: %s" %
-          (PASS["name"], len(configs), "no" if args.no_fa else args.fa_jit,
-           ",".join(args.anchors) or "none"))
-    print("environment: " + json.dumps(
-        {k: doc["environment"].get(k) for k in ("gpu", "torch", "triton",
-                                                "timer", "repo_commit")}))
+    print("FA attention %s benchmark: %d configs, FA: %s, anchors: %s%s" %
+          (PASS["name"], len(configs), "no" if args.no_fa else "fa.attention",
+           ",".join(args.anchors) or "none",
+           ", fa-jit: " + args.fa_jit if args.fa_jit else ""))
+    print("environment: " + json.dumps({
+        k: doc["environment"].get(k)
+        for k in ("gpu", "torch", "triton", "fa", "timer", "repo_commit")
+    }))
     sys.stdout.flush()
 
     start = time.monotonic()
-    fa_skip, fa_timeouts = None, 0
+    fa_jit_skip, fa_jit_timeouts = None, 0
     try:
         for i, c in enumerate(configs, 1):
             row = dict(c)
@@ -1372,36 +1999,35 @@ def main(argv=None):
                 skip = {"status": "skipped", "reason": "--budget-s reached"}
                 if not args.no_fa:
                     row["fa"] = dict(skip)
+                if args.fa_jit:
+                    row["fa_jit"] = dict(skip)
                 row["anchors"] = {a: dict(skip) for a in args.anchors}
                 doc["results"].append(row)
                 continue
-            if not args.no_fa and fa_skip:
-                row["fa"] = {"status": "skipped", "reason": fa_skip}
-            elif not args.no_fa:
-                fa = row["fa"] = run_fa(args.fa_jit, c, args.bench_iters,
-                                        args.fa_timeout)
-                target = fa.get("target")
+            # fa-jit first: its process needs the GPU memory this one frees
+            # between configs.
+            if args.fa_jit and fa_jit_skip:
+                row["fa_jit"] = {"status": "skipped", "reason": fa_jit_skip}
+            elif args.fa_jit:
+                rec = row["fa_jit"] = run_fa_jit(args.fa_jit, c,
+                                                 args.fa_jit_iters,
+                                                 args.fa_jit_timeout,
+                                                 args.fa_jit_args)
+                target = rec.get("target")
                 if target is not None and not target.startswith("sm_"):
                     # --target=auto found no GPU: host timings mean nothing
                     # here and the large configs would take hours.
-                    fa_skip = "an earlier fa-jit run ran on '%s', not a GPU" % (
-                        target)
-                if fa.get("error", "").startswith("timed out"):
-                    fa_timeouts += 1
-                    if fa_timeouts >= 2:
-                        fa_skip = "fa-jit timed out twice (--fa-timeout %gs)" % (
-                            args.fa_timeout)
-            if args.anchors:
-                if torch is None:
-                    row["anchors"] = {
-                        a: {"status": "error", "error": torch_error}
-                        for a in args.anchors
-                    }
-                else:
-                    row["anchors"] = run_anchors(torch, timer, c, args.anchors,
-                                                 args)
-            else:
-                row["anchors"] = {}
+                    fa_jit_skip = ("an earlier fa-jit run ran on '%s', not a "
+                                   "GPU" % target)
+                if rec.get("error", "").startswith("timed out"):
+                    fa_jit_timeouts += 1
+                    if fa_jit_timeouts >= 2:
+                        fa_jit_skip = ("fa-jit timed out twice "
+                                       "(--fa-jit-timeout %gs)" %
+                                       args.fa_jit_timeout)
+            if runner is not None:
+                row.update(runner.run(c))
+            row.setdefault("anchors", {})
             row["ratios"] = ratios(row)
             doc["results"].append(row)
             print(_progress_line(i, len(configs), c, row))
@@ -1413,10 +2039,12 @@ def main(argv=None):
     doc["wall_s"] = round(time.monotonic() - start, 1)
     finish(doc, args)
     measured = any(
-        (row.get("fa") or {}).get("status") == "ok" or any(
-            r.get("status") == "ok" for r in row.get("anchors", {}).values())
-        for row in doc["results"])
-    return 0 if measured else 1
+        rec.get("status") == "ok" for row in doc["results"]
+        for rec in [row.get("fa") or {}, row.get("fa_jit") or {}] +
+        list(row.get("anchors", {}).values()))
+    if not measured:
+        return 1
+    return 3 if mismatches(doc) else 0
 
 
 if __name__ == "__main__":

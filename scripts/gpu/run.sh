@@ -95,8 +95,8 @@ steps=(
   "sanitize|test/gpu/sanitize.sh bin/fa-jit|test/gpu/sanitize.sh $FA/bin/fa-jit"
   "lit|tools/lit/lit.py test/lit.site.cfg.py.pack tools/bin/FileCheck|python3 tools/lit/lit.py -sv --output $OUT/lit.json test"
   "python|python/src/bindings.cpp python/tests include/fa/fa.h|build_python && python3 -m pytest -q -p no:cacheprovider --junitxml=$OUT/python.xml python/tests"
-  "bench|bench/attention_fwd.py|python3 bench/attention_fwd.py --fa-jit $FA/bin/fa-jit --json $OUT/bench_fwd.json --png $OUT/bench_fwd.png ${FA_BENCH_ARGS:---budget-s 240}"
-  "bench_bwd|bench/attention_bwd.py|python3 bench/attention_bwd.py --fa-jit $FA/bin/fa-jit --json $OUT/bench_bwd.json --png $OUT/bench_bwd.png ${FA_BENCH_BWD_ARGS:---budget-s 240}"
+  "bench|bench/attention_fwd.py python/src/bindings.cpp include/fa/fa.h|build_python && python3 bench/attention_fwd.py --json $OUT/bench_fwd.json --png $OUT/bench_fwd.png ${FA_BENCH_ARGS:---budget-s 240}"
+  "bench_bwd|bench/attention_bwd.py python/src/bindings.cpp include/fa/fa.h|build_python && python3 bench/attention_bwd.py --json $OUT/bench_bwd.json --png $OUT/bench_bwd.png ${FA_BENCH_BWD_ARGS:---budget-s 240}"
 )
 
 # lit: the site configuration with this machine's paths.
