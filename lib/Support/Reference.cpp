@@ -115,14 +115,32 @@ double dot(const double *a, const double *b, int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-/// dot(a, b, n) as `arith` computes it: in float64, or accumulated in f32 one
-/// product at a time as a kernel's MMA chain does.
+/// dot(a, b, n) as a matmul computes it under `arith`: in float64, or as a
+/// chain of tensor-core steps, each adding 16 products to an f32
+/// accumulator with one rounding.
 double rowDot(const Arith &arith, const double *a, const double *b, int64_t n) {
   if (arith.exact())
     return dot(a, b, n);
   float sum = 0;
+  for (int64_t d = 0; d < n; d += 16) {
+    double step = 0;
+    for (int64_t e = d; e < std::min(n, d + 16); ++e)
+      step += a[e] * b[e];
+    sum = static_cast<float>(sum + step);
+  }
+  return sum;
+}
+
+/// dot(a, b, n) as a kernel's plain loop computes it under `arith`: one f32
+/// rounding per product added. D = dO . O is no matmul: its sum runs in
+/// another order than dP = dO . V^T's, which shows where the two cancel.
+double loopDot(const Arith &arith, const double *a, const double *b,
+               int64_t n) {
+  if (arith.exact())
+    return dot(a, b, n);
+  float sum = 0;
   for (int64_t d = 0; d < n; ++d)
-    sum += static_cast<float>(a[d]) * static_cast<float>(b[d]);
+    sum = std::fma(static_cast<float>(a[d]), static_cast<float>(b[d]), sum);
   return sum;
 }
 
@@ -287,7 +305,7 @@ void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
     double *outRow = buffers.outRow.data();
     const double lse =
         softmaxTimesV(p, b, h, i, jBegin, jEnd, probs, rowMax, outRow);
-    rowD = rowDot(a, dORow, outRow, p.headDimV);
+    rowD = loopDot(a, dORow, outRow, p.headDimV);
     for (int64_t j = 0; j < n; ++j)
       probs[j] =
           probs[j] == kNegInf ? 0.0 : a.f32(std::exp(a.f32(probs[j] - lse)));
