@@ -115,6 +115,9 @@ public:
 
   /// A one-operand f32 PTX instruction (lg2, tanh have no libcall on NVPTX).
   Value approx(StringRef instruction, Value x);
+  /// tanh(x) in f32 within a few units of f32 rounding (PTX's tanh.approx
+  /// is off by up to 2^-11): softcap's and score_mod's tanh.
+  Value accurateTanh(Value x);
   /// `x` (i32) through a mov that LLVM may not move: what is computed from
   /// it stays where it is used instead of being hoisted out of a loop and
   /// kept live (in registers) across it.

@@ -163,7 +163,7 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // -----
 
 // f16, D = 64, softcap, no mask: 64-row Q tiles in dkdv with the K and V
-// fragments in registers (read before the loops), tanh.approx and its
+// fragments in registers (read before the loops), tanh (to f32 accuracy) and its
 // derivative 1 - tanh^2, no masking branch in dkdv (keys past Nk are never
 // stored), and the key bound in dq.
 
@@ -181,7 +181,19 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // tanh(s * 0.125 / 30) * (30 * log2(e)); its derivative's 1 - tanh^2.
 // CHECK: %[[INV:.+]] = arith.constant 0.00416666688 : f32
 // CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
-// CHECK-NEXT: %[[TH:.+]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %[[X]] : (f32) -> f32
+// tanh to f32 accuracy: 1 - 2 / (e^(2|x|) + 1) with x's sign, x - x^3 / 3
+// below 2^-5.
+// CHECK-NEXT: %[[AX:.+]] = llvm.intr.fabs(%[[X]]) : (f32) -> f32
+// CHECK-NEXT: %[[TWOLOG2E:.+]] = arith.constant 2.885390e+00 : f32
+// CHECK-NEXT: %[[AX2:.+]] = arith.mulf %[[AX]], %[[TWOLOG2E]] : f32
+// CHECK-NEXT: %[[E:.+]] = llvm.intr.exp2(%[[AX2]]) : (f32) -> f32
+// CHECK: %[[R:.+]] = llvm.inline_asm "rcp.approx.ftz.f32 $0, $1;", "=f,f" %{{.+}} : (f32) -> f32
+// CHECK: %[[LARGE:.+]] = llvm.intr.copysign(%{{.+}}, %[[X]]) : (f32, f32) -> f32
+// CHECK: %[[X2:.+]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK: %[[SMALL:.+]] = arith.mulf %[[X]], %{{.+}} : f32
+// CHECK-NEXT: %[[LIMIT:.+]] = arith.constant 3.125000e-02 : f32
+// CHECK-NEXT: %[[ISSMALL:.+]] = arith.cmpf olt, %[[AX]], %[[LIMIT]] : f32
+// CHECK-NEXT: %[[TH:.+]] = arith.select %[[ISSMALL]], %[[SMALL]], %[[LARGE]] : f32
 // CHECK-NEXT: %[[CAP:.+]] = arith.constant 43.2808495 : f32
 // CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
 // CHECK-NEXT: %[[TH2:.+]] = arith.mulf %[[TH]], %[[TH]] : f32
@@ -205,7 +217,19 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // selects and what the unmasked branch yields.
 // CHECK: %[[INV:.+]] = arith.constant 0.00416666688 : f32
 // CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
-// CHECK-NEXT: %[[TH:.+]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %[[X]] : (f32) -> f32
+// tanh to f32 accuracy: 1 - 2 / (e^(2|x|) + 1) with x's sign, x - x^3 / 3
+// below 2^-5.
+// CHECK-NEXT: %[[AX:.+]] = llvm.intr.fabs(%[[X]]) : (f32) -> f32
+// CHECK-NEXT: %[[TWOLOG2E:.+]] = arith.constant 2.885390e+00 : f32
+// CHECK-NEXT: %[[AX2:.+]] = arith.mulf %[[AX]], %[[TWOLOG2E]] : f32
+// CHECK-NEXT: %[[E:.+]] = llvm.intr.exp2(%[[AX2]]) : (f32) -> f32
+// CHECK: %[[R:.+]] = llvm.inline_asm "rcp.approx.ftz.f32 $0, $1;", "=f,f" %{{.+}} : (f32) -> f32
+// CHECK: %[[LARGE:.+]] = llvm.intr.copysign(%{{.+}}, %[[X]]) : (f32, f32) -> f32
+// CHECK: %[[X2:.+]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK: %[[SMALL:.+]] = arith.mulf %[[X]], %{{.+}} : f32
+// CHECK-NEXT: %[[LIMIT:.+]] = arith.constant 3.125000e-02 : f32
+// CHECK-NEXT: %[[ISSMALL:.+]] = arith.cmpf olt, %[[AX]], %[[LIMIT]] : f32
+// CHECK-NEXT: %[[TH:.+]] = arith.select %[[ISSMALL]], %[[SMALL]], %[[LARGE]] : f32
 // CHECK-NEXT: %[[CAP:.+]] = arith.constant 43.2808495 : f32
 // CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
 // CHECK: scf.if %{{.+}} -> (f32,

@@ -29,7 +29,7 @@
 // PTX: .visible .entry fa_forward_0(
 // PTX-DAG: ld.global.b32
 // PTX-DAG: ld.global.b16
-// PTX-DAG: tanh.approx.f32
+// PTX-DAG: rcp.approx.ftz.f32
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-DAG: ex2.approx
 

@@ -33,7 +33,19 @@
 // arith ops as they are.
 // CHECK: %[[INV:.+]] = arith.constant 6.250000e-03 : f32
 // CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
-// CHECK-NEXT: %[[TH:.+]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %[[X]] : (f32) -> f32
+// tanh to f32 accuracy: 1 - 2 / (e^(2|x|) + 1) with x's sign, x - x^3 / 3
+// below 2^-5.
+// CHECK-NEXT: %[[AX:.+]] = llvm.intr.fabs(%[[X]]) : (f32) -> f32
+// CHECK-NEXT: %[[TWOLOG2E:.+]] = arith.constant 2.885390e+00 : f32
+// CHECK-NEXT: %[[AX2:.+]] = arith.mulf %[[AX]], %[[TWOLOG2E]] : f32
+// CHECK-NEXT: %[[E:.+]] = llvm.intr.exp2(%[[AX2]]) : (f32) -> f32
+// CHECK: %[[R:.+]] = llvm.inline_asm "rcp.approx.ftz.f32 $0, $1;", "=f,f" %{{.+}} : (f32) -> f32
+// CHECK: %[[LARGE:.+]] = llvm.intr.copysign(%{{.+}}, %[[X]]) : (f32, f32) -> f32
+// CHECK: %[[X2:.+]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK: %[[SMALL:.+]] = arith.mulf %[[X]], %{{.+}} : f32
+// CHECK-NEXT: %[[LIMIT:.+]] = arith.constant 3.125000e-02 : f32
+// CHECK-NEXT: %[[ISSMALL:.+]] = arith.cmpf olt, %[[AX]], %[[LIMIT]] : f32
+// CHECK-NEXT: %[[TH:.+]] = arith.select %[[ISSMALL]], %[[SMALL]], %[[LARGE]] : f32
 // CHECK-NEXT: %[[CAP:.+]] = arith.constant 2.000000e+01 : f32
 // CHECK-NEXT: %[[CAPPED:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
 // CHECK-NEXT: %[[AL:.+]] = arith.addi %[[ROW]], %[[DIAG]] : i32

@@ -177,7 +177,7 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 
 // f16, D = 64, softcap: two 16-row m-tiles per warp (a Q tile of 128 rows,
 // each K/V fragment feeding two mmas), K and V double-buffered (the default
-// at D <= 64: kv-stages=2), f16 operands as vector<2xf16>, tanh.approx for
+// at D <= 64: kv-stages=2), f16 operands as vector<2xf16>, tanh for
 // the cap. Shared memory: Q (16 KB), two stages of K and V (4 x 8 KB).
 
 // CHECK: module attributes {fa.kernel = {block_q = 128 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}
@@ -197,7 +197,19 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // tanh(s * 0.125 / 30) * (30 * log2(e)).
 // CHECK: %[[INV:.+]] = arith.constant 0.00416666688 : f32
 // CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
-// CHECK-NEXT: %[[TH:.+]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %[[X]] : (f32) -> f32
+// tanh to f32 accuracy: 1 - 2 / (e^(2|x|) + 1) with x's sign, x - x^3 / 3
+// below 2^-5.
+// CHECK-NEXT: %[[AX:.+]] = llvm.intr.fabs(%[[X]]) : (f32) -> f32
+// CHECK-NEXT: %[[TWOLOG2E:.+]] = arith.constant 2.885390e+00 : f32
+// CHECK-NEXT: %[[AX2:.+]] = arith.mulf %[[AX]], %[[TWOLOG2E]] : f32
+// CHECK-NEXT: %[[E:.+]] = llvm.intr.exp2(%[[AX2]]) : (f32) -> f32
+// CHECK: %[[R:.+]] = llvm.inline_asm "rcp.approx.ftz.f32 $0, $1;", "=f,f" %{{.+}} : (f32) -> f32
+// CHECK: %[[LARGE:.+]] = llvm.intr.copysign(%{{.+}}, %[[X]]) : (f32, f32) -> f32
+// CHECK: %[[X2:.+]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK: %[[SMALL:.+]] = arith.mulf %[[X]], %{{.+}} : f32
+// CHECK-NEXT: %[[LIMIT:.+]] = arith.constant 3.125000e-02 : f32
+// CHECK-NEXT: %[[ISSMALL:.+]] = arith.cmpf olt, %[[AX]], %[[LIMIT]] : f32
+// CHECK-NEXT: %[[TH:.+]] = arith.select %[[ISSMALL]], %[[SMALL]], %[[LARGE]] : f32
 // CHECK-NEXT: %[[CAP:.+]] = arith.constant 43.2808495 : f32
 // CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
 // The capped score is what the key-bound mask selects (no causal term)
