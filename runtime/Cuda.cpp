@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Runtime/Cuda.h"
+#include "fa/Target/GpuTarget.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -216,7 +217,8 @@ std::string Device::getArch() const {
 }
 
 std::string Device::getChip() const {
-  return ccMajor == 9 ? getArch() + "a" : getArch();
+  std::string_view chip = fa::target::chipForDevice(ccMajor, ccMinor);
+  return chip.empty() ? getArch() : std::string(chip);
 }
 
 Status Device::makeCurrent() const {

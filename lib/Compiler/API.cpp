@@ -12,6 +12,7 @@
 #include "fa/Compiler/Registration.h"
 #include "fa/Runtime/Cuda.h"
 #include "fa/Runtime/KernelCache.h"
+#include "fa/Target/GpuTarget.h"
 #include "fa/Version.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -241,6 +242,15 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 namespace {
 namespace rt = ::fa::runtime;
 
+/// Whether a kernel compiled for `chip` loads on `device` (the target
+/// model's rule: an arch-specific chip on its own compute capability, PTX of
+/// another on any later one).
+bool runsOn(const std::string &chip, const rt::Device &device) {
+  const fa::target::GpuTarget *target = fa::target::lookupGpuTarget(chip);
+  return target && target->runsOn(device.getComputeCapabilityMajor(),
+                                  device.getComputeCapabilityMinor());
+}
+
 /// A compiled GPU kernel; its module is loaded on the first call.
 struct GpuKernel {
   std::shared_ptr<const rt::CachedKernel> image;
@@ -339,10 +349,10 @@ fa::Kernel fa::compile(const AttentionSpec &spec,
                   device.getMessage());
     target = device.ok() ? device.value().getChip() : "host";
   }
-  if (target != "host" && llvm::StringRef(target).starts_with("sm_") == false)
-    throw Error("fa::compile: target '" + requested +
-                "' is not supported (host, auto, or a GPU chip such as sm_80 "
-                "or sm_90a)");
+  if (target != "host" && !fa::target::lookupGpuTarget(target))
+    throw Error("fa::compile: target '" + target +
+                "' is not supported (host, auto, or a GPU chip: " +
+                fa::target::listGpuTargets() + ")");
   if (spec.headDim <= 0 || spec.headDimV < 0)
     throw Error("fa::compile: head dims must be positive, got D = " +
                 std::to_string(spec.headDim) +
@@ -659,9 +669,7 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
       rt::Expected<rt::Device> device = rt::Device::get(0);
       if (device.failed())
         fail(device.getMessage());
-      if (device.value().getChip() != gpu.image->chip &&
-          !(gpu.image->chip == "sm_80" &&
-            device.value().getComputeCapabilityMajor() >= 8))
+      if (!runsOn(gpu.image->chip, device.value()))
         fail("the kernel was compiled for " + gpu.image->chip +
              ", but device 0 is " + device.value().getChip());
       rt::Expected<rt::Module> module =
@@ -817,8 +825,7 @@ void loadGpuBackward(GpuBackward &gpu, const std::string &chip) {
   rt::Expected<rt::Device> device = rt::Device::get(0);
   if (device.failed())
     fail(kBackward, device.getMessage());
-  if (device.value().getChip() != chip &&
-      !(chip == "sm_80" && device.value().getComputeCapabilityMajor() >= 8))
+  if (!runsOn(chip, device.value()))
     fail(kBackward, "the kernel was compiled for " + chip +
                         ", but device 0 is " + device.value().getChip());
   rt::Expected<rt::Module> module =

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Target/GpuTarget.h"
 #include "fa/Transforms/GpuKernels.h"
 #include "fa/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -164,7 +165,7 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
   op->erase();
 }
 
-struct FAFusePass : public fa::impl::FAFuseBase<FAFusePass> {
+struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -193,6 +194,12 @@ struct FAFusePass : public fa::impl::FAFuseBase<FAFusePass> {
       }
     }
     gpu::GPUModuleOp kernels = getOrCreateKernelModule(module, chip);
+    if (!kernels) {
+      module.emitError("fa-fuse: unknown chip '")
+          << chip << "' (FA compiles for " << ::fa::target::listGpuTargets()
+          << ")";
+      return signalPassFailure();
+    }
     // Kernels are numbered in the order of their ops, after any already
     // there.
     int64_t next = 0;

@@ -1,6 +1,7 @@
 //===- GpuKernels.cpp - What the GPU passes agree on ----------------------===//
 
 #include "fa/Transforms/GpuKernels.h"
+#include "fa/Target/GpuTarget.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -64,29 +65,10 @@ std::string mlir::fa::unsupportedTileReason(int64_t blockQ, int64_t blockKV) {
 }
 
 std::optional<int64_t> mlir::fa::maxSharedBytesPerBlock(StringRef chip) {
-  // The opt-in maximum per block (CUDA's sharedMemPerBlockOptin).
-  unsigned sm = 0;
-  if (!chip.consume_front("sm_") || chip.consumeInteger(10, sm) ||
-      !(chip.empty() || chip == "a" || chip == "f"))
-    return std::nullopt;
-  switch (sm) {
-  case 80:
-  case 87:
-    return 163 * 1024;
-  case 86:
-  case 89:
-  case 120:
-  case 121:
-    return 99 * 1024;
-  case 90:
-  case 100:
-  case 101:
-  case 103:
-  case 110:
-    return 227 * 1024;
-  default:
-    return std::nullopt;
-  }
+  if (const ::fa::target::GpuTarget *target =
+          ::fa::target::lookupGpuTarget(chip))
+    return target->maxSharedBytesPerBlock;
+  return std::nullopt;
 }
 
 std::string mlir::fa::getKernelChip(ModuleOp module) {
@@ -106,11 +88,13 @@ gpu::GPUModuleOp mlir::fa::getOrCreateKernelModule(ModuleOp module,
                   b.getUnitAttr());
   if (auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
     return kernels;
+  const ::fa::target::GpuTarget *gpu = ::fa::target::lookupGpuTarget(chip);
+  if (!gpu)
+    return {};
   b.setInsertionPointToEnd(module.getBody());
-  // PTX 8.0 for sm_90a's bulk copies and reductions; 7.0 is sm_80's.
-  auto target = NVVM::NVVMTargetAttr::get(
-      b.getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
-      chip == "sm_90a" ? "+ptx80" : "+ptx70");
+  auto target =
+      NVVM::NVVMTargetAttr::get(b.getContext(), /*optLevel=*/3,
+                                "nvptx64-nvidia-cuda", chip, gpu->ptxFeature());
   return gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModuleName,
                                   b.getArrayAttr({target}));
 }

@@ -7,7 +7,7 @@
 // MISSING: fa-jit: error: cannot open input file '{{.*}}missing.mlir': No such file or directory
 
 // RUN: not fa-jit --target=gpu 2>&1 | FileCheck %s --check-prefix=TARGET
-// TARGET: fa-jit: error: --target must be host, auto or a GPU chip such as sm_80 or sm_90a, got 'gpu'
+// TARGET: fa-jit: error: --target must be host, auto or a GPU chip (sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100, sm_120), got 'gpu'
 // RUN: not fa-jit --emit=ptx 2>&1 | FileCheck %s --check-prefix=PTX-HOST
 // PTX-HOST: fa-jit: error: --emit=ptx needs a GPU target (--target=sm_80, sm_90a, or auto on a machine with a GPU)
 // RUN: not fa-jit --target=sm_90a --emit=llvm 2>&1 | FileCheck %s --check-prefix=GPU-EMIT

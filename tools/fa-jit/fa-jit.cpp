@@ -14,6 +14,7 @@
 #include "fa/Runtime/KernelCache.h"
 #include "fa/Support/Npy.h"
 #include "fa/Support/Reference.h"
+#include "fa/Target/GpuTarget.h"
 #include "fa/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -783,10 +784,9 @@ private:
 
 bool Driver::parseFlags() {
   if (targetOpt != "host" && targetOpt != "auto" &&
-      !llvm::StringRef(targetOpt).starts_with("sm_"))
-    return fail("--target must be host, auto or a GPU chip such as sm_80 or "
-                "sm_90a, got '" +
-                targetOpt + "'");
+      !::fa::target::lookupGpuTarget(targetOpt))
+    return fail("--target must be host, auto or a GPU chip (" +
+                ::fa::target::listGpuTargets() + "), got '" + targetOpt + "'");
   chip = targetOpt == "host" ? std::string() : std::string(targetOpt);
   if (targetOpt == "auto") {
     ::fa::runtime::Expected<::fa::runtime::Device> device =

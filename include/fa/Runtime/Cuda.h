@@ -121,9 +121,11 @@ public:
   int getComputeCapabilityMinor() const { return ccMinor; }
   /// The compute capability as an SM name: "sm_90" for 9.0.
   std::string getArch() const;
-  /// The chip FA compiles for: getArch() with the architecture-specific "a"
-  /// suffix where FA uses its features (compute capability 9.x: "sm_90a",
-  /// for wgmma and setmaxnreg); getArch() otherwise.
+  /// The chip FA compiles for (fa::target::chipForDevice): the
+  /// architecture-specific entry where the target model has one ("sm_90a" on
+  /// an H100, for wgmma and setmaxnreg), else the compute capability's own
+  /// or the newest whose PTX it runs; getArch() for a device FA does not
+  /// know.
   std::string getChip() const;
   int getSMCount() const { return smCount; }
   int getMaxThreadsPerBlock() const { return maxThreadsPerBlock; }

@@ -59,15 +59,17 @@ inline int64_t forwardSharedBytes(ForwardTile tile, int64_t d) {
   return (tile.blockQ + 2 * tile.kvStages * tile.blockKV) * d * 2;
 }
 
-/// The most dynamic shared memory one CTA may use on `chip` (sm_XY), or
-/// nothing for a chip this table does not know.
+/// The most dynamic shared memory one CTA may use on `chip` (the target
+/// model's), or nothing for a chip it does not know.
 std::optional<int64_t> maxSharedBytesPerBlock(StringRef chip);
 
 /// The chip of `module`'s kernel module's NVVM target, or an empty string.
 std::string getKernelChip(ModuleOp module);
 
-/// The kernel module of `module`, created (with an NVVM target for `chip`)
-/// if it has none; `module` becomes a GPU container module.
+/// The kernel module of `module`, created (with an NVVM target for `chip`
+/// and the PTX version the target model gives it) if it has none; `module`
+/// becomes a GPU container module. Null when it must be created for a chip
+/// the target model does not know.
 gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, StringRef chip);
 
 /// Sets the dynamic shared memory of `launch` to `bytes` (an i32 constant),

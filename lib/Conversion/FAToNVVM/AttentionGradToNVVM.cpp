@@ -59,6 +59,13 @@ using namespace mlir::fa::nvvm;
 
 namespace {
 
+using ::fa::target::Feature;
+
+/// Whether the kernels' target has `feature`.
+bool has(const GradKernelOptions &options, Feature feature) {
+  return options.target && options.target->has(feature);
+}
+
 /// Key rows of a dkdv CTA and query rows of a dq CTA: 4 warps x 16.
 constexpr int64_t kBlockRows = 16 * kWarps;
 /// Query rows of a dsum CTA: 32 rows (a quad each) twice.
@@ -73,7 +80,10 @@ public:
         op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
         scored(hasScoreTerms(op) || op.getDropoutSeed()),
         prefetch(options.prefetch), atomicDQ(options.atomicDQ),
-        bulkDQ(atomicDQ && options.sm90) {
+        bulkDQ(atomicDQ && has(options, Feature::BulkCopy)) {
+    // The tiles below were tuned on the H100 (sm_90a, where wgmma exists);
+    // other chips get sm_80's.
+    const bool hopper = has(options, Feature::Wgmma);
     if (auto attr = op.getSoftcapAttr())
       softcap = attr.getValueAsDouble();
     if (Value bias = op.getBias())
@@ -97,14 +107,14 @@ public:
     //    512-byte rows: 16.
     // GradKernelOptions::wgmma, where it applies (atomic dQ's pipelining
     // needs the prefetch): the plain path at D = 64 and 128 in 8 warps.
-    bool wgmmaShape = options.wgmma && options.sm90 && prefetch &&
+    bool wgmmaShape = options.wgmma && hopper && prefetch &&
                       (d == 64 || d == 128) && !scored && !softcap;
     // dkdv's warps: by default 8 (128 keys per CTA) with atomic dQ on sm_90,
     // where the tile's Q copies and dQ columns split evenly over them, and
     // where it multiplies with wgmma.
     dkdvWarps = options.dkdvWarps
                     ? options.dkdvWarps
-                    : (options.sm90 && (atomicDQ || wgmmaShape) ? 8 : 4);
+                    : (hopper && (atomicDQ || wgmmaShape) ? 8 : 4);
     // At D = 64 wgmma takes Q tiles of 128 rows (S^T and dP^T of 64
     // registers in one block, dK and dV of 32; 1.13-1.25x over 64 rows,
     // performance.md).
@@ -115,7 +125,7 @@ public:
       dkdvBlockQ = 16;
     else
       dkdvBlockQ =
-          d == 128 && options.sm90 && (!atomicDQ || dkdvWarps == 8) ? 64 : 32;
+          d == 128 && hopper && (!atomicDQ || dkdvWarps == 8) ? 64 : 32;
     if (dkdvWarps == 8 && !canUseEightDkDvWarps())
       dkdvWarps = 4;
     dkdvCols = std::min<int64_t>(d, 128);
@@ -128,9 +138,8 @@ public:
     // keys (192 accumulator registers; +0-3.5% over 64 in one A/B run,
     // performance.md).
     dqBlockKV =
-        d <= 128
-            ? (d == 128 && options.sm90 && !scored && !softcap ? 128 : kBlockKV)
-            : (scored ? 16 : 32);
+        d <= 128 ? (d == 128 && hopper && !scored && !softcap ? 128 : kBlockKV)
+                 : (scored ? 16 : 32);
   }
 
   void buildDsum(StringRef name);
@@ -414,8 +423,7 @@ KernelBuilder::Tiles GradKernelBuilder::applySoftcap(Tiles &s) {
     for (Value &x : t) {
       // softcap * tanh(x * scale / softcap), then * log2(e); d/dx of the
       // score is scale * (1 - tanh^2).
-      Value th = approx("tanh.approx.f32",
-                        fmul(x, cf(op.getScaleOrDefault() / *softcap)));
+      Value th = accurateTanh(fmul(x, cf(op.getScaleOrDefault() / *softcap)));
       x = fmul(th, cf(*softcap * M_LOG2E));
       dt.push_back(fsub(cf(1.0), fmul(th, th)));
     }

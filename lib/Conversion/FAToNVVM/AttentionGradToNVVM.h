@@ -4,6 +4,7 @@
 #define FA_LIB_CONVERSION_FATONVVM_ATTENTIONGRADTONVVM_H
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Target/GpuTarget.h"
 #include "mlir/IR/Builders.h"
 
 #include <string>
@@ -30,17 +31,18 @@ struct GradKernelOptions {
   /// gets its own kernel (dq), which computes S and dP again: no atomics,
   /// bitwise reproducible.
   bool atomicDQ = false;
-  /// The kernels target sm_90+: with atomic dQ, dkdv adds each Q tile's dQ
-  /// with one bulk reduction (cp.reduce.async.bulk .add.f32) of a
-  /// shared-memory tile instead of one atomic per element; at D = 128 the
-  /// plain path's tiles are larger (GradKernelBuilder).
-  bool sm90 = false;
+  /// The GPU the kernels are for (null: sm_80's features). With BulkCopy and
+  /// atomic dQ, dkdv adds each Q tile's dQ with one bulk reduction
+  /// (cp.reduce.async.bulk .add.f32) of a shared-memory tile instead of one
+  /// atomic per element; with Wgmma (sm_90a) the tiles tuned on the H100
+  /// apply (GradKernelBuilder).
+  const ::fa::target::GpuTarget *target = nullptr;
   /// Warps of a dkdv CTA, each owning 16 key rows: 4 or 8; 0 picks
   /// (GradKernelBuilder). 8 warps share each Q tile among 128 keys: half the
   /// Q/dO copies per key and, with atomic dQ, half the additions into the
   /// accumulator, at one CTA per SM.
   int64_t dkdvWarps = 0;
-  /// On sm_90, the plain path's dK/dV kernel of atomic dQ in 8 warps with
+  /// On sm_90a, the plain path's dK/dV kernel of atomic dQ in 8 warps with
   /// 64-row Q tiles (D = 64, 128) multiplies with wgmma: each warpgroup's
   /// 64 keys are one m64 tile, and its operands are read by the tensor
   /// cores from shared memory once per warpgroup (mma.sync reads them once

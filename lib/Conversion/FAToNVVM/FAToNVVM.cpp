@@ -41,6 +41,7 @@
 #include "KernelBuilder.h"
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Target/GpuTarget.h"
 #include "fa/Transforms/Builders.h"
 #include "fa/Transforms/GpuKernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -410,7 +411,7 @@ void FlashKernelBuilder::build(StringRef name) {
               for (Value &x : t) {
                 // softcap * tanh(s * scale / softcap), then * log2(e).
                 Value scaled = fmul(x, cf(op.getScaleOrDefault() / *softcap));
-                Value th = approx("tanh.approx.f32", scaled);
+                Value th = accurateTanh(scaled);
                 x = fmul(th, cf(*softcap * M_LOG2E));
               }
         }
@@ -765,10 +766,16 @@ FailureOr<ForwardTile> getKernelTile(gpu::GPUFuncOp kernel) {
 }
 
 struct ConvertFAToNVVMPass
-    : public fa::impl::ConvertFAToNVVMBase<ConvertFAToNVVMPass> {
+    : public mlir::fa::impl::ConvertFAToNVVMBase<ConvertFAToNVVMPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (!chip.empty() && !::fa::target::lookupGpuTarget(chip)) {
+      module.emitError("convert-fa-to-nvvm: unknown chip '")
+          << chip << "' (FA compiles for " << ::fa::target::listGpuTargets()
+          << ")";
+      return signalPassFailure();
+    }
     SmallVector<AttentionGradOp> gradOps;
     SmallVector<gpu::GPUFuncOp> forwardKernels;
     bool unfused = false;
@@ -798,7 +805,15 @@ struct ConvertFAToNVVMPass
     }
     std::string target =
         !chip.empty() ? chip : (moduleChip.empty() ? "sm_80" : moduleChip);
+    const ::fa::target::GpuTarget *gpuTarget =
+        ::fa::target::lookupGpuTarget(target);
     gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, target);
+    if (!gpuTarget || !gpuModule) {
+      module.emitError("convert-fa-to-nvvm: unknown chip '")
+          << target << "' (FA compiles for " << ::fa::target::listGpuTargets()
+          << ")";
+      return signalPassFailure();
+    }
     OpBuilder b(gpuModule.getBodyRegion());
     if (!gpuModule.lookupSymbol("fa_smem")) {
       // 1024-byte aligned: wgmma's 128-byte swizzle is a function of the
@@ -874,10 +889,10 @@ struct ConvertFAToNVVMPass
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();
       }
-      SmallVector<KernelContract, 3> contracts = buildAttentionGradKernels(
-          b, op, std::to_string(i),
-          {bwdPrefetch, bwdAtomicDQ, /*sm90=*/target == "sm_90a", bwdDkDvWarps,
-           bwdWgmma, bwdDeterministic});
+      SmallVector<KernelContract, 3> contracts =
+          buildAttentionGradKernels(b, op, std::to_string(i),
+                                    {bwdPrefetch, bwdAtomicDQ, gpuTarget,
+                                     bwdDkDvWarps, bwdWgmma, bwdDeterministic});
       if (contracts.empty())
         return signalPassFailure();
       // The launch contracts, read by the runtime: on each kernel, and for
