@@ -512,7 +512,7 @@ def test_unsupported_target_is_an_fa_error() -> None:
     with pytest.raises(
         fa.FAError,
         match=r"^fa::compile: target 'tpu' is not supported \(host, auto, or a GPU "
-        r"chip such as sm_80 or sm_90a\)$",
+        r"chip: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100, sm_120\)$",
     ):
         fa.compile("f32", 16, target="tpu")
     # The GPU kernel takes f16 and bf16 only: a compile error, no GPU needed.
