@@ -56,3 +56,9 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# no-gpu: no GPU is listed here (fa::runtime::gpuRequired's rule, without
+# FA_REQUIRE_GPU), so the tests of what happens without one can run.
+gpus = "/proc/driver/nvidia/gpus"
+if not os.path.exists("/dev/nvidia0") and not (os.path.isdir(gpus) and os.listdir(gpus)):
+    config.available_features.add("no-gpu")

@@ -11,10 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unistd.h>
 
 using namespace fa::runtime;
 using namespace fa::runtime::test;
@@ -81,6 +83,26 @@ TEST(DriverLoading, LibraryThatIsNotADriver) {
   EXPECT_TRUE(startsWith(driver->unavailableReason(),
                          "libm.so.6 lacks cuInit, cuDriverGetVersion, "))
       << driver->unavailableReason();
+}
+
+TEST(GpuRequired, FollowsFA_REQUIRE_GPU) {
+  {
+    ScopedEnv env("FA_REQUIRE_GPU", "1");
+    EXPECT_TRUE(gpuRequired());
+  }
+  {
+    ScopedEnv env("FA_REQUIRE_GPU", "0");
+    EXPECT_FALSE(gpuRequired());
+  }
+  // Unset (or any other value): whether the kernel driver lists a GPU.
+  ScopedEnv env("FA_REQUIRE_GPU", std::nullopt);
+  bool listed = access("/dev/nvidia0", F_OK) == 0;
+  if (DIR *gpus = opendir("/proc/driver/nvidia/gpus")) {
+    for (dirent *entry; (entry = readdir(gpus));)
+      listed |= entry->d_name[0] != '.';
+    closedir(gpus);
+  }
+  EXPECT_EQ(gpuRequired(), listed);
 }
 
 TEST(DriverLoading, NoDevice) {
