@@ -115,25 +115,8 @@ double dot(const double *a, const double *b, int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-/// dot(a, b, n) as a matmul computes it under `arith`: in float64, or as a
-/// chain of tensor-core steps, each adding 16 products to an f32
-/// accumulator with one rounding.
-double rowDot(const Arith &arith, const double *a, const double *b, int64_t n) {
-  if (arith.exact())
-    return dot(a, b, n);
-  float sum = 0;
-  for (int64_t d = 0; d < n; d += 16) {
-    double step = 0;
-    for (int64_t e = d; e < std::min(n, d + 16); ++e)
-      step += a[e] * b[e];
-    sum = static_cast<float>(sum + step);
-  }
-  return sum;
-}
-
 /// dot(a, b, n) as a kernel's plain loop computes it under `arith`: one f32
-/// rounding per product added. D = dO . O is no matmul: its sum runs in
-/// another order than dP = dO . V^T's, which shows where the two cancel.
+/// rounding per product added.
 double loopDot(const Arith &arith, const double *a, const double *b,
                int64_t n) {
   if (arith.exact())
@@ -141,6 +124,24 @@ double loopDot(const Arith &arith, const double *a, const double *b,
   float sum = 0;
   for (int64_t d = 0; d < n; ++d)
     sum = std::fma(static_cast<float>(a[d]), static_cast<float>(b[d]), sum);
+  return sum;
+}
+
+/// dot(a, b, n) as a matmul computes it under `arith`: f16 and bf16 operands
+/// go through tensor-core steps, each adding 16 exact products to the f32
+/// accumulator with one rounding; f32 ones through a plain loop. (D = dO . O
+/// is no matmul: loopDot, whose sums run in another order than dP's, which
+/// shows where the two cancel.)
+double rowDot(const Arith &arith, const double *a, const double *b, int64_t n) {
+  if (arith.exact() || arith.precision == Precision::F32)
+    return loopDot(arith, a, b, n);
+  float sum = 0;
+  for (int64_t d = 0; d < n; d += 16) {
+    double step = 0;
+    for (int64_t e = d; e < std::min(n, d + 16); ++e)
+      step += a[e] * b[e];
+    sum = static_cast<float>(sum + step);
+  }
   return sum;
 }
 
