@@ -20,7 +20,7 @@ if [ -f "$log" ]; then
     {
       grep -oE '^\[  SKIPPED \] [A-Za-z][A-Za-z0-9_./-]*' "$log" | sed 's/^\[  SKIPPED \] /gtest: /'
       awk '/^Unsupported Tests \(/ { on = 1; next } on && /^  / { print "lit: " $0; next } { on = 0 }' "$log" | sed 's/lit:  *\(.*\)/lit: \1/'
-      grep -E '^SKIPPED \[' "$log" | sed 's/^/pytest: /'
+      grep -E '^SKIPPED ' "$log" | sed 's/^/pytest: /'
       grep -E '^[a-z-]+: skipped' "$log" | sed 's/^/script: /'
     } | sort -u
   )
