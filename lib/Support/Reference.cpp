@@ -726,8 +726,13 @@ double fa::support::relativeError(const double *out, const double *ref,
   return std::sqrt(diffSq / refSq);
 }
 
-double fa::support::rowError(const double *got, const double *exact, size_t n,
-                             int64_t rowLength, ErrorScale scale) {
+namespace {
+
+/// rowError, and in `worstRow` the row it comes from (the first row with a
+/// mismatched non-finite value, when it is infinite).
+double worstRowError(const double *got, const double *exact, size_t n,
+                     int64_t rowLength, ErrorScale scale, int64_t &worstRow) {
+  worstRow = 0;
   if (n == 0 || rowLength <= 0)
     return 0;
   const size_t length = static_cast<size_t>(rowLength);
@@ -736,10 +741,12 @@ double fa::support::rowError(const double *got, const double *exact, size_t n,
   // overflows when squared.
   double maxAbs = 0;
   for (size_t e = 0; e < n; ++e) {
-    if (std::isfinite(got[e]) && std::isfinite(exact[e]))
+    if (std::isfinite(got[e]) && std::isfinite(exact[e])) {
       maxAbs = std::max({maxAbs, std::fabs(got[e]), std::fabs(exact[e])});
-    else if (!(std::isinf(exact[e]) && got[e] == exact[e]))
+    } else if (!(std::isinf(exact[e]) && got[e] == exact[e])) {
+      worstRow = static_cast<int64_t>(e / length);
       return std::numeric_limits<double>::infinity();
+    }
   }
   if (maxAbs == 0)
     return 0;
@@ -761,9 +768,21 @@ double fa::support::rowError(const double *got, const double *exact, size_t n,
       double diff = got[e] / maxAbs - exact[e] / maxAbs;
       sumSq += diff * diff;
     }
-    worst = std::max(worst, std::sqrt(sumSq) * maxAbs / norm);
+    double error = std::sqrt(sumSq) * maxAbs / norm;
+    if (error > worst) {
+      worst = error;
+      worstRow = static_cast<int64_t>(r);
+    }
   }
   return worst;
+}
+
+} // namespace
+
+double fa::support::rowError(const double *got, const double *exact, size_t n,
+                             int64_t rowLength, ErrorScale scale) {
+  int64_t row;
+  return worstRowError(got, exact, n, rowLength, scale, row);
 }
 
 AccuracyCheck fa::support::checkAccuracy(const double *got, const double *exact,
@@ -771,23 +790,10 @@ AccuracyCheck fa::support::checkAccuracy(const double *got, const double *exact,
                                          int64_t rowLength, ErrorScale scale,
                                          double fixedBound) {
   AccuracyCheck check;
-  check.error = rowError(got, exact, n, rowLength, scale);
+  check.error = worstRowError(got, exact, n, rowLength, scale, check.worstRow);
   check.baseline = rowError(lowPrecision, exact, n, rowLength, scale);
   check.bound =
       fixedBound > 0 ? fixedBound : 2 * check.baseline + kAccuracyEpsilon;
   check.passed = check.error <= check.bound;
-  // The worst row, for the report.
-  if (n > 0 && rowLength > 0) {
-    double worst = -1;
-    const size_t length = static_cast<size_t>(rowLength);
-    for (size_t r = 0; r < n / length; ++r) {
-      double e = rowError(got + r * length, exact + r * length, length,
-                          rowLength, ErrorScale::Absolute);
-      if (e > worst) {
-        worst = e;
-        check.worstRow = static_cast<int64_t>(r);
-      }
-    }
-  }
   return check;
 }
