@@ -5,18 +5,8 @@
 set -uo pipefail
 fajit=${1:-$(dirname "$0")/../../build/bin/fa-jit}
 
-# --target=auto picks the host only where no GPU must be used (no GPU
-# listed and FA_REQUIRE_GPU unset): that is the one skip. Where a GPU is,
-# a driver failure fails the probe, and the script, with the driver's words.
-if ! probe=$("$fajit" --target=auto --emit=ptx --shape=1,1,1,1,1,64 --dtype=bf16 2>&1); then
-  if [[ "$probe" == *"needs a GPU target"* ]]; then
-    echo "gpu-tests: skipped (no CUDA device: fa-jit --target=auto picks the host)"
-    exit 77
-  fi
-  echo "gpu-tests: FAIL: the GPU probe failed:"
-  echo "$probe" | sed 's/^/    /'
-  exit 1
-fi
+source "$(dirname "$0")/Inputs/probe.sh"
+probe_gpu gpu-tests "$fajit"
 
 passed=0 failed=0
 run() {

@@ -15,18 +15,8 @@ if [ ! -x "$sanitizer" ]; then
   echo "sanitize: skipped (no compute-sanitizer)"
   exit 77
 fi
-# --target=auto picks the host only where no GPU must be used (no GPU
-# listed and FA_REQUIRE_GPU unset): that is the one skip. Where a GPU is,
-# a driver failure fails the probe, and the script, with the driver's words.
-if ! probe=$("$fajit" --target=auto --emit=ptx --shape=1,1,1,1,1,64 --dtype=bf16 2>&1); then
-  if [[ "$probe" == *"needs a GPU target"* ]]; then
-    echo "sanitize: skipped (no CUDA device: fa-jit --target=auto picks the host)"
-    exit 77
-  fi
-  echo "sanitize: FAIL: the GPU probe failed:"
-  echo "$probe" | sed 's/^/    /'
-  exit 1
-fi
+source "$(dirname "$0")/Inputs/probe.sh"
+probe_gpu sanitize "$fajit"
 
 # Which head dims the forward and the backward take on this build (the
 # kernel refuses the others with a diagnostic before anything runs).
