@@ -345,7 +345,7 @@ fa::Kernel fa::compile(const AttentionSpec &spec,
     rt::Expected<rt::Device> device = rt::Device::get(0);
     if (device.failed() && rt::gpuRequired())
       throw Error("fa::compile: target 'auto': a GPU is present (or "
-                  "FA_REQUIRE_GPU=1) but CUDA is unavailable: " +
+                  "FA_REQUIRE_GPU=1) but " +
                   device.getMessage());
     target = device.ok() ? device.value().getChip() : "host";
   }

@@ -794,8 +794,7 @@ bool Driver::parseFlags() {
     // Where a GPU must be used, falling back to the host would turn every
     // GPU test into a host test: fail with the driver's reason instead.
     if (device.failed() && ::fa::runtime::gpuRequired())
-      return fail("--target=auto: a GPU is present (or FA_REQUIRE_GPU=1) but "
-                  "CUDA is unavailable: " +
+      return fail("--target=auto: a GPU is present (or FA_REQUIRE_GPU=1) but " +
                   device.getMessage());
     chip = device.ok() ? device.value().getChip() : std::string();
   }
