@@ -170,9 +170,9 @@ bool CachedKernel::operator==(const CachedKernel &other) const {
 
 namespace {
 constexpr const char *kMagic = "FA-KERNEL";
-constexpr int kFormatVersion = 1;
-/// The version of files whose image has further entry points.
-constexpr int kEntriesFormatVersion = 2;
+/// 3: the checksum covers the header too (1 and 2 hashed the image only, so
+/// a flipped digit in a launch line loaded silently); older files miss.
+constexpr int kFormatVersion = 3;
 constexpr const char *kSuffix = ".fakernel";
 /// Files larger than this are not read (no kernel comes near).
 constexpr off_t kMaxFileBytes = off_t(1) << 30;
@@ -304,6 +304,15 @@ Expected<std::string> readFile(const std::string &path) {
   return content;
 }
 
+/// The checksum line's value: SHA-256 of the header lines before it and the
+/// image, so that a changed launch line is caught like a changed image byte.
+std::string contentChecksum(std::string_view header, std::string_view image) {
+  Sha256 hash;
+  hash.update(header);
+  hash.update(image);
+  return hash.hexDigest();
+}
+
 /// The lines block, shared, grid and params of a kernel or entry.
 template <typename T> std::string launchLines(const T &kernel) {
   return "block " + std::to_string(kernel.blockX) + " " +
@@ -354,21 +363,18 @@ std::string KernelCache::serialize(const std::string &key,
                                    const CachedKernel &kernel) {
   std::string out;
   out.reserve(kernel.image.size() + 512);
-  int version = kernel.entries.empty() ? kFormatVersion : kEntriesFormatVersion;
-  out += std::string(kMagic) + " " + std::to_string(version) + "\n";
+  out += std::string(kMagic) + " " + std::to_string(kFormatVersion) + "\n";
   out += "key " + key + "\n";
   out += "kernel " + kernel.kernelName + "\n";
   out += launchLines(kernel);
   out += "chip " + kernel.chip + "\n";
-  if (!kernel.entries.empty()) {
-    out += "entries " + std::to_string(kernel.entries.size()) + "\n";
-    for (const CachedKernel::Entry &entry : kernel.entries)
-      out += "entry " + entry.kernelName + "\n" + launchLines(entry);
-  }
+  out += "entries " + std::to_string(kernel.entries.size()) + "\n";
+  for (const CachedKernel::Entry &entry : kernel.entries)
+    out += "entry " + entry.kernelName + "\n" + launchLines(entry);
   out += std::string("format ") +
          (kernel.format == CachedKernel::Format::PTX ? "ptx" : "cubin") + "\n";
   out += "size " + std::to_string(kernel.image.size()) + "\n";
-  out += "sha256 " + sha256Hex(kernel.image) + "\n";
+  out += "sha256 " + contentChecksum(out, kernel.image) + "\n";
   out += "end\n";
   out += kernel.image;
   return out;
@@ -380,11 +386,9 @@ Expected<CachedKernel> KernelCache::deserialize(const std::string &key,
   Expected<std::string> version = reader.field(kMagic);
   if (version.failed())
     return Status::error("not an FA kernel file");
-  bool hasEntries = *version == std::to_string(kEntriesFormatVersion);
-  if (*version != std::to_string(kFormatVersion) && !hasEntries)
+  if (*version != std::to_string(kFormatVersion))
     return Status::error("format version " + *version + ", expected " +
-                         std::to_string(kFormatVersion) + " or " +
-                         std::to_string(kEntriesFormatVersion));
+                         std::to_string(kFormatVersion));
 
   CachedKernel kernel;
   Expected<std::string> fileKey = reader.field("key");
@@ -408,25 +412,23 @@ Expected<CachedKernel> KernelCache::deserialize(const std::string &key,
     return chip.getStatus();
   kernel.chip = chip.take();
 
-  if (hasEntries) {
-    Expected<uint64_t> count = reader.number("entries");
-    if (count.failed())
-      return count.getStatus();
-    if (*count == 0 || *count > 64)
-      return Status::error("bad entries count");
-    for (uint64_t i = 0; i < *count; ++i) {
-      CachedKernel::Entry entry;
-      Expected<std::string> entryName = reader.field("entry");
-      if (entryName.failed())
-        return entryName.getStatus();
-      if (entryName->empty())
-        return Status::error("empty entry name");
-      entry.kernelName = entryName.take();
-      status = readLaunchLines(reader, entry);
-      if (status.failed())
-        return status;
-      kernel.entries.push_back(std::move(entry));
-    }
+  Expected<uint64_t> count = reader.number("entries");
+  if (count.failed())
+    return count.getStatus();
+  if (*count > 64)
+    return Status::error("bad entries count");
+  for (uint64_t i = 0; i < *count; ++i) {
+    CachedKernel::Entry entry;
+    Expected<std::string> entryName = reader.field("entry");
+    if (entryName.failed())
+      return entryName.getStatus();
+    if (entryName->empty())
+      return Status::error("empty entry name");
+    entry.kernelName = entryName.take();
+    status = readLaunchLines(reader, entry);
+    if (status.failed())
+      return status;
+    kernel.entries.push_back(std::move(entry));
   }
 
   Expected<std::string> format = reader.field("format");
@@ -442,6 +444,9 @@ Expected<CachedKernel> KernelCache::deserialize(const std::string &key,
   Expected<uint64_t> size = reader.number("size");
   if (size.failed())
     return size.getStatus();
+  // The header lines the checksum covers: everything before its own line.
+  std::string_view header =
+      content.substr(0, content.size() - reader.remaining().size());
   Expected<std::string> checksum = reader.field("sha256");
   if (checksum.failed())
     return checksum.getStatus();
@@ -453,8 +458,8 @@ Expected<CachedKernel> KernelCache::deserialize(const std::string &key,
   if (image.size() != *size)
     return Status::error("the image has " + std::to_string(image.size()) +
                          " bytes, the header says " + std::to_string(*size));
-  if (sha256Hex(image) != *checksum)
-    return Status::error("the image does not match its checksum");
+  if (contentChecksum(header, image) != *checksum)
+    return Status::error("the file does not match its checksum");
   kernel.image = std::string(image);
   return kernel;
 }

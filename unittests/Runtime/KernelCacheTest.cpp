@@ -197,13 +197,20 @@ TEST(KernelCache, RoundTripThroughDisk) {
 
   // The header is the documented text.
   std::string content = readFile(cache.getPath(key));
-  EXPECT_EQ(content.rfind("FA-KERNEL 1\nkey " + key +
+  EXPECT_EQ(content.rfind("FA-KERNEL 3\nkey " + key +
                               "\nkernel fa_attention_fwd\nblock 384 1 1\n"
                               "shared 229376\n",
                           0),
             0u)
       << content;
-  EXPECT_NE(content.find("\nchip sm_90a\nformat ptx\n"), std::string::npos);
+  EXPECT_NE(content.find("\nchip sm_90a\nentries 0\nformat ptx\n"),
+            std::string::npos);
+  // The checksum covers the header before its line, then the image.
+  size_t line = content.find("sha256 ");
+  ASSERT_NE(line, std::string::npos);
+  EXPECT_EQ(content.substr(line),
+            "sha256 " + sha256Hex(content.substr(0, line) + kernel.image) +
+                "\nend\n" + kernel.image);
 }
 
 TEST(KernelCache, BinaryImageRoundTrip) {
@@ -245,7 +252,7 @@ TEST(KernelCache, EntriesRoundTrip) {
   EXPECT_EQ(*hit, kernel);
 
   std::string content = readFile(KernelCache(dir.path).getPath(key));
-  EXPECT_EQ(content.rfind("FA-KERNEL 2\n", 0), 0u) << content;
+  EXPECT_EQ(content.rfind("FA-KERNEL 3\n", 0), 0u) << content;
   EXPECT_NE(content.find("\nchip sm_90a\nentries 2\nentry second\n"
                          "block 128 1 1\nshared 65536\n"
                          "grid ceil(Nk/64),Hkv,B\nparams same\n"
@@ -314,9 +321,14 @@ TEST(KernelCache, CorruptOrTruncatedFileIsAMiss) {
   flipped[flipped.size() - 100] = 'y';
   std::string newerVersion = good;
   newerVersion.replace(0, 11, "FA-KERNEL 9");
-  // Version 2 is a file with entries: a version 1 body does not parse.
-  std::string noEntries = good;
-  noEntries.replace(0, 11, "FA-KERNEL 2");
+  // A launch line changed along with a checksum of the image alone (format
+  // versions 1 and 2) parses but must not load.
+  std::string header = good.substr(0, good.find("sha256 "));
+  std::string imageOnly = header;
+  imageOnly.replace(imageOnly.find("shared 229376"), 13, "shared 229377");
+  imageOnly += "sha256 " + sha256Hex(kernel.image) + "\nend\n" + kernel.image;
+  std::string oldVersion = good;
+  oldVersion.replace(0, 11, "FA-KERNEL 1");
   std::vector<std::pair<std::string, std::string>> corruptions = {
       {"empty", ""},
       {"garbage", "not a kernel file at all"},
@@ -325,7 +337,8 @@ TEST(KernelCache, CorruptOrTruncatedFileIsAMiss) {
       {"extra bytes", good + "x"},
       {"flipped image byte", flipped},
       {"other format version", newerVersion},
-      {"version 2 without entries", noEntries},
+      {"format version 1", oldVersion},
+      {"header changed, image checksum kept", imageOnly},
       {"another key's file", readFile(KernelCache(dir.path).getPath(other))},
   };
   for (const auto &[what, content] : corruptions) {
@@ -342,6 +355,38 @@ TEST(KernelCache, CorruptOrTruncatedFileIsAMiss) {
   std::shared_ptr<const CachedKernel> hit = KernelCache(dir.path).lookup(key);
   ASSERT_NE(hit, nullptr);
   EXPECT_EQ(*hit, kernel);
+}
+
+/// Every single flipped byte and every truncation of a file is caught, in
+/// the header (a launch line, a name) as well as in the image.
+TEST(KernelCache, EveryFlippedByteAndTruncationIsAMiss) {
+  std::string key = makeKey("ir", "sm_90a", "every byte");
+  CachedKernel kernel = sampleKernel();
+  CachedKernel::Entry entry;
+  entry.kernelName = "second";
+  entry.blockX = 128;
+  entry.gridRule = "ceil(Nk/64),Hkv,B";
+  kernel.entries.push_back(entry);
+  std::string good = KernelCache::serialize(key, kernel);
+  Expected<CachedKernel> parsed = KernelCache::deserialize(key, good);
+  ASSERT_TRUE(parsed.ok()) << parsed.getMessage();
+  EXPECT_EQ(*parsed, kernel);
+  int accepted = 0;
+  for (size_t i = 0; i < good.size(); ++i)
+    for (unsigned char mask : {0x01, 0x80}) {
+      std::string bad = good;
+      bad[i] = char(bad[i] ^ mask);
+      if (KernelCache::deserialize(key, bad).ok()) {
+        ++accepted;
+        ADD_FAILURE() << "byte " << i << " ^ " << int(mask) << " accepted";
+      }
+    }
+  for (size_t size = 0; size < good.size(); ++size)
+    if (KernelCache::deserialize(key, good.substr(0, size)).ok()) {
+      ++accepted;
+      ADD_FAILURE() << "truncation to " << size << " bytes accepted";
+    }
+  EXPECT_EQ(accepted, 0);
 }
 
 TEST(KernelCache, RejectsBadKeysAndFields) {

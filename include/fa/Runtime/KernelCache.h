@@ -15,7 +15,7 @@
 // Disk: $FA_CACHE_DIR, else $XDG_CACHE_HOME/fa, else $HOME/.cache/fa. One
 // file per key, <dir>/<key>.fakernel: a text header, then the image bytes.
 //
-//   FA-KERNEL 1                      magic and format version
+//   FA-KERNEL 3                      magic and format version
 //   key <64 hex digits>              must match the file name
 //   kernel <name>                    the .entry to launch
 //   block <x> <y> <z>                threads per block
@@ -23,25 +23,24 @@
 //   grid <rule>                      name of the rule mapping sizes to a grid
 //   params <layout>                  the kernel's parameter layout
 //   chip <chip>                      e.g. sm_90a
+//   entries <n>                      further entry points (CachedKernel::
+//                                    entries; the backward's kernels live in
+//                                    one module), 0 <= n <= 64, then per entry:
+//     entry <name>
+//     block <x> <y> <z>
+//     shared <bytes>
+//     grid <rule>
+//     params <layout>
 //   format <ptx|cubin>
 //   size <bytes>                     of the image
-//   sha256 <64 hex digits>           of the image
+//   sha256 <64 hex digits>           of every header byte before this line,
+//                                    then the image
 //   end
 //   <image: exactly `size` bytes>
 //
-// An image with further entry points (CachedKernel::entries: the backward's
-// three kernels live in one module) is format version 2: "FA-KERNEL 2",
-// and after the chip line
-//
-//   entries <n>                      n >= 1, then per entry:
-//   entry <name>
-//   block <x> <y> <z>
-//   shared <bytes>
-//   grid <rule>
-//   params <layout>
-//
-// A kernel without entries is written as version 1, byte for byte as before;
-// both versions are read.
+// The checksum covers the header as well as the image: a flipped digit in a
+// launch line would otherwise load and launch wrongly. Files of other
+// versions (1 and 2 hashed the image only) miss and are rewritten.
 //
 // Files are written atomically: to a temporary file in the same directory,
 // fsync'ed, then renamed over <key>.fakernel, so readers see a whole old file
