@@ -35,6 +35,15 @@ public:
 /// FA's version, "MAJOR.MINOR.PATCH".
 std::string version();
 
+/// Host kernels run on this many threads: the last setNumThreads(n > 0),
+/// else $FA_NUM_THREADS, else every hardware thread the process may use
+/// (helpers come from one pool of at most the hardware threads). Results do
+/// not depend on it, bit for bit.
+int numThreads();
+/// Sets the host threads of later calls (all kernels); 0 restores the
+/// default.
+void setNumThreads(int threads);
+
 /// Parses `mlir` (textual IR holding fa ops), verifies it, runs the textual
 /// pass pipeline `pipeline` on it (e.g. "builtin.module(fa-decompose)") and
 /// returns the resulting IR as text. Throws fa::Error carrying every
@@ -181,8 +190,9 @@ private:
 
 /// Compiles `spec` for `target`: "host", a GPU chip ("sm_80", "sm_90a"), or
 /// "auto" (the first CUDA device's chip, else the host). GPU kernels come
-/// from the kernel cache ($FA_CACHE_DIR) when compiled before. Throws
-/// fa::Error when the spec is invalid, not supported on the target, or
+/// from the kernel cache ($FA_CACHE_DIR) when compiled before. Threads may
+/// compile at the same time (each compilation has its own MLIR context).
+/// Throws fa::Error when the spec is invalid, not supported on the target, or
 /// compilation fails.
 Kernel compile(const AttentionSpec &spec, const std::string &target = "host");
 

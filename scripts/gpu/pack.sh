@@ -56,13 +56,15 @@ gtests=(
   unittests/Runtime/FARuntimeTests          # the CUDA runtime on the real driver
   unittests/API/FAAPITests                  # the public C++ API through libfa.so
   unittests/Compiler/FACudaBackwardTests    # the GPU backward against the reference
+  unittests/API/FAConcurrencyTests          # 16 threads at once; damaged cache files
 )
 # Files the tests need beside them.
 gtest_files=(
   unittests/Runtime/libfa-fake-cuda.so # FARuntimeTests' stand-in driver
 )
 # What to build: the tools, libfa.so and the tests above.
-targets=(fa-opt fa-jit fa FARuntimeTests FAFakeCuda FAAPITests FACudaBackwardTests)
+targets=(fa-opt fa-jit fa FARuntimeTests FAFakeCuda FAAPITests FACudaBackwardTests
+  FAConcurrencyTests)
 
 say() { echo "pack.sh: $*"; }
 die() {

@@ -92,6 +92,7 @@ steps=(
   "gpu|test/gpu/gpu-tests.sh bin/fa-jit|test/gpu/gpu-tests.sh $FA/bin/fa-jit"
   "api|tests/FAAPITests|tests/FAAPITests --gtest_output=json:$OUT/api.json"
   "backward|tests/FACudaBackwardTests|tests/FACudaBackwardTests"
+  "concurrency|tests/FAConcurrencyTests|tests/FAConcurrencyTests"
   "sanitize|test/gpu/sanitize.sh bin/fa-jit|test/gpu/sanitize.sh $FA/bin/fa-jit"
   "lit|tools/lit/lit.py test/lit.site.cfg.py.pack tools/bin/FileCheck|python3 tools/lit/lit.py -sv --output $OUT/lit.json test"
   "python|python/src/bindings.cpp python/tests include/fa/fa.h|build_python && python3 -m pytest -q -p no:cacheprovider --junitxml=$OUT/python.xml python/tests"
@@ -157,7 +158,7 @@ for entry in "${steps[@]}"; do
   # A one-line note from the step's own summary.
   note=""
   case $name in
-  runtime | api | backward)
+  runtime | api | backward | concurrency)
     note=$(grep -hoE '^\[ +(PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?' "$step_log" |
       sed -E 's/^\[ +([A-Z]+) +\] ([0-9]+).*/\2 \L\1/' | paste -sd, - | sed 's/,/, /g')
     ;;
