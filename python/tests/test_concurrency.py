@@ -1,10 +1,16 @@
 """Threads calling fa at once (numpy, host CPU): sixteen variants compiled and
 run concurrently, and sixteen threads racing for one variant's first compile.
-Every result is judged against the references (docs/accuracy.md)."""
+Every result is judged against the references (docs/accuracy.md). Then
+processes writing one kernel cache entry at once: one whole file remains."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -97,3 +103,57 @@ def test_sixteen_threads_share_one_variant() -> None:
 
     run_at_once(work)
     assert all(o is not None for o in outputs)
+
+
+# Compiles one GPU kernel (PTX; no GPU needed) through the process's kernel
+# cache and prints its PTX.
+_COMPILE_SM80 = """
+import sys, fa
+kernel = fa.compile("bfloat16", 64, causal="bottom_right", softcap=9.25, target="sm_80")
+sys.stdout.write(kernel.ptx)
+"""
+
+
+def test_processes_writing_one_cache_entry_leave_one_whole_file(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = dict(os.environ, FA_CACHE_DIR=str(cache))
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _COMPILE_SM80],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    outputs = [p.communicate(timeout=240) for p in processes]
+    for p, (_, err) in zip(processes, outputs):
+        assert p.returncode == 0, err
+    ptx = {out for out, _ in outputs}
+    assert len(ptx) == 1 and ".target sm_80" in next(iter(ptx))
+
+    # One file, no temporary ones (docs/runtime.md: written to a temporary
+    # file, renamed), and whole: its checksum, recomputed here, holds.
+    names = sorted(os.listdir(cache))
+    assert len(names) == 1 and names[0].endswith(".fakernel"), names
+    content = (cache / names[0]).read_bytes()
+    header, _, image = content.partition(b"\nend\n")
+    assert image.decode() == next(iter(ptx))
+    lines = header.split(b"\n")
+    assert lines[0] == b"FA-KERNEL 3"
+    assert lines[1] == b"key " + names[0].removesuffix(".fakernel").encode()
+    assert lines[-2] == b"size %d" % len(image)
+    checksum = lines[-1]
+    covered = header[: len(header) - len(checksum)]
+    assert checksum == b"sha256 " + hashlib.sha256(covered + image).hexdigest().encode()
+
+    # A later process loads it (a store would rename a new file over it) and
+    # prints the same PTX.
+    inode = (cache / names[0]).stat().st_ino
+    again = subprocess.run(
+        [sys.executable, "-c", _COMPILE_SM80], env=env, capture_output=True, text=True, check=True
+    )
+    assert again.stdout == next(iter(ptx))
+    assert (cache / names[0]).stat().st_ino == inode
+    assert (cache / names[0]).read_bytes() == content
