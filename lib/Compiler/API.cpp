@@ -288,6 +288,10 @@ struct fa::Kernel::Impl {
 
 std::string fa::version() { return FA_VERSION; }
 
+int fa::numThreads() { return mlir::fa::getHostThreads(); }
+
+void fa::setNumThreads(int threads) { mlir::fa::setHostThreads(threads); }
+
 const char *fa::toString(DType dtype) {
   switch (dtype) {
   case DType::F16:

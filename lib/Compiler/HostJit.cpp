@@ -1,6 +1,7 @@
 //===- HostJit.cpp - Compile and run attention on the host ---------------===//
 
 #include "fa/Compiler/HostJit.h"
+#include "fa/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -25,9 +26,13 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -538,7 +543,42 @@ HostKernel::compile(ModuleOp kernelModule, const HostPipelineOptions &options) {
   auto entry = kernel->engine->lookupPacked("_mlir_ciface_" + kernel->name);
   if (!entry)
     return entry.takeError();
+  kernel->entry = *entry;
+  if (auto func = kernelModule.lookupSymbol<LLVM::LLVMFuncOp>(kernel->name))
+    if (auto loops = func->getAttrOfType<IntegerAttr>(kSharedLoopsAttr))
+      kernel->numSharedLoops = loops.getInt();
   return kernel;
+}
+
+static std::atomic<int> hostThreadsOverride{0};
+
+int mlir::fa::getHostThreads() {
+  if (int threads = hostThreadsOverride.load(std::memory_order_relaxed))
+    return threads;
+  static const int defaultThreads = [] {
+    if (const char *env = std::getenv("FA_NUM_THREADS")) {
+      char *end = nullptr;
+      long n = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && n > 0 && n <= 4096)
+        return static_cast<int>(n);
+    }
+    return static_cast<int>(
+        llvm::hardware_concurrency().compute_thread_count());
+  }();
+  return defaultThreads;
+}
+
+void mlir::fa::setHostThreads(int threads) {
+  hostThreadsOverride.store(threads > 0 ? threads : 0,
+                            std::memory_order_relaxed);
+}
+
+/// Helper threads for every kernel call: started on demand, never more than
+/// the hardware threads (the calling thread is the other one).
+static llvm::StdThreadPool &getHostThreadPool() {
+  static llvm::StdThreadPool *pool =
+      new llvm::StdThreadPool(llvm::hardware_concurrency());
+  return *pool;
 }
 
 /// The bytes a strided memref can touch, as [begin, end).
@@ -577,7 +617,7 @@ llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
   // Descriptors and scalars must outlive the call; packed holds their
   // addresses, as the C interface's packed wrapper expects.
   SmallVector<std::shared_ptr<void>> descriptors;
-  SmallVector<void *> pointers(args.size());
+  SmallVector<void *> pointers(args.size() + 1);
   SmallVector<int64_t> scalars(args.size());
   SmallVector<void *> packed;
   for (auto [i, arg] : llvm::enumerate(args)) {
@@ -602,7 +642,24 @@ llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
     pointers[i] = descriptors.back().get();
     packed.push_back(&pointers[i]);
   }
-  return engine->invokePacked("_mlir_ciface_" + name, packed);
+  if (numSharedLoops == 0) {
+    entry(packed.data());
+    return llvm::Error::success();
+  }
+  // Every thread calls the kernel with the same arguments; the counters
+  // (updated atomically by the kernel) hand out the loop iterations. A
+  // helper that starts late finds them spent and returns.
+  SmallVector<int64_t> counters(numSharedLoops, 0);
+  descriptors.push_back(makeDescriptor(
+      HostKernelArg::contiguous(counters.data(), {numSharedLoops})));
+  pointers.back() = descriptors.back().get();
+  packed.push_back(&pointers.back());
+  llvm::ThreadPoolTaskGroup helpers(getHostThreadPool());
+  for (int t = 1, e = getHostThreads(); t < e; ++t)
+    helpers.async([&] { entry(packed.data()); });
+  entry(packed.data());
+  helpers.wait();
+  return llvm::Error::success();
 }
 
 //===----------------------------------------------------------------------===//

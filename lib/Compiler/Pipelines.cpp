@@ -49,6 +49,9 @@ void mlir::fa::buildHostPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 
   // Tensors to buffers; function boundaries keep the caller's strides.
+  // The kernel's results are built in its output arguments (no copy after
+  // the loops, which fa-host-parallel requires).
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -59,6 +62,10 @@ void mlir::fa::buildHostPipeline(OpPassManager &pm,
 
   // Loops, then LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Q tiles (and K/V tiles in the backward) on all cores: the runtime calls
+  // the function once per thread. Foralls it leaves run sequentially.
+  if (options.parallel)
+    pm.addNestedPass<func::FuncOp>(createFAHostParallel());
   pm.addPass(createForallToForLoopPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -125,7 +125,10 @@ public:
 
   /// Calls the kernel (@fa_forward or @fa_backward). `args` follow its
   /// signature: memrefs of the declared ranks, the seed as a scalar. Fails,
-  /// without calling, when an output overlaps another argument.
+  /// without calling, when an output overlaps another argument. A kernel
+  /// whose tile loops fa-host-parallel shared runs on getHostThreads()
+  /// threads (the caller's and pool threads); its results do not depend on
+  /// their number.
   llvm::Error run(llvm::ArrayRef<HostKernelArg> args);
 
 private:
@@ -141,7 +144,20 @@ private:
   /// The trailing memref arguments that the kernel writes (O, [lse] or dQ,
   /// dK, dV, [dBias]).
   int64_t numOutputs = 0;
+  /// fa.shared_loops: the counters the kernel takes after `args` (0: it
+  /// runs on the calling thread alone).
+  int64_t numSharedLoops = 0;
+  /// The packed C interface of the kernel.
+  void (*entry)(void **) = nullptr;
 };
+
+/// The threads a host kernel runs on: the last setHostThreads(n > 0), else
+/// $FA_NUM_THREADS when it is a positive integer, else every hardware thread
+/// the process may use. Helpers come from one process-wide pool of at most
+/// that many hardware threads, so a larger number only queues.
+int getHostThreads();
+/// Sets the host threads of later calls; 0 restores the default.
+void setHostThreads(int threads);
 
 /// A capture as RegionEvaluator reads it: its elements as doubles, in C
 /// order.

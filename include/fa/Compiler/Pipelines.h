@@ -23,6 +23,11 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
   Option<int64_t> blockKV{
       *this, "block-kv", llvm::cl::desc("Key/value rows per tile (0: default)"),
       llvm::cl::init(0)};
+  Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Let concurrent calls share the tile loops "
+                     "(fa-host-parallel); false: they run sequentially"),
+      llvm::cl::init(true)};
 };
 
 /// fa-pipeline-host: fa ops on tensors to the LLVM dialect for the host CPU.

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -26,6 +27,10 @@ namespace mlir::fa {
 /// fa-online-softmax.
 inline constexpr llvm::StringLiteral kRowMaxLoopAttr = "fa.softmax_row_max";
 inline constexpr llvm::StringLiteral kRowSumLoopAttr = "fa.softmax_row_sum";
+
+/// Set by fa-host-parallel on a function whose loops concurrent calls share:
+/// the number of counters its last argument holds.
+inline constexpr llvm::StringLiteral kSharedLoopsAttr = "fa.shared_loops";
 
 } // namespace mlir::fa
 

@@ -136,6 +136,35 @@ def FATileGrad : Pass<"fa-tile-grad"> {
   ];
 }
 
+def FAHostParallel : Pass<"fa-host-parallel", "::mlir::func::FuncOp"> {
+  let summary = "Share the iterations of a host function's scf.forall loops "
+                "among concurrent calls of it (worker threads)";
+  let description = [{
+    On bufferized functions (memrefs): turns each `scf.forall` directly in
+    the function body into a loop that claims its iterations one at a time
+    from an atomic counter, `memref.atomic_rmw addi` on a new last argument
+    `memref<N x i64>` (N = the number of such loops, zero-filled by the
+    caller), and marks the function `fa.shared_loops = N`. Calling the
+    function from T threads at once with the same arguments then runs each
+    iteration exactly once, on whichever thread claims it; every thread
+    also runs the code outside the loops, on its own allocations.
+
+    The results are those of one sequential call, bit for bit, because a
+    forall's iterations are independent and each is computed the same way
+    on any thread. That holds only when code outside the loops writes no
+    memory but the function's own allocations, no code after the first
+    loop reads or writes memory (deallocations aside), and no loop reads or
+    writes memory an earlier loop writes (there is no barrier between
+    loops). A function that breaks a rule, or has no top-level forall, is
+    left as it is (`scf-forall-to-for` runs it sequentially).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
   let summary = "Outline each fa.attention into one GPU kernel and its launch";
   let description = [{
