@@ -442,7 +442,8 @@ mlir::fa::HostKernelArg toArg(const char *api, const fa::TensorView &t,
                               const char *name, fa::DType dtype, size_t rank,
                               bool isOutput, fa::Device device) {
   auto fail = [api](const std::string &message) { ::fail(api, message); };
-  if (!t.data)
+  bool empty = llvm::is_contained(t.shape, 0);
+  if (!t.data && !empty)
     fail(std::string(name) + " has no data (null pointer)");
   if (t.device != device)
     fail(std::string(name) +
@@ -458,8 +459,11 @@ mlir::fa::HostKernelArg toArg(const char *api, const fa::TensorView &t,
   if (!t.strides.empty() && t.strides.size() != rank)
     fail(std::string(name) + " has " + std::to_string(t.strides.size()) +
          " strides for rank " + std::to_string(rank));
+  // An empty tensor may have no data (torch's, for one); a kernel argument
+  // needs a pointer, which is never read.
+  alignas(256) static char noElements[1];
   mlir::fa::HostKernelArg arg;
-  arg.data = t.data;
+  arg.data = t.data ? t.data : noElements;
   arg.sizes.assign(t.shape.begin(), t.shape.end());
   if (t.strides.empty()) {
     arg.strides.resize(rank);
@@ -479,7 +483,7 @@ mlir::fa::HostKernelArg toArg(const char *api, const fa::TensorView &t,
       fail(std::string(name) + " has a negative stride (" +
            std::to_string(arg.strides[i]) + " in dim " + std::to_string(i) +
            "); negative strides are not supported");
-    if (isOutput && arg.strides[i] == 0 && t.shape[i] > 1)
+    if (isOutput && !empty && arg.strides[i] == 0 && t.shape[i] > 1)
       fail(std::string(name) + " is an output but has stride 0 in dim " +
            std::to_string(i) + " (its elements would overlap)");
   }
