@@ -138,6 +138,8 @@ public:
   /// V [B, Hkv, Nk, Dv], out [B, Hq, Nq, Dv]; lse [B, Hq, Nq] f32 when the
   /// spec returns it. Checks every view against the spec and the others
   /// before running and throws fa::Error naming the argument otherwise.
+  /// Nk = 0 gives O = 0 and lse = -inf; views with no elements may have
+  /// null data.
   /// A GPU kernel takes CUDA views (rows contiguous and 16-byte aligned) and
   /// runs on `stream` (a CUstream; null: the default stream) without
   /// synchronizing. `captures` are the views of spec.captures (any sizes and
