@@ -249,6 +249,549 @@ void backward(const fa::Kernel &kernel, const py::object &q,
                   dbiasView ? &*dbiasView : nullptr, captureViews);
 }
 
+//===----------------------------------------------------------------------===//
+// The per-call path of the `fa` package: numpy arrays and torch tensors read
+// and checked here, once per call (fa.attention's checks and their messages).
+//===----------------------------------------------------------------------===//
+
+/// `fa.<api>: <message>` as `Error` (TypeError or ValueError).
+template <typename Error>
+[[noreturn]] void raise(const std::string &api, const std::string &message) {
+  throw Error(api + ": " + message);
+}
+
+/// Python's repr of a tuple of ints: "(2, 4)", "(4,)", "()".
+std::string tupleText(const std::vector<int64_t> &v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+/// Python's repr of a list of ints: "[2, 4]".
+std::string listText(const std::vector<int64_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+/// What a dtype object is to FA: its code (none: unsupported) and the name
+/// messages use ("float16", "int64"; torch's without "torch.").
+struct DTypeInfo {
+  std::optional<fa::DType> dtype;
+  std::string name;
+};
+
+DTypeInfo dtypeInfoOf(const std::string &name) {
+  DTypeInfo info{std::nullopt, name};
+  if (name == "float16")
+    info.dtype = fa::DType::F16;
+  else if (name == "bfloat16")
+    info.dtype = fa::DType::BF16;
+  else if (name == "float32")
+    info.dtype = fa::DType::F32;
+  return info;
+}
+
+/// DTypeInfo by the dtype object's identity: numpy's and torch's dtype
+/// objects are mostly singletons. The cache holds a reference to each key, so
+/// an address is never reused; it stops growing at 64 entries.
+const DTypeInfo &lookupDType(const py::handle &dtype, bool torch) {
+  // Never destroyed: its references outlive the interpreter.
+  static auto &cache = *new std::vector<std::pair<py::object, DTypeInfo>>();
+  for (const auto &[key, info] : cache)
+    if (key.ptr() == dtype.ptr())
+      return info;
+  std::string name =
+      py::str(torch || !py::hasattr(dtype, "name") ? dtype : dtype.attr("name"))
+          .cast<std::string>();
+  if (torch && name.rfind("torch.", 0) == 0)
+    name = name.substr(6);
+  DTypeInfo info = dtypeInfoOf(name);
+  if (cache.size() < 64) {
+    cache.emplace_back(py::reinterpret_borrow<py::object>(dtype),
+                       std::move(info));
+    return cache.back().second;
+  }
+  static thread_local DTypeInfo last;
+  last = std::move(info);
+  return last;
+}
+
+/// One numpy array or torch tensor (or a look-alike: data_ptr(), stride(),
+/// dtype, device, shape) as read once per call.
+struct Arg {
+  py::object obj; ///< Keeps the memory alive (a copy of a numpy array with
+                  ///< negative strides).
+  bool torch = false;
+  std::optional<fa::DType> dtype;
+  std::string dtypeName;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides; ///< In elements.
+  std::string device;           ///< "cpu", "cuda:0", ...
+  uintptr_t data = 0;
+
+  bool isCpu() const { return device == "cpu"; }
+
+  fa::TensorView view() const {
+    fa::TensorView v;
+    v.data = reinterpret_cast<void *>(data);
+    v.dtype = dtype.value_or(fa::DType::F32);
+    v.shape = shape;
+    v.strides = strides;
+    v.device = isCpu() ? fa::Device::CPU : fa::Device::CUDA;
+    return v;
+  }
+
+  /// The same memory with leading size-1 dims up to `rank`.
+  void broadcastToRank(size_t rank) {
+    size_t extra = rank > shape.size() ? rank - shape.size() : 0;
+    shape.insert(shape.begin(), extra, 1);
+    strides.insert(strides.begin(), extra, 0);
+  }
+};
+
+std::vector<int64_t> intsOf(const py::handle &sequence) {
+  std::vector<int64_t> v;
+  PyObject *seq = PySequence_Fast(sequence.ptr(), "expected a sequence");
+  if (!seq)
+    throw py::error_already_set();
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  v.reserve(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    long long x = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+    if (x == -1 && PyErr_Occurred()) {
+      Py_DECREF(seq);
+      throw py::error_already_set();
+    }
+    v.push_back(x);
+  }
+  Py_DECREF(seq);
+  return v;
+}
+
+const py::handle &numpyArrayType() {
+  static py::handle type =
+      py::object(py::module_::import("numpy").attr("ndarray")).release();
+  return type;
+}
+
+bool isNumpyArray(const py::handle &x) {
+  return PyObject_TypeCheck(
+      x.ptr(), reinterpret_cast<PyTypeObject *>(numpyArrayType().ptr()));
+}
+
+/// Attribute names read on every call, as interned Python strings (made
+/// once, never freed).
+struct Names {
+  py::handle dtype = PyUnicode_InternFromString("dtype");
+  py::handle shape = PyUnicode_InternFromString("shape");
+  py::handle stride = PyUnicode_InternFromString("stride");
+  py::handle dataPtr = PyUnicode_InternFromString("data_ptr");
+  py::handle isCpu = PyUnicode_InternFromString("is_cpu");
+  py::handle isCuda = PyUnicode_InternFromString("is_cuda");
+  py::handle getDevice = PyUnicode_InternFromString("get_device");
+  py::handle device = PyUnicode_InternFromString("device");
+};
+
+const Names &names() {
+  static const Names *n = new Names();
+  return *n;
+}
+
+/// `x.name()`, without making a bound method.
+py::object callMethod(const py::handle &x, const py::handle &name) {
+  PyObject *result = PyObject_CallMethodNoArgs(x.ptr(), name.ptr());
+  if (!result)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+}
+
+/// torch.Tensor, once torch is imported (never imported here); null before.
+PyObject *torchTensorType() {
+  static PyObject *type = nullptr;
+  if (!type) {
+    PyObject *torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
+    if (!torch)
+      return nullptr;
+    PyObject *tensor = PyObject_GetAttrString(torch, "Tensor");
+    if (tensor && PyType_Check(tensor))
+      type = tensor; // kept: types live as long as their module
+    else
+      Py_XDECREF(tensor);
+    PyErr_Clear();
+  }
+  return type;
+}
+
+/// Whether `x` is a torch.Tensor (of the torch in sys.modules).
+bool isRealTorchTensor(const py::handle &x) {
+  PyObject *type = torchTensorType();
+  return type &&
+         PyObject_TypeCheck(x.ptr(), reinterpret_cast<PyTypeObject *>(type));
+}
+
+/// fa._tensor.is_torch_tensor's duck typing.
+bool isTorchLike(const py::handle &x) {
+  if (isNumpyArray(x))
+    return false;
+  for (const char *method : {"data_ptr", "stride"}) {
+    py::object m = py::getattr(x, method, py::none());
+    if (m.is_none() || !PyCallable_Check(m.ptr()))
+      return false;
+  }
+  return py::hasattr(x, "dtype") && py::hasattr(x, "device") &&
+         py::hasattr(x, "shape");
+}
+
+/// Reads a numpy array (any strides; those FA cannot take are copied first).
+bool readNumpy(Arg &arg, py::object x) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Py_buffer buffer;
+    // No PyBUF_FORMAT: numpy then exports any dtype (ml_dtypes' bfloat16).
+    if (PyObject_GetBuffer(x.ptr(), &buffer, PyBUF_STRIDES) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    bool copy = false;
+    arg.shape.assign(buffer.shape, buffer.shape + buffer.ndim);
+    arg.strides.resize(buffer.ndim);
+    for (int i = 0; i < buffer.ndim; ++i) {
+      Py_ssize_t s = buffer.strides[i];
+      copy |= s < 0 || s % buffer.itemsize != 0;
+      arg.strides[i] = s / buffer.itemsize;
+    }
+    arg.data = reinterpret_cast<uintptr_t>(buffer.buf);
+    PyBuffer_Release(&buffer);
+    if (!copy || attempt == 1) {
+      arg.obj = std::move(x);
+      break;
+    }
+    // FA reads any layout but negative strides (and misaligned ones).
+    static py::handle ascontiguous =
+        py::object(py::module_::import("numpy").attr("ascontiguousarray"))
+            .release();
+    x = ascontiguous(x);
+  }
+  const DTypeInfo &info = lookupDType(arg.obj.attr(names().dtype), false);
+  arg.dtype = info.dtype;
+  arg.dtypeName = info.name;
+  arg.device = "cpu";
+  return true;
+}
+
+void readTorch(Arg &arg, const py::handle &x, bool real) {
+  const Names &n = names();
+  arg.torch = true;
+  arg.obj = py::reinterpret_borrow<py::object>(x);
+  const DTypeInfo &info = lookupDType(x.attr(n.dtype), true);
+  arg.dtype = info.dtype;
+  arg.dtypeName = info.name;
+  arg.shape = intsOf(x.attr(n.shape));
+  arg.strides = intsOf(callMethod(x, n.stride));
+  arg.data = callMethod(x, n.dataPtr).cast<uintptr_t>();
+  if (real) {
+    // A torch.Tensor: is_cpu / is_cuda are cheaper than device objects.
+    if (PyObject_IsTrue(x.attr(n.isCpu).ptr()) == 1) {
+      arg.device = "cpu";
+      return;
+    }
+    if (PyObject_IsTrue(x.attr(n.isCuda).ptr()) == 1) {
+      arg.device =
+          "cuda:" + std::to_string(callMethod(x, n.getDevice).cast<int>());
+      return;
+    }
+  }
+  py::object device = x.attr(n.device);
+  py::object type = py::getattr(device, "type", py::none());
+  if (!type.is_none() && py::isinstance<py::str>(type) &&
+      PyUnicode_CompareWithASCIIString(type.ptr(), "cpu") == 0)
+    arg.device = "cpu";
+  else if (type.is_none() && py::isinstance<py::str>(device) &&
+           PyUnicode_CompareWithASCIIString(device.ptr(), "cpu") == 0)
+    arg.device = "cpu";
+  else
+    arg.device = py::str(device).cast<std::string>();
+}
+
+/// `x` read as a tensor, or nullopt when it is not an array / tensor.
+std::optional<Arg> readTensor(const py::handle &x) {
+  Arg arg;
+  if (isNumpyArray(x)) {
+    if (readNumpy(arg, py::reinterpret_borrow<py::object>(x)))
+      return arg;
+    return std::nullopt;
+  }
+  bool real = isRealTorchTensor(x);
+  if (!real && !isTorchLike(x))
+    return std::nullopt;
+  readTorch(arg, x, real);
+  return arg;
+}
+
+/// fa.attention's reading of one argument: an array or tensor on the CPU or
+/// a CUDA device.
+Arg tensorArg(const std::string &api, const char *name, const py::handle &x) {
+  std::optional<Arg> arg = readTensor(x);
+  if (!arg)
+    raise<py::type_error>(
+        api, std::string(name) +
+                 " must be a numpy array or a torch tensor, got " +
+                 py::str(py::type::of(x).attr("__name__")).cast<std::string>());
+  if (!arg->isCpu() && arg->device.rfind("cuda", 0) != 0)
+    raise<py::value_error>(api, std::string(name) +
+                                    " must be on the CPU or a CUDA device, "
+                                    "got " +
+                                    arg->device);
+  return std::move(*arg);
+}
+
+void checkFloatDType(const std::string &api, const char *name, const Arg &arg) {
+  if (!arg.dtype)
+    raise<py::type_error>(api, std::string(name) +
+                                   " must have dtype float16, bfloat16 or "
+                                   "float32, got " +
+                                   arg.dtypeName);
+}
+
+const char *codeOf(fa::DType dtype) { return fa::toString(dtype); }
+
+/// Q, K, V (and bias, ALiBi slopes) of one call, checked against each other.
+struct Inputs {
+  Arg q, k, v;
+  std::optional<Arg> bias;           ///< Rank 4 (leading size-1 dims added).
+  std::optional<Arg> slopes;         ///< [Hq] or [B, Hq].
+  std::optional<Arg> out, dout, lse; ///< The backward's (checkGrads).
+  py::object userBias;               ///< The caller's bias object.
+
+  int64_t b() const { return q.shape[0]; }
+  int64_t hq() const { return q.shape[1]; }
+  int64_t nq() const { return q.shape[2]; }
+  int64_t nk() const { return k.shape[2]; }
+
+  /// What the kernel is compiled for, of these inputs: (dtype, D, Dv,
+  /// bias layout or None, ALiBi layout or None, device).
+  py::tuple key() const {
+    py::object biasLayout = py::none();
+    if (bias)
+      biasLayout = py::make_tuple(
+          codeOf(*bias->dtype),
+          py::make_tuple(bias->shape[0] == 1, bias->shape[1] == 1,
+                         bias->shape[2] == 1, bias->shape[3] == 1));
+    py::object alibi = py::none();
+    if (slopes)
+      alibi = py::str(slopes->shape.size() == 2 ? "per_batch" : "heads");
+    return py::make_tuple(codeOf(*q.dtype), q.shape[3], v.shape[3], biasLayout,
+                          alibi, q.isCpu());
+  }
+};
+
+void expectEqual(const std::string &api, const std::string &what,
+                 const char *wantName, int64_t want, const char *name, int dim,
+                 const Arg &t) {
+  if (t.shape[dim] != want)
+    raise<py::value_error>(api, what + " (" + wantName + " = " +
+                                    std::to_string(want) + "), got " + name +
+                                    ".shape[" + std::to_string(dim) +
+                                    "] = " + std::to_string(t.shape[dim]));
+}
+
+std::unique_ptr<Inputs> checkInputs(const std::string &api, const py::handle &q,
+                                    const py::handle &k, const py::handle &v,
+                                    const py::handle &bias,
+                                    const py::handle &alibiSlopes) {
+  auto in = std::make_unique<Inputs>();
+  in->q = tensorArg(api, "q", q);
+  in->k = tensorArg(api, "k", k);
+  in->v = tensorArg(api, "v", v);
+  const Arg &tq = in->q, &tk = in->k, &tv = in->v;
+  checkFloatDType(api, "q", tq);
+  for (auto [name, t] : {std::pair{"k", &tk}, std::pair{"v", &tv}})
+    if (t->device != tq.device)
+      raise<py::value_error>(api, std::string(name) +
+                                      " must be on the device of q (" +
+                                      tq.device + "), got " + t->device);
+  for (auto [name, t] : {std::pair{"k", &tk}, std::pair{"v", &tv}})
+    if (t->dtype != tq.dtype)
+      raise<py::type_error>(api, std::string(name) +
+                                     " must have the dtype of q (" +
+                                     tq.dtypeName + "), got " + t->dtypeName);
+  for (auto [name, t, dims] : {std::tuple{"q", &tq, "[B, Hq, Nq, D]"},
+                               std::tuple{"k", &tk, "[B, Hkv, Nk, D]"},
+                               std::tuple{"v", &tv, "[B, Hkv, Nk, Dv]"}})
+    if (t->shape.size() != 4)
+      raise<py::value_error>(api, std::string(name) + " must have rank 4 " +
+                                      dims + ", got shape " +
+                                      tupleText(t->shape));
+  int64_t b = tq.shape[0], hq = tq.shape[1], nq = tq.shape[2], d = tq.shape[3];
+  int64_t hkv = tk.shape[1], nk = tk.shape[2];
+  expectEqual(api, "k must have the batch size of q", "q.shape[0]", b, "k", 0,
+              tk);
+  expectEqual(api, "v must have the batch size of q", "q.shape[0]", b, "v", 0,
+              tv);
+  expectEqual(api, "k must have the head dim of q", "q.shape[3]", d, "k", 3,
+              tk);
+  expectEqual(api, "v must have the heads of k", "k.shape[1]", hkv, "v", 1, tv);
+  expectEqual(api, "v must have the sequence length of k", "k.shape[2]", nk,
+              "v", 2, tv);
+  if (d == 0 || tv.shape[3] == 0)
+    raise<py::value_error>(
+        api, "head dims must be > 0, got q.shape[3] = " + std::to_string(d) +
+                 ", v.shape[3] = " + std::to_string(tv.shape[3]));
+  if (hkv == 0 || hq % hkv != 0)
+    raise<py::value_error>(api, "q heads (q.shape[1] = " + std::to_string(hq) +
+                                    ") must be a multiple of k/v heads "
+                                    "(k.shape[1] = " +
+                                    std::to_string(hkv) + ")");
+
+  if (!bias.is_none()) {
+    Arg t = tensorArg(api, "bias", bias);
+    checkFloatDType(api, "bias", t);
+    const std::vector<int64_t> full = {b, hq, nq, nk};
+    bool broadcasts = t.shape.size() <= 4;
+    for (size_t i = 0; broadcasts && i < t.shape.size(); ++i) {
+      int64_t got = t.shape[t.shape.size() - 1 - i], want = full[3 - i];
+      broadcasts = got == 1 || got == want;
+    }
+    if (!broadcasts)
+      raise<py::value_error>(api, "bias of shape " + tupleText(t.shape) +
+                                      " does not broadcast to [B, Hq, Nq, "
+                                      "Nk] = " +
+                                      listText(full));
+    in->userBias = py::reinterpret_borrow<py::object>(bias);
+    t.broadcastToRank(4);
+    in->bias = std::move(t);
+  }
+
+  if (!alibiSlopes.is_none()) {
+    py::object slopes = py::reinterpret_borrow<py::object>(alibiSlopes);
+    if (py::isinstance<py::list>(slopes) || py::isinstance<py::tuple>(slopes))
+      slopes = py::module_::import("numpy").attr("asarray")(
+          slopes, py::arg("dtype") = "float32");
+    Arg t = tensorArg(api, "alibi_slopes", slopes);
+    if (t.dtype != fa::DType::F32)
+      raise<py::type_error>(api, "alibi_slopes must have dtype float32, got " +
+                                     t.dtypeName);
+    bool heads = t.shape.size() == 1 && t.shape[0] == hq;
+    bool perBatch = t.shape.size() == 2 && t.shape[0] == b && t.shape[1] == hq;
+    if (!heads && !perBatch)
+      raise<py::value_error>(
+          api, "alibi_slopes must have shape [Hq] = [" + std::to_string(hq) +
+                   "] or [B, Hq] = [" + std::to_string(b) + ", " +
+                   std::to_string(hq) + "], got " + tupleText(t.shape));
+    in->slopes = std::move(t);
+  }
+  return in;
+}
+
+/// The backward's O, dO and lse, checked against Q, K, V.
+void checkGrads(Inputs &in, const std::string &api, const py::handle &out,
+                const py::handle &dout, const py::handle &lse) {
+  std::vector<int64_t> wantO = {in.b(), in.hq(), in.nq(), in.v.shape[3]};
+  std::vector<int64_t> wantLse = {in.b(), in.hq(), in.nq()};
+  struct Grad {
+    const char *name;
+    const py::handle &x;
+    const std::vector<int64_t> &shape;
+    const char *dims;
+    std::optional<Arg> *slot;
+  };
+  for (const Grad &g : {Grad{"out", out, wantO, "[B, Hq, Nq, Dv]", &in.out},
+                        Grad{"dout", dout, wantO, "[B, Hq, Nq, Dv]", &in.dout},
+                        Grad{"lse", lse, wantLse, "[B, Hq, Nq]", &in.lse}}) {
+    Arg t = tensorArg(api, g.name, g.x);
+    std::string name = g.name;
+    if (t.device != in.q.device)
+      raise<py::value_error>(api, name + " must be on the device of q (" +
+                                      in.q.device + "), got " + t.device);
+    bool isLse = name == "lse";
+    std::optional<fa::DType> want = isLse ? fa::DType::F32 : *in.q.dtype;
+    if (t.dtype != want)
+      raise<py::type_error>(
+          api, name + " must have " +
+                   (isLse ? std::string("float32")
+                          : "the dtype of q (" + in.q.dtypeName + ")") +
+                   ", got " + t.dtypeName);
+    if (t.shape != g.shape)
+      raise<py::value_error>(api, name + " must have shape " + g.dims + " = " +
+                                      listText(g.shape) + ", got " +
+                                      tupleText(t.shape));
+    *g.slot = std::move(t);
+  }
+}
+
+/// A freshly made output (O, lse, dQ, ...): numpy array or tensor.
+fa::TensorView outputView(const py::handle &x, const char *name) {
+  std::optional<Arg> arg = readTensor(x);
+  if (!arg || !arg->dtype)
+    throw py::type_error(std::string(name) +
+                         " must be a float16, bfloat16 or float32 array");
+  return arg->view();
+}
+
+/// The bias as the kernel reads it: size-1 dims it does not broadcast are
+/// expanded (stride 0) to [B, Hq, Nq, Nk].
+fa::TensorView biasView(const Inputs &in, const fa::AttentionSpec &spec) {
+  fa::TensorView view = in.bias->view();
+  const int64_t full[4] = {in.b(), in.hq(), in.nq(), in.nk()};
+  for (int i = 0; i < 4; ++i)
+    if (!spec.biasBroadcast[i] && view.shape[i] == 1)
+      view.shape[i] = full[i], view.strides[i] = 0;
+  return view;
+}
+
+void run(const fa::Kernel &kernel, const Inputs &in, const py::handle &out,
+         const py::handle &lse, int64_t dropoutSeed, uintptr_t stream,
+         const py::object &captures) {
+  const fa::AttentionSpec &spec = kernel.spec();
+  fa::TensorView q = in.q.view(), k = in.k.view(), v = in.v.view();
+  fa::TensorView o = outputView(out, "out");
+  std::optional<fa::TensorView> l, bias, slopes;
+  if (!lse.is_none())
+    l = outputView(lse, "lse");
+  if (in.bias && spec.bias)
+    bias = biasView(in, spec);
+  if (in.slopes)
+    slopes = in.slopes->view();
+  std::vector<fa::TensorView> captureViews = toCaptureViews(captures);
+  py::gil_scoped_release release;
+  kernel.forward(q, k, v, o, l ? &*l : nullptr, bias ? &*bias : nullptr,
+                 slopes ? &*slopes : nullptr, dropoutSeed,
+                 reinterpret_cast<void *>(stream), captureViews);
+}
+
+void runBackward(const fa::Kernel &kernel, const Inputs &in,
+                 const py::handle &dq, const py::handle &dk,
+                 const py::handle &dv, const py::handle &dbias,
+                 int64_t dropoutSeed, uintptr_t stream,
+                 const py::object &captures) {
+  if (!in.out || !in.dout || !in.lse)
+    throw py::value_error("Inputs.check_grads was not called");
+  const fa::AttentionSpec &spec = kernel.spec();
+  fa::TensorView q = in.q.view(), k = in.k.view(), v = in.v.view();
+  fa::TensorView o = in.out->view(), dO = in.dout->view(), lse = in.lse->view();
+  fa::TensorView dQ = outputView(dq, "dq"), dK = outputView(dk, "dk"),
+                 dV = outputView(dv, "dv");
+  std::optional<fa::TensorView> bias, slopes, dBias;
+  if (in.bias && spec.bias)
+    bias = biasView(in, spec);
+  if (in.slopes)
+    slopes = in.slopes->view();
+  if (!dbias.is_none())
+    dBias = outputView(dbias, "dbias");
+  std::vector<fa::TensorView> captureViews = toCaptureViews(captures);
+  py::gil_scoped_release release;
+  kernel.backward(q, k, v, o, dO, lse, dQ, dK, dV, bias ? &*bias : nullptr,
+                  slopes ? &*slopes : nullptr, dropoutSeed,
+                  reinterpret_cast<void *>(stream), dBias ? &*dBias : nullptr,
+                  captureViews);
+}
+
+py::object optionalArg(const std::optional<Arg> &arg) {
+  return arg ? py::cast(*arg) : py::none();
+}
+
 std::string causalName(fa::Causal causal) {
   switch (causal) {
   case fa::Causal::None:
@@ -407,6 +950,17 @@ PYBIND11_MODULE(_C, m) {
            "`dv` (and `dbias`) from forward's inputs, its `out` and `lse`, "
            "and `dout` = dLoss/dO. The backward kernel is compiled on the "
            "first call.")
+      .def("run", &run, py::arg("inputs"), py::arg("out"),
+           py::arg("lse") = py::none(), py::arg("dropout_seed") = 0,
+           py::arg("stream") = 0, py::arg("captures") = py::tuple(),
+           "forward() on checked inputs (fa.check_inputs) into new `out` "
+           "(and `lse`).")
+      .def("run_backward", &runBackward, py::arg("inputs"), py::arg("dq"),
+           py::arg("dk"), py::arg("dv"), py::arg("dbias") = py::none(),
+           py::arg("dropout_seed") = 0, py::arg("stream") = 0,
+           py::arg("captures") = py::tuple(),
+           "backward() on checked inputs (Inputs.check_grads done) into new "
+           "`dq`, `dk`, `dv` (and `dbias`).")
       .def_property_readonly("mlir", &fa::Kernel::mlir,
                              "The fa.attention the kernel was compiled from.")
       .def_property_readonly("target", &fa::Kernel::target)
@@ -414,6 +968,89 @@ PYBIND11_MODULE(_C, m) {
                              "The PTX of a GPU kernel (FAError for a host "
                              "kernel).")
       .def_property_readonly("spec", &fa::Kernel::spec);
+
+  py::class_<Arg>(m, "Tensor",
+                  "A numpy array or torch tensor as fa.attention read it.")
+      .def_property_readonly(
+          "obj", [](const Arg &a) { return a.obj; },
+          "The array / tensor (a copy where its strides were negative).")
+      .def_property_readonly(
+          "framework", [](const Arg &a) { return a.torch ? "torch" : "numpy"; })
+      .def_property_readonly("code",
+                             [](const Arg &a) -> py::object {
+                               if (!a.dtype)
+                                 return py::none();
+                               return py::str(codeOf(*a.dtype));
+                             })
+      .def_readonly("dtype_name", &Arg::dtypeName)
+      .def_property_readonly(
+          "shape", [](const Arg &a) { return py::tuple(py::cast(a.shape)); })
+      .def_property_readonly(
+          "strides",
+          [](const Arg &a) { return py::tuple(py::cast(a.strides)); })
+      .def_readonly("device", &Arg::device)
+      .def_readonly("data_ptr", &Arg::data)
+      .def_property_readonly("is_cpu", &Arg::isCpu);
+
+  auto ref = py::return_value_policy::reference_internal;
+  py::class_<Inputs>(m, "Inputs",
+                     "Q, K, V, bias and ALiBi slopes of one call, checked.")
+      .def_property_readonly(
+          "q", [](Inputs &in) -> Arg & { return in.q; }, ref)
+      .def_property_readonly(
+          "k", [](Inputs &in) -> Arg & { return in.k; }, ref)
+      .def_property_readonly(
+          "v", [](Inputs &in) -> Arg & { return in.v; }, ref)
+      .def_property_readonly(
+          "bias", [](Inputs &in) { return optionalArg(in.bias); },
+          "The bias with leading size-1 dims up to rank 4, or None.")
+      .def_property_readonly("slopes",
+                             [](Inputs &in) { return optionalArg(in.slopes); })
+      .def_readonly("user_bias", &Inputs::userBias,
+                    "The bias as the caller passed it.")
+      .def_property_readonly("key", &Inputs::key,
+                             "(dtype, D, Dv, bias layout, ALiBi layout, "
+                             "on the CPU): what a kernel is compiled for.")
+      .def_property_readonly("torch",
+                             [](const Inputs &in) { return in.q.torch; })
+      .def_property_readonly("is_cpu",
+                             [](const Inputs &in) { return in.q.isCpu(); })
+      .def_property_readonly("out_shape",
+                             [](const Inputs &in) {
+                               return py::make_tuple(in.b(), in.hq(), in.nq(),
+                                                     in.v.shape[3]);
+                             })
+      .def_property_readonly("lse_shape",
+                             [](const Inputs &in) {
+                               return py::make_tuple(in.b(), in.hq(), in.nq());
+                             })
+      .def_property_readonly(
+          "empty",
+          [](const Inputs &in) { return in.b() * in.hq() * in.nq() == 0; },
+          "Whether O is empty (nothing to compute).")
+      .def("check_grads", &checkGrads, py::arg("api"), py::arg("out"),
+           py::arg("dout"), py::arg("lse"),
+           "Checks the backward's O, dO and lse against Q, K, V.");
+
+  m.def("check_inputs", &checkInputs, py::arg("api"), py::arg("q"),
+        py::arg("k"), py::arg("v"), py::arg("bias") = py::none(),
+        py::arg("alibi_slopes") = py::none(),
+        "fa.attention's checks of Q, K, V, bias and ALiBi slopes; raises "
+        "TypeError / ValueError naming `api` and the argument.");
+  m.def(
+      "tensor",
+      [](const std::string &api, const std::string &name, const py::handle &x) {
+        return tensorArg(api, name.c_str(), x);
+      },
+      py::arg("api"), py::arg("name"), py::arg("x"),
+      "One array / tensor argument as check_inputs reads it.");
+  m.def(
+      "as_tensor",
+      [](const py::handle &x) -> py::object {
+        std::optional<Arg> arg = readTensor(x);
+        return arg ? py::cast(std::move(*arg)) : py::none();
+      },
+      py::arg("x"), "`x` as an fa._C.Tensor, or None.");
 
   m.def(
       "compile",
