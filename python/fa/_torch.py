@@ -6,6 +6,13 @@ stays optional. Through ``torch.library`` the forward is one op to autograd
 (``loss.backward()`` runs FA's backward kernel) and to ``torch.compile``
 (traced without a graph break; the fake implementations give the shapes).
 
+An eager call on plain tensors (no torch.compile, no dispatch or function
+mode, functorch transform, tracer or profiler) runs the same kernels without
+the dispatcher: straight into ``fa._core`` without grad, through
+:class:`_Attention` (the op's autograd formula) with it. That keeps the
+per-call cost low and torch._dynamo unimported in eager programs (the first
+call of a ``torch.library.custom_op`` imports it).
+
 ``score_mod`` / ``mask_mod`` are traced to MLIR text before the op is called,
 so the op's arguments are tensors, numbers and strings only. Tensors the
 modifiers index (the op's captures: document ids, per-head tables) are the
@@ -24,7 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fa import _api, _trace
+from fa import _core, _trace
 
 __all__ = ["attention"]
 
@@ -46,11 +53,11 @@ def _attention_op(
     dropout_seed: int,
     captures: list[Tensor],
 ) -> tuple[Tensor, Tensor]:
-    """(O, lse) of one attention variant (options as ``_api._Options`` holds them)."""
+    """(O, lse) of one attention variant (options as ``fa._core.Options`` holds them)."""
     _check_capture_devices("fa.attention", q, captures)
     options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
-    out, lse = _api._forward(
-        "fa.attention", q, k, v, bias, alibi_slopes, options, dropout_seed, return_lse=True
+    out, lse = _core.forward(
+        "fa.attention", q, k, v, bias, alibi_slopes, options, captures, dropout_seed, True
     )
     return out, lse
 
@@ -102,7 +109,7 @@ def _attention_backward_op(
     """(dQ, dK, dV, dBias) of ``fa::attention`` given dO; dBias is empty without bias_grad."""
     _check_capture_devices("fa.attention (backward)", q, captures)
     options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
-    grads = _api._backward(
+    grads = _core.backward(
         "fa.attention (backward)",
         q,
         k,
@@ -113,6 +120,7 @@ def _attention_backward_op(
         bias,
         alibi_slopes,
         options,
+        captures,
         dropout_seed,
         bias_grad,
     )
@@ -171,6 +179,10 @@ def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
+# The op's options as fa._core.Options, by the op's arguments.
+_op_options: dict[tuple[Any, ...], _core.Options] = {}
+
+
 def _options(
     causal: str,
     scale: float | None,
@@ -180,18 +192,26 @@ def _options(
     score_mod: str,
     mask_mod: str,
     captures: list[Tensor] | tuple[Tensor, ...] = (),
-) -> _api._Options:
-    return _api._Options(
-        causal=causal,
-        scale=scale,
-        window=(window[0], window[1]) if window is not None else None,
-        softcap=softcap,
-        dropout_p=dropout_p,
-        score_mod=score_mod,
-        mask_mod=mask_mod,
-        captures=tuple(captures),
-        capture_types=tuple(_capture_type(c) for c in captures),
-    )
+) -> _core.Options:
+    capture_types = tuple(_capture_type(c) for c in captures) if captures else ()
+    window = (window[0], window[1]) if window is not None else None
+    key = (causal, scale, window, softcap, dropout_p, score_mod, mask_mod, capture_types)
+    options = _op_options.get(key)
+    if options is None:
+        options = _core.Options(
+            causal=causal,
+            scale=scale,
+            window=window,
+            softcap=softcap,
+            dropout_p=dropout_p,
+            score_mod=score_mod,
+            mask_mod=mask_mod,
+            capture_types=capture_types,
+        )
+        if len(_op_options) >= 256:
+            _op_options.clear()
+        _op_options[key] = options
+    return options
 
 
 def _capture_type(x: Tensor) -> tuple[str, int]:
@@ -216,7 +236,6 @@ def _check_capture_devices(api: str, q: Tensor, captures: list[Tensor]) -> None:
             )
 
 
-@torch.compiler.assume_constant_result
 def _checked_options(
     causal: Any,
     scale: Any,
@@ -237,12 +256,17 @@ def _checked_options(
     captured tensors themselves are not part of the result (they would be
     baked in as constants).
     """
-    o = _api._check_options(
+    o = _core.check_options(
         "fa.attention", causal, scale, window, softcap, dropout_p, score_mod, mask_mod
     )
-    window_list = list(o.window) if o.window is not None else None
-    options = (o.causal, o.scale, window_list, o.softcap, o.dropout_p, o.score_mod, o.mask_mod)
-    return options, tuple(o.capture_sources)
+    return o.op_args, o.capture_sources
+
+
+# What torch.compiler.assume_constant_result(_checked_options) does (the mark
+# torch/_dynamo/decorators.py sets), without importing torch._dynamo, sympy
+# and torch.distributed's modules into every process that calls fa.attention
+# eagerly; torch.compile imports them itself when it runs.
+_checked_options._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def _captures(
@@ -254,7 +278,9 @@ def _captures(
     tensors become inputs of the graph (guarded like any input). numpy
     arrays become tensors on q's device.
     """
-    captures = []
+    captures: list[Tensor] = []
+    if not sources:
+        return captures
     for i, (what, kind, key) in enumerate(sources):
         fn = score_mod if what == "score_mod" else mask_mod
         x = fn.__closure__[key].cell_contents if kind == "closure" else fn.__globals__[key]
@@ -270,11 +296,92 @@ def _captures(
     return captures
 
 
+class _Attention(torch.autograd.Function):
+    """The autograd formula of ``fa::attention`` (``_setup_context`` and
+    ``_backward``) for eager calls that skip the dispatcher."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None,
+        alibi_slopes: Tensor | None,
+        options: _core.Options,
+        seed: int,
+        captures: list[Tensor],
+    ) -> tuple[Tensor, Tensor]:
+        out, lse = _core.forward(
+            "fa.attention", q, k, v, bias, alibi_slopes, options, captures, seed, True
+        )
+        ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes, *captures)
+        ctx.options = options
+        ctx.seed = seed
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:  # type: ignore[override]
+        q, k, v, out, lse, bias, alibi_slopes, *captures = ctx.saved_tensors
+        bias_grad = bias is not None and ctx.needs_input_grad[3]
+        grads = _core.backward(
+            "fa.attention (backward)",
+            q,
+            k,
+            v,
+            out,
+            dout,
+            lse,
+            bias,
+            alibi_slopes,
+            ctx.options,
+            captures,
+            ctx.seed,
+            bias_grad,
+        )
+        return grads[0], grads[1], grads[2], grads[3] if bias_grad else None, None, None, None, None
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_C = torch._C
+
+
+def _modes_active() -> bool:
+    """Whether anything but plain eager execution watches torch ops."""
+    return bool(
+        _C._len_torch_dispatch_stack()
+        or _C._is_torch_function_mode_enabled()
+        or _C._are_functorch_transforms_active()
+        or _C._get_tracing_state() is not None
+        or _C._autograd._profiler_enabled()
+    )
+
+
+try:
+    _modes_active()
+except AttributeError:  # another torch: always through the dispatcher
+
+    def _modes_active() -> bool:
+        return True
+
+
+def _direct(q: Any, k: Any, v: Any) -> bool:
+    """Whether an eager call may run the kernels without the dispatcher.
+    (torch.compile: is_compiling() is a constant True while it traces.)"""
+    return not (
+        torch.compiler.is_compiling()
+        or type(q) not in _PLAIN
+        or type(k) not in _PLAIN
+        or type(v) not in _PLAIN
+        or _modes_active()
+    )
+
+
 def attention(
     q: Tensor,
     k: Any,
     v: Any,
-    *,
     causal: Any,
     scale: Any,
     window: Any,
@@ -287,50 +394,55 @@ def attention(
     return_lse: Any,
     dropout_seed: Any,
 ) -> Any:
-    """fa.attention on torch tensors through ``torch.ops.fa.attention``."""
+    """fa.attention on torch tensors: the kernels, or ``torch.ops.fa.attention``."""
     api = "fa.attention"
-    checked, sources = _checked_options(
-        causal, scale, window, softcap, dropout_p, score_mod, mask_mod
-    )
-    options = _options(*checked)
+    direct = _direct(q, k, v)
+    if direct:
+        options = _core.check_options(
+            api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod
+        )
+        op_args, sources = options.op_args, options.capture_sources
+    else:
+        op_args, sources = _checked_options(
+            causal, scale, window, softcap, dropout_p, score_mod, mask_mod
+        )
     captures = _captures(api, q, score_mod, mask_mod, sources)
-    seed = _api._check_seed(api, dropout_seed)
+    seed = _core.check_seed(api, dropout_seed)
     if seed is None:
         # Drawn here, not in the op, so that the backward sees the same seed.
-        seed = random.getrandbits(63) if options.dropout_p > 0 else 0
-    if isinstance(alibi_slopes, (list, tuple)):
-        alibi_slopes = torch.tensor(alibi_slopes, dtype=torch.float32, device=q.device)
+        seed = random.getrandbits(63) if op_args[4] > 0 else 0
+    if alibi_slopes is not None:
+        if isinstance(alibi_slopes, (list, tuple)):
+            alibi_slopes = torch.tensor(alibi_slopes, dtype=torch.float32, device=q.device)
+        elif isinstance(alibi_slopes, np.ndarray) and alibi_slopes.dtype in (
+            np.float16,
+            np.float32,
+        ):
+            alibi_slopes = torch.from_numpy(alibi_slopes).to(q.device)
     # numpy operands next to torch Q, K, V become tensors (on Q's device).
-    bias, alibi_slopes = (
-        torch.from_numpy(x).to(q.device)
-        if isinstance(x, np.ndarray) and x.dtype in (np.float16, np.float32)
-        else x
-        for x in (bias, alibi_slopes)
-    )
+    if isinstance(bias, np.ndarray) and bias.dtype in (np.float16, np.float32):
+        bias = torch.from_numpy(bias).to(q.device)
     for name, x in (("k", k), ("v", v), ("bias", bias), ("alibi_slopes", alibi_slopes)):
         if x is not None and not isinstance(x, torch.Tensor):
             raise TypeError(f"{api}: {name} must be a torch tensor like q, got {type(x).__name__}")
-    if torch.is_grad_enabled():
-        if alibi_slopes is not None and alibi_slopes.requires_grad:
-            raise NotImplementedError(
-                f"{api}: alibi_slopes requires grad, but ALiBi slopes are constants in FA, "
-                "as in FlashAttention-2 (pass alibi_slopes.detach(), or a bias for a learned "
-                "positional term)"
-            )
-    out, lse = _attention_op(
-        q,
-        k,
-        v,
-        bias,
-        alibi_slopes,
-        options.causal,
-        options.scale,
-        list(options.window) if options.window is not None else None,
-        options.softcap,
-        options.dropout_p,
-        options.score_mod,
-        options.mask_mod,
-        seed,
-        captures,
-    )
+    grad = torch.is_grad_enabled()
+    if grad and alibi_slopes is not None and alibi_slopes.requires_grad:
+        raise NotImplementedError(
+            f"{api}: alibi_slopes requires grad, but ALiBi slopes are constants in FA, "
+            "as in FlashAttention-2 (pass alibi_slopes.detach(), or a bias for a learned "
+            "positional term)"
+        )
+    if direct and (bias is None or type(bias) in _PLAIN):
+        if grad and (
+            q.requires_grad
+            or k.requires_grad
+            or v.requires_grad
+            or (bias is not None and bias.requires_grad)
+        ):
+            out, lse = _Attention.apply(q, k, v, bias, alibi_slopes, options, seed, captures)
+            return (out, lse) if return_lse else out
+        return _core.forward(
+            api, q, k, v, bias, alibi_slopes, options, captures, seed, bool(return_lse)
+        )
+    out, lse = _attention_op(q, k, v, bias, alibi_slopes, *op_args, seed, captures)
     return (out, lse) if return_lse else out

@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import fa  # noqa: E402
-from fa import _api  # noqa: E402
+from fa import _core  # noqa: E402
 from reference import check, np_dtype, reference_grad  # noqa: E402
 from reference import reference as numpy_reference  # noqa: E402
 
@@ -205,7 +205,7 @@ def test_capture_on_another_device_is_refused() -> None:
 
 def test_custom_op_registration_with_captures() -> None:
     q, k, v = inputs(hkv=2)
-    o = _api._check_options("fa.attention", False, None, None, None, 0.0, head_bias, doc_mask)
+    o = _core.check_options("fa.attention", False, None, None, None, 0.0, head_bias, doc_mask)
     assert o.captures == (tab, doc)
     args = (q, k, v, None, None, "none", None, None, None, 0.0, o.score_mod, o.mask_mod, 0)
     torch.library.opcheck(torch.ops.fa.attention.default, (*args, [tab, doc]))
