@@ -18,6 +18,19 @@ from fa._tensor import dtype_code, is_real_torch_tensor, is_tensor
 __all__ = ["Kernel", "attention", "attention_backward", "clear_cache", "compile"]
 
 
+_torch: Any = None
+
+
+def _torch_module() -> Any:
+    """fa._torch, imported on the first torch tensor (torch is imported then)."""
+    global _torch
+    if _torch is None:
+        from fa import _torch as module
+
+        _torch = module
+    return _torch
+
+
 def attention(
     q: Any,
     k: Any,
@@ -47,9 +60,7 @@ def attention(
     Q, K and V, and traceable by ``torch.compile``.
     """
     if is_real_torch_tensor(q):
-        from fa import _torch  # torch is imported: the custom op's module
-
-        return _torch.attention(
+        return _torch_module().attention(
             q,
             k,
             v,

@@ -425,7 +425,13 @@ def _empty(inputs: _C.Inputs, like: Any, shape: tuple[int, ...], code: str) -> A
     if inputs.torch:
         torch = sys.modules.get("torch") or importlib.import_module("torch")
         return torch.empty(shape, dtype=getattr(torch, DTYPE_NAMES[code]), device=like.device)
-    return np.empty(shape, dtype=numpy_dtype(code))
+    dtype = _NUMPY_DTYPES.get(code)
+    if dtype is None:
+        dtype = _NUMPY_DTYPES[code] = numpy_dtype(code)
+    return np.empty(shape, dtype=dtype)
+
+
+_NUMPY_DTYPES: dict[str, np.dtype[Any]] = {}
 
 
 def _current_stream(inputs: _C.Inputs, like: Any) -> int:

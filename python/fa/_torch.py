@@ -397,6 +397,14 @@ def attention(
     """fa.attention on torch tensors: the kernels, or ``torch.ops.fa.attention``."""
     api = "fa.attention"
     direct = _direct(q, k, v)
+    if direct and bias is None and alibi_slopes is None and score_mod is mask_mod is None:
+        # The common call, in short: nothing to convert, capture or draw.
+        options = _core.check_options(api, causal, scale, window, softcap, dropout_p, None, None)
+        if options.dropout_p == 0.0 and dropout_seed is None:
+            if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+                out, lse = _Attention.apply(q, k, v, None, None, options, 0, [])
+                return (out, lse) if return_lse else out
+            return _core.forward(api, q, k, v, None, None, options, (), 0, bool(return_lse))
     if direct:
         options = _core.check_options(
             api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod
