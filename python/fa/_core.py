@@ -438,8 +438,10 @@ def _current_stream(inputs: _C.Inputs, like: Any) -> int:
     """torch's current CUDA stream for a CUDA tensor (the kernel runs on it), else 0."""
     if inputs.is_cpu:
         return 0
-    import torch  # only CUDA torch tensors get here
-
+    torch = sys.modules["torch"]  # only CUDA torch tensors get here
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what inductor's code calls
+    if raw is not None and isinstance(like, torch.Tensor):
+        return int(raw(like.get_device()))
     return int(torch.cuda.current_stream(like.device).cuda_stream)
 
 
