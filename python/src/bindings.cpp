@@ -309,6 +309,10 @@ const DTypeInfo &lookupDType(const py::handle &dtype, bool torch) {
   if (torch && name.rfind("torch.", 0) == 0)
     name = name.substr(6);
   DTypeInfo info = dtypeInfoOf(name);
+  // A numpy dtype of the other byte order has the same name but is not FA's.
+  if (!torch && info.dtype && py::hasattr(dtype, "byteorder") &&
+      py::str(dtype.attr("byteorder")).cast<std::string>() == ">")
+    info.dtype = std::nullopt;
   if (cache.size() < 64) {
     cache.emplace_back(py::reinterpret_borrow<py::object>(dtype),
                        std::move(info));

@@ -87,6 +87,17 @@ def test_dtypes() -> None:
     )
 
 
+def test_byte_order() -> None:
+    # float32 of the other byte order is not FA's float32 (its name is the same).
+    raises(
+        TypeError,
+        "fa.attention: q must have dtype float16, bfloat16 or float32, got float32",
+        Q.astype(">f4"),
+        K.astype(">f4"),
+        V.astype(">f4"),
+    )
+
+
 def test_device() -> None:
     # Q on a GPU, K and V on the host: refused before anything is compiled.
     raises(
