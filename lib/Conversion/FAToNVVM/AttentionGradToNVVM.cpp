@@ -555,11 +555,15 @@ KernelBuilder::Tiles GradKernelBuilder::scoredProbabilities(
     }
     SmallVector<Value> flat;
     if (pA) {
-      // dV takes the dropped probabilities, P Z.
+      // dV takes the dropped probabilities, P where Z keeps it (unscaled:
+      // dV is scaled by 1 / (1 - p) when stored, as the forward's O).
       Tiles pz = p;
       for (int64_t nt = 0; nt < int64_t(z.size()); ++nt)
         for (int64_t e = 0; e < 4; ++e)
-          pz[nt][e] = fmul(p[nt][e], z[nt][e]);
+          pz[nt][e] =
+              sel(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        z[nt][e], cf(0.0)),
+                  cf(0.0), p[nt][e]);
       for (int64_t step = 0; step < aSteps; ++step)
         llvm::append_range(flat, accToA(pz, step));
     }
@@ -1262,8 +1266,10 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                                                           scoreScale, negL));
                     }
                   }
-                  for (int64_t s = 0; s < qSteps; ++s)
-                    pA.push_back(accToA(p, s));
+                  // wgmma packs P^T after dS (below): dS takes the f32 P^T.
+                  if (!dkdvWgmma)
+                    for (int64_t s = 0; s < qSteps; ++s)
+                      pA.push_back(accToA(p, s));
                   if (softcap)
                     for (int64_t nt = 0; nt < nTilesS; ++nt)
                       for (int64_t e = 0; e < 4; ++e)
@@ -1278,29 +1284,21 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                 auto pAStep = [&](int64_t s) { return pA[s]; };
                 // dP^T = V dO^T, dS^T = P^T (dP^T - Dsum), Dsum per column.
                 Tiles ds = zeroTiles(nTilesS);
-                // wgmma: dV's and dP^T's products in one group, and P^T
-                // read back from its bf16/f16 A fragments for dS: the f32
-                // P^T, dP^T, dK and dV do not fit in registers at once.
-                Value qT;
+                // wgmma: dP^T first, then dS^T from the f32 P^T (as the
+                // reference: P^T's bf16/f16 fragments would cost dQ and dK
+                // twice their error), then dV's and dK's products in one
+                // group. P^T, dP^T, dK and dV are the peak (192 registers).
+                Value qT, dOt;
                 if (dkdvWgmma) {
-                  Value dOt = mnMajor(sDO, c32(0));
+                  dOt = mnMajor(sDO, c32(0));
                   Value descDO = kMajor(sDO, c32(0));
                   qT = mnMajor(sQ, c32(0));
-                  for (auto &frag : pA)
-                    pinBefore(frag);
                   wgmmaFence();
-                  for (int64_t s = 0; s < qSteps; ++s)
-                    wgmma(dV, pA[s], Value(), wgmmaDescAt(dOt, s * rowStep),
-                          false, /*transB=*/true, /*accumulate=*/true);
-                  // In S^T's registers: P^T is read from pA below.
                   for (int64_t kk = 0; kk < kSteps; ++kk)
                     wgmma(ds, {}, wgmmaDescAt(descV, kStep(kk)),
                           wgmmaDescAt(descDO, kStep(kk)), false, false,
-                          /*accumulate=*/kk > 0, kk == 0 ? &p : nullptr);
-                  wgmmaCommitAndWait(0, {&dV, &ds});
-                  for (int64_t nt = 0; nt < nTilesS; ++nt)
-                    for (int64_t e = 0; e < 4; ++e)
-                      p[nt][e] = unpackA(pA[nt / 2][nt % 2 * 2 + e / 2], e % 2);
+                          /*accumulate=*/kk > 0);
+                  wgmmaCommitAndWait(0, {&ds});
                 } else {
                   mmaAB(dV, pAStep, qSteps, sDO, lane, col0);
                   mmaABt(ds, vA, kSteps, sDO, lane);
@@ -1318,10 +1316,15 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                 if (dkdvWgmma) {
                   SmallVector<SmallVector<Value, 4>> dsA;
                   for (int64_t s = 0; s < qSteps; ++s) {
+                    pA.push_back(accToA(p, s));
+                    pinBefore(pA.back());
                     dsA.push_back(accToA(ds, s));
                     pinBefore(dsA.back());
                   }
                   wgmmaFence();
+                  for (int64_t s = 0; s < qSteps; ++s)
+                    wgmma(dV, pA[s], Value(), wgmmaDescAt(dOt, s * rowStep),
+                          false, /*transB=*/true, /*accumulate=*/true);
                   for (int64_t s = 0; s < qSteps; ++s)
                     wgmma(dK, dsA[s], Value(), wgmmaDescAt(qT, s * rowStep),
                           false,
@@ -1357,7 +1360,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
       addPendingDQ(heads.getResult(numAcc + 1), heads.getResult(numAcc + 2),
                    heads.getResult(numAcc));
     }
-    // dK = scale * sum dS^T Q (softcap's factor is in dS), dV as is. The
+    // dK = scale * sum dS^T Q (softcap's factor is in dS), dV times
+    // dropout's 1 / (1 - p) (its P was unscaled), else as is. The
     // rows are rebuilt: reusing the prologue's would keep them in registers
     // across the loops (a spill at D = 128).
     auto [dK, dV] = unpack(heads.getResults());
@@ -1367,7 +1371,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     storeRows(dK, gep(dkBase, c64(col0), et), a.dks[2], rowAgain, a.nk,
               again.tq, a.scale);
     storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], rowAgain, a.nk,
-              again.tq, Value());
+              again.tq, dropoutP ? cf(1.0 / (1.0 - *dropoutP)) : Value());
   }
   // The last bulk reductions are complete before the kernel ends.
   if (bulkDQ)

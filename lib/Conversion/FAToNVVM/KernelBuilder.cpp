@@ -273,12 +273,6 @@ Value KernelBuilder::pack(Value lo, Value hi) {
   return LLVM::BitcastOp::create(b, loc, i32, narrow);
 }
 
-Value KernelBuilder::unpackA(Value reg, int64_t hi) {
-  Value pair = LLVM::BitcastOp::create(b, loc, VectorType::get({2}, et), reg);
-  Value half = LLVM::ExtractElementOp::create(b, loc, pair, c32(hi));
-  return LLVM::FPExtOp::create(b, loc, f32, half);
-}
-
 SmallVector<Value, 4>
 KernelBuilder::accToA(ArrayRef<SmallVector<Value, 4>> tiles, int64_t j) {
   return {pack(tiles[2 * j][0], tiles[2 * j][1]),

@@ -171,8 +171,6 @@ public:
                             ArrayRef<Value> c);
   /// Two f32 as one register of two `et`.
   Value pack(Value lo, Value hi);
-  /// Half `hi` (0 or 1) of a register of two `et`, as f32.
-  Value unpackA(Value reg, int64_t hi);
   /// The A fragment of k-step `j` (16 columns) from accumulator tiles of 8
   /// columns each: tiles 2 j and 2 j + 1, packed to `et`.
   SmallVector<Value, 4> accToA(ArrayRef<SmallVector<Value, 4>> tiles,

@@ -98,15 +98,15 @@
 // S^T = K Q^T: A and B from shared memory, both K-major, D = A B at the
 // first k-step (the scale-d predicate is false), D += A B after.
 // WGMMA: "{ .reg .pred p; setp.ne.b32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31}, $32, $33, p, 1, 1, 0, 0; }", "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,l,l"
+// dP^T = V dO^T in registers of its own (S^T's f32 P^T is live until dS).
+// WGMMA: "{ .reg .pred p; setp.ne.b32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}}, $32, $33, p, 1, 1, 0, 0; }", "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,l,l"
 // dV += P^T dO: A (P^T) from registers, dO transposed.
 // WGMMA: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.+}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1; }"
-// dP^T = V dO^T in S^T's registers (tied to them, scale-d false).
-// WGMMA: "{ .reg .pred p; setp.ne.b32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}}, $64, $65, p, 1, 1, 0, 0; }", "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,l,l"
 // dQ = dS K: both transposed.
-// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}}, $64, $65, p, 1, 1, 1, 1; }"
+// WGMMA: "{ .reg .pred p; setp.ne.b32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}}, $32, $33, p, 1, 1, 1, 1; }"
 // Per Q tile: one barrier (and the fence that makes the copies and dS^T
 // visible to the tensor cores before it); the pending tile's dQ (8 k-steps
-// over 128 keys); S^T; dV with dP^T in one group; dK; 4 wgmma waits.
+// over 128 keys); S^T; dP^T; dV with dK in one group; 4 wgmma waits.
 // WSCHED:      llvm.func @fa_backward_dkdv_0
 // WSCHED-NEXT: 24 nvvm.cp.async.shared.global
 // WSCHED-NEXT:  1 nvvm.cp.async.commit.group
@@ -138,13 +138,12 @@
 // WSCHED-NEXT:  1 } else
 // WSCHED-NEXT:  1 scf.yield
 // WSCHED-NEXT:  1 wgmma.fence
-// WSCHED-NEXT:  4 wgmma.mma_async.sync.aligned.m64n128k16
 // WSCHED-NEXT:  8 wgmma.mma_async.sync.aligned.m64n64k16
 // WSCHED-NEXT:  1 wgmma.commit_group
 // WSCHED-NEXT:  1 wgmma.wait_group.sync.aligned 0
 // WSCHED-NEXT:  1 fence.proxy.async
 // WSCHED-NEXT:  1 wgmma.fence
-// WSCHED-NEXT:  4 wgmma.mma_async.sync.aligned.m64n128k16
+// WSCHED-NEXT:  8 wgmma.mma_async.sync.aligned.m64n128k16
 // WSCHED-NEXT:  1 wgmma.commit_group
 // WSCHED-NEXT:  1 wgmma.wait_group.sync.aligned 0
 // WSCHED-NEXT:  1 scf.if
