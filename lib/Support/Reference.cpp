@@ -365,7 +365,7 @@ void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
     if (probs[j] == 0.0)
       continue;
     // A kernel rounds the score gradient and P to the element type for their
-    // matmuls.
+    // matmuls; dropout's 1 / (1 - p) applies to the rounded P (as in O).
     const double dDot = a.elem(a.f32(dScore[j] * dPreMod[j]));
     const double *kRow = kHead + (jBegin + j) * p.headDim;
     double *dkRow = dkHead + (jBegin + j) * p.headDim;
@@ -375,7 +375,7 @@ void gradientRow(const Problem &p, int64_t b, int64_t h, int64_t i,
     }
     double *dvRow = dvHead + (jBegin + j) * p.headDimV;
     const double kept =
-        a.elem(a.f32(probs[j] * dropoutFactor(p, b, h, i, jBegin + j)));
+        a.f32(a.elem(probs[j]) * dropoutFactor(p, b, h, i, jBegin + j));
     for (int64_t d = 0; d < p.headDimV; ++d)
       dvRow[d] = a.f32(dvRow[d] + kept * dORow[d]);
   }

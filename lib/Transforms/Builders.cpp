@@ -163,7 +163,8 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
 }
 
 Value mlir::fa::buildPhiloxDropout(OpBuilder &b, Location loc, Value seed,
-                                   double p, ArrayRef<Value> counter) {
+                                   double p, ArrayRef<Value> counter,
+                                   bool scaled) {
   assert(counter.size() == 4 && "Philox4x32 takes four counter words");
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto c32 = [&](uint32_t v) -> Value {
@@ -201,7 +202,7 @@ Value mlir::fa::buildPhiloxDropout(OpBuilder &b, Location loc, Value seed,
   Value threshold = f32Const(b, loc, p);
   Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, uniform,
                                      threshold);
-  Value kept = f32Const(b, loc, 1.0 / (1.0 - p));
+  Value kept = f32Const(b, loc, scaled ? 1.0 / (1.0 - p) : 1.0);
   Value dropped = f32Const(b, loc, 0.0);
   return arith::SelectOp::create(b, loc, keep, kept, dropped);
 }

@@ -265,8 +265,8 @@ def reference(
 
     Low precision (docs/accuracy.md): scores accumulated in f32 and the variant
     applied in f32; the softmax in f32 (row max, p = exp(s - max), the row
-    sum of the f32 p); P (times the dropout factor) rounded to the dtype
-    before P V, accumulated in f32; O = acc / sum rounded to the dtype; lse =
+    sum of the f32 p); P rounded to the dtype (then times the dropout
+    factor, in f32) before P V, accumulated in f32; O = acc / sum rounded to the dtype; lse =
     max + log(sum) in f32.
     """
     arith = _Arith(precision)
@@ -288,10 +288,11 @@ def reference(
         mask_mod=mask_mod,
     )
     p, row_sum, lse = _softmax(arith, s)
+    # Dropout's factor applies to the rounded P (1 / (1 - p) would push the
+    # largest P past 1, where a kernel's rounding is twice as coarse).
     dropout = _dropout_scale(arith, s.shape, dropout_p, dropout_seed)
-    if dropout is not None:
-        p = p * dropout
-    o = (arith.round(p) @ v) / np.where(row_sum > 0, row_sum, arith(1))
+    p_kept = arith.round(p) if dropout is None else arith.round(p) * dropout
+    o = (p_kept @ v) / np.where(row_sum > 0, row_sum, arith(1))
     return arith.result(o), arith.result(lse[..., 0], np.float32)
 
 
@@ -332,8 +333,8 @@ def reference_grad(
     own f32 lse, O recomputed and rounded to the dtype, D = rowsum(dO * O),
     dP = dO V and dS = P (dP - D) (times score_mod') in f32; the score
     gradient (dS times the scale and softcap's derivative) rounded to the
-    dtype before dQ = dS K and dK = dS^T Q, P (with dropout) before dV =
-    P^T dO; every sum in f32; the results rounded to the dtype (dBias to the
+    dtype before dQ = dS K and dK = dS^T Q, P (then times the dropout
+    factor) before dV = P^T dO; every sum in f32; the results rounded to the dtype (dBias to the
     bias's).
     """
     assert score_mod is None or score_mod_grad is not None, "a score_mod needs its score_mod_grad"
@@ -370,7 +371,7 @@ def reference_grad(
     else:
         p = np.where(masked_row, arith(0), np.exp(s - np.where(masked_row, arith(0), lse)))
     dropout = _dropout_scale(arith, s.shape, dropout_p, dropout_seed)
-    p_kept = p if dropout is None else p * dropout
+    p_kept = arith.round(p) if dropout is None else arith.round(p) * dropout
 
     # Softmax backward, then the chain rule through the score's steps.
     dp = dout @ vr.swapaxes(-1, -2)
@@ -400,7 +401,7 @@ def reference_grad(
     dqk = arith.round(ds * dscore)  # d / d (q.k)
     dq = dqk @ kr
     dk = dqk.swapaxes(-1, -2) @ q
-    dv = arith.round(p_kept).swapaxes(-1, -2) @ dout
+    dv = p_kept.swapaxes(-1, -2) @ dout
 
     def per_kv_head(x: np.ndarray) -> np.ndarray:
         return x.reshape(batch, heads_kv, group, *x.shape[2:]).sum(axis=2)

@@ -116,9 +116,12 @@ Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
 Value buildDropoutScale(OpBuilder &b, Location loc, Value seed, double p,
                         Value batch, Value head, Value query, Value key);
 /// buildDropoutScale on the four i32 counter words (j, i, h, b) directly,
-/// for callers (the GPU kernels) that hold positions as i32.
+/// for callers (the GPU kernels) that hold positions as i32. With `scaled`
+/// false the kept value is 1 instead of 1 / (1 - p): a kernel that rounds P
+/// for a matmul applies 1 / (1 - p) to the f32 result, as P * 1 / (1 - p)
+/// would cross 1 and round twice as coarsely there.
 Value buildPhiloxDropout(OpBuilder &b, Location loc, Value seed, double p,
-                         ArrayRef<Value> counter);
+                         ArrayRef<Value> counter, bool scaled = true);
 
 //===----------------------------------------------------------------------===//
 // Tiles

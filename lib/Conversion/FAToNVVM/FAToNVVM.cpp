@@ -495,13 +495,15 @@ void FlashKernelBuilder::build(StringRef name) {
               partial[e / 2] = fadd(partial[e / 2], s[mt][nt][e]);
             }
           // Dropout after the row sum (l is undropped), before P is packed
-          // for P V: Philox on (j, i, h, b).
+          // for P V: Philox on (j, i, h, b). The kept P stays unscaled; the
+          // epilogue applies 1 / (1 - p).
           if (dropout)
             for (int64_t nt = 0; nt < nTilesS; ++nt)
               for (int64_t e = 0; e < 4; ++e) {
                 Value z = buildPhiloxDropout(
                     b, loc, dropoutSeed, dropoutP,
-                    {keyOf(nt, e), rows[mt][e / 2], head, batch});
+                    {keyOf(nt, e), rows[mt][e / 2], head, batch},
+                    /*scaled=*/false);
                 s[mt][nt][e] = fmul(s[mt][nt][e], z);
               }
           for (int64_t r = 0; r < 2; ++r)
@@ -556,8 +558,10 @@ void FlashKernelBuilder::build(StringRef name) {
       Value l = quadReduce(state[2 + r], false);
       Value empty =
           arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, cf(0.0));
-      Value inv =
-          sel(empty, cf(0.0), arith::DivFOp::create(b, loc, cf(1.0), l));
+      // 1 / l, and dropout's 1 / (1 - p).
+      Value inv = arith::DivFOp::create(
+          b, loc, cf(dropout ? 1.0 / (1.0 - dropoutP) : 1.0), l);
+      inv = sel(empty, cf(0.0), inv);
       Value row = rows[mt][r];
       Value inRange = cmp(arith::CmpIPredicate::slt, row, nq);
       auto store = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);

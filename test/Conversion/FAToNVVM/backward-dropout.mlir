@@ -53,15 +53,24 @@
 // CHECK-NEXT: %[[INQ:.+]] = arith.cmpi slt, %[[QUERY]], %[[NQ]] : i32
 // CHECK-NEXT: %[[MASK:.+]] = arith.andi %[[CAUSAL]], %[[INQ]] : i1
 // CHECK-NEXT: arith.select %[[MASK]], %{{.+}}, %{{.+}} : f32
-// dV's A fragments take P Z (in both branches of the mask).
-// CHECK: arith.mulf %{{.+}}, %[[Z]] : f32
+// dV's A fragments take P where Z keeps it, unscaled (in both branches of
+// the mask).
+// CHECK: %[[DROPPED:.+]] = arith.cmpf oeq, %[[Z]], %{{.+}} : f32
+// CHECK-NEXT: arith.select %[[DROPPED]], %{{.+}}, %{{.+}} : f32
 // CHECK: } else {
-// CHECK: arith.mulf %{{.+}}, %[[Z]] : f32
+// CHECK: %[[DROPPED2:.+]] = arith.cmpf oeq, %[[Z]], %{{.+}} : f32
+// CHECK-NEXT: arith.select %[[DROPPED2]], %{{.+}}, %{{.+}} : f32
 // dS = P (dP Z - Dsum), after dP^T = V dO^T.
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK: %[[DPZ:.+]] = arith.mulf %{{.+}}, %[[Z]] : f32
 // CHECK-NEXT: %[[DIFF:.+]] = arith.subf %[[DPZ]], %{{.+}} : f32
 // CHECK-NEXT: arith.mulf %{{.+}}, %[[DIFF]] : f32
+// dK is stored times the scale, dV times 1 / (1 - p).
+// CHECK: scf.if
+// CHECK: arith.mulf %{{.+}}, %arg{{[0-9]+}} : f32
+// CHECK: %[[RP:.+]] = arith.constant 1.11111116 : f32
+// CHECK: scf.if
+// CHECK: arith.mulf %{{.+}}, %[[RP]] : f32
 // CHECK-LABEL: llvm.func @fa_backward_dq_convert_0(
 // CHECK-SAME: %arg57: i64, %arg58: !llvm.ptr<1>)
 

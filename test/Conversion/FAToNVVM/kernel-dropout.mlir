@@ -2,8 +2,9 @@
 
 // Dropout takes the scored path: the seed is the last parameter (after the
 // bias and slopes), and each probability is multiplied by its Philox4x32-10
-// factor (10 rounds: two mului_extended each) on the counter (j, i, h, b),
-// after the row sum took it undropped and before it is packed for P V.
+// keep (1) or drop (0) (10 rounds: two mului_extended each) on the counter
+// (j, i, h, b), after the row sum took it undropped and before it is packed
+// for P V; 1 / (1 - p) scales O with 1 / l.
 
 // CHECK-LABEL: llvm.func @fa_forward_0(
 // CHECK-SAME: %arg28: !llvm.ptr<1>, %arg29: i64, %[[SEED:arg30]]: i64)
@@ -54,7 +55,7 @@
 // CHECK-NEXT: %[[U:.*]] = arith.mulf %[[BF]], %[[ULP]] : f32
 // CHECK-NEXT: %[[P:.*]] = arith.constant 2.500000e-01 : f32
 // CHECK-NEXT: %[[KEEP:.*]] = arith.cmpf oge, %[[U]], %[[P]] : f32
-// CHECK-NEXT: %[[KEPT:.*]] = arith.constant 1.33333337 : f32
+// CHECK-NEXT: %[[KEPT:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT: %[[DROP:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %[[Z0:.*]] = arith.select %[[KEEP]], %[[KEPT]], %[[DROP]] : f32
 // CHECK-NEXT: %[[PZ0:.*]] = arith.mulf %[[P0]], %[[Z0]] : f32
@@ -69,6 +70,9 @@
 // CHECK: llvm.insertelement %[[PZ0]], %{{.*}} : vector<2xf32>
 // CHECK-NOT: arith.mului_extended
 // CHECK: nvvm.mma.sync
+// The epilogue: O = acc * (1 / (1 - p)) / l.
+// CHECK: %[[RP:.*]] = arith.constant 1.33333337 : f32
+// CHECK-NEXT: arith.divf %[[RP]], %{{.*}} : f32
 func.func @dropout(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %seed: i64) -> tensor<?x4x?x64xbf16> {
   %o = fa.attention %q, %k, %v dropout_seed(%seed) {dropout_p = 2.500000e-01 : f32} : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x4x?x64xbf16>
   return %o : tensor<?x4x?x64xbf16>
