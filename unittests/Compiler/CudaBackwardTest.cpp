@@ -449,6 +449,31 @@ TEST_P(CudaBackwardTest, MatchesReference) {
         slopesValues.push_back(slopes.back());
       }
   }
+  fa::support::AttentionOptions options;
+  options.causal = c.causal;
+  if (c.window)
+    options.window =
+        fa::support::SlidingWindow{c.window->first, c.window->second};
+  options.softcap = c.softcap;
+  options.numThreads = 0;
+  if (c.biasShape)
+    options.bias = {biasValues.data(), biasShape};
+  if (c.alibi)
+    options.alibiSlopes = {slopesValues.data(), slopesShape};
+  if (c.dropout) {
+    options.dropoutP = *c.dropout;
+    options.dropoutSeed = Case::kSeed;
+  }
+  if (c.scoreMod)
+    options.scoreMod = [](double s, int64_t, int64_t, int64_t i, int64_t j) {
+      return 20.0 * std::tanh(s / 20.0) + double(float(0.01)) * double(j - i);
+    };
+  if (c.maskMod)
+    options.maskMod = [](int64_t, int64_t, int64_t i, int64_t j) {
+      return i / 40 == j / 40;
+    };
+  const fa::support::Precision precision =
+      c.bf16 ? fa::support::Precision::BF16 : fa::support::Precision::F16;
   size_t lseBytes = size_t(c.b * c.hq * c.nq) * 4;
   rt::DeviceBuffer qBuf = upload(q.bits.data(), q.bytes()),
                    kBuf = upload(k.bits.data(), k.bytes()),
@@ -502,6 +527,23 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   rt::Status status =
       mlir::fa::launchCudaKernel(*forward, *forwardFn, fwd, nullptr);
   ASSERT_TRUE(status.ok()) << status.getMessage();
+  if (std::getenv("FA_BWD_LOWP_INPUTS")) {
+    // Diagnosis: the backward from the low-precision reference's O and lse.
+    fa::support::AttentionOptions o = options;
+    o.precision = precision;
+    std::vector<double> out, lse;
+    std::string error;
+    ASSERT_TRUE(fa::support::attentionReference(q.ref(), k.ref(), v.ref(), o,
+                                                out, lse, error))
+        << error;
+    std::vector<uint16_t> outBits(out.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      outBits[i] = c.bf16 ? fa::support::floatToBFloat16(float(out[i]))
+                          : fa::support::floatToHalf(float(out[i]));
+    std::vector<float> lseF(lse.begin(), lse.end());
+    oBuf.copyFromHost(outBits.data(), outBits.size() * 2).check();
+    lseBuf.copyFromHost(lseF.data(), lseF.size() * 4).check();
+  }
 
   mlir::fa::CudaBackwardCall bwd;
   rt::DeviceBuffer *bwdBufs[9] = {&qBuf,   &kBuf,  &vBuf,  &oBuf, &dOBuf,
@@ -601,31 +643,6 @@ TEST_P(CudaBackwardTest, MatchesReference) {
     }
   }
 
-  fa::support::AttentionOptions options;
-  options.causal = c.causal;
-  if (c.window)
-    options.window =
-        fa::support::SlidingWindow{c.window->first, c.window->second};
-  options.softcap = c.softcap;
-  options.numThreads = 0;
-  if (c.biasShape)
-    options.bias = {biasValues.data(), biasShape};
-  if (c.alibi)
-    options.alibiSlopes = {slopesValues.data(), slopesShape};
-  if (c.dropout) {
-    options.dropoutP = *c.dropout;
-    options.dropoutSeed = Case::kSeed;
-  }
-  if (c.scoreMod)
-    options.scoreMod = [](double s, int64_t, int64_t, int64_t i, int64_t j) {
-      return 20.0 * std::tanh(s / 20.0) + double(float(0.01)) * double(j - i);
-    };
-  if (c.maskMod)
-    options.maskMod = [](int64_t, int64_t, int64_t i, int64_t j) {
-      return i / 40 == j / 40;
-    };
-  const fa::support::Precision precision =
-      c.bf16 ? fa::support::Precision::BF16 : fa::support::Precision::F16;
   options.biasPrecision =
       c.biasType == Case::BiasType::F32    ? fa::support::Precision::F32
       : c.biasType == Case::BiasType::BF16 ? fa::support::Precision::BF16
