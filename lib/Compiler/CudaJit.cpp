@@ -571,10 +571,15 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   if (workspace % 256 != 0)
     return rt::Status::error("backward: the workspace must be 256-byte "
                              "aligned");
-  if (!workspace && call.seqQ > 0) {
+  // With Nq = 0 the dK/dV kernel still runs (dK = dV = 0) and addresses the
+  // first row of Q, dO, lse and Dsum, whose loads its guards discard: those
+  // (empty, maybe null) arguments point at a scratch buffer of ours instead.
+  if (call.seqQ == 0)
+    workspace = 0;
+  if (!workspace) {
     rt::Expected<rt::DeviceBuffer> buffer = rt::DeviceBuffer::allocate(
         functions.dsum.getDevice(),
-        workspaceBytes(call, (*launches)[0].accumDim));
+        std::max<size_t>(workspaceBytes(call, (*launches)[0].accumDim), 1024));
     if (buffer.failed())
       return buffer.getStatus();
     ownWorkspace = buffer.take();
@@ -586,6 +591,9 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
   for (int i = 0; i < 9; ++i)
     pointers[i] = call.pointers[i];
   pointers[9] = workspace;
+  if (call.seqQ == 0)
+    for (int i : {0, 3, 4, 5, 6}) // Q, O, dO, lse, dQ
+      pointers[i] = workspace;
   int64_t strides[28];
   for (int i = 0; i < 26; ++i)
     strides[i] = call.strides[i];
