@@ -165,11 +165,17 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tens
     ctx.mark_non_differentiable(lse)
 
 
+def _unit_last_stride(dout: Tensor) -> Tensor:
+    """dO as the GPU kernels read it: rows of unit stride. Autograd hands
+    ``out.sum()``'s gradient over as an expanded tensor (stride 0)."""
+    return dout if dout.stride(-1) == 1 else dout.contiguous()
+
+
 def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
     q, k, v, out, lse, bias, alibi_slopes, *captures = ctx.saved_tensors
     bias_grad = bias is not None and ctx.needs_input_grad[3]
     dq, dk, dv, dbias = _attention_backward_op(
-        dout, q, k, v, out, lse, bias, alibi_slopes, *ctx.options, bias_grad, captures
+        _unit_last_stride(dout), q, k, v, out, lse, bias, alibi_slopes, *ctx.options, bias_grad, captures
     )
     # No gradients of the ALiBi slopes, the options and the captures (see attention()).
     none = (None,) * (1 + len(ctx.options))
@@ -331,7 +337,7 @@ class _Attention(torch.autograd.Function):
             k,
             v,
             out,
-            dout,
+            _unit_last_stride(dout),
             lse,
             bias,
             alibi_slopes,

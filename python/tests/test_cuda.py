@@ -139,6 +139,29 @@ def test_autograd_on_the_gpu(dtype, d) -> None:
         check(name, f64(x.grad), f64(r.grad), base)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_autograd_of_a_sum_on_the_gpu(compiled) -> None:
+    """out.sum().backward(): autograd's dO is expanded (stride 0 everywhere),
+    which the GPU backward gets as a copy with rows of unit stride."""
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    q, k, v = (
+        torch.randn(1, 4, 70, 64, device="cuda", dtype=torch.bfloat16, generator=gen)
+        .requires_grad_()
+        for _ in range(3)
+    )
+    f = torch.compile(fa.attention, fullgraph=True, backend="aot_eager") if compiled else fa.attention
+    f(q, k, v, causal="top_left").sum().backward()
+    dout = torch.ones(1, 4, 70, 64, device="cuda", dtype=torch.bfloat16)
+    ref = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
+    s = ref[0] @ ref[1].transpose(-1, -2) / 8.0
+    i, j = torch.arange(70).view(-1, 1), torch.arange(70).view(1, -1)
+    s = s.masked_fill(~(j <= i), float("-inf"))
+    (torch.softmax(s, dim=-1) @ ref[2]).sum().backward()
+    lowp = low_precision_grad(q, k, v, dout, causal="top_left")
+    for name, x, r, base in zip(("dQ", "dK", "dV"), (q, k, v), ref, lowp):
+        check(name, f64(x.grad), f64(r.grad), base)
+
+
 def test_atomic_dq_and_deterministic_algorithms() -> None:
     """Under torch.use_deterministic_algorithms(True) the GPU backward gives
     bitwise the same dQ run to run (its dQ kernel); the default (atomic dQ on
