@@ -58,10 +58,12 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     scale * log2(e), scale (f32). The first op's contracts are the module's
     `fa.backward` attribute.
 
-    Supported: f16 and bf16; D = Dv in {32, 64, 96, 128, 256} (at 256 the
-    backward's dK/dV kernel makes two passes of 128 columns); scale, causal
-    (both alignments), window, softcap, GQA/MQA, lse. Anything else, or an
-    fa.attention outside a kernel, is an error naming it.
+    Supported, forward and backward: f16 and bf16; D = Dv in {32, 64, 96,
+    128, 256} (at 256 the backward's dK/dV kernel makes two passes of 128
+    columns); scale, causal (both alignments), window, softcap, GQA/MQA,
+    lse, and on the scored path ALiBi, bias (with dBias), dropout, score_mod
+    and mask_mod with captures. Anything else, or an fa.attention outside a
+    kernel, is an error naming it.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",
