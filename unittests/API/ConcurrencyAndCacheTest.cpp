@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Accuracy.h"
+#include "Files.h"
 #include "GpuTest.h"
 #include "TestTensors.h"
 
@@ -26,8 +27,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <dirent.h>
-#include <fstream>
 #include <ftw.h>
 #include <optional>
 #include <random>
@@ -42,6 +41,8 @@ using fa::testing::backwardIsAccurate;
 using fa::testing::forwardIsAccurate;
 using fa::testing::HostTensor;
 using fa::testing::precisionOf;
+using fa::testing::readFile;
+using fa::testing::writeFile;
 
 constexpr int kThreads = 16;
 
@@ -78,27 +79,10 @@ public:
 std::vector<std::string> listKernelFiles() {
   std::vector<std::string> paths;
   const std::string &dir = CacheEnvironment::directory();
-  if (DIR *handle = opendir(dir.c_str())) {
-    while (struct dirent *entry = readdir(handle)) {
-      std::string name = entry->d_name;
-      if (name.size() > 9 && name.compare(name.size() - 9, 9, ".fakernel") == 0)
-        paths.push_back(dir + "/" + name);
-    }
-    closedir(handle);
-  }
+  for (const std::string &name : fa::testing::listDirectory(dir))
+    if (name.size() > 9 && name.compare(name.size() - 9, 9, ".fakernel") == 0)
+      paths.push_back(dir + "/" + name);
   return paths;
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void writeFile(const std::string &path, const std::string &content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
 }
 
 /// Variant `t` of 16, all different (each has its own scale), mixing dtype,

@@ -1,16 +1,15 @@
 //===- KernelCacheTest.cpp - SHA-256, keys and the kernel cache -----------===//
 
+#include "Files.h"
+
 #include "fa/Runtime/KernelCache.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdlib>
-#include <dirent.h>
-#include <fstream>
 #include <ftw.h>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
@@ -18,6 +17,9 @@
 #include <vector>
 
 using namespace fa::runtime;
+using fa::testing::listDirectory;
+using fa::testing::readFile;
+using fa::testing::writeFile;
 
 namespace {
 
@@ -64,31 +66,6 @@ private:
   const char *name;
   std::optional<std::string> saved;
 };
-
-std::vector<std::string> listDirectory(const std::string &path) {
-  std::vector<std::string> names;
-  if (DIR *dir = opendir(path.c_str())) {
-    while (struct dirent *entry = readdir(dir)) {
-      std::string name = entry->d_name;
-      if (name != "." && name != "..")
-        names.push_back(name);
-    }
-    closedir(dir);
-  }
-  return names;
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void writeFile(const std::string &path, const std::string &content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-}
 
 CachedKernel sampleKernel(const std::string &image = "// PTX\n.entry k()\n") {
   CachedKernel kernel;
