@@ -18,19 +18,6 @@ from fa._tensor import dtype_code, is_real_torch_tensor, is_tensor
 __all__ = ["Kernel", "attention", "attention_backward", "clear_cache", "compile"]
 
 
-_torch: Any = None
-
-
-def _torch_module() -> Any:
-    """fa._torch, imported on the first torch tensor (torch is imported then)."""
-    global _torch
-    if _torch is None:
-        from fa import _torch as module
-
-        _torch = module
-    return _torch
-
-
 def attention(
     q: Any,
     k: Any,
@@ -60,7 +47,12 @@ def attention(
     Q, K and V, and traceable by ``torch.compile``.
     """
     if is_real_torch_tensor(q):
-        return _torch_module().attention(
+        # fa._torch (the custom op) is imported on the first torch tensor. An
+        # import statement, not a global set then: torch.compile would guard on
+        # that global and compile the first compiled function twice.
+        from fa import _torch
+
+        return _torch.attention(
             q,
             k,
             v,

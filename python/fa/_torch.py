@@ -53,7 +53,7 @@ def _attention_op(
     dropout_seed: int,
     captures: list[Tensor],
 ) -> tuple[Tensor, Tensor]:
-    """(O, lse) of one attention variant (options as ``fa._core.Options`` holds them)."""
+    """(O, lse) of one attention variant; the options are checked here (memoized)."""
     _check_capture_devices("fa.attention", q, captures)
     options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
     out, lse = _core.forward(
@@ -79,6 +79,9 @@ def _attention_fake(
     dropout_seed: int,
     captures: list[Tensor],
 ) -> tuple[Tensor, Tensor]:
+    # The option checks of the real op, while torch.compile traces (their
+    # errors then come before anything runs); shapes may be symbolic.
+    _fake_check(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
     b, hq, nq = q.shape[:3]
     out = q.new_empty((b, hq, nq, v.shape[3]))
     lse = q.new_empty((b, hq, nq), dtype=torch.float32)
@@ -149,6 +152,7 @@ def _attention_backward_fake(
     bias_grad: bool,
     captures: list[Tensor],
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    _fake_check(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
     # The real op returns contiguous tensors whatever the layout of q, k, v.
     dbias = bias.new_empty(bias.shape) if bias_grad and bias is not None else q.new_empty(0)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dbias
@@ -175,7 +179,17 @@ def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
     q, k, v, out, lse, bias, alibi_slopes, *captures = ctx.saved_tensors
     bias_grad = bias is not None and ctx.needs_input_grad[3]
     dq, dk, dv, dbias = _attention_backward_op(
-        _unit_last_stride(dout), q, k, v, out, lse, bias, alibi_slopes, *ctx.options, bias_grad, captures
+        _unit_last_stride(dout),
+        q,
+        k,
+        v,
+        out,
+        lse,
+        bias,
+        alibi_slopes,
+        *ctx.options,
+        bias_grad,
+        captures,
     )
     # No gradients of the ALiBi slopes, the options and the captures (see attention()).
     none = (None,) * (1 + len(ctx.options))
@@ -185,7 +199,8 @@ def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-# The op's options as fa._core.Options, by the op's arguments.
+# The op's options, checked, by the op's arguments (the checks run here, in
+# the op and its fake, not in what torch.compile traces).
 _op_options: dict[tuple[Any, ...], _core.Options] = {}
 
 
@@ -199,25 +214,81 @@ def _options(
     mask_mod: str,
     captures: list[Tensor] | tuple[Tensor, ...] = (),
 ) -> _core.Options:
+    """The op's options as ``fa._core.Options``: checked (fa.attention's
+    TypeError / ValueError) on the first call of a combination, then looked up."""
     capture_types = tuple(_capture_type(c) for c in captures) if captures else ()
-    window = (window[0], window[1]) if window is not None else None
-    key = (causal, scale, window, softcap, dropout_p, score_mod, mask_mod, capture_types)
-    options = _op_options.get(key)
+    window = (window[0], window[1]) if window is not None and len(window) == 2 else window
+    key = (
+        causal,
+        type(scale),
+        scale,
+        window,
+        type(softcap),
+        softcap,
+        type(dropout_p),
+        dropout_p,
+        score_mod,
+        mask_mod,
+        capture_types,
+    )
+    try:
+        options = _op_options.get(key)
+    except TypeError:  # not hashable: checked below (and refused)
+        options, key = None, None
     if options is None:
+        api = "fa.attention"
+        if not isinstance(causal, str):
+            raise TypeError(
+                f"{api}: causal must be a string in torch.ops.fa.attention, got {causal!r}"
+            )
+        checked = _core.check_options(
+            api,
+            False if causal == "none" else causal,
+            scale,
+            window,
+            softcap,
+            dropout_p,
+            None,
+            None,
+        )
+        for name, text in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+            if not isinstance(text, str):
+                raise TypeError(
+                    f"{api}: {name} must be MLIR text in torch.ops.fa.attention, got {text!r}"
+                )
         options = _core.Options(
-            causal=causal,
-            scale=scale,
-            window=window,
-            softcap=softcap,
-            dropout_p=dropout_p,
+            causal=checked.causal,
+            scale=checked.scale,
+            window=checked.window,
+            softcap=checked.softcap,
+            dropout_p=checked.dropout_p,
             score_mod=score_mod,
             mask_mod=mask_mod,
             capture_types=capture_types,
         )
-        if len(_op_options) >= 256:
-            _op_options.clear()
-        _op_options[key] = options
+        if key is not None:
+            if len(_op_options) >= 256:
+                _op_options.clear()
+            _op_options[key] = options
     return options
+
+
+def _fake_check(
+    causal: str,
+    scale: Any,
+    window: Any,
+    softcap: Any,
+    dropout_p: Any,
+    score_mod: str,
+    mask_mod: str,
+    captures: list[Tensor],
+) -> None:
+    """The op's option checks in its fake implementation, where the options
+    are known numbers (a symbolic one is checked when the op runs)."""
+    sym = (torch.SymInt, torch.SymFloat)
+    if any(isinstance(x, sym) for x in (scale, softcap, dropout_p, *(window or ()))):
+        return
+    _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
 
 
 def _capture_type(x: Tensor) -> tuple[str, int]:
@@ -242,37 +313,67 @@ def _check_capture_devices(api: str, q: Tensor, captures: list[Tensor]) -> None:
             )
 
 
-def _checked_options(
-    causal: Any,
-    scale: Any,
-    window: Any,
-    softcap: Any,
-    dropout_p: Any,
-    score_mod: Any,
-    mask_mod: Any,
-) -> tuple[
-    tuple[str, float | None, list[int] | None, float | None, float, str, str],
-    tuple[tuple[str, str, Any], ...],
-]:
-    """The options as the op takes them, score_mod / mask_mod traced to MLIR,
-    and where the modifiers found their captures (see ``_captures``).
+# What torch.compile traces of a call: the options turned into the op's
+# argument types (numbers, strings) without checking their values, which the op
+# and its fake implementation do (_options). Only type tests and conversions of
+# constants, so that Dynamo traces them with dynamic shapes and symbolic numbers
+# (a float a compiled function receives is specialized when the op gets it).
+# A value of a wrong type goes to fa._core's check, which raises its TypeError.
+
+
+def _op_causal(causal: Any) -> str:
+    if causal is None or causal is False:
+        return "none"
+    if causal is True:
+        return "top_left"
+    if isinstance(causal, str):
+        return causal  # "top_left", "bottom_right" (else the op says what is wrong)
+    return _core.check_causal("fa.attention", causal)
+
+
+def _op_float(name: str, x: Any) -> Any:
+    if x is None or type(x) is float or type(x) is int:
+        return x
+    if name == "dropout_p":
+        return _core.check_dropout("fa.attention", x)
+    return _core.check_positive("fa.attention", name, x, "None or a finite number > 0")
+
+
+def _op_window(window: Any) -> list[int] | None:
+    if window is None:
+        return None
+    if (
+        type(window) in (tuple, list)
+        and len(window) == 2
+        and type(window[0]) is int
+        and type(window[1]) is int
+    ):
+        return [window[0], window[1]]
+    checked = _core.check_window("fa.attention", window)
+    return [checked[0], checked[1]] if checked is not None else None
+
+
+def _traced_mods(
+    score_mod: Any, mask_mod: Any
+) -> tuple[str, str, tuple[tuple[str, str, Any], ...]]:
+    """score_mod / mask_mod traced to MLIR text, and where the modifiers found
+    their captures (see ``_captures``).
 
     torch.compile runs this once, while tracing, and keeps the result as a
-    constant: the graph then holds only the op, not the Python tracer. The
-    captured tensors themselves are not part of the result (they would be
-    baked in as constants).
+    constant: the graph then holds only the op, not the Python tracer. Its
+    arguments are the modifiers alone (functions are constants to Dynamo; a
+    number may be symbolic under ``dynamic=True``). The captured tensors
+    themselves are not part of the result (they would be baked in as constants).
     """
-    o = _core.check_options(
-        "fa.attention", causal, scale, window, softcap, dropout_p, score_mod, mask_mod
-    )
-    return o.op_args, o.capture_sources
+    o = _core.check_options("fa.attention", False, None, None, None, 0.0, score_mod, mask_mod)
+    return o.score_mod, o.mask_mod, o.capture_sources
 
 
-# What torch.compiler.assume_constant_result(_checked_options) does (the mark
+# What torch.compiler.assume_constant_result(_traced_mods) does (the mark
 # torch/_dynamo/decorators.py sets), without importing torch._dynamo, sympy
 # and torch.distributed's modules into every process that calls fa.attention
 # eagerly; torch.compile imports them itself when it runs.
-_checked_options._dynamo_marked_constant = True  # type: ignore[attr-defined]
+_traced_mods._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def _captures(
@@ -417,8 +518,18 @@ def attention(
         )
         op_args, sources = options.op_args, options.capture_sources
     else:
-        op_args, sources = _checked_options(
-            causal, scale, window, softcap, dropout_p, score_mod, mask_mod
+        # Traced by torch.compile: no checks of values here (the op does them).
+        score_text, mask_text, sources = "", "", ()
+        if score_mod is not None or mask_mod is not None:
+            score_text, mask_text, sources = _traced_mods(score_mod, mask_mod)
+        op_args = (
+            _op_causal(causal),
+            _op_float("scale", scale),
+            _op_window(window),
+            _op_float("softcap", softcap),
+            _op_float("dropout_p", dropout_p),
+            score_text,
+            mask_text,
         )
     captures = _captures(api, q, score_mod, mask_mod, sources)
     seed = _core.check_seed(api, dropout_seed)

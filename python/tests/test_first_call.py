@@ -55,6 +55,21 @@ print("compiled: ok")
 """
 
 
+# torch.compile before any eager call: fa's torch module is imported while
+# Dynamo traces, and that must not leave a guard that fails on the next call.
+FIRST_CALL_COMPILED = """
+import torch
+import fa
+
+torch._dynamo.config.error_on_recompile = True
+f = torch.compile(lambda q: fa.attention(q, q, q, causal=True), fullgraph=True, dynamic=True)
+for b, n in ((3, 12), (2, 20)):
+    q = torch.randn(b, 4, n, 16)
+    assert torch.equal(f(q), fa.attention(q, q, q, causal=True))
+print("graphs:", torch._dynamo.utils.counters["stats"]["unique_graphs"])
+"""
+
+
 def run(code: str) -> str:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -71,3 +86,7 @@ def test_eager_call_imports_no_compiler() -> None:
 
 def test_torch_compile_after_eager_calls() -> None:
     assert run(COMPILED).splitlines()[-1] == "compiled: ok"
+
+
+def test_torch_compile_as_the_first_call_compiles_once() -> None:
+    assert run(FIRST_CALL_COMPILED).splitlines()[-1] == "graphs: 1"
