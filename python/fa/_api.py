@@ -34,14 +34,19 @@ def attention(
     mask_mod: MaskMod | None = None,
     return_lse: bool = False,
     dropout_seed: int | None = None,
+    layout: str = "bhsd",
+    out: Any = None,
 ) -> Any:
     """Exact attention ``softmax(mask(mod(scale * Q K^T))) V``; see docs/python.md.
 
     Q is ``[B, Hq, Nq, D]``, K ``[B, Hkv, Nk, D]``, V ``[B, Hkv, Nk, Dv]``
     (numpy arrays or torch tensors of float16, bfloat16 or float32, any
-    strides; CUDA tensors run the GPU kernel on torch's current stream).
+    strides; CUDA tensors run the GPU kernel on torch's current stream);
+    with ``layout="bshd"`` they are ``[B, N, H, D]`` and so is O.
     Returns O ``[B, Hq, Nq, Dv]`` (contiguous, dtype of Q), or
     ``(O, lse)`` with ``return_lse=True`` (lse ``[B, Hq, Nq]``, float32).
+    ``out`` is an O to write instead (of O's shape, dtype and device, rows
+    of unit stride; no autograd), returned.
     Kernels are compiled once per variant and cached. On torch tensors it is
     the custom op ``torch.ops.fa.attention``: differentiable with respect to
     Q, K and V, and traceable by ``torch.compile``.
@@ -67,15 +72,20 @@ def attention(
             mask_mod,
             return_lse,
             dropout_seed,
+            layout,
+            out,
         )
     api = "fa.attention"
-    inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes)
+    bshd = _core.check_layout(api, layout)
+    inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
+    if out is not None:
+        inputs.check_out(api, out)
     options = _core.check_options(
         api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod
     )
     seed = _core.check_seed(api, dropout_seed)
     kernel = _core.kernel_for(api, inputs, options, bool(return_lse))
-    return kernel._run(inputs, q, seed, options.captures)
+    return kernel._run(inputs, q, seed, options.captures, out)
 
 
 def attention_backward(
@@ -97,6 +107,7 @@ def attention_backward(
     mask_mod: MaskMod | None = None,
     dropout_seed: int | None = None,
     return_dbias: bool = False,
+    layout: str = "bhsd",
 ) -> tuple[Any, ...]:
     """Gradients ``(dq, dk, dv)`` of :func:`fa.attention` given ``dout`` = dLoss/dO.
 
@@ -105,11 +116,13 @@ def attention_backward(
     dq, dk, dv with the shapes and dtype of q, k, v (a K/V head shared by
     several query heads gets the sum over them); with ``return_dbias=True``
     also dbias, of the shape and dtype of ``bias`` (summed over
-    its broadcast dims). No gradient of ``alibi_slopes``. The backward kernel
-    is compiled once per variant.
+    its broadcast dims). No gradient of ``alibi_slopes``. With
+    ``layout="bshd"``, q, k, v, out, dout and dq, dk, dv are ``[B, N, H, D]``.
+    The backward kernel is compiled once per variant.
     """
     api = "fa.attention_backward"
-    inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes)
+    bshd = _core.check_layout(api, layout)
+    inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
     options = _core.check_options(
         api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod
     )

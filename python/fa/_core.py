@@ -178,6 +178,17 @@ def check_head_count(api: str, name: str, value: Any) -> int:
     return int(value)
 
 
+def check_layout(api: str, layout: Any) -> bool:
+    """Whether Q, K, V, O (and dO, dQ, dK, dV) are [B, N, H, D] ("bshd")
+    rather than [B, H, N, D] ("bhsd")."""
+    if layout == "bhsd" or layout == "bshd":
+        return layout == "bshd"
+    message = (
+        f"{api}: layout must be 'bhsd' ([B, H, N, D]) or 'bshd' ([B, N, H, D]), got {layout!r}"
+    )
+    raise (ValueError if isinstance(layout, str) else TypeError)(message)
+
+
 def check_return_dbias(api: str, inputs: _C.Inputs, return_dbias: Any) -> None:
     if return_dbias and inputs.bias is None:
         raise ValueError(f"{api}: return_dbias=True needs a bias")
@@ -384,14 +395,19 @@ def forward(
     captures: Any,
     dropout_seed: int | None,
     return_lse: bool,
+    bshd: bool = False,
+    out: Any = None,
 ) -> Any:
     """fa.attention once the options are checked: O, or (O, lse).
 
     ``captures`` are the arrays the modifiers index (``options.captures``,
-    or the torch op's tensors)."""
-    inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes)
+    or the torch op's tensors); ``bshd``: the layout (check_layout); ``out``
+    the caller's O (out=) or None."""
+    inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
+    if out is not None:
+        inputs.check_out(api, out)
     kernel = kernel_for(api, inputs, options, return_lse)
-    return kernel._run(inputs, q, dropout_seed, captures)
+    return kernel._run(inputs, q, dropout_seed, captures, out)
 
 
 def backward(
@@ -408,9 +424,11 @@ def backward(
     captures: Any,
     dropout_seed: int | None,
     return_dbias: bool = False,
+    bshd: bool = False,
 ) -> tuple[Any, ...]:
-    """fa.attention_backward once the options are checked: (dq, dk, dv[, dbias])."""
-    inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes)
+    """fa.attention_backward once the options are checked: (dq, dk, dv[, dbias]),
+    dq, dk, dv in the layout of q, k, v."""
+    inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
     inputs.check_grads(api, out, dout, lse)
     check_return_dbias(api, inputs, return_dbias)
     # The kernel that returns the lse: the one whose forward autograd runs.
@@ -637,7 +655,7 @@ class Kernel:
         dbias = None
         if return_dbias and var.bias is not None and inputs.bias is not None:
             # The kernel's bias shape; reduced to the caller's afterwards.
-            full = (*inputs.lse_shape, inputs.k.shape[2])
+            full = (*inputs.lse_shape, inputs.nk)
             shape = tuple(1 if bc else n for bc, n in zip(var.bias[1], full))
             dbias = _empty(inputs, like, shape, var.bias[0])
         outputs = [t for t in (dq, dk, dv, dbias) if t is not None]
@@ -688,10 +706,13 @@ class Kernel:
         like: Any,
         dropout_seed: int | None,
         captures: tuple[Any, ...] | None = None,
+        out: Any = None,
     ) -> Any:
-        """O (and lse) of checked inputs; ``like`` is Q as the caller gave it."""
+        """O (and lse) of checked inputs; ``like`` is Q as the caller gave it,
+        ``out`` the caller's O (checked) or None (a new one, in the layout of Q)."""
         var = self._variant
-        out = _empty(inputs, like, inputs.out_shape, var.dtype)
+        if out is None:
+            out = _empty(inputs, like, inputs.out_shape, var.dtype)
         lse = _empty(inputs, like, inputs.lse_shape, "f32") if var.return_lse else None
         if inputs.empty:  # nothing to compute (numpy gives such arrays stride 0)
             return (out, lse) if lse is not None else out

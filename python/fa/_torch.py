@@ -52,12 +52,16 @@ def _attention_op(
     mask_mod: str,
     dropout_seed: int,
     captures: list[Tensor],
+    layout: str = "bhsd",
 ) -> tuple[Tensor, Tensor]:
-    """(O, lse) of one attention variant; the options are checked here (memoized)."""
-    _check_capture_devices("fa.attention", q, captures)
+    """(O, lse) of one attention variant; the options are checked here (memoized).
+    Q, K, V and O are [B, H, N, D], or [B, N, H, D] with layout="bshd"."""
+    api = "fa.attention"
+    bshd = _core.check_layout(api, layout)
+    _check_capture_devices(api, q, captures)
     options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
     out, lse = _core.forward(
-        "fa.attention", q, k, v, bias, alibi_slopes, options, captures, dropout_seed, True
+        api, q, k, v, bias, alibi_slopes, options, captures, dropout_seed, True, bshd
     )
     return out, lse
 
@@ -78,14 +82,78 @@ def _attention_fake(
     mask_mod: str,
     dropout_seed: int,
     captures: list[Tensor],
+    layout: str = "bhsd",
 ) -> tuple[Tensor, Tensor]:
     # The option checks of the real op, while torch.compile traces (their
     # errors then come before anything runs); shapes may be symbolic.
     _fake_check(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
-    b, hq, nq = q.shape[:3]
-    out = q.new_empty((b, hq, nq, v.shape[3]))
-    lse = q.new_empty((b, hq, nq), dtype=torch.float32)
-    return out, lse
+    return _out_shapes(q, v, _core.check_layout("fa.attention", layout))
+
+
+def _out_shapes(q: Tensor, v: Tensor, bshd: bool) -> tuple[Tensor, Tensor]:
+    """New O (contiguous, in the layout of q) and lse, as the op makes them."""
+    if bshd:
+        b, nq, hq = q.shape[:3]
+        out = q.new_empty((b, nq, hq, v.shape[3]))
+    else:
+        b, hq, nq = q.shape[:3]
+        out = q.new_empty((b, hq, nq, v.shape[3]))
+    return out, q.new_empty((b, hq, nq), dtype=torch.float32)
+
+
+@torch.library.custom_op("fa::attention_out", mutates_args=("out",))
+def _attention_out_op(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    bias: Optional[Tensor],
+    alibi_slopes: Optional[Tensor],
+    causal: str,
+    scale: Optional[float],
+    window: Optional[list[int]],
+    softcap: Optional[float],
+    dropout_p: float,
+    score_mod: str,
+    mask_mod: str,
+    dropout_seed: int,
+    captures: list[Tensor],
+    layout: str,
+    out: Tensor,
+) -> Tensor:
+    """``fa::attention`` writing O into ``out`` (fa.attention's out=); returns the lse.
+    No autograd (as torch's out= functions)."""
+    api = "fa.attention"
+    bshd = _core.check_layout(api, layout)
+    _check_capture_devices(api, q, captures)
+    options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
+    _, lse = _core.forward(
+        api, q, k, v, bias, alibi_slopes, options, captures, dropout_seed, True, bshd, out
+    )
+    return lse
+
+
+@_attention_out_op.register_fake
+def _attention_out_fake(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    bias: Optional[Tensor],
+    alibi_slopes: Optional[Tensor],
+    causal: str,
+    scale: Optional[float],
+    window: Optional[list[int]],
+    softcap: Optional[float],
+    dropout_p: float,
+    score_mod: str,
+    mask_mod: str,
+    dropout_seed: int,
+    captures: list[Tensor],
+    layout: str,
+    out: Tensor,
+) -> Tensor:
+    # out is checked (fa._C) when the op runs.
+    _fake_check(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
+    return _out_shapes(q, v, _core.check_layout("fa.attention", layout))[1]
 
 
 @torch.library.custom_op("fa::attention_backward", mutates_args=())
@@ -108,8 +176,11 @@ def _attention_backward_op(
     dropout_seed: int,
     bias_grad: bool,
     captures: list[Tensor],
+    layout: str = "bhsd",
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """(dQ, dK, dV, dBias) of ``fa::attention`` given dO; dBias is empty without bias_grad."""
+    """(dQ, dK, dV, dBias) of ``fa::attention`` given dO; dBias is empty without bias_grad.
+    dQ, dK, dV are contiguous in the layout of q, k, v."""
+    bshd = _core.check_layout("fa.attention (backward)", layout)
     _check_capture_devices("fa.attention (backward)", q, captures)
     options = _options(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
     grads = _core.backward(
@@ -126,6 +197,7 @@ def _attention_backward_op(
         captures,
         dropout_seed,
         bias_grad,
+        bshd,
     )
     dbias = grads[3] if bias_grad else q.new_empty(0)
     return grads[0], grads[1], grads[2], dbias
@@ -151,19 +223,23 @@ def _attention_backward_fake(
     dropout_seed: int,
     bias_grad: bool,
     captures: list[Tensor],
+    layout: str = "bhsd",
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     _fake_check(causal, scale, window, softcap, dropout_p, score_mod, mask_mod, captures)
-    # The real op returns contiguous tensors whatever the layout of q, k, v.
+    _core.check_layout("fa.attention (backward)", layout)
+    # The real op returns contiguous tensors (q's layout) whatever the strides of q, k, v.
     dbias = bias.new_empty(bias.shape) if bias_grad and bias is not None else q.new_empty(0)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dbias
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
+    # (q, k, v, bias, alibi_slopes, causal, ..., dropout_seed, captures[, layout])
     q, k, v, bias, alibi_slopes = inputs[:5]
-    captures = inputs[-1]
+    captures = inputs[13]
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes, *captures)
-    ctx.options = inputs[5:-1]
+    ctx.options = inputs[5:13]
+    ctx.layout = inputs[14] if len(inputs) > 14 else "bhsd"
     ctx.num_captures = len(captures)
     # The lse is saved for the backward but has no gradient of its own.
     ctx.mark_non_differentiable(lse)
@@ -190,10 +266,11 @@ def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
         *ctx.options,
         bias_grad,
         captures,
+        ctx.layout,
     )
-    # No gradients of the ALiBi slopes, the options and the captures (see attention()).
+    # No gradients of the ALiBi slopes, the options, the captures and the layout.
     none = (None,) * (1 + len(ctx.options))
-    return (dq, dk, dv, dbias if bias_grad else None, *none, [None] * ctx.num_captures)
+    return (dq, dk, dv, dbias if bias_grad else None, *none, [None] * ctx.num_captures, None)
 
 
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -418,13 +495,15 @@ class _Attention(torch.autograd.Function):
         options: _core.Options,
         seed: int,
         captures: list[Tensor],
+        bshd: bool,
     ) -> tuple[Tensor, Tensor]:
         out, lse = _core.forward(
-            "fa.attention", q, k, v, bias, alibi_slopes, options, captures, seed, True
+            "fa.attention", q, k, v, bias, alibi_slopes, options, captures, seed, True, bshd
         )
         ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes, *captures)
         ctx.options = options
         ctx.seed = seed
+        ctx.bshd = bshd
         ctx.mark_non_differentiable(lse)
         return out, lse
 
@@ -446,8 +525,10 @@ class _Attention(torch.autograd.Function):
             captures,
             ctx.seed,
             bias_grad,
+            ctx.bshd,
         )
-        return grads[0], grads[1], grads[2], grads[3] if bias_grad else None, None, None, None, None
+        dbias = grads[3] if bias_grad else None
+        return grads[0], grads[1], grads[2], dbias, None, None, None, None, None
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -485,6 +566,25 @@ def _direct(q: Any, k: Any, v: Any) -> bool:
     )
 
 
+def _no_grad_for_out(api: str, tensors: tuple[Any, ...]) -> None:
+    """out= takes no gradient, as torch's out= functions."""
+    if torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in tensors
+    ):
+        raise ValueError(
+            f"{api}: out= takes no gradient, but q, k, v, bias or out requires grad (call it "
+            "under torch.no_grad(), or without out=)"
+        )
+
+
+def _op_layout(layout: Any) -> str:
+    """The layout as the op takes it (traced; the op checks its value)."""
+    if isinstance(layout, str):
+        return layout
+    _core.check_layout("fa.attention", layout)  # raises its TypeError
+    return layout
+
+
 def attention(
     q: Tensor,
     k: Any,
@@ -500,18 +600,30 @@ def attention(
     mask_mod: Any,
     return_lse: Any,
     dropout_seed: Any,
+    layout: Any = "bhsd",
+    out: Any = None,
 ) -> Any:
-    """fa.attention on torch tensors: the kernels, or ``torch.ops.fa.attention``."""
+    """fa.attention on torch tensors: the kernels, or ``torch.ops.fa.attention``
+    (``torch.ops.fa.attention_out`` with out=)."""
     api = "fa.attention"
     direct = _direct(q, k, v)
+    bshd = False
+    if direct:
+        bshd = _core.check_layout(api, layout)
     if direct and bias is None and alibi_slopes is None and score_mod is mask_mod is None:
         # The common call, in short: nothing to convert, capture or draw.
         options = _core.check_options(api, causal, scale, window, softcap, dropout_p, None, None)
         if options.dropout_p == 0.0 and dropout_seed is None:
-            if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-                out, lse = _Attention.apply(q, k, v, None, None, options, 0, [])
-                return (out, lse) if return_lse else out
-            return _core.forward(api, q, k, v, None, None, options, (), 0, bool(return_lse))
+            if out is not None:
+                _no_grad_for_out(api, (q, k, v, out))
+            elif torch.is_grad_enabled() and (
+                q.requires_grad or k.requires_grad or v.requires_grad
+            ):
+                o, lse = _Attention.apply(q, k, v, None, None, options, 0, [], bshd)
+                return (o, lse) if return_lse else o
+            return _core.forward(
+                api, q, k, v, None, None, options, (), 0, bool(return_lse), bshd, out
+            )
     if direct:
         options = _core.check_options(
             api, causal, scale, window, softcap, dropout_p, score_mod, mask_mod
@@ -531,6 +643,7 @@ def attention(
             score_text,
             mask_text,
         )
+        layout = _op_layout(layout)
     captures = _captures(api, q, score_mod, mask_mod, sources)
     seed = _core.check_seed(api, dropout_seed)
     if seed is None:
@@ -547,7 +660,13 @@ def attention(
     # numpy operands next to torch Q, K, V become tensors (on Q's device).
     if isinstance(bias, np.ndarray) and bias.dtype in (np.float16, np.float32):
         bias = torch.from_numpy(bias).to(q.device)
-    for name, x in (("k", k), ("v", v), ("bias", bias), ("alibi_slopes", alibi_slopes)):
+    for name, x in (
+        ("k", k),
+        ("v", v),
+        ("bias", bias),
+        ("alibi_slopes", alibi_slopes),
+        ("out", out),
+    ):
         if x is not None and not isinstance(x, torch.Tensor):
             raise TypeError(f"{api}: {name} must be a torch tensor like q, got {type(x).__name__}")
     grad = torch.is_grad_enabled()
@@ -557,17 +676,25 @@ def attention(
             "as in FlashAttention-2 (pass alibi_slopes.detach(), or a bias for a learned "
             "positional term)"
         )
+    if out is not None:
+        _no_grad_for_out(api, (q, k, v, bias, out))
     if direct and (bias is None or type(bias) in _PLAIN):
-        if grad and (
-            q.requires_grad
-            or k.requires_grad
-            or v.requires_grad
-            or (bias is not None and bias.requires_grad)
+        if out is None and (
+            grad
+            and (
+                q.requires_grad
+                or k.requires_grad
+                or v.requires_grad
+                or (bias is not None and bias.requires_grad)
+            )
         ):
-            out, lse = _Attention.apply(q, k, v, bias, alibi_slopes, options, seed, captures)
-            return (out, lse) if return_lse else out
+            o, lse = _Attention.apply(q, k, v, bias, alibi_slopes, options, seed, captures, bshd)
+            return (o, lse) if return_lse else o
         return _core.forward(
-            api, q, k, v, bias, alibi_slopes, options, captures, seed, bool(return_lse)
+            api, q, k, v, bias, alibi_slopes, options, captures, seed, bool(return_lse), bshd, out
         )
-    out, lse = _attention_op(q, k, v, bias, alibi_slopes, *op_args, seed, captures)
-    return (out, lse) if return_lse else out
+    if out is not None:
+        lse = _attention_out_op(q, k, v, bias, alibi_slopes, *op_args, seed, captures, layout, out)
+        return (out, lse) if return_lse else out
+    o, lse = _attention_op(q, k, v, bias, alibi_slopes, *op_args, seed, captures, layout)
+    return (o, lse) if return_lse else o

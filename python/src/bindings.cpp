@@ -562,17 +562,54 @@ void checkFloatDType(const std::string &api, const char *name, const Arg &arg) {
 const char *codeOf(fa::DType dtype) { return fa::toString(dtype); }
 
 /// Q, K, V (and bias, ALiBi slopes) of one call, checked against each other.
+/// Q, K, V, O and dO are in the call's layout: [B, H, N, D] (bhsd) or
+/// [B, N, H, D] (bshd); the kernels get them as [B, H, N, D] views (the same
+/// memory, heads and rows swapped).
 struct Inputs {
   Arg q, k, v;
   std::optional<Arg> bias;           ///< Rank 4 (leading size-1 dims added).
   std::optional<Arg> slopes;         ///< [Hq] or [B, Hq].
   std::optional<Arg> out, dout, lse; ///< The backward's (checkGrads).
   py::object userBias;               ///< The caller's bias object.
+  bool bshd = false;                 ///< Q, K, V, O, dO are [B, N, H, D].
 
+  /// The dims of heads and of the sequence in Q, K, V, O, dO.
+  int headDim() const { return bshd ? 2 : 1; }
+  int seqDim() const { return bshd ? 1 : 2; }
   int64_t b() const { return q.shape[0]; }
-  int64_t hq() const { return q.shape[1]; }
-  int64_t nq() const { return q.shape[2]; }
-  int64_t nk() const { return k.shape[2]; }
+  int64_t hq() const { return q.shape[headDim()]; }
+  int64_t nq() const { return q.shape[seqDim()]; }
+  int64_t nk() const { return k.shape[seqDim()]; }
+
+  /// O's shape in the call's layout.
+  std::vector<int64_t> outShape() const {
+    if (bshd)
+      return {b(), nq(), hq(), v.shape[3]};
+    return {b(), hq(), nq(), v.shape[3]};
+  }
+  /// How the call's layout names the dims of Q (O) and K, V.
+  const char *qDims(const char *d) const {
+    bool dv = std::string(d) == "Dv";
+    if (bshd)
+      return dv ? "[B, Nq, Hq, Dv]" : "[B, Nq, Hq, D]";
+    return dv ? "[B, Hq, Nq, Dv]" : "[B, Hq, Nq, D]";
+  }
+  const char *kvDims(const char *d) const {
+    bool dv = std::string(d) == "Dv";
+    if (bshd)
+      return dv ? "[B, Nk, Hkv, Dv]" : "[B, Nk, Hkv, D]";
+    return dv ? "[B, Hkv, Nk, Dv]" : "[B, Hkv, Nk, D]";
+  }
+
+  /// A tensor of the call's layout (Q, K, V, O, dO, dQ, ...) as the kernel
+  /// reads it: [B, H, N, D].
+  fa::TensorView kernelView(fa::TensorView view) const {
+    if (bshd && view.shape.size() == 4) {
+      std::swap(view.shape[1], view.shape[2]);
+      std::swap(view.strides[1], view.strides[2]);
+    }
+    return view;
+  }
 
   /// What the kernel is compiled for, of these inputs: (dtype, D, Dv,
   /// bias layout or None, ALiBi layout or None, device).
@@ -591,9 +628,14 @@ struct Inputs {
   }
 };
 
+/// "q.shape[2]".
+std::string dimName(const char *name, int dim) {
+  return std::string(name) + ".shape[" + std::to_string(dim) + "]";
+}
+
 void expectEqual(const std::string &api, const std::string &what,
-                 const char *wantName, int64_t want, const char *name, int dim,
-                 const Arg &t) {
+                 const std::string &wantName, int64_t want, const char *name,
+                 int dim, const Arg &t) {
   if (t.shape[dim] != want)
     raise<py::value_error>(api, what + " (" + wantName + " = " +
                                     std::to_string(want) + "), got " + name +
@@ -604,8 +646,9 @@ void expectEqual(const std::string &api, const std::string &what,
 std::unique_ptr<Inputs> checkInputs(const std::string &api, const py::handle &q,
                                     const py::handle &k, const py::handle &v,
                                     const py::handle &bias,
-                                    const py::handle &alibiSlopes) {
+                                    const py::handle &alibiSlopes, bool bshd) {
   auto in = std::make_unique<Inputs>();
+  in->bshd = bshd;
   in->q = tensorArg(api, "q", q);
   in->k = tensorArg(api, "k", k);
   in->v = tensorArg(api, "v", v);
@@ -621,33 +664,35 @@ std::unique_ptr<Inputs> checkInputs(const std::string &api, const py::handle &q,
       raise<py::type_error>(api, std::string(name) +
                                      " must have the dtype of q (" +
                                      tq.dtypeName + "), got " + t->dtypeName);
-  for (auto [name, t, dims] : {std::tuple{"q", &tq, "[B, Hq, Nq, D]"},
-                               std::tuple{"k", &tk, "[B, Hkv, Nk, D]"},
-                               std::tuple{"v", &tv, "[B, Hkv, Nk, Dv]"}})
+  for (auto [name, t, dims] : {std::tuple{"q", &tq, in->qDims("D")},
+                               std::tuple{"k", &tk, in->kvDims("D")},
+                               std::tuple{"v", &tv, in->kvDims("Dv")}})
     if (t->shape.size() != 4)
       raise<py::value_error>(api, std::string(name) + " must have rank 4 " +
                                       dims + ", got shape " +
                                       tupleText(t->shape));
-  int64_t b = tq.shape[0], hq = tq.shape[1], nq = tq.shape[2], d = tq.shape[3];
-  int64_t hkv = tk.shape[1], nk = tk.shape[2];
+  const int h = in->headDim(), n = in->seqDim();
+  int64_t b = tq.shape[0], hq = tq.shape[h], nq = tq.shape[n], d = tq.shape[3];
+  int64_t hkv = tk.shape[h], nk = tk.shape[n];
   expectEqual(api, "k must have the batch size of q", "q.shape[0]", b, "k", 0,
               tk);
   expectEqual(api, "v must have the batch size of q", "q.shape[0]", b, "v", 0,
               tv);
   expectEqual(api, "k must have the head dim of q", "q.shape[3]", d, "k", 3,
               tk);
-  expectEqual(api, "v must have the heads of k", "k.shape[1]", hkv, "v", 1, tv);
-  expectEqual(api, "v must have the sequence length of k", "k.shape[2]", nk,
-              "v", 2, tv);
+  expectEqual(api, "v must have the heads of k", dimName("k", h), hkv, "v", h,
+              tv);
+  expectEqual(api, "v must have the sequence length of k", dimName("k", n), nk,
+              "v", n, tv);
   if (d == 0 || tv.shape[3] == 0)
     raise<py::value_error>(
         api, "head dims must be > 0, got q.shape[3] = " + std::to_string(d) +
                  ", v.shape[3] = " + std::to_string(tv.shape[3]));
   if (hkv == 0 || hq % hkv != 0)
-    raise<py::value_error>(api, "q heads (q.shape[1] = " + std::to_string(hq) +
-                                    ") must be a multiple of k/v heads "
-                                    "(k.shape[1] = " +
-                                    std::to_string(hkv) + ")");
+    raise<py::value_error>(
+        api, "q heads (" + dimName("q", h) + " = " + std::to_string(hq) +
+                 ") must be a multiple of k/v heads (" + dimName("k", h) +
+                 " = " + std::to_string(hkv) + ")");
 
   if (!bias.is_none()) {
     Arg t = tensorArg(api, "bias", bias);
@@ -690,39 +735,84 @@ std::unique_ptr<Inputs> checkInputs(const std::string &api, const py::handle &q,
 }
 
 /// The backward's O, dO and lse, checked against Q, K, V.
+/// O, dO or the lse of a call, read and checked against Q: device, dtype
+/// (q's, or float32 for the lse) and shape.
+Arg checkLikeO(const Inputs &in, const std::string &api, const char *name,
+               const py::handle &x, const std::vector<int64_t> &shape,
+               const char *dims) {
+  Arg t = tensorArg(api, name, x);
+  std::string what = name;
+  if (t.device != in.q.device)
+    raise<py::value_error>(api, what + " must be on the device of q (" +
+                                    in.q.device + "), got " + t.device);
+  bool isLse = what == "lse";
+  std::optional<fa::DType> want = isLse ? fa::DType::F32 : *in.q.dtype;
+  if (t.dtype != want)
+    raise<py::type_error>(
+        api, what + " must have " +
+                 (isLse ? std::string("float32")
+                        : "the dtype of q (" + in.q.dtypeName + ")") +
+                 ", got " + t.dtypeName);
+  if (t.shape != shape)
+    raise<py::value_error>(api, what + " must have shape " + dims + " = " +
+                                    listText(shape) + ", got " +
+                                    tupleText(t.shape));
+  return t;
+}
+
 void checkGrads(Inputs &in, const std::string &api, const py::handle &out,
                 const py::handle &dout, const py::handle &lse) {
-  std::vector<int64_t> wantO = {in.b(), in.hq(), in.nq(), in.v.shape[3]};
+  std::vector<int64_t> wantO = in.outShape();
   std::vector<int64_t> wantLse = {in.b(), in.hq(), in.nq()};
-  struct Grad {
-    const char *name;
-    const py::handle &x;
-    const std::vector<int64_t> &shape;
-    const char *dims;
-    std::optional<Arg> *slot;
-  };
-  for (const Grad &g : {Grad{"out", out, wantO, "[B, Hq, Nq, Dv]", &in.out},
-                        Grad{"dout", dout, wantO, "[B, Hq, Nq, Dv]", &in.dout},
-                        Grad{"lse", lse, wantLse, "[B, Hq, Nq]", &in.lse}}) {
-    Arg t = tensorArg(api, g.name, g.x);
-    std::string name = g.name;
-    if (t.device != in.q.device)
-      raise<py::value_error>(api, name + " must be on the device of q (" +
-                                      in.q.device + "), got " + t.device);
-    bool isLse = name == "lse";
-    std::optional<fa::DType> want = isLse ? fa::DType::F32 : *in.q.dtype;
-    if (t.dtype != want)
-      raise<py::type_error>(
-          api, name + " must have " +
-                   (isLse ? std::string("float32")
-                          : "the dtype of q (" + in.q.dtypeName + ")") +
-                   ", got " + t.dtypeName);
-    if (t.shape != g.shape)
-      raise<py::value_error>(api, name + " must have shape " + g.dims + " = " +
-                                      listText(g.shape) + ", got " +
-                                      tupleText(t.shape));
-    *g.slot = std::move(t);
+  in.out = checkLikeO(in, api, "out", out, wantO, in.qDims("Dv"));
+  in.dout = checkLikeO(in, api, "dout", dout, wantO, in.qDims("Dv"));
+  in.lse = checkLikeO(in, api, "lse", lse, wantLse, "[B, Hq, Nq]");
+}
+
+std::string typeName(const py::handle &x) {
+  return py::str(py::type::of(x).attr("__name__")).cast<std::string>();
+}
+
+/// The forward's O given by the caller (out=): an array / tensor of q's kind,
+/// device and dtype, of O's shape in the call's layout, writable, with rows
+/// of unit stride and no element at two places (no stride <= 0 in a dim of
+/// size > 1).
+void checkOut(const Inputs &in, const std::string &api, const py::handle &out) {
+  Arg t = tensorArg(api, "out", out);
+  if (t.torch != in.q.torch)
+    raise<py::type_error>(api,
+                          std::string("out must be a ") +
+                              (in.q.torch ? "torch tensor" : "numpy array") +
+                              " like q, got " + typeName(out));
+  t = checkLikeO(in, api, "out", out, in.outShape(), in.qDims("Dv"));
+  std::vector<int64_t> strides = t.strides;
+  if (!t.torch) {
+    if (!py::bool_(out.attr("flags").attr("writeable")))
+      raise<py::value_error>(api,
+                             "out must be writable, got a read-only array");
+    if (t.obj.ptr() != out.ptr()) {
+      // Read as a copy (negative strides): the caller's strides.
+      strides.clear();
+      int64_t itemsize = out.attr("itemsize").cast<int64_t>();
+      for (int64_t s : intsOf(out.attr("strides")))
+        strides.push_back(s / itemsize);
+    }
   }
+  bool empty = false;
+  for (int64_t n : t.shape)
+    empty |= n == 0;
+  if (empty)
+    return;
+  if (strides[3] != 1)
+    raise<py::value_error>(
+        api, "out must have stride 1 in its last dim, got strides " +
+                 tupleText(strides));
+  for (size_t i = 0; i < strides.size(); ++i)
+    if (t.shape[i] > 1 && strides[i] <= 0)
+      raise<py::value_error>(
+          api, "out must have strides > 0 in its dims of size > 1 (no "
+               "broadcast or reversed view), got strides " +
+                   tupleText(strides));
 }
 
 /// A freshly made output (O, lse, dQ, ...): numpy array or tensor.
@@ -749,8 +839,9 @@ void run(const fa::Kernel &kernel, const Inputs &in, const py::handle &out,
          const py::handle &lse, int64_t dropoutSeed, uintptr_t stream,
          const py::object &captures) {
   const fa::AttentionSpec &spec = kernel.spec();
-  fa::TensorView q = in.q.view(), k = in.k.view(), v = in.v.view();
-  fa::TensorView o = outputView(out, "out");
+  fa::TensorView q = in.kernelView(in.q.view()), k = in.kernelView(in.k.view()),
+                 v = in.kernelView(in.v.view());
+  fa::TensorView o = in.kernelView(outputView(out, "out"));
   std::optional<fa::TensorView> l, bias, slopes;
   if (!lse.is_none())
     l = outputView(lse, "lse");
@@ -773,10 +864,13 @@ void runBackward(const fa::Kernel &kernel, const Inputs &in,
   if (!in.out || !in.dout || !in.lse)
     throw py::value_error("Inputs.check_grads was not called");
   const fa::AttentionSpec &spec = kernel.spec();
-  fa::TensorView q = in.q.view(), k = in.k.view(), v = in.v.view();
-  fa::TensorView o = in.out->view(), dO = in.dout->view(), lse = in.lse->view();
-  fa::TensorView dQ = outputView(dq, "dq"), dK = outputView(dk, "dk"),
-                 dV = outputView(dv, "dv");
+  fa::TensorView q = in.kernelView(in.q.view()), k = in.kernelView(in.k.view()),
+                 v = in.kernelView(in.v.view());
+  fa::TensorView o = in.kernelView(in.out->view()),
+                 dO = in.kernelView(in.dout->view()), lse = in.lse->view();
+  fa::TensorView dQ = in.kernelView(outputView(dq, "dq")),
+                 dK = in.kernelView(outputView(dk, "dk")),
+                 dV = in.kernelView(outputView(dv, "dv"));
   std::optional<fa::TensorView> bias, slopes, dBias;
   if (in.bias && spec.bias)
     bias = biasView(in, spec);
@@ -1019,11 +1113,14 @@ PYBIND11_MODULE(_C, m) {
                              [](const Inputs &in) { return in.q.torch; })
       .def_property_readonly("is_cpu",
                              [](const Inputs &in) { return in.q.isCpu(); })
-      .def_property_readonly("out_shape",
-                             [](const Inputs &in) {
-                               return py::make_tuple(in.b(), in.hq(), in.nq(),
-                                                     in.v.shape[3]);
-                             })
+      .def_property_readonly(
+          "out_shape",
+          [](const Inputs &in) { return py::tuple(py::cast(in.outShape())); },
+          "O's shape in the call's layout.")
+      .def_readonly("bshd", &Inputs::bshd,
+                    "Whether Q, K, V, O and dO are [B, N, H, D] (else [B, "
+                    "H, N, D]).")
+      .def_property_readonly("nk", &Inputs::nk)
       .def_property_readonly("lse_shape",
                              [](const Inputs &in) {
                                return py::make_tuple(in.b(), in.hq(), in.nq());
@@ -1034,13 +1131,17 @@ PYBIND11_MODULE(_C, m) {
           "Whether O is empty (nothing to compute).")
       .def("check_grads", &checkGrads, py::arg("api"), py::arg("out"),
            py::arg("dout"), py::arg("lse"),
-           "Checks the backward's O, dO and lse against Q, K, V.");
+           "Checks the backward's O, dO and lse against Q, K, V.")
+      .def("check_out", &checkOut, py::arg("api"), py::arg("out"),
+           "Checks the forward's O given by the caller (out=) against Q, K, "
+           "V.");
 
   m.def("check_inputs", &checkInputs, py::arg("api"), py::arg("q"),
         py::arg("k"), py::arg("v"), py::arg("bias") = py::none(),
-        py::arg("alibi_slopes") = py::none(),
-        "fa.attention's checks of Q, K, V, bias and ALiBi slopes; raises "
-        "TypeError / ValueError naming `api` and the argument.");
+        py::arg("alibi_slopes") = py::none(), py::arg("bshd") = false,
+        "fa.attention's checks of Q, K, V, bias and ALiBi slopes (Q, K, V "
+        "[B, N, H, D] with bshd, else [B, H, N, D]); raises TypeError / "
+        "ValueError naming `api` and the argument.");
   m.def(
       "tensor",
       [](const std::string &api, const std::string &name, const py::handle &x) {

@@ -44,11 +44,14 @@ def compile_fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
     return torch.compile(fn, fullgraph=True, dynamic=True)
 
 
-def inputs(b: int, nq: int, nk: int, d: int, dtype: Any, device: str) -> tuple[Any, Any, Any]:
+def inputs(
+    b: int, nq: int, nk: int, d: int, dtype: Any, device: str, layout: str = "bhsd"
+) -> tuple[Any, Any, Any]:
     gen = torch.Generator().manual_seed(1000 * b + nq)
 
     def make(h: int, n: int) -> Any:
-        return torch.randn(b, h, n, d, generator=gen).to(dtype).to(device).requires_grad_()
+        shape = (b, h, n, d) if layout == "bhsd" else (b, n, h, d)
+        return torch.randn(shape, generator=gen).to(dtype).to(device).requires_grad_()
 
     return make(HQ, nq), make(HKV, nk), make(HKV, nk)
 
@@ -61,26 +64,32 @@ def check_compiled(
     d: int = 16,
     dtype: Any = None,
     device: str = "cpu",
+    layout: str = "bhsd",
 ) -> None:
     """Compiles ``fn(q, k, v)`` (fa.attention with some options) once and runs
-    it, forward and backward, on every shape of SHAPES: O (and the lse) and
-    dQ, dK, dV against reference.py with its options ``reference``."""
+    it, forward and backward, on every shape of SHAPES (Q, K, V and O in
+    ``layout``): O (and the lse) and dQ, dK, dV against reference.py with its
+    options ``reference``."""
     dtype = dtype or torch.float32
     compiled = compile_fresh(fn)
     with torch._dynamo.config.patch(error_on_recompile=True):
         for b, nq, nk in SHAPES:
-            q, k, v = inputs(b, nq, nk, d, dtype, device)
+            q, k, v = inputs(b, nq, nk, d, dtype, device, layout)
             result = compiled(q, k, v)
             o, lse_ = result if lse else (result, None)
             gen = torch.Generator().manual_seed(b)
             do = torch.randn(o.shape, generator=gen).to(device, dtype)
             o.backward(do)
-            assert o.shape == (b, HQ, nq, d)
-            args = [numpy(x) for x in (q, k, v)]
-            grads = tuple(numpy(x.grad) for x in (q, k, v))
+            assert o.shape == ((b, HQ, nq, d) if layout == "bhsd" else (b, nq, HQ, d))
+            assert o.is_contiguous() and all(x.grad.is_contiguous() for x in (q, k, v))
+            # reference.py takes [B, H, N, D].
+            perm = (0, 1, 2, 3) if layout == "bhsd" else (0, 2, 1, 3)
+            args = [numpy(x).transpose(perm) for x in (q, k, v)]
+            grads = tuple(numpy(x.grad).transpose(perm) for x in (q, k, v))
             forward = {key: val for key, val in reference.items() if key != "score_mod_grad"}
-            check_attention(*args, numpy(o), None if lse_ is None else numpy(lse_), **forward)
-            check_attention_grad(*args, numpy(do), grads, **reference)
+            lse_ = None if lse_ is None else numpy(lse_)
+            check_attention(*args, numpy(o).transpose(perm), lse_, **forward)
+            check_attention_grad(*args, numpy(do).transpose(perm), grads, **reference)
     counters = torch._dynamo.utils.counters
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
     assert not counters["graph_break"], dict(counters["graph_break"])
@@ -129,6 +138,44 @@ def test_compiled_once_with_score_mod_and_mask_mod() -> None:
     )
 
 
+def test_compiled_once_in_bshd() -> None:
+    def attention(q: Any, k: Any, v: Any) -> Any:
+        return fa.attention(q, k, v, causal="bottom_right", layout="bshd", return_lse=True)
+
+    check_compiled(attention, {"causal": "bottom_right"}, lse=True, layout="bshd")
+
+
+def test_compiled_out_writes_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """out= under torch.compile (the op fa::attention_out, which mutates it):
+    the kernel reads Q, K, V and writes O where the caller has them."""
+    seen: list[tuple[int, ...]] = []
+    forward = fa._core.forward
+
+    def recorded(api: str, q: Any, k: Any, v: Any, *args: Any) -> Any:
+        out = args[7]  # (bias, alibi_slopes, options, captures, seed, return_lse, bshd, out)
+        if out is not None:
+            seen.append((q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()))
+        return forward(api, q, k, v, *args)
+
+    monkeypatch.setattr(fa._core, "forward", recorded)
+    compiled = compile_fresh(
+        lambda q, k, v, out: fa.attention(q, k, v, causal=True, layout="bshd", out=out)
+    )
+    with torch._dynamo.config.patch(error_on_recompile=True), torch.no_grad():
+        for b, nq, nk in SHAPES:
+            q, k, v = (x.detach() for x in inputs(b, nq, nk, 16, torch.float32, "cpu", "bshd"))
+            out = torch.full((b, nq, HQ, 16), float("nan"))
+            assert compiled(q, k, v, out) is out
+            assert seen[-1] == (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr())
+            want = fa.attention(bshd_as_bhsd(q), bshd_as_bhsd(k), bshd_as_bhsd(v), causal=True)
+            assert torch.equal(bshd_as_bhsd(out), want)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
+def bshd_as_bhsd(x: Any) -> Any:
+    return x.transpose(1, 2)
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
@@ -160,6 +207,22 @@ def test_compiled_once_with_options_on_the_gpu() -> None:
 
     options = {"causal": "bottom_right", "softcap": 20.0, "window": (9, 3)}
     check_compiled(attention, options, lse=True, d=64, dtype=torch.bfloat16, device="cuda")
+
+
+@pytest.mark.gpu
+def test_compiled_once_in_bshd_on_the_gpu() -> None:
+    def attention(q: Any, k: Any, v: Any) -> Any:
+        return fa.attention(q, k, v, causal="bottom_right", layout="bshd", return_lse=True)
+
+    check_compiled(
+        attention,
+        {"causal": "bottom_right"},
+        lse=True,
+        d=64,
+        dtype=torch.bfloat16,
+        device="cuda",
+        layout="bshd",
+    )
 
 
 @pytest.mark.gpu
