@@ -4,6 +4,7 @@
 #include "fa/Compiler/Pipelines.h"
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FADialect.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "fa/Transforms/Passes.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -43,12 +44,13 @@
 #include "mlir/Transforms/Passes.h"
 
 void mlir::fa::registerDialects(DialectRegistry &registry) {
-  registry.insert<FADialect, affine::AffineDialect, arith::ArithDialect,
-                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
-                  func::FuncDialect, index::IndexDialect, LLVM::LLVMDialect,
-                  linalg::LinalgDialect, math::MathDialect,
-                  memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect,
-                  ub::UBDialect, vector::VectorDialect>();
+  registry
+      .insert<FADialect, fagpu::FAGPUDialect, affine::AffineDialect,
+              arith::ArithDialect, bufferization::BufferizationDialect,
+              cf::ControlFlowDialect, func::FuncDialect, index::IndexDialect,
+              LLVM::LLVMDialect, linalg::LinalgDialect, math::MathDialect,
+              memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect,
+              ub::UBDialect, vector::VectorDialect>();
   // Bufferization of the ops the pipelines produce.
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

@@ -1,0 +1,305 @@
+//===- FAGPUOps.td - FA's kernel-level ops ------------------*- tablegen -*-===//
+
+#ifndef FA_DIALECT_FAGPU_IR_FAGPUOPS_TD
+#define FA_DIALECT_FAGPU_IR_FAGPUOPS_TD
+
+include "fa/Dialect/FA/IR/FAAttrs.td"
+include "fa/Dialect/FAGPU/IR/FAGPUAttrs.td"
+include "fa/Dialect/FAGPU/IR/FAGPUDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+defvar FAGPU_Token = FAGPU_TokenType;
+defvar FAGPU_Shared = FAGPU_SharedType;
+// A [B, H, N, D] (or [B, H, N] for row values) buffer in global memory.
+def FAGPU_Global : RankedOrUnrankedMemRefOf<[AnyType]>;
+def FAGPU_Register : RankedTensorOf<[AnyType]>;
+
+//===----------------------------------------------------------------------===//
+// Where the CTA is
+//===----------------------------------------------------------------------===//
+
+def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure]> {
+  let summary = "The (batch, query head, query tile) of this CTA";
+  let description = [{
+    The CTA's batch, query head and query tile (block ids z, y, x). With
+    `heavy_first`, tiles run last to first: under a causal mask the last
+    query tiles see the most keys, and launching them first leaves light
+    CTAs for the grid's tail. With `rematerialize` the values are read again
+    from the special registers where they are used instead of being kept
+    live (in registers) across the loop before them.
+  }];
+  let arguments = (ins UnitAttr:$heavy_first, UnitAttr:$rematerialize);
+  let results = (outs Index:$batch, Index:$head, Index:$tile);
+  let assemblyFormat = "attr-dict";
+}
+
+def FAGPU_KVHeadOp : FAGPU_Op<"kv_head", [Pure]> {
+  let summary = "The key/value head a query head reads (GQA, MQA)";
+  let description = [{
+    `head / (Hq / Hkv)`, Hq and Hkv the head dims (1) of `query` and `key`.
+  }];
+  let arguments = (ins Index:$head, FAGPU_Global:$query, FAGPU_Global:$key);
+  let results = (outs Index:$result);
+  let assemblyFormat = [{
+    $head `of` $query `,` $key attr-dict `:` type($query) `,` type($key)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Which keys a query tile visits (the variant's masks at tile granularity)
+//===----------------------------------------------------------------------===//
+
+def FAGPU_VisibleKeysOp : FAGPU_Op<"visible_keys", [Pure]> {
+  let summary = "The key rows queries [q0, q0 + block_q) can see";
+  let description = [{
+    `[begin, end)`: `begin` a multiple of `block_kv`, `end <= key_len`
+    (`end <= begin` when nothing is visible), from the causal mask (either
+    alignment) and the window, for Q of `query_len` rows and K of `key_len`.
+  }];
+  let arguments = (ins Index:$query_offset, Index:$query_len, Index:$key_len,
+                       I64Attr:$block_q, I64Attr:$block_kv,
+                       OptionalAttr<FA_CausalAttr>:$causal,
+                       OptionalAttr<DenseI64ArrayAttr>:$window);
+  let results = (outs Index:$begin, Index:$end);
+  let assemblyFormat = [{
+    $query_offset `of` ` ` `[` $query_len `,` $key_len `]` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_TileNeedsMaskOp : FAGPU_Op<"tile_needs_mask", [Pure]> {
+  let summary = "Whether a (query tile, key tile) pair crosses a mask edge";
+  let description = [{
+    True when keys `[key_offset, key_offset + block_kv)` of queries
+    `[query_offset, query_offset + block_q)` cross `key_len`, the causal
+    diagonal or a window edge: only then must scores be masked one by one.
+    The same for every thread of the CTA.
+  }];
+  let arguments = (ins Index:$query_offset, Index:$key_offset,
+                       Index:$query_len, Index:$key_len,
+                       I64Attr:$block_q, I64Attr:$block_kv,
+                       OptionalAttr<FA_CausalAttr>:$causal,
+                       OptionalAttr<DenseI64ArrayAttr>:$window);
+  let results = (outs I1:$result);
+  let assemblyFormat = [{
+    ` ` `[` $query_offset `,` $key_offset `]` `of` ` ` `[` $query_len `,`
+    $key_len `]` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_MaskOp : FAGPU_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "-inf where a score is masked";
+  let description = [{
+    Scores of queries `query_offset + r` and keys `key_offset + c` become
+    `-inf` where the key is at or past `key_len`, or the causal mask or the
+    window hides it.
+  }];
+  let arguments = (ins FAGPU_Register:$scores, Index:$query_offset,
+                       Index:$key_offset, Index:$query_len, Index:$key_len,
+                       OptionalAttr<FA_CausalAttr>:$causal,
+                       OptionalAttr<DenseI64ArrayAttr>:$window);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = [{
+    $scores `at` ` ` `[` $query_offset `,` $key_offset `]` `of` ` ` `[` $query_len
+    `,` $key_len `]` attr-dict `:` type($scores)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shared memory and copies
+//===----------------------------------------------------------------------===//
+
+def FAGPU_AllocSharedOp : FAGPU_Op<"alloc_shared", [Pure]> {
+  let summary = "A ring of tiles at a fixed offset of the shared memory";
+  let description = [{
+    `offset` bytes into the kernel's dynamic shared memory. Rings do not
+    overlap; the kernel's shared memory is the end of the last.
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs FAGPU_Shared:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+}
+
+class FAGPU_CopyBase<string mnemonic, list<Trait> traits = []>
+    : FAGPU_Op<mnemonic, traits> {
+  let hasVerifier = 1;
+}
+
+def FAGPU_CopyOp : FAGPU_CopyBase<"copy"> {
+  let summary = "Copies rows of a head into a shared tile, synchronously";
+  let description = [{
+    Rows `[row, row + rows)` of the `[N, D]` matrix of (`batch`, `head`) of
+    `source` into stage `stage` of `dest` (rows of the tile), rows at or past
+    `bound` as zeros. After it every thread of the CTA sees the tile.
+    fa-async-copy turns these into asynchronous copies.
+  }];
+  let arguments = (ins FAGPU_Global:$source, Index:$batch, Index:$head,
+                       Index:$row, Index:$bound, FAGPU_Shared:$dest,
+                       Index:$stage);
+  let assemblyFormat = [{
+    $source `[` $batch `,` $head `,` $row `]` `bound` $bound `to` $dest `[`
+    $stage `]` attr-dict `:` type($source) `to` qualified(type($dest))
+  }];
+}
+
+def FAGPU_AsyncCopyOp : FAGPU_CopyBase<"async_copy"> {
+  let summary = "Starts copying rows of a head into a shared tile";
+  let description = [{
+    `fagpu.copy` without waiting: the tile may be read once a wait on the
+    commit of the returned token has returned and the CTA has passed a
+    barrier after it. (cp.async on sm_80; TMA on sm_90a later.) With `if`,
+    nothing is copied where the predicate is false (the token completes at
+    once), so that a commit after it closes a group on every path.
+  }];
+  let arguments = (ins FAGPU_Global:$source, Index:$batch, Index:$head,
+                       Index:$row, Index:$bound, FAGPU_Shared:$dest,
+                       Index:$stage, Optional<I1>:$predicate);
+  let results = (outs FAGPU_Token:$token);
+  let assemblyFormat = [{
+    $source `[` $batch `,` $head `,` $row `]` `bound` $bound `to` $dest `[`
+    $stage `]` (`if` $predicate^)? attr-dict `:` type($source) `to`
+    qualified(type($dest))
+  }];
+}
+
+def FAGPU_AsyncCommitOp : FAGPU_Op<"async_commit"> {
+  let summary = "Closes a group of asynchronous copies";
+  let description = [{
+    The copies this thread started since the last commit (the `tokens`
+    name them) form one group, which completes as a whole; groups complete
+    in commit order. A commit of no token is an empty group (it keeps the
+    count of groups the same on every path).
+  }];
+  let arguments = (ins Variadic<FAGPU_Token>:$tokens);
+  let results = (outs FAGPU_Token:$group);
+  let assemblyFormat = "$tokens attr-dict";
+}
+
+def FAGPU_AsyncWaitOp : FAGPU_Op<"async_wait"> {
+  let summary = "Waits for a group of asynchronous copies";
+  let description = [{
+    Returns once `group` has completed; the `pending` groups committed after
+    it may still be in flight.
+  }];
+  let arguments = (ins FAGPU_Token:$group,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
+  let assemblyFormat = "$group attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor-core products and fragments
+//===----------------------------------------------------------------------===//
+
+def FAGPU_LoadOperandOp : FAGPU_Op<"load_operand", [Pure]> {
+  let summary = "A shared tile into A-operand fragments";
+  let arguments = (ins FAGPU_Shared:$source, Index:$stage);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = [{
+    $source `[` $stage `]` attr-dict `:` qualified(type($source)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_MmaOp : FAGPU_Op<"mma", [Pure,
+    OptionalTypesMatchWith<"acc has the result's type", "result", "acc",
+                           "$_self">]> {
+  let summary = "C (+)= A B on tensor cores";
+  let description = [{
+    `A` is `[M, K]`: operand fragments in registers, or a one-stage shared
+    tile read per k-step. `B` is stage `b_stage` of a shared tile: `[K, N]`,
+    or with `b_transposed` `[N, K]` (B^T as stored, e.g. K for Q K^T). The
+    result is `[M, N]` f32 accumulator fragments, `acc` added when given.
+  }];
+  let arguments = (ins AnyType:$a, FAGPU_Shared:$b, Index:$b_stage,
+                       Optional<FAGPU_Register>:$acc, UnitAttr:$b_transposed);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = [{
+    $a `,` $b `[` $b_stage `]` (`acc` $acc^)? attr-dict `:` qualified(type($a)) `,`
+    qualified(type($b)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_ToOperandOp : FAGPU_Op<"to_operand", [Pure]> {
+  let summary = "Accumulator fragments as the A operand of the next product";
+  let description = [{
+    The accumulator layout of an `[M, N]` product is the A layout of an
+    `[M, N] x [N, *]` one: the values are rounded to the result's element
+    type and repacked in registers, without shared memory.
+  }];
+  let arguments = (ins FAGPU_Register:$source);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Row values (the online softmax's state)
+//===----------------------------------------------------------------------===//
+
+def FAGPU_ReduceRowsOp : FAGPU_Op<"reduce_rows", [Pure]> {
+  let summary = "Max or sum of each row";
+  let description = [{
+    Of an `[M, N]` accumulator tile: each row's max or sum, as `[M]` row
+    values, or (sum only) as a `partial` row sum that leaves the reduction
+    across the quad for later. Of partial row values: the full sum.
+  }];
+  let arguments = (ins FAGPU_ReduceKindAttr:$kind, FAGPU_Register:$source);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = [{
+    $kind $source attr-dict `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_UpdateRowSumOp : FAGPU_Op<"update_row_sum", [Pure,
+    AllTypesMatch<["sum", "result"]>]> {
+  let summary = "The online softmax's row sum: sum * scale + rowsum(values)";
+  let description = [{
+    `sum` and the result are partial row sums (`#fagpu.rows<partial>`):
+    each thread adds its own values of a row, and the quad's reduction is
+    left to one `fagpu.reduce_rows` after the loop. `scale` (the rescale
+    factor of the new row max) is a full row value.
+  }];
+  let arguments = (ins FAGPU_Register:$sum, FAGPU_Register:$scale,
+                       FAGPU_Register:$values);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = [{
+    $sum `,` $scale `,` $values attr-dict `:` type($sum) `,` type($scale) `,`
+    type($values)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_BroadcastRowsOp : FAGPU_Op<"broadcast_rows", [Pure]> {
+  let summary = "Row values to every column of an accumulator tile";
+  let arguments = (ins FAGPU_Register:$source);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Results
+//===----------------------------------------------------------------------===//
+
+def FAGPU_StoreOp : FAGPU_Op<"store"> {
+  let summary = "Stores a tile (or row values) of rows below a bound";
+  let description = [{
+    An `[M, D]` accumulator tile into rows `[row, row + M)` of the `[N, D]`
+    matrix of (`batch`, `head`) of a rank-4 `dest`, rounded to its element
+    type; or `[M]` row values into a rank-3 `dest` (`[B, H, N]`). Rows at or
+    past `bound` are not written.
+  }];
+  let arguments = (ins FAGPU_Register:$value, FAGPU_Global:$dest,
+                       Index:$batch, Index:$head, Index:$row, Index:$bound);
+  let assemblyFormat = [{
+    $value `to` $dest `[` $batch `,` $head `,` $row `]` `bound` $bound
+    attr-dict `:` type($value) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FA_DIALECT_FAGPU_IR_FAGPUOPS_TD

@@ -1,0 +1,285 @@
+//===- FAGPUOps.cpp - FA's kernel-level ops -------------------------------===//
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+#define GET_OP_CLASSES
+#include "fa/Dialect/FAGPU/IR/FAGPUOps.cpp.inc"
+
+namespace {
+
+enum class Layout { Acc, Operand, Rows };
+
+StringRef layoutName(Layout layout) {
+  switch (layout) {
+  case Layout::Acc:
+    return "#fagpu.acc";
+  case Layout::Operand:
+    return "#fagpu.operand";
+  case Layout::Rows:
+    return "#fagpu.rows";
+  }
+  llvm_unreachable("unknown layout");
+}
+
+/// Checks that `type` (the `what` of `op`) is a register tile in `layout`
+/// whose shape the layout can hold.
+LogicalResult verifyRegisterTile(Operation *op, Type type, Layout layout,
+                                 StringRef what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  Attribute encoding = tensor ? tensor.getEncoding() : Attribute();
+  bool ok = encoding &&
+            ((layout == Layout::Acc && isa<AccLayoutAttr>(encoding)) ||
+             (layout == Layout::Operand && isa<OperandLayoutAttr>(encoding)) ||
+             (layout == Layout::Rows && isa<RowsLayoutAttr>(encoding)));
+  if (!ok)
+    return op->emitOpError()
+           << what << " must be a tensor in " << layoutName(layout)
+           << " layout (got " << type << ")";
+  int64_t rank = layout == Layout::Rows ? 1 : 2;
+  if (tensor.getRank() != rank || !tensor.hasStaticShape())
+    return op->emitOpError()
+           << what << " must have " << rank << " static dims in "
+           << layoutName(layout) << " layout";
+  unsigned warps = getLayoutWarps(tensor);
+  if (warps == 0 || tensor.getDimSize(0) % (16 * warps) != 0)
+    return op->emitOpError()
+           << what << " has " << tensor.getDimSize(0)
+           << " rows: not a multiple of 16 x " << warps << " warps";
+  Type et = tensor.getElementType();
+  if (layout == Layout::Operand) {
+    if (!et.isF16() && !et.isBF16())
+      return op->emitOpError()
+             << what << " must hold f16 or bf16 (got " << et << ")";
+    if (tensor.getDimSize(1) % 16 != 0)
+      return op->emitOpError() << what << " has " << tensor.getDimSize(1)
+                               << " columns: not a multiple of 16 (k-steps)";
+    return success();
+  }
+  if (!et.isF32())
+    return op->emitOpError() << what << " must hold f32 (got " << et << ")";
+  if (layout == Layout::Acc && tensor.getDimSize(1) % 8 != 0)
+    return op->emitOpError() << what << " has " << tensor.getDimSize(1)
+                             << " columns: not a multiple of 8 (n-tiles)";
+  return success();
+}
+
+bool isPartial(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return cast<RowsLayoutAttr>(tensor.getEncoding()).getPartial();
+}
+
+LogicalResult verifyTiling(Operation *op, int64_t blockQ, int64_t blockKV,
+                           std::optional<ArrayRef<int64_t>> window) {
+  if (blockQ <= 0 || blockKV <= 0)
+    return op->emitOpError("block_q and block_kv must be positive");
+  if (window && (window->size() != 2 || (*window)[0] < 0 || (*window)[1] < 0))
+    return op->emitOpError("window must be two sizes >= 0 (left, right)");
+  return success();
+}
+
+LogicalResult verifyWindow(Operation *op,
+                           std::optional<ArrayRef<int64_t>> window) {
+  return verifyTiling(op, 1, 1, window);
+}
+
+/// A copy's source is a rank-4 [B, H, N, D] buffer of the tile's element
+/// type and width.
+LogicalResult verifyCopy(Operation *op, Type source, SharedType dest) {
+  auto memref = dyn_cast<MemRefType>(source);
+  if (!memref || memref.getRank() != 4)
+    return op->emitOpError("source must be a rank-4 memref [B, H, N, D]");
+  if (memref.getElementType() != dest.getElementType())
+    return op->emitOpError("source elements (")
+           << memref.getElementType() << ") differ from the tile's ("
+           << dest.getElementType() << ")";
+  if (!memref.isDynamicDim(3) && memref.getDimSize(3) != dest.getCols())
+    return op->emitOpError("source rows have ")
+           << memref.getDimSize(3) << " elements, the tile's "
+           << dest.getCols();
+  return success();
+}
+
+} // namespace
+
+LogicalResult VisibleKeysOp::verify() {
+  return verifyTiling(*this, getBlockQ(), getBlockKv(), getWindow());
+}
+
+LogicalResult TileNeedsMaskOp::verify() {
+  return verifyTiling(*this, getBlockQ(), getBlockKv(), getWindow());
+}
+
+LogicalResult MaskOp::verify() {
+  if (failed(verifyRegisterTile(*this, getScores().getType(), Layout::Acc,
+                                "scores")))
+    return failure();
+  return verifyWindow(*this, getWindow());
+}
+
+LogicalResult CopyOp::verify() {
+  return verifyCopy(*this, getSource().getType(),
+                    cast<SharedType>(getDest().getType()));
+}
+
+LogicalResult AsyncCopyOp::verify() {
+  return verifyCopy(*this, getSource().getType(),
+                    cast<SharedType>(getDest().getType()));
+}
+
+LogicalResult LoadOperandOp::verify() {
+  if (failed(verifyRegisterTile(*this, getType(), Layout::Operand, "result")))
+    return failure();
+  auto source = cast<SharedType>(getSource().getType());
+  auto result = cast<RankedTensorType>(getType());
+  if (result.getDimSize(0) != source.getRows() ||
+      result.getDimSize(1) != source.getCols() ||
+      result.getElementType() != source.getElementType())
+    return emitOpError("result ")
+           << result << " must have the tile's shape and element type ("
+           << source << ")";
+  return success();
+}
+
+LogicalResult MmaOp::verify() {
+  if (failed(verifyRegisterTile(*this, getType(), Layout::Acc, "result")))
+    return failure();
+  auto result = cast<RankedTensorType>(getType());
+  if (getAcc() && getAcc().getType() != result)
+    return emitOpError("acc must have the result's type");
+  int64_t m, k;
+  Type aElement;
+  unsigned warps = getLayoutWarps(result);
+  if (auto shared = dyn_cast<SharedType>(getA().getType())) {
+    if (shared.getStages() != 1)
+      return emitOpError("a shared A operand must have one stage");
+    m = shared.getRows(), k = shared.getCols();
+    aElement = shared.getElementType();
+  } else {
+    if (failed(
+            verifyRegisterTile(*this, getA().getType(), Layout::Operand, "A")))
+      return failure();
+    auto a = cast<RankedTensorType>(getA().getType());
+    if (getLayoutWarps(a) != warps)
+      return emitOpError("A and the result must be spread over as many warps");
+    m = a.getDimSize(0), k = a.getDimSize(1);
+    aElement = a.getElementType();
+  }
+  auto b = cast<SharedType>(getB().getType());
+  if (b.getElementType() != aElement)
+    return emitOpError("A and B must have one element type (")
+           << aElement << " vs " << b.getElementType() << ")";
+  int64_t bk = getBTransposed() ? b.getCols() : b.getRows();
+  int64_t bn = getBTransposed() ? b.getRows() : b.getCols();
+  if (m != result.getDimSize(0) || k != bk || bn != result.getDimSize(1))
+    return emitOpError("shapes do not compose: A is ")
+           << m << "x" << k << ", B " << bk << "x" << bn << ", the result "
+           << result.getDimSize(0) << "x" << result.getDimSize(1);
+  if (k % 16 != 0 || bn % 16 != 0)
+    return emitOpError("K and N must be multiples of 16 (got ")
+           << k << ", " << bn << ")";
+  return success();
+}
+
+LogicalResult ToOperandOp::verify() {
+  if (failed(verifyRegisterTile(*this, getSource().getType(), Layout::Acc,
+                                "source")) ||
+      failed(verifyRegisterTile(*this, getType(), Layout::Operand, "result")))
+    return failure();
+  auto source = cast<RankedTensorType>(getSource().getType());
+  auto result = cast<RankedTensorType>(getType());
+  if (source.getShape() != result.getShape() ||
+      getLayoutWarps(source) != getLayoutWarps(result))
+    return emitOpError("source and result must have one shape and warps");
+  return success();
+}
+
+LogicalResult ReduceRowsOp::verify() {
+  if (failed(verifyRegisterTile(*this, getType(), Layout::Rows, "result")))
+    return failure();
+  auto result = cast<RankedTensorType>(getType());
+  auto source = cast<RankedTensorType>(getSource().getType());
+  if (source.getRank() == 1) {
+    if (failed(verifyRegisterTile(*this, source, Layout::Rows, "source")))
+      return failure();
+    if (!isPartial(source) || isPartial(result) || getKind() != ReduceKind::Sum)
+      return emitOpError("reduces row values only from a partial sum to a "
+                         "full one");
+  } else {
+    if (failed(verifyRegisterTile(*this, source, Layout::Acc, "source")))
+      return failure();
+    if (isPartial(result) && getKind() != ReduceKind::Sum)
+      return emitOpError("only a sum may be left partial");
+  }
+  if (source.getDimSize(0) != result.getDimSize(0) ||
+      getLayoutWarps(source) != getLayoutWarps(result))
+    return emitOpError("source and result must have one row count and warps");
+  return success();
+}
+
+LogicalResult UpdateRowSumOp::verify() {
+  if (failed(
+          verifyRegisterTile(*this, getSum().getType(), Layout::Rows, "sum")) ||
+      failed(verifyRegisterTile(*this, getScale().getType(), Layout::Rows,
+                                "scale")) ||
+      failed(verifyRegisterTile(*this, getValues().getType(), Layout::Acc,
+                                "values")))
+    return failure();
+  if (!isPartial(getSum().getType()) || isPartial(getScale().getType()))
+    return emitOpError("sum must be a partial row sum and scale full row "
+                       "values");
+  auto sum = cast<RankedTensorType>(getSum().getType());
+  auto values = cast<RankedTensorType>(getValues().getType());
+  if (sum.getDimSize(0) != values.getDimSize(0) ||
+      cast<RankedTensorType>(getScale().getType()).getDimSize(0) !=
+          sum.getDimSize(0) ||
+      getLayoutWarps(sum) != getLayoutWarps(values))
+    return emitOpError("sum, scale and values must have one row count and "
+                       "warps");
+  return success();
+}
+
+LogicalResult BroadcastRowsOp::verify() {
+  if (failed(verifyRegisterTile(*this, getSource().getType(), Layout::Rows,
+                                "source")) ||
+      failed(verifyRegisterTile(*this, getType(), Layout::Acc, "result")))
+    return failure();
+  auto source = cast<RankedTensorType>(getSource().getType());
+  auto result = cast<RankedTensorType>(getType());
+  if (isPartial(source))
+    return emitOpError("cannot broadcast a partial row sum");
+  if (source.getDimSize(0) != result.getDimSize(0) ||
+      getLayoutWarps(source) != getLayoutWarps(result))
+    return emitOpError("source and result must have one row count and warps");
+  return success();
+}
+
+LogicalResult StoreOp::verify() {
+  auto value = cast<RankedTensorType>(getValue().getType());
+  auto dest = dyn_cast<MemRefType>(getDest().getType());
+  if (value.getRank() == 1) {
+    if (failed(verifyRegisterTile(*this, value, Layout::Rows, "value")))
+      return failure();
+    if (isPartial(value))
+      return emitOpError("cannot store a partial row sum");
+    if (!dest || dest.getRank() != 3 || !dest.getElementType().isF32())
+      return emitOpError("row values go to a rank-3 f32 memref [B, H, N]");
+    return success();
+  }
+  if (failed(verifyRegisterTile(*this, value, Layout::Acc, "value")))
+    return failure();
+  if (!dest || dest.getRank() != 4)
+    return emitOpError("a tile goes to a rank-4 memref [B, H, N, D]");
+  Type et = dest.getElementType();
+  if (!et.isF16() && !et.isBF16())
+    return emitOpError("a tile is stored as f16 or bf16 (got ") << et << ")";
+  if (!dest.isDynamicDim(3) && dest.getDimSize(3) != value.getDimSize(1))
+    return emitOpError("the tile has ")
+           << value.getDimSize(1) << " columns, dest rows "
+           << dest.getDimSize(3);
+  return success();
+}

@@ -1,0 +1,133 @@
+// RUN: fa-opt %s -split-input-file -verify-diagnostics
+
+#acc = #fagpu.acc<warps = 4>
+func.func @mma_shapes(%a: tensor<128x64xbf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x32x64xbf16>, %i: index) {
+  // expected-error @+1 {{shapes do not compose: A is 128x64, B 32x64, the result 128x64}}
+  %c = fagpu.mma %a, %b[%i] : tensor<128x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x32x64xbf16> -> tensor<128x64xf32, #acc>
+  return
+}
+
+// -----
+
+func.func @mma_element_types(%a: tensor<64x64xf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{A and B must have one element type ('f16' vs 'bf16')}}
+  %c = fagpu.mma %a, %b[%i] {b_transposed} : tensor<64x64xf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @mma_result_layout(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{result must be a tensor in #fagpu.acc layout (got 'tensor<64x64xf32>')}}
+  %c = fagpu.mma %a, %b[%i] : tensor<64x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @mma_shared_a_stages(%a: !fagpu.shared<2x64x64xbf16>, %b: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{a shared A operand must have one stage}}
+  %c = fagpu.mma %a, %b[%i] : !fagpu.shared<2x64x64xbf16>, !fagpu.shared<1x64x64xbf16> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @rows_not_warp_multiple(%s: tensor<48x64xf32, #fagpu.acc<warps = 4>>, %i: index) {
+  // expected-error @+1 {{scores has 48 rows: not a multiple of 16 x 4 warps}}
+  %m = fagpu.mask %s at [%i, %i] of [%i, %i] : tensor<48x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @reduce_partial_max(%s: tensor<64x64xf32, #fagpu.acc<warps = 4>>) {
+  // expected-error @+1 {{only a sum may be left partial}}
+  %m = fagpu.reduce_rows #fagpu.reduce<max> %s : tensor<64x64xf32, #fagpu.acc<warps = 4>> -> tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>
+  return
+}
+
+// -----
+
+func.func @broadcast_partial(%l: tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>) {
+  // expected-error @+1 {{cannot broadcast a partial row sum}}
+  %b = fagpu.broadcast_rows %l : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @store_partial(%l: tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, %lse: memref<?x?x?xf32>, %i: index) {
+  // expected-error @+1 {{cannot store a partial row sum}}
+  fagpu.store %l to %lse[%i, %i, %i] bound %i : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @store_width(%o: tensor<64x64xf32, #fagpu.acc<warps = 4>>, %dest: memref<?x?x?x128xbf16>, %i: index) {
+  // expected-error @+1 {{the tile has 64 columns, dest rows 128}}
+  fagpu.store %o to %dest[%i, %i, %i] bound %i : tensor<64x64xf32, #fagpu.acc<warps = 4>>, memref<?x?x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @copy_width(%src: memref<?x?x?x128xbf16>, %dst: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{source rows have 128 elements, the tile's 64}}
+  fagpu.copy %src[%i, %i, %i] bound %i to %dst[%i] : memref<?x?x?x128xbf16> to !fagpu.shared<1x64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @copy_element(%src: memref<?x?x?x64xf16>, %dst: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{source elements ('f16') differ from the tile's ('bf16')}}
+  %t = fagpu.async_copy %src[%i, %i, %i] bound %i to %dst[%i] : memref<?x?x?x64xf16> to !fagpu.shared<1x64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @operand_shape(%src: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{must have the tile's shape and element type}}
+  %a = fagpu.load_operand %src[%i] : !fagpu.shared<1x64x64xbf16> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @window(%i: index) {
+  // expected-error @+1 {{window must be two sizes >= 0 (left, right)}}
+  %b, %e = fagpu.visible_keys %i of [%i, %i] {block_q = 64, block_kv = 64, window = array<i64: 4>}
+  return
+}
+
+// -----
+
+func.func @tiling(%i: index) {
+  // expected-error @+1 {{block_q and block_kv must be positive}}
+  %m = fagpu.tile_needs_mask [%i, %i] of [%i, %i] {block_q = 0, block_kv = 64}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a shared tile's columns must be a multiple of 8 (16-byte chunks; got 12)}}
+func.func @shared_cols(%s: !fagpu.shared<1x64x12xbf16>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a shared tile holds f16 or bf16 (got 'f32')}}
+func.func @shared_element(%s: !fagpu.shared<1x64x64xf32>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a shared tile ring is stages x rows x columns (got 2 dims)}}
+func.func @shared_rank(%s: !fagpu.shared<64x64xbf16>) {
+  return
+}

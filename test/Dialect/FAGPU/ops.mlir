@@ -1,0 +1,118 @@
+// RUN: fa-opt %s | fa-opt | FileCheck %s
+// RUN: fa-opt %s -mlir-print-op-generic | fa-opt | FileCheck %s
+
+// The forward of causal attention at D = 64, as the kernel-level IR says
+// it: one CTA per (batch, head, 128-query tile), K/V tiles of 64 rows copied
+// asynchronously into one-stage rings, S = Q K^T and O += P V on tensor
+// cores, the online softmax on the fragments.
+
+#acc = #fagpu.acc<warps = 4>
+#a = #fagpu.operand<warps = 4>
+#rows = #fagpu.rows<warps = 4>
+#partial = #fagpu.rows<warps = 4, partial = true>
+!qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+func.func @forward(%q: !qkv, %k: !qkv, %v: !qkv, %o: !qkv, %lse: !lse) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  // CHECK: %[[B:[a-z0-9]+]], %[[H:[a-z0-9]+]], %[[T:[a-z0-9]+]] = fagpu.block_coords {heavy_first}
+  %b, %h, %t = fagpu.block_coords {heavy_first}
+  // CHECK: %[[HK:[a-z0-9]+]] = fagpu.kv_head %[[H]] of %[[Q]], %{{.*}} : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+  %hk = fagpu.kv_head %h of %q, %k : !qkv, !qkv
+  %q0 = arith.muli %t, %c128 : index
+  %nq = memref.dim %q, %c2 : !qkv
+  %nk = memref.dim %k, %c2 : !qkv
+  // CHECK: fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x128x64xbf16>
+  %sq = fagpu.alloc_shared {offset = 0} : !fagpu.shared<1x128x64xbf16>
+  %sk = fagpu.alloc_shared {offset = 16384} : !fagpu.shared<1x64x64xbf16>
+  %sv = fagpu.alloc_shared {offset = 24576} : !fagpu.shared<1x64x64xbf16>
+  // CHECK: %[[TQ:[a-z0-9]+]] = fagpu.async_copy %[[Q]][%[[B]], %[[H]], %{{.*}}] bound %{{.*}} to %{{.*}}[%{{.*}}] : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> to !fagpu.shared<1x128x64xbf16>
+  %tq = fagpu.async_copy %q[%b, %h, %q0] bound %nq to %sq[%c0] : !qkv to !fagpu.shared<1x128x64xbf16>
+  // CHECK: %[[GQ:[a-z0-9]+]] = fagpu.async_commit %[[TQ]]
+  %gq = fagpu.async_commit %tq
+  // CHECK: %{{.*}}, %{{.*}} = fagpu.visible_keys %{{.*}} of [%{{.*}}, %{{.*}}] {block_kv = 64 : i64, block_q = 128 : i64, causal = #fa.causal<bottom_right>}
+  %begin, %end = fagpu.visible_keys %q0 of [%nq, %nk] {block_q = 128, block_kv = 64, causal = #fa.causal<bottom_right>}
+  %any = arith.cmpi slt, %begin, %end : index
+  // CHECK: scf.if %{{.*}} -> (!fagpu.token)
+  %gk = scf.if %any -> !fagpu.token {
+    %tk = fagpu.async_copy %k[%b, %hk, %begin] bound %nk to %sk[%c0] : !qkv to !fagpu.shared<1x64x64xbf16>
+    %g = fagpu.async_commit %tk
+    scf.yield %g : !fagpu.token
+  } else {
+    // CHECK: fagpu.async_commit{{ *$}}
+    %g = fagpu.async_commit
+    scf.yield %g : !fagpu.token
+  }
+  // CHECK: fagpu.async_wait %[[GQ]] {pending = 1 : i64}
+  fagpu.async_wait %gq {pending = 1}
+  gpu.barrier
+  // CHECK: fagpu.load_operand %{{.*}}[%{{.*}}] : !fagpu.shared<1x128x64xbf16> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
+  %qa = fagpu.load_operand %sq[%c0] : !fagpu.shared<1x128x64xbf16> -> tensor<128x64xbf16, #a>
+  %ninf = arith.constant dense<0xFF800000> : tensor<128xf32, #rows>
+  %zl = arith.constant dense<0.0> : tensor<128xf32, #partial>
+  %zacc = arith.constant dense<0.0> : tensor<128x64xf32, #acc>
+  %scale = arith.constant dense<0.180336878> : tensor<128x64xf32, #acc>
+  %res:4 = scf.for %kv0 = %begin to %end step %c64 iter_args(%m = %ninf, %l = %zl, %acc = %zacc, %gk1 = %gk) -> (tensor<128xf32, #rows>, tensor<128xf32, #partial>, tensor<128x64xf32, #acc>, !fagpu.token) {
+    fagpu.async_wait %gk1 {pending = 0}
+    gpu.barrier
+    %tv = fagpu.async_copy %v[%b, %hk, %kv0] bound %nk to %sv[%c0] : !qkv to !fagpu.shared<1x64x64xbf16>
+    %gv = fagpu.async_commit %tv
+    // CHECK: fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] {b_transposed} : tensor<128x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16> -> tensor<128x64xf32, #fagpu.acc<warps = 4>>
+    %s = fagpu.mma %qa, %sk[%c0] {b_transposed} : tensor<128x64xbf16, #a>, !fagpu.shared<1x64x64xbf16> -> tensor<128x64xf32, #acc>
+    fagpu.async_wait %gv {pending = 0}
+    gpu.barrier
+    %next = arith.addi %kv0, %c64 : index
+    %more = arith.cmpi slt, %next, %end : index
+    %gk2 = scf.if %more -> !fagpu.token {
+      %tk = fagpu.async_copy %k[%b, %hk, %next] bound %nk to %sk[%c0] : !qkv to !fagpu.shared<1x64x64xbf16>
+      %g = fagpu.async_commit %tk
+      scf.yield %g : !fagpu.token
+    } else {
+      %g = fagpu.async_commit
+      scf.yield %g : !fagpu.token
+    }
+    // CHECK: fagpu.tile_needs_mask [%{{.*}}, %{{.*}}] of [%{{.*}}, %{{.*}}] {block_kv = 64 : i64, block_q = 128 : i64, causal = #fa.causal<bottom_right>}
+    %cut = fagpu.tile_needs_mask [%q0, %kv0] of [%nq, %nk] {block_q = 128, block_kv = 64, causal = #fa.causal<bottom_right>}
+    %sm = scf.if %cut -> tensor<128x64xf32, #acc> {
+      // CHECK: fagpu.mask %{{.*}} at [%{{.*}}, %{{.*}}] of [%{{.*}}, %{{.*}}] {causal = #fa.causal<bottom_right>} : tensor<128x64xf32, #fagpu.acc<warps = 4>>
+      %x = fagpu.mask %s at [%q0, %kv0] of [%nq, %nk] {causal = #fa.causal<bottom_right>} : tensor<128x64xf32, #acc>
+      scf.yield %x : tensor<128x64xf32, #acc>
+    } else {
+      scf.yield %s : tensor<128x64xf32, #acc>
+    }
+    // CHECK: fagpu.reduce_rows <max> %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128xf32, #fagpu.rows<warps = 4>>
+    %tmax = fagpu.reduce_rows #fagpu.reduce<max> %sm : tensor<128x64xf32, #acc> -> tensor<128xf32, #rows>
+    %mnew = arith.maximumf %m, %tmax : tensor<128xf32, #rows>
+    %alpha = math.exp2 %mnew : tensor<128xf32, #rows>
+    // CHECK: fagpu.broadcast_rows %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4>> -> tensor<128x64xf32, #fagpu.acc<warps = 4>>
+    %mb = fagpu.broadcast_rows %mnew : tensor<128xf32, #rows> -> tensor<128x64xf32, #acc>
+    %x = arith.mulf %sm, %scale : tensor<128x64xf32, #acc>
+    %y = arith.subf %x, %mb : tensor<128x64xf32, #acc>
+    %p = math.exp2 %y : tensor<128x64xf32, #acc>
+    // CHECK: fagpu.reduce_rows <sum> %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>
+    %ps = fagpu.reduce_rows #fagpu.reduce<sum> %p : tensor<128x64xf32, #acc> -> tensor<128xf32, #partial>
+    %l2 = arith.addf %l, %ps : tensor<128xf32, #partial>
+    // CHECK: fagpu.to_operand %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
+    %pa = fagpu.to_operand %p : tensor<128x64xf32, #acc> -> tensor<128x64xbf16, #a>
+    // CHECK: fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] acc %{{.*}} : tensor<128x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16> -> tensor<128x64xf32, #fagpu.acc<warps = 4>>
+    %acc2 = fagpu.mma %pa, %sv[%c0] acc %acc : tensor<128x64xbf16, #a>, !fagpu.shared<1x64x64xbf16> -> tensor<128x64xf32, #acc>
+    scf.yield %mnew, %l2, %acc2, %gk2 : tensor<128xf32, #rows>, tensor<128xf32, #partial>, tensor<128x64xf32, #acc>, !fagpu.token
+  }
+  // CHECK: fagpu.block_coords {heavy_first, rematerialize}
+  %b2, %h2, %t2 = fagpu.block_coords {heavy_first, rematerialize}
+  %q02 = arith.muli %t2, %c128 : index
+  // CHECK: fagpu.reduce_rows <sum> %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>> -> tensor<128xf32, #fagpu.rows<warps = 4>>
+  %l = fagpu.reduce_rows #fagpu.reduce<sum> %res#1 : tensor<128xf32, #partial> -> tensor<128xf32, #rows>
+  %lb = fagpu.broadcast_rows %l : tensor<128xf32, #rows> -> tensor<128x64xf32, #acc>
+  %out = arith.divf %res#2, %lb : tensor<128x64xf32, #acc>
+  // CHECK: fagpu.store %{{.*}} to %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] bound %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+  fagpu.store %out to %o[%b2, %h2, %q02] bound %nq : tensor<128x64xf32, #acc>, !qkv
+  // CHECK: fagpu.store %{{.*}} to %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] bound %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+  fagpu.store %l to %lse[%b2, %h2, %q02] bound %nq : tensor<128xf32, #rows>, !lse
+  return
+}
