@@ -394,6 +394,10 @@ Status fa::runtime::launch(const Function &function, Dim3 grid, Dim3 block,
     return Status::error(what + ": no kernel");
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
     return Status::error(what + ": empty grid or block");
+  // CUDA's limits (every GPU since compute capability 3.0).
+  if (grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
+    return Status::error(what + ": CUDA allows grids of at most 2^31 - 1 x " +
+                         "65535 x 65535 blocks");
   uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (threads > uint64_t(device.getMaxThreadsPerBlock()))
     return Status::error(what + ": " + std::to_string(threads) +

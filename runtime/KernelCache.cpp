@@ -148,20 +148,9 @@ std::string fa::runtime::makeKey(std::string_view irText,
   return hash.hexDigest();
 }
 
-bool CachedKernel::Entry::operator==(const Entry &other) const {
-  return kernelName == other.kernelName && blockX == other.blockX &&
-         blockY == other.blockY && blockZ == other.blockZ &&
-         dynamicSharedBytes == other.dynamicSharedBytes &&
-         gridRule == other.gridRule && paramLayout == other.paramLayout;
-}
-
 bool CachedKernel::operator==(const CachedKernel &other) const {
-  return kernelName == other.kernelName && blockX == other.blockX &&
-         blockY == other.blockY && blockZ == other.blockZ &&
-         dynamicSharedBytes == other.dynamicSharedBytes &&
-         gridRule == other.gridRule && paramLayout == other.paramLayout &&
-         chip == other.chip && format == other.format && image == other.image &&
-         entries == other.entries;
+  return kernels == other.kernels && chip == other.chip &&
+         format == other.format && image == other.image;
 }
 
 //===----------------------------------------------------------------------===//
@@ -170,9 +159,13 @@ bool CachedKernel::operator==(const CachedKernel &other) const {
 
 namespace {
 constexpr const char *kMagic = "FA-KERNEL";
-/// 3: the checksum covers the header too (1 and 2 hashed the image only, so
-/// a flipped digit in a launch line loaded silently); older files miss.
-constexpr int kFormatVersion = 3;
+/// 4: each kernel's launch is its typed ABI (KernelAbi.h's text); 3 had
+/// string grid rules and parameter layouts. Since 3 the checksum covers the
+/// header too (1 and 2 hashed the image only, so a flipped digit in a launch
+/// line loaded silently). Files of other versions miss.
+constexpr int kFormatVersion = 4;
+/// At most this many kernels per image.
+constexpr uint64_t kMaxKernels = 64;
 constexpr const char *kSuffix = ".fakernel";
 /// Files larger than this are not read (no kernel comes near).
 constexpr off_t kMaxFileBytes = off_t(1) << 30;
@@ -313,64 +306,24 @@ std::string contentChecksum(std::string_view header, std::string_view image) {
   return hash.hexDigest();
 }
 
-/// The lines block, shared, grid and params of a kernel or entry.
-template <typename T> std::string launchLines(const T &kernel) {
-  return "block " + std::to_string(kernel.blockX) + " " +
-         std::to_string(kernel.blockY) + " " + std::to_string(kernel.blockZ) +
-         "\nshared " + std::to_string(kernel.dynamicSharedBytes) + "\ngrid " +
-         kernel.gridRule + "\nparams " + kernel.paramLayout + "\n";
-}
-
-/// Reads the lines block, shared, grid and params into a kernel or entry.
-template <typename T> Status readLaunchLines(HeaderReader &reader, T &kernel) {
-  Expected<std::string> block = reader.field("block");
-  if (block.failed())
-    return block.getStatus();
-  unsigned *dims[3] = {&kernel.blockX, &kernel.blockY, &kernel.blockZ};
-  std::string_view rest = *block;
-  for (int i = 0; i < 3; ++i) {
-    size_t space = rest.find(' ');
-    if ((i < 2) == (space == std::string_view::npos))
-      return Status::error("bad block '" + *block + "'");
-    Expected<uint64_t> dim =
-        HeaderReader::parseNumber("block", std::string(rest.substr(0, space)));
-    if (dim.failed() || *dim == 0 || *dim > 0xffffffffu)
-      return Status::error("bad block '" + *block + "'");
-    *dims[i] = unsigned(*dim);
-    rest = i < 2 ? rest.substr(space + 1) : std::string_view();
-  }
-
-  Expected<uint64_t> shared = reader.number("shared");
-  if (shared.failed())
-    return shared.getStatus();
-  if (*shared > 0xffffffffu)
-    return Status::error("bad shared size");
-  kernel.dynamicSharedBytes = unsigned(*shared);
-
-  for (auto [field, value] :
-       {std::pair<const char *, std::string *>{"grid", &kernel.gridRule},
-        {"params", &kernel.paramLayout}}) {
-    Expected<std::string> text = reader.field(field);
-    if (text.failed())
-      return text.getStatus();
-    *value = text.take();
-  }
-  return Status::success();
+/// Why `name` cannot be a kernel's name in a file, or "".
+std::string badKernelName(const std::string &name) {
+  if (name.empty() || name.find_first_of(" \t\r\n") != std::string::npos)
+    return "kernel cache: invalid kernel name '" + name + "'";
+  return "";
 }
 } // namespace
 
 std::string KernelCache::serialize(const std::string &key,
                                    const CachedKernel &kernel) {
   std::string out;
-  out.reserve(kernel.image.size() + 512);
+  out.reserve(kernel.image.size() + 2048);
   out += std::string(kMagic) + " " + std::to_string(kFormatVersion) + "\n";
   out += "key " + key + "\n";
-  out += "kernel " + kernel.kernelName + "\n";
-  out += launchLines(kernel);
   out += "chip " + kernel.chip + "\n";
-  out += "entries " + std::to_string(kernel.entries.size()) + "\n";
-  for (const CachedKernel::Entry &entry : kernel.entries)
-    out += "entry " + entry.kernelName + "\n" + launchLines(entry);
+  out += "kernels " + std::to_string(kernel.kernels.size()) + "\n";
+  for (const KernelAbi &abi : kernel.kernels)
+    out += "kernel " + abi.name + "\nabi " + printKernelAbi(abi) + "\n";
   out += std::string("format ") +
          (kernel.format == CachedKernel::Format::PTX ? "ptx" : "cubin") + "\n";
   out += "size " + std::to_string(kernel.image.size()) + "\n";
@@ -397,38 +350,31 @@ Expected<CachedKernel> KernelCache::deserialize(const std::string &key,
   if (*fileKey != key)
     return Status::error("the file holds key " + *fileKey);
 
-  Expected<std::string> name = reader.field("kernel");
-  if (name.failed())
-    return name.getStatus();
-  if (name->empty())
-    return Status::error("empty kernel name");
-  kernel.kernelName = name.take();
-
-  Status status = readLaunchLines(reader, kernel);
-  if (status.failed())
-    return status;
   Expected<std::string> chip = reader.field("chip");
   if (chip.failed())
     return chip.getStatus();
   kernel.chip = chip.take();
 
-  Expected<uint64_t> count = reader.number("entries");
+  Expected<uint64_t> count = reader.number("kernels");
   if (count.failed())
     return count.getStatus();
-  if (*count > 64)
-    return Status::error("bad entries count");
+  if (*count < 1 || *count > kMaxKernels)
+    return Status::error("bad kernels count");
   for (uint64_t i = 0; i < *count; ++i) {
-    CachedKernel::Entry entry;
-    Expected<std::string> entryName = reader.field("entry");
-    if (entryName.failed())
-      return entryName.getStatus();
-    if (entryName->empty())
-      return Status::error("empty entry name");
-    entry.kernelName = entryName.take();
-    status = readLaunchLines(reader, entry);
-    if (status.failed())
-      return status;
-    kernel.entries.push_back(std::move(entry));
+    Expected<std::string> name = reader.field("kernel");
+    if (name.failed())
+      return name.getStatus();
+    std::string bad = badKernelName(*name);
+    if (!bad.empty())
+      return Status::error(bad);
+    Expected<std::string> text = reader.field("abi");
+    if (text.failed())
+      return text.getStatus();
+    Expected<KernelAbi> abi = parseKernelAbi(*text);
+    if (abi.failed())
+      return Status::error("kernel " + *name + ": " + abi.getMessage());
+    abi->name = name.take();
+    kernel.kernels.push_back(abi.take());
   }
 
   Expected<std::string> format = reader.field("format");
@@ -536,36 +482,21 @@ Status KernelCache::store(const std::string &key, CachedKernel kernel) {
   if (!isValidKey(key))
     return Status::error("kernel cache: invalid key '" + key +
                          "' (expected 64 lowercase hex digits)");
-  if (kernel.kernelName.empty() ||
-      kernel.kernelName.find_first_of(" \t\r\n") != std::string::npos)
-    return Status::error("kernel cache: invalid kernel name '" +
-                         kernel.kernelName + "'");
-  for (auto [field, value] : {std::pair<const char *, const std::string *>{
-                                  "grid rule", &kernel.gridRule},
-                              {"parameter layout", &kernel.paramLayout},
-                              {"chip", &kernel.chip}}) {
-    Status status = checkField(field, *value);
+  if (kernel.kernels.empty() || kernel.kernels.size() > kMaxKernels)
+    return Status::error("kernel cache: an image holds 1 to " +
+                         std::to_string(kMaxKernels) + " kernels, not " +
+                         std::to_string(kernel.kernels.size()));
+  for (const KernelAbi &abi : kernel.kernels) {
+    std::string bad = badKernelName(abi.name);
+    if (!bad.empty())
+      return Status::error(bad);
+    Status status = verifyKernelAbi(abi);
     if (status.failed())
-      return status;
+      return Status::error("kernel cache: kernel " + abi.name + ": " +
+                           status.getMessage());
   }
-  if (!kernel.blockX || !kernel.blockY || !kernel.blockZ)
-    return Status::error("kernel cache: empty block");
-  for (const CachedKernel::Entry &entry : kernel.entries) {
-    if (entry.kernelName.empty() ||
-        entry.kernelName.find_first_of(" \t\r\n") != std::string::npos)
-      return Status::error("kernel cache: invalid entry name '" +
-                           entry.kernelName + "'");
-    for (auto [field, value] : {std::pair<const char *, const std::string *>{
-                                    "grid rule", &entry.gridRule},
-                                {"parameter layout", &entry.paramLayout}}) {
-      Status status = checkField(field, *value);
-      if (status.failed())
-        return status;
-    }
-    if (!entry.blockX || !entry.blockY || !entry.blockZ)
-      return Status::error("kernel cache: empty block of entry " +
-                           entry.kernelName);
-  }
+  if (Status status = checkField("chip", kernel.chip); status.failed())
+    return status;
 
   auto shared = std::make_shared<const CachedKernel>(std::move(kernel));
   {

@@ -686,31 +686,35 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
         fail(module.getMessage());
       gpu.device.emplace(device.value());
       gpu.module.emplace(std::move(module.value()));
+      if (gpu.image->kernels.size() != 1)
+        fail("the kernel cache entry has " +
+             std::to_string(gpu.image->kernels.size()) +
+             " kernels; a forward has 1");
+      const rt::KernelAbi &abi = gpu.image->kernels[0];
       rt::Expected<rt::Function> function =
-          rt::Function::get(*gpu.module, gpu.image->kernelName);
+          rt::Function::get(*gpu.module, abi.name);
       if (function.failed())
         fail(function.getMessage());
       gpu.function.emplace(function.value());
-      if (rt::Status st = gpu.function->setMaxDynamicSharedMemory(
-              gpu.image->dynamicSharedBytes);
+      if (rt::Status st =
+              gpu.function->setMaxDynamicSharedMemory(abi.sharedBytes);
           st.failed())
         fail(st.getMessage());
     }
   }
   const mlir::fa::HostKernelArg &q = args[0], &k = args[1], &v = args[2],
                                 &o = args[3];
-  mlir::fa::CudaAttentionCall call;
+  rt::KernelCall call;
   const mlir::fa::HostKernelArg *tensors[4] = {&q, &k, &v, &o};
-  for (int i = 0; i < 4; ++i) {
-    call.pointers[i] = reinterpret_cast<uint64_t>(tensors[i]->data);
-    for (int d = 0; d < 3; ++d)
-      call.strides[3 * i + d] = tensors[i]->strides[d];
-  }
-  if (hasLse) {
-    call.pointers[4] = reinterpret_cast<uint64_t>(args[4].data);
-    call.strides[12] = args[4].strides[0];
-    call.strides[13] = args[4].strides[1];
-  }
+  const rt::AbiTensor names4[4] = {rt::AbiTensor::Q, rt::AbiTensor::K,
+                                   rt::AbiTensor::V, rt::AbiTensor::O};
+  for (int i = 0; i < 4; ++i)
+    call.set(names4[i], reinterpret_cast<uint64_t>(tensors[i]->data),
+             {tensors[i]->strides[0], tensors[i]->strides[1],
+              tensors[i]->strides[2]});
+  if (hasLse)
+    call.set(rt::AbiTensor::Lse, reinterpret_cast<uint64_t>(args[4].data),
+             {args[4].strides[0], args[4].strides[1]});
   call.batch = q.sizes[0];
   call.headsQ = q.sizes[1];
   call.headsKV = k.sizes[1];
@@ -719,21 +723,24 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   double scale =
       spec.scale ? *spec.scale : 1.0 / std::sqrt(double(spec.headDim));
   call.scaleLog2 = static_cast<float>(scale * M_LOG2E);
+  call.scale = static_cast<float>(scale);
   if (bias) {
     // Size-1 dims broadcast: stride 0 whatever the view says.
     size_t elementBytes = spec.biasDType == fa::DType::F32 ? 4 : 2;
-    call.bias =
+    rt::KernelCall::Tensor &b = call[rt::AbiTensor::Bias];
+    b.data =
         reinterpret_cast<uint64_t>(bias->data) + bias->offset * elementBytes;
     for (int d = 0; d < 4; ++d)
-      call.biasStrides[d] = bias->sizes[d] == 1 ? 0 : bias->strides[d];
+      b.strides[d] = bias->sizes[d] == 1 ? 0 : bias->strides[d];
   }
   if (slopes) {
-    call.slopes = reinterpret_cast<uint64_t>(slopes->data) + slopes->offset * 4;
+    rt::KernelCall::Tensor &s = call[rt::AbiTensor::Slopes];
+    s.data = reinterpret_cast<uint64_t>(slopes->data) + slopes->offset * 4;
     if (slopes->sizes.size() == 2) {
       if (slopes->strides[1] != 1)
         fail("alibiSlopes must have stride 1 in its last dim on the GPU, got " +
              std::to_string(slopes->strides[1]));
-      call.slopesBatchStride = slopes->sizes[0] == 1 ? 0 : slopes->strides[0];
+      s.strides[0] = slopes->sizes[0] == 1 ? 0 : slopes->strides[0];
     } else if (slopes->strides[0] != 1) {
       fail("alibiSlopes must have stride 1 on the GPU, got " +
            std::to_string(slopes->strides[0]));
@@ -866,12 +873,16 @@ void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
       &args[0], &args[1],     &args[2],     &args[3],    &args[4],
       &args[5], &args[n - 3], &args[n - 2], &args[n - 1]};
   mlir::fa::CudaBackwardCall call;
-  int strideIndex = 0;
+  const rt::AbiTensor abiNames[9] = {
+      rt::AbiTensor::Q,  rt::AbiTensor::K,  rt::AbiTensor::V,
+      rt::AbiTensor::O,  rt::AbiTensor::DO, rt::AbiTensor::Lse,
+      rt::AbiTensor::DQ, rt::AbiTensor::DK, rt::AbiTensor::DV};
   for (int i = 0; i < 9; ++i) {
     const mlir::fa::HostKernelArg &a = *tensors[i];
-    call.pointers[i] = reinterpret_cast<uint64_t>(a.data);
+    rt::KernelCall::Tensor &t = call[abiNames[i]];
+    t.data = reinterpret_cast<uint64_t>(a.data);
     if (i == 5)
-      continue; // lse: its (batch, head) strides go last
+      continue; // lse: checked below
     if (a.strides[3] != 1)
       fail(kBackward, std::string(names[i]) +
                           " must have stride 1 in its last dim on the GPU, "
@@ -880,7 +891,7 @@ void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
     bool aligned = reinterpret_cast<uintptr_t>(a.data) % 16 == 0;
     for (int d = 0; d < 3; ++d) {
       aligned &= (a.strides[d] * elementBytes) % 16 == 0;
-      call.strides[strideIndex++] = a.strides[d];
+      t.strides[d] = a.strides[d];
     }
     if (!aligned)
       fail(kBackward,
@@ -892,8 +903,8 @@ void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
   if (lse.strides[2] != 1)
     fail(kBackward, "lse must have stride 1 in its last dim on the GPU, got " +
                         std::to_string(lse.strides[2]));
-  call.strides[24] = lse.strides[0];
-  call.strides[25] = lse.strides[1];
+  call[rt::AbiTensor::Lse].strides[0] = lse.strides[0];
+  call[rt::AbiTensor::Lse].strides[1] = lse.strides[1];
   call.batch = args[0].sizes[0];
   call.headsQ = args[0].sizes[1];
   call.headsKV = args[1].sizes[1];
@@ -909,29 +920,31 @@ void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
   size_t next = 6;
   if (spec.bias) {
     const mlir::fa::HostKernelArg &bias = args[next++];
-    call.bias = reinterpret_cast<uint64_t>(bias.data) + bias.offset * biasBytes;
+    rt::KernelCall::Tensor &b = call[rt::AbiTensor::Bias];
+    b.data = reinterpret_cast<uint64_t>(bias.data) + bias.offset * biasBytes;
     for (int d = 0; d < 4; ++d)
-      call.biasStrides[d] = bias.sizes[d] == 1 ? 0 : bias.strides[d];
+      b.strides[d] = bias.sizes[d] == 1 ? 0 : bias.strides[d];
   }
   if (spec.alibi) {
     const mlir::fa::HostKernelArg &slopes = args[next++];
-    call.slopes = reinterpret_cast<uint64_t>(slopes.data) + slopes.offset * 4;
+    rt::KernelCall::Tensor &s = call[rt::AbiTensor::Slopes];
+    s.data = reinterpret_cast<uint64_t>(slopes.data) + slopes.offset * 4;
     int64_t last = slopes.strides.back();
     if (last != 1 && slopes.sizes.back() > 1)
       fail(kBackward,
            "alibiSlopes must have stride 1 in its last dim on the GPU, got " +
                std::to_string(last));
     if (slopes.sizes.size() == 2)
-      call.slopesBatchStride = slopes.sizes[0] == 1 ? 0 : slopes.strides[0];
+      s.strides[0] = slopes.sizes[0] == 1 ? 0 : slopes.strides[0];
   }
   if (spec.dropoutP != 0.0)
     call.seed = args[next++].scalar;
   if (withBias) {
     const mlir::fa::HostKernelArg &dbias = args.back();
-    call.dbias =
-        reinterpret_cast<uint64_t>(dbias.data) + dbias.offset * biasBytes;
+    rt::KernelCall::Tensor &t = call[rt::AbiTensor::DBias];
+    t.data = reinterpret_cast<uint64_t>(dbias.data) + dbias.offset * biasBytes;
     for (int d = 0; d < 4; ++d)
-      call.dbiasStrides[d] = dbias.strides[d];
+      t.strides[d] = dbias.strides[d];
   }
   // The captures come right before dq, dk, dv.
   call.captures = gpuCaptures(spec, args, n - 3 - spec.captures.size());

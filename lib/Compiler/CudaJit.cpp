@@ -18,16 +18,29 @@ using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
+namespace rt = ::fa::runtime;
+
+/// What fa-pipeline-cuda made of an op: the PTX, and the ABI of each kernel
+/// (in the gpu.module's order: launch order).
+struct Compiled {
+  OwningOpRef<ModuleOp> module;
+  std::string ptx;
+  std::vector<rt::KernelAbi> kernels;
+};
+
 /// Runs fa-pipeline-cuda for `chip` (and the forward's `tile`, the
-/// backward's `bwdPrefetch`) on a module holding a copy of just `op` inside a
-/// function of its operands; the module and its PTX.
-FailureOr<std::pair<OwningOpRef<ModuleOp>, std::string>>
-compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
-             CudaBackwardOptions bwd = {}) {
+/// backward's `bwd`) on a module holding a copy of just `op` inside a
+/// function of its operands: its two halves, reading the kernels' ABIs
+/// (fa.kernel_abi) in between, since gpu-module-to-binary drops them.
+FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
+                                 CudaForwardTile tile = {},
+                                 CudaBackwardOptions bwd = {}) {
   MLIRContext *ctx = op->getContext();
   ctx->loadDialect<gpu::GPUDialect, LLVM::LLVMDialect, func::FuncDialect>();
   OpBuilder b(ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(op->getLoc());
+  Compiled result;
+  result.module = ModuleOp::create(op->getLoc());
+  OwningOpRef<ModuleOp> &module = result.module;
   b.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(
       b, op->getLoc(), "attention",
@@ -45,20 +58,31 @@ compileAlone(Operation *op, StringRef chip, CudaForwardTile tile = {},
   options.blockQ = tile.blockQ;
   options.blockKV = tile.blockKV;
   options.kvStages = tile.kvStages;
+  options.kernelIR = tile.kernelIR;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
   options.bwdWgmma = bwd.wgmma;
   options.bwdDeterministic = bwd.deterministic;
-  buildCudaPipeline(pm, options);
+  buildCudaKernelPipeline(pm, options);
   if (failed(pm.run(*module)))
     return failure();
-  auto binary = module->lookupSymbol<gpu::BinaryOp>("fa_kernels");
+  auto kernels = module->lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+  if (!kernels)
+    return op->emitOpError("fa-pipeline-cuda produced no kernel module");
+  for (auto fn : kernels.getOps<LLVM::LLVMFuncOp>())
+    if (auto abi = fn->getAttrOfType<KernelAbiAttr>(kKernelAbiAttrName))
+      result.kernels.push_back(abi.getAbi(fn.getSymName()));
+  PassManager toBinary(ctx);
+  buildCudaBinaryPipeline(toBinary);
+  if (failed(toBinary.run(*module)))
+    return failure();
+  auto binary = module->lookupSymbol<gpu::BinaryOp>(kKernelModuleName);
   if (!binary || binary.getObjects().size() != 1)
     return op->emitOpError("fa-pipeline-cuda produced no kernel binary");
   auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
-  std::string ptx = object.getObject().getValue().str();
-  return std::make_pair(std::move(module), std::move(ptx));
+  result.ptx = object.getObject().getValue().str();
+  return result;
 }
 
 /// The cache key of `op` for `chip`: the op in generic form (attributes,
@@ -76,6 +100,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
               ";block-kv=" + std::to_string(tile.blockKV);
   if (tile.kvStages)
     target += ";kv-stages=" + std::to_string(tile.kvStages);
+  if (tile.kernelIR != kCudaKernelIRDefault)
+    target += std::string(";kernel-ir=") + (tile.kernelIR ? "1" : "0");
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)
@@ -91,82 +117,28 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
   return ::fa::runtime::makeKey(irText, target, FA_VERSION "+" FA_CODEGEN_HASH);
 }
 
-/// The rank of each of `captures` (tensor types).
-std::vector<int64_t> captureRanks(TypeRange captures) {
-  std::vector<int64_t> ranks;
-  for (Type t : captures)
-    ranks.push_back(cast<ShapedType>(t).getRank());
-  return ranks;
-}
-
-/// A parameter layout split into the kernel's own parameters and its
-/// captures' (getCudaCaptureParams).
-std::pair<StringRef, StringRef> splitCaptureParams(StringRef layout) {
-  size_t at = layout.find(",capture0,");
-  if (at == StringRef::npos)
-    return {layout, ""};
-  return {layout.take_front(at), layout.drop_front(at)};
-}
-
-/// The ranks of `captures` (a call's: one stride per dim).
-std::vector<int64_t> captureRanks(const std::vector<CudaCapture> &captures) {
-  std::vector<int64_t> ranks;
-  for (const CudaCapture &c : captures)
-    ranks.push_back(int64_t(c.strides.size()));
-  return ranks;
-}
-
-/// Appends the launch parameters of `captures` (pointers into them: they
-/// must outlive the launch).
-void appendCaptureParams(std::vector<void *> &params,
-                         std::vector<CudaCapture> &captures) {
-  for (CudaCapture &c : captures) {
-    params.push_back(&c.data);
-    for (int64_t &stride : c.strides)
-      params.push_back(&stride);
-  }
-}
 } // namespace
-
-std::string mlir::fa::getCudaCaptureParams(ArrayRef<int64_t> ranks) {
-  std::string params;
-  for (auto [i, rank] : llvm::enumerate(ranks)) {
-    std::string name = "capture" + std::to_string(i);
-    params +=
-        "," + name + "," + name + "_strides[" + std::to_string(rank) + "]";
-  }
-  return params;
-}
 
 FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
                                                        StringRef chip,
                                                        CudaForwardTile tile) {
-  auto compiled = compileAlone(op, chip, tile);
+  FailureOr<Compiled> compiled = compileAlone(op, chip, tile);
   if (failed(compiled))
     return failure();
-  auto &[module, ptx] = *compiled;
+  if (compiled->kernels.size() != 1)
+    return op.emitOpError("fa-pipeline-cuda made ")
+           << compiled->kernels.size()
+           << " kernels with a launch ABI (fa.kernel_abi), expected 1";
   CudaKernelImage image;
   image.chip = chip.str();
-  image.name = "fa_forward_0";
-  image.ptx = std::move(ptx);
-  // convert-fa-to-nvvm records the launch contract on the module, which
-  // outlives the gpu.module that serialization replaces.
-  auto meta = (*module)->getAttrOfType<DictionaryAttr>("fa.kernel");
-  if (!meta)
-    return op.emitOpError("fa-pipeline-cuda lost the kernel's launch contract");
-  image.sharedBytes = cast<IntegerAttr>(meta.get("shared_bytes")).getInt();
-  image.blockQ = cast<IntegerAttr>(meta.get("block_q")).getInt();
-  image.threads = cast<IntegerAttr>(meta.get("threads")).getInt();
-  image.dropout = static_cast<bool>(op.getDropoutSeed());
-  image.scored = isScoredForward(op);
-  image.captureRanks = captureRanks(op.getCaptures().getTypes());
+  image.ptx = std::move(compiled->ptx);
+  image.abi = std::move(compiled->kernels[0]);
   return image;
 }
 
 std::shared_ptr<const ::fa::runtime::CachedKernel>
 mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
                                  std::string &error, CudaForwardTile tile) {
-  namespace rt = ::fa::runtime;
   std::string key = cacheKey(op, chip, tile);
   compiled = false;
   rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
@@ -178,15 +150,7 @@ mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
             if (failed(image))
               return rt::Status::error("fa-pipeline-cuda failed");
             rt::CachedKernel kernel;
-            kernel.kernelName = image->name;
-            kernel.blockX = image->threads;
-            kernel.dynamicSharedBytes = image->sharedBytes;
-            kernel.gridRule =
-                "ceil(Nq/" + std::to_string(image->blockQ) + "),Hq,B";
-            kernel.paramLayout = (image->dropout  ? kCudaForwardDropoutParams
-                                  : image->scored ? kCudaForwardScoredParams
-                                                  : kCudaForwardParams) +
-                                 getCudaCaptureParams(image->captureRanks);
+            kernel.kernels.push_back(image->abi);
             kernel.chip = chip.str();
             kernel.image = image->ptx;
             return kernel;
@@ -198,118 +162,61 @@ mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
   return cached.value();
 }
 
-int64_t mlir::fa::getBlockQ(const ::fa::runtime::CachedKernel &kernel) {
-  StringRef rule(kernel.gridRule);
-  if (!rule.consume_front("ceil(Nq/"))
-    return 0;
-  int64_t blockQ = 0;
-  if (rule.take_until([](char c) { return c == ')'; }).getAsInteger(10, blockQ))
-    return 0;
-  return blockQ;
+rt::Status mlir::fa::launchCudaKernel(const rt::KernelAbi &abi,
+                                      const rt::Function &function,
+                                      const rt::KernelCall &call,
+                                      void *stream) {
+  rt::Expected<rt::GridSize> grid = rt::getLaunchGrid(abi.grid, call);
+  if (grid.failed())
+    return rt::Status::error("kernel " + abi.name + ": " + grid.getMessage());
+  if (grid->empty())
+    return rt::Status::success();
+  rt::Expected<rt::ParamBuffer> params = rt::ParamBuffer::build(abi, call);
+  if (params.failed())
+    return params.getStatus();
+  return rt::launch(function, rt::Dim3{grid->x, grid->y, grid->z},
+                    rt::Dim3{abi.threads, 1, 1}, abi.sharedBytes, stream,
+                    params->getArgs());
 }
 
-::fa::runtime::Status
-mlir::fa::launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
-                           const ::fa::runtime::Function &function,
-                           const CudaAttentionCall &call, void *stream) {
-  namespace rt = ::fa::runtime;
-  int64_t blockQ = getBlockQ(kernel);
-  if (blockQ <= 0)
-    return rt::Status::error("kernel cache entry has a bad grid rule '" +
-                             kernel.gridRule + "'");
-  if (call.batch == 0 || call.headsQ == 0 || call.seqQ == 0)
-    return rt::Status::success();
-  CudaAttentionCall c = call; // the driver reads parameters through pointers
-  int32_t seqQ = c.seqQ, seqKV = c.seqKV,
-          group = static_cast<int32_t>(c.headsQ / c.headsKV);
-  auto [own, captureParams] = splitCaptureParams(kernel.paramLayout);
-  bool dropout = own == kCudaForwardDropoutParams;
-  bool scored = dropout || own == kCudaForwardScoredParams;
-  if (!scored && own != kCudaForwardParams)
-    return rt::Status::error("kernel cache entry has an unknown parameter "
-                             "layout '" +
-                             kernel.paramLayout + "'");
-  std::string callCaptures = getCudaCaptureParams(captureRanks(c.captures));
-  if (captureParams != callCaptures)
-    return rt::Status::error("kernel cache entry has parameter layout '" +
-                             kernel.paramLayout + "', but the call passes " +
-                             std::to_string(c.captures.size()) +
-                             " captures ('" + callCaptures + "')");
-  std::vector<void *> params(23);
-  for (int i = 0; i < 5; ++i)
-    params[i] = &c.pointers[i];
-  for (int i = 0; i < 14; ++i)
-    params[5 + i] = &c.strides[i];
-  params[19] = &seqQ;
-  params[20] = &seqKV;
-  params[21] = &group;
-  params[22] = &c.scaleLog2;
-  if (scored) {
-    params.push_back(&c.bias);
-    for (int i = 0; i < 4; ++i)
-      params.push_back(&c.biasStrides[i]);
-    params.push_back(&c.slopes);
-    params.push_back(&c.slopesBatchStride);
-  }
-  if (dropout)
-    params.push_back(&c.seed);
-  appendCaptureParams(params, c.captures);
-  rt::Dim3 grid{static_cast<unsigned>((c.seqQ + blockQ - 1) / blockQ),
-                static_cast<unsigned>(c.headsQ),
-                static_cast<unsigned>(c.batch)};
-  return rt::launch(function, grid, rt::Dim3{kernel.blockX, 1, 1},
-                    kernel.dynamicSharedBytes, stream, params.data());
+rt::Status mlir::fa::launchCudaKernel(const rt::CachedKernel &kernel,
+                                      const rt::Function &function,
+                                      const rt::KernelCall &call,
+                                      void *stream) {
+  if (kernel.kernels.size() != 1)
+    return rt::Status::error("kernel cache entry has " +
+                             std::to_string(kernel.kernels.size()) +
+                             " kernels; a forward has 1");
+  return launchCudaKernel(kernel.kernels[0], function, call, stream);
 }
 
 //===----------------------------------------------------------------------===//
 // The backward
 //===----------------------------------------------------------------------===//
 
-std::string mlir::fa::getCudaDQAccumParam(int64_t d) {
-  return ",dq_accum_d" + std::to_string(d);
-}
-
 FailureOr<CudaBackwardImage>
 mlir::fa::compileCudaBackward(AttentionGradOp op, StringRef chip,
                               CudaBackwardOptions options) {
-  auto compiled = compileAlone(op, chip, {}, options);
+  FailureOr<Compiled> compiled = compileAlone(op, chip, {}, options);
   if (failed(compiled))
     return failure();
-  auto &[module, ptx] = *compiled;
+  size_t expected = op.getGradBias() ? 4 : 3;
+  if (compiled->kernels.size() != expected)
+    return op.emitOpError("fa-pipeline-cuda made ")
+           << compiled->kernels.size()
+           << " kernels with a launch ABI (fa.kernel_abi), expected "
+           << expected;
   CudaBackwardImage image;
   image.chip = chip.str();
-  image.ptx = std::move(ptx);
-  // convert-fa-to-nvvm records the launch contracts on the module.
-  auto contracts = (*module)->getAttrOfType<ArrayAttr>("fa.backward");
-  if (!contracts || contracts.size() != (op.getGradBias() ? 4u : 3u))
-    return op.emitOpError(
-        "fa-pipeline-cuda lost the backward kernels' launch contracts");
-  for (Attribute attr : contracts) {
-    auto dict = cast<DictionaryAttr>(attr);
-    CudaEntryPoint entry;
-    entry.name = cast<StringAttr>(dict.get("name")).str();
-    entry.gridRule = cast<StringAttr>(dict.get("grid")).str();
-    entry.threads = cast<IntegerAttr>(dict.get("threads")).getInt();
-    entry.sharedBytes = cast<IntegerAttr>(dict.get("shared_bytes")).getInt();
-    image.entries.push_back(std::move(entry));
-  }
-  image.dropout = static_cast<bool>(op.getDropoutSeed());
-  image.scored = image.dropout || op.getBias() || op.getAlibiSlopes() ||
-                 !op.getScoreMod().empty() || !op.getMaskMod().empty();
-  image.captureRanks = captureRanks(op.getCaptures().getTypes());
-  // Atomic dQ (asked for, or chosen by default): dq_convert in place of dq.
-  if (llvm::any_of(image.entries, [](const CudaEntryPoint &e) {
-        return StringRef(e.name).starts_with("fa_backward_dq_convert_");
-      }))
-    image.dqAccumDim = op.getQuery().getType().getDimSize(3);
+  image.ptx = std::move(compiled->ptx);
+  image.kernels = std::move(compiled->kernels);
   return image;
 }
 
-std::shared_ptr<const ::fa::runtime::CachedKernel>
+std::shared_ptr<const rt::CachedKernel>
 mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
                                    bool &compiled, std::string &error,
                                    CudaBackwardOptions options) {
-  namespace rt = ::fa::runtime;
   compiled = false;
   rt::Expected<std::shared_ptr<const rt::CachedKernel>> cached =
       rt::KernelCache::global().getOrCompile(
@@ -321,29 +228,7 @@ mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
             if (failed(image))
               return rt::Status::error("fa-pipeline-cuda failed");
             rt::CachedKernel kernel;
-            const CudaEntryPoint &first = image->entries[0];
-            kernel.kernelName = first.name;
-            kernel.blockX = first.threads;
-            kernel.dynamicSharedBytes = first.sharedBytes;
-            kernel.gridRule = first.gridRule;
-            std::string params =
-                (image->dropout  ? kCudaBackwardDropoutParams
-                 : image->scored ? kCudaBackwardScoredParams
-                                 : kCudaBackwardParams) +
-                (image->dqAccumDim ? getCudaDQAccumParam(image->dqAccumDim)
-                                   : "") +
-                getCudaCaptureParams(image->captureRanks);
-            kernel.paramLayout = params;
-            for (const CudaEntryPoint &e :
-                 ArrayRef<CudaEntryPoint>(image->entries).drop_front()) {
-              rt::CachedKernel::Entry entry;
-              entry.kernelName = e.name;
-              entry.blockX = e.threads;
-              entry.dynamicSharedBytes = e.sharedBytes;
-              entry.gridRule = e.gridRule;
-              entry.paramLayout = params;
-              kernel.entries.push_back(std::move(entry));
-            }
+            kernel.kernels = std::move(image->kernels);
             kernel.chip = chip.str();
             kernel.image = std::move(image->ptx);
             return kernel;
@@ -356,207 +241,80 @@ mlir::fa::getOrCompileCudaBackward(AttentionGradOp op, StringRef chip,
 }
 
 namespace {
-/// A backward kernel's launch shape, from its cache entry.
-struct BackwardLaunch {
-  std::string name;
-  unsigned threads = 0, sharedBytes = 0;
-  /// Its grid: x is ceil(N / rows) over the queries (Nq) or the keys (Nk),
-  /// or 1 (`single`); y is Hq, Hkv (`overKeys`) or 1 (`oneHead`); z is B or
-  /// 1 (`oneBatch`). dBias's blocks have 1 where the bias broadcasts.
-  bool overKeys = false, single = false, oneHead = false, oneBatch = false;
-  int64_t rows = 0;
-  /// The scored path's parameters (kCudaBackwardScoredParams), and the
-  /// seed after them (kCudaBackwardDropoutParams).
-  bool scored = false, dropout = false;
-  /// The captures' parameters (getCudaCaptureParams).
-  std::string captureParams;
-  /// D of the atomic dQ accumulator (getCudaDQAccumParam), or 0.
-  int64_t accumDim = 0;
-};
-
-/// Parses "ceil(Nq/<rows>),Hq,B" or "ceil(Nk/<rows>),Hkv,B", and dbias's
-/// "ceil(Nq/<rows>)|1,Hq|1,B|1".
-::fa::runtime::Expected<BackwardLaunch>
-parseLaunch(const std::string &name, unsigned threads, unsigned sharedBytes,
-            const std::string &gridRule, const std::string &params) {
-  namespace rt = ::fa::runtime;
-  BackwardLaunch launch{name, threads, sharedBytes};
-  auto [own, captureParams] = splitCaptureParams(params);
-  launch.captureParams = captureParams.str();
-  size_t accumAt = own.rfind(",dq_accum_d");
-  if (accumAt != StringRef::npos) {
-    StringRef dim = own.drop_front(accumAt + strlen(",dq_accum_d"));
-    if (dim.getAsInteger(10, launch.accumDim) || launch.accumDim <= 0 ||
-        launch.accumDim % 32 != 0)
-      return rt::Status::error("kernel " + name + " has parameter layout '" +
-                               params + "' with a bad dQ accumulator");
-    own = own.take_front(accumAt);
-  }
-  launch.dropout = own == kCudaBackwardDropoutParams;
-  launch.scored = launch.dropout || own == kCudaBackwardScoredParams;
-  if (own != kCudaBackwardParams && !launch.scored)
-    return rt::Status::error("kernel " + name + " has parameter layout '" +
-                             params + "', expected '" + kCudaBackwardParams +
-                             "', '" + kCudaBackwardScoredParams + "' or '" +
-                             kCudaBackwardDropoutParams + "'");
-  StringRef rule(gridRule);
-  bool ok;
-  if (StringRef(name).starts_with("fa_backward_dbias_")) {
-    launch.single = rule.consume_front("1");
-    ok = launch.single || (rule.consume_front("ceil(Nq/") &&
-                           !rule.consumeInteger(10, launch.rows) &&
-                           launch.rows > 0 && rule.consume_front(")"));
-    launch.oneHead = rule.consume_front(",1");
-    ok = ok && (launch.oneHead || rule.consume_front(",Hq"));
-    launch.oneBatch = rule.consume_front(",1");
-    ok = ok && (launch.oneBatch || rule.consume_front(",B")) && rule.empty();
-  } else {
-    ok = rule.consume_front("ceil(N");
-    launch.overKeys = rule.consume_front("k");
-    ok = ok && (launch.overKeys || rule.consume_front("q")) &&
-         rule.consume_front("/") && !rule.consumeInteger(10, launch.rows) &&
-         launch.rows > 0 &&
-         rule.consume_front(launch.overKeys ? "),Hkv,B" : "),Hq,B") &&
-         rule.empty();
-  }
-  if (!ok)
-    return rt::Status::error("kernel " + name + " has a bad grid rule '" +
-                             gridRule + "'");
-  return launch;
-}
-
-/// The kernels of a backward cache entry (three, or four with dbias),
-/// checked.
-::fa::runtime::Expected<std::vector<BackwardLaunch>>
-backwardLaunches(const ::fa::runtime::CachedKernel &kernel) {
-  namespace rt = ::fa::runtime;
-  if (kernel.entries.size() != 2 && kernel.entries.size() != 3)
-    return rt::Status::error("kernel cache entry " + kernel.kernelName +
-                             " is not a backward (it has " +
-                             std::to_string(kernel.entries.size()) +
-                             " further entry points, expected 2 or 3)");
-  std::vector<BackwardLaunch> launches;
-  rt::Expected<BackwardLaunch> first =
-      parseLaunch(kernel.kernelName, kernel.blockX, kernel.dynamicSharedBytes,
-                  kernel.gridRule, kernel.paramLayout);
-  if (first.failed())
-    return first.getStatus();
-  launches.push_back(first.take());
-  for (const rt::CachedKernel::Entry &e : kernel.entries) {
-    rt::Expected<BackwardLaunch> launch =
-        parseLaunch(e.kernelName, e.blockX, e.dynamicSharedBytes, e.gridRule,
-                    e.paramLayout);
-    if (launch.failed())
-      return launch.getStatus();
-    launches.push_back(launch.take());
-  }
-  const char *prefixes[4] = {"fa_backward_dsum_", "fa_backward_dkdv_",
-                             "fa_backward_dq_", "fa_backward_dbias_"};
-  for (size_t i = 0; i < launches.size(); ++i) {
-    if (launches[i].scored != launches[0].scored ||
-        launches[i].dropout != launches[0].dropout ||
-        launches[i].captureParams != launches[0].captureParams ||
-        launches[i].accumDim != launches[0].accumDim)
-      return rt::Status::error("kernel cache entry " + kernel.kernelName +
-                               ": its entry points' parameter layouts differ");
-    if (!StringRef(launches[i].name).starts_with(prefixes[i]))
-      return rt::Status::error("kernel cache entry " + kernel.kernelName +
-                               ": entry point " + std::to_string(i) + " is " +
-                               launches[i].name + ", expected " + prefixes[i] +
-                               "<i>");
-  }
-  if (launches.size() == 4 && !launches[0].scored)
-    return rt::Status::error("kernel cache entry " + kernel.kernelName +
-                             ": dbias needs the scored parameter layout");
-  // dQ's kernel is dq_convert exactly when there is an accumulator.
-  bool convert =
-      StringRef(launches[2].name).starts_with("fa_backward_dq_convert_");
-  if (convert != (launches[0].accumDim != 0))
-    return rt::Status::error(
-        "kernel cache entry " + kernel.kernelName + ": entry point " +
-        launches[2].name +
-        (convert ? " needs a dQ accumulator parameter"
-                 : " does not take the dQ accumulator parameter"));
-  return launches;
-}
-
 /// Dsum's bytes in the workspace, rounded up to 256 (the accumulator's
 /// alignment).
-uint64_t dsumBytes(const mlir::fa::CudaBackwardCall &call) {
+uint64_t dsumBytes(const rt::KernelCall &call) {
   uint64_t bytes = uint64_t(call.batch) * uint64_t(call.headsQ) *
                    uint64_t(call.seqQ) * sizeof(float);
   return (bytes + 255) / 256 * 256;
 }
 
+/// D of the dQ accumulator the kernels of `kernel` take, or 0.
+uint32_t dqAccumColumns(const rt::CachedKernel &kernel) {
+  for (const rt::KernelAbi &abi : kernel.kernels)
+    if (uint32_t columns = rt::getDQAccumColumns(abi))
+      return columns;
+  return 0;
+}
+
 /// Dsum, then the f32 dQ accumulator of `accumDim` columns (0: none).
-uint64_t workspaceBytes(const mlir::fa::CudaBackwardCall &call,
-                        int64_t accumDim) {
+uint64_t workspaceBytes(const rt::KernelCall &call, uint64_t accumDim) {
   return dsumBytes(call) + uint64_t(call.batch) * uint64_t(call.headsQ) *
-                               uint64_t(call.seqQ) * uint64_t(accumDim) *
-                               sizeof(float);
+                               uint64_t(call.seqQ) * accumDim * sizeof(float);
 }
 } // namespace
 
-uint64_t mlir::fa::getCudaBackwardWorkspaceBytes(
-    const ::fa::runtime::CachedKernel &kernel, const CudaBackwardCall &call) {
-  ::fa::runtime::Expected<std::vector<BackwardLaunch>> launches =
-      backwardLaunches(kernel);
-  return workspaceBytes(call, launches.failed() ? 0 : (*launches)[0].accumDim);
+uint64_t mlir::fa::getCudaBackwardWorkspaceBytes(const rt::CachedKernel &kernel,
+                                                 const CudaBackwardCall &call) {
+  return workspaceBytes(call, dqAccumColumns(kernel));
 }
 
-::fa::runtime::Expected<CudaBackwardFunctions>
-mlir::fa::loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
-                           const ::fa::runtime::Module &module) {
-  namespace rt = ::fa::runtime;
-  rt::Expected<std::vector<BackwardLaunch>> launches = backwardLaunches(kernel);
-  if (launches.failed())
-    return launches.getStatus();
-  std::vector<rt::Function> functions;
-  for (const BackwardLaunch &launch : *launches) {
-    rt::Expected<rt::Function> function =
-        rt::Function::get(module, launch.name);
+rt::Expected<CudaBackwardFunctions>
+mlir::fa::loadCudaBackward(const rt::CachedKernel &kernel,
+                           const rt::Module &module) {
+  CudaBackwardFunctions functions;
+  for (const rt::KernelAbi &abi : kernel.kernels) {
+    rt::Expected<rt::Function> function = rt::Function::get(module, abi.name);
     if (function.failed())
       return function.getStatus();
-    if (launch.sharedBytes > 0) {
+    if (abi.sharedBytes > 0) {
       rt::Status status =
-          function->setMaxDynamicSharedMemory(int(launch.sharedBytes));
+          function->setMaxDynamicSharedMemory(int(abi.sharedBytes));
       if (status.failed())
         return status;
     }
-    functions.push_back(function.take());
+    functions.kernels.push_back(function.take());
   }
-  CudaBackwardFunctions result{functions[0], functions[1], functions[2],
-                               std::nullopt};
-  if (functions.size() == 4)
-    result.dbias = functions[3];
-  return result;
+  return functions;
 }
 
-::fa::runtime::Status
-mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
-                             const CudaBackwardFunctions &functions,
-                             const CudaBackwardCall &call, void *stream) {
-  namespace rt = ::fa::runtime;
-  rt::Expected<std::vector<BackwardLaunch>> launches = backwardLaunches(kernel);
-  if (launches.failed())
-    return launches.getStatus();
+rt::Status mlir::fa::launchCudaBackward(const rt::CachedKernel &kernel,
+                                        const CudaBackwardFunctions &functions,
+                                        const CudaBackwardCall &call,
+                                        void *stream) {
+  if (kernel.kernels.empty() ||
+      functions.kernels.size() != kernel.kernels.size())
+    return rt::Status::error(
+        "backward: kernel cache entry has " +
+        std::to_string(kernel.kernels.size()) + " kernels, " +
+        std::to_string(functions.kernels.size()) + " of them loaded");
   if (call.batch < 0 || call.headsQ < 0 || call.headsKV < 0 || call.seqQ < 0 ||
       call.seqKV < 0)
     return rt::Status::error("backward: negative size");
-  std::string callCaptures = getCudaCaptureParams(captureRanks(call.captures));
-  if ((*launches)[0].captureParams != callCaptures)
-    return rt::Status::error(
-        "backward: kernel cache entry " + kernel.kernelName +
-        " takes captures '" + (*launches)[0].captureParams +
-        "', but the call passes " + std::to_string(call.captures.size()) +
-        " ('" + callCaptures + "')");
-  bool withDBias = launches->size() == 4;
-  if (withDBias && !functions.dbias)
-    return rt::Status::error("backward: the dbias kernel is not loaded");
-  // dBias of a bias broadcast over rows or columns has elements (zeros)
-  // even when Nq = Nk = 0.
-  if (call.batch == 0 || call.headsQ == 0 ||
-      (call.seqQ == 0 && call.seqKV == 0 && !withDBias))
+  // The grids first: nothing to launch (an empty problem; dBias of a bias
+  // broadcast over rows or columns has elements, zeros, even when Nq = Nk =
+  // 0), or a grid past CUDA's limits, before any work.
+  std::vector<rt::GridSize> grids;
+  bool any = false;
+  for (const rt::KernelAbi &abi : kernel.kernels) {
+    rt::Expected<rt::GridSize> grid = rt::getLaunchGrid(abi.grid, call);
+    if (grid.failed())
+      return rt::Status::error("backward: kernel " + abi.name + ": " +
+                               grid.getMessage());
+    any |= !grid->empty();
+    grids.push_back(*grid);
+  }
+  if (!any)
     return rt::Status::success();
   if (call.headsKV == 0 || call.headsQ % call.headsKV != 0)
     return rt::Status::error(
@@ -578,93 +336,48 @@ mlir::fa::launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
     workspace = 0;
   if (!workspace) {
     rt::Expected<rt::DeviceBuffer> buffer = rt::DeviceBuffer::allocate(
-        functions.dsum.getDevice(),
-        std::max<size_t>(workspaceBytes(call, (*launches)[0].accumDim), 1024));
+        functions.kernels[0].getDevice(),
+        std::max<size_t>(workspaceBytes(call, dqAccumColumns(kernel)), 1024));
     if (buffer.failed())
       return buffer.getStatus();
     ownWorkspace = buffer.take();
     workspace = ownWorkspace.getPointer();
   }
 
-  // The driver reads parameters through pointers.
-  uint64_t pointers[10];
-  for (int i = 0; i < 9; ++i)
-    pointers[i] = call.pointers[i];
-  pointers[9] = workspace;
+  // The launcher's values: Dsum ([B, Hq, Nq] contiguous) and the
+  // accumulator after it, in the workspace.
+  rt::KernelCall values = call;
+  values.set(rt::AbiTensor::Dsum, workspace,
+             {call.headsQ * call.seqQ, call.seqQ});
+  values[rt::AbiTensor::DQAccum].data = workspace + dsumBytes(call);
   if (call.seqQ == 0)
-    for (int i : {0, 3, 4, 5, 6}) // Q, O, dO, lse, dQ
-      pointers[i] = workspace;
-  int64_t strides[28];
-  for (int i = 0; i < 26; ++i)
-    strides[i] = call.strides[i];
-  strides[26] = call.headsQ * call.seqQ;
-  strides[27] = call.seqQ;
-  int32_t seqQ = int32_t(call.seqQ), seqKV = int32_t(call.seqKV),
-          group = int32_t(call.headsQ / call.headsKV);
-  float scaleLog2 = call.scaleLog2, scale = call.scale;
-  // The scored path's tail (the driver reads as many as a kernel declares).
-  uint64_t bias = call.bias, slopes = call.slopes, dbias = call.dbias;
-  int64_t biasStrides[4], dbiasStrides[4],
-      slopesStride = call.slopesBatchStride;
-  for (int i = 0; i < 4; ++i) {
-    biasStrides[i] = call.biasStrides[i];
-    dbiasStrides[i] = call.dbiasStrides[i];
+    for (rt::AbiTensor t :
+         {rt::AbiTensor::Q, rt::AbiTensor::O, rt::AbiTensor::DO,
+          rt::AbiTensor::Lse, rt::AbiTensor::DQ})
+      values[t].data = workspace;
+  // Every kernel's parameters before the first launch: a call that does
+  // not fit the kernels launches none.
+  std::vector<rt::ParamBuffer> params;
+  for (const rt::KernelAbi &abi : kernel.kernels) {
+    rt::Expected<rt::ParamBuffer> buffer = rt::ParamBuffer::build(abi, values);
+    if (buffer.failed())
+      return rt::Status::error("backward: " + buffer.getMessage());
+    params.push_back(buffer.take());
   }
-  int32_t batch = int32_t(call.batch), headsQ = int32_t(call.headsQ);
-  std::vector<CudaCapture> captures = call.captures;
-  std::vector<void *> params(57);
-  for (int i = 0; i < 10; ++i)
-    params[i] = &pointers[i];
-  for (int i = 0; i < 28; ++i)
-    params[10 + i] = &strides[i];
-  params[38] = &seqQ;
-  params[39] = &seqKV;
-  params[40] = &group;
-  params[41] = &scaleLog2;
-  params[42] = &scale;
-  params[43] = &bias;
-  for (int i = 0; i < 4; ++i) {
-    params[44 + i] = &biasStrides[i];
-    params[51 + i] = &dbiasStrides[i];
-  }
-  params[48] = &slopes;
-  params[49] = &slopesStride;
-  params[50] = &dbias;
-  params[55] = &batch;
-  params[56] = &headsQ;
-  int64_t seed = call.seed;
-  if (!(*launches)[0].scored)
-    params.resize(43);
-  else if ((*launches)[0].dropout)
-    params.push_back(&seed);
-  // The accumulator, after Dsum.
-  uint64_t dqAccum = workspace + dsumBytes(call);
-  if ((*launches)[0].accumDim)
-    params.push_back(&dqAccum);
-  // The captures follow the kernels' own parameters.
-  appendCaptureParams(params, captures);
-
-  const rt::Function *fns[4] = {&functions.dsum, &functions.dkdv, &functions.dq,
-                                withDBias ? &*functions.dbias : nullptr};
-  for (size_t i = 0; i < launches->size(); ++i) {
-    const BackwardLaunch &launch = (*launches)[i];
-    int64_t n = launch.overKeys ? call.seqKV : call.seqQ;
-    if (n == 0 && !launch.single)
+  for (size_t i = 0; i < kernel.kernels.size(); ++i) {
+    if (grids[i].empty())
       continue;
-    rt::Dim3 grid{
-        launch.single ? 1u : unsigned((n + launch.rows - 1) / launch.rows),
-        launch.oneHead ? 1u
-                       : unsigned(launch.overKeys ? call.headsKV : call.headsQ),
-        launch.oneBatch ? 1u : unsigned(call.batch)};
-    rt::Status status =
-        rt::launch(*fns[i], grid, rt::Dim3{launch.threads, 1, 1},
-                   launch.sharedBytes, stream, params.data());
+    const rt::KernelAbi &abi = kernel.kernels[i];
+    rt::Status status = rt::launch(functions.kernels[i],
+                                   rt::Dim3{grids[i].x, grids[i].y, grids[i].z},
+                                   rt::Dim3{abi.threads, 1, 1}, abi.sharedBytes,
+                                   stream, params[i].getArgs());
     if (status.failed())
       return status;
   }
   if (ownWorkspace.getPointer()) {
     // The kernels must be done with our workspace before it is freed.
-    rt::Driver &driver = functions.dsum.getDevice().getDriver();
+    rt::Driver &driver = functions.kernels[0].getDevice().getDriver();
     rt::Status status = driver.check(
         driver.api().cuStreamSynchronize(static_cast<rt::cu::Stream>(stream)),
         "cuStreamSynchronize");

@@ -75,8 +75,8 @@ void mlir::fa::buildHostPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void mlir::fa::buildCudaPipeline(OpPassManager &pm,
-                                 const CudaPipelineOptions &options) {
+void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
+                                       const CudaPipelineOptions &options) {
   // The backward kernels inline score_mod's derivative.
   pm.addPass(createFADifferentiateScoreMod());
   // Each forward: one kernel and its launch, then its K/V pipeline depth.
@@ -85,6 +85,10 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   fuse.blockQ = options.blockQ;
   fuse.blockKV = options.blockKV;
   pm.addPass(createFAFuse(fuse));
+  // With kernel-ir, the kernel's CTA program in fagpu ops (the plain
+  // forward), whose copies fa-async-copy then rings.
+  if (options.kernelIR)
+    pm.addPass(createFATile());
   FAAsyncCopyOptions asyncCopy;
   asyncCopy.stages = options.kvStages;
   pm.addPass(createFAAsyncCopy(asyncCopy));
@@ -100,9 +104,18 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertToLLVMPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::fa::buildCudaBinaryPipeline(OpPassManager &pm) {
   GpuModuleToBinaryPassOptions toBinary;
   toBinary.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(toBinary));
+}
+
+void mlir::fa::buildCudaPipeline(OpPassManager &pm,
+                                 const CudaPipelineOptions &options) {
+  buildCudaKernelPipeline(pm, options);
+  buildCudaBinaryPipeline(pm);
 }
 
 void mlir::fa::registerPipelines() {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "fa/Transforms/GpuKernels.h"
 #include "fa/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,7 +23,8 @@ using namespace mlir::fa;
 
 namespace {
 
-struct FAAsyncCopyPass : public fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
+struct FAAsyncCopyPass
+    : public mlir::fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -35,7 +37,9 @@ struct FAAsyncCopyPass : public fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
     llvm::StringMap<int64_t> sharedBytes;
     for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
       AttentionOp op = getOutlinedAttention(kernel);
-      if (!op)
+      bool synchronous = false;
+      kernel.walk([&](fagpu::CopyOp) { synchronous = true; });
+      if (!op && !synchronous)
         continue;
       auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
       auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);
@@ -51,9 +55,13 @@ struct FAAsyncCopyPass : public fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
         return signalPassFailure();
       }
       ForwardTile tile{blockQ.getInt(), blockKV.getInt()};
-      tile.kvStages =
-          stages ? stages : defaultKVStages(op, tile.blockQ, tile.blockKV);
-      int64_t d = op.getQuery().getType().getDimSize(3);
+      // fa-tile's kernels in fagpu ops take the plain path.
+      int64_t d =
+          op ? op.getQuery().getType().getDimSize(3)
+             : cast<MemRefType>(kernel.getArgumentTypes()[0]).getDimSize(3);
+      tile.kvStages = stages ? stages
+                             : defaultKVStages(op ? isScoredForward(op) : false,
+                                               d, tile.blockQ, tile.blockKV);
       int64_t bytes = forwardSharedBytes(tile, d);
       if (maxShared && bytes > *maxShared) {
         kernel.emitOpError("fa-async-copy: ")
@@ -62,6 +70,12 @@ struct FAAsyncCopyPass : public fa::impl::FAAsyncCopyBase<FAAsyncCopyPass> {
             << " bytes of shared memory; " << chip << " gives a CTA "
             << *maxShared;
         return signalPassFailure();
+      }
+      if (!op) {
+        FailureOr<int64_t> ringed = ringForwardCopies(kernel, tile.kvStages);
+        if (failed(ringed))
+          return signalPassFailure();
+        bytes = *ringed;
       }
       kernel->setAttr(kKVStagesAttr,
                       Builder(&getContext()).getI64IntegerAttr(tile.kvStages));

@@ -274,7 +274,8 @@ LogicalResult ReferenceBuilder::build(SmallVectorImpl<Value> &results) {
   return success();
 }
 
-struct FADecomposePass : public fa::impl::FADecomposeBase<FADecomposePass> {
+struct FADecomposePass
+    : public mlir::fa::impl::FADecomposeBase<FADecomposePass> {
   void runOnOperation() override {
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });

@@ -245,7 +245,7 @@ LogicalResult Differentiator::run(Region &source, Region &target) {
 }
 
 struct FADifferentiateScoreModPass
-    : public fa::impl::FADifferentiateScoreModBase<
+    : public mlir::fa::impl::FADifferentiateScoreModBase<
           FADifferentiateScoreModPass> {
   void runOnOperation() override {
     WalkResult result = getOperation()->walk([&](AttentionGradOp op) {

@@ -169,7 +169,7 @@ void shareLoop(scf::ForallOp forall, Value counters, int64_t index) {
 }
 
 struct FAHostParallelPass
-    : public fa::impl::FAHostParallelBase<FAHostParallelPass> {
+    : public mlir::fa::impl::FAHostParallelBase<FAHostParallelPass> {
   using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();

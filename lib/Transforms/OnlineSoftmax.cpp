@@ -173,7 +173,7 @@ LogicalResult fuse(RewriterBase &rewriter, scf::ForOp maxLoop) {
 }
 
 struct FAOnlineSoftmaxPass
-    : public fa::impl::FAOnlineSoftmaxBase<FAOnlineSoftmaxPass> {
+    : public mlir::fa::impl::FAOnlineSoftmaxBase<FAOnlineSoftmaxPass> {
   void runOnOperation() override {
     SmallVector<scf::ForOp> maxLoops;
     getOperation()->walk([&](scf::ForOp loop) {

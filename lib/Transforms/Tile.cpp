@@ -8,6 +8,7 @@
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Transforms/Builders.h"
+#include "fa/Transforms/GpuKernels.h"
 #include "fa/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -218,13 +219,26 @@ SmallVector<Value> Tiler::build() {
   return castToTypes(b, loc, forall.getResults(), op->getResultTypes());
 }
 
-struct FATilePass : public fa::impl::FATileBase<FATilePass> {
+struct FATilePass : public mlir::fa::impl::FATileBase<FATilePass> {
   using Base::Base;
   void runOnOperation() override {
     if (failed(checkBlockSizes(getOperation(), "fa-tile", blockQ, blockKV)))
       return signalPassFailure();
+    // On the GPU route fa-fuse has outlined each op into a kernel: the GPU
+    // flavour writes the kernel's CTA program (TileGpu.cpp).
+    SmallVector<gpu::GPUFuncOp> kernels;
+    getOperation()->walk([&](gpu::GPUFuncOp kernel) {
+      if (getOutlinedAttention(kernel))
+        kernels.push_back(kernel);
+    });
+    for (gpu::GPUFuncOp kernel : kernels)
+      if (failed(tileForwardKernel(kernel)))
+        return signalPassFailure();
     SmallVector<AttentionOp> ops;
-    getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
+    getOperation()->walk([&](AttentionOp op) {
+      if (!op->getParentOfType<gpu::GPUFuncOp>())
+        ops.push_back(op);
+    });
     IRRewriter rewriter(&getContext());
     for (AttentionOp op : ops) {
       rewriter.setInsertionPoint(op);

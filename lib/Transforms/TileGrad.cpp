@@ -486,7 +486,7 @@ SmallVector<Value> GradTiler::build() {
   return castToTypes(b, loc, grads, op->getResultTypes());
 }
 
-struct FATileGradPass : public fa::impl::FATileGradBase<FATileGradPass> {
+struct FATileGradPass : public mlir::fa::impl::FATileGradBase<FATileGradPass> {
   using Base::Base;
   void runOnOperation() override {
     if (failed(

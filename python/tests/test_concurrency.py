@@ -141,7 +141,7 @@ def test_processes_writing_one_cache_entry_leave_one_whole_file(tmp_path: Path) 
     header, _, image = content.partition(b"\nend\n")
     assert image.decode() == next(iter(ptx))
     lines = header.split(b"\n")
-    assert lines[0] == b"FA-KERNEL 3"
+    assert lines[0] == b"FA-KERNEL 4"
     assert lines[1] == b"key " + names[0].removesuffix(".fakernel").encode()
     assert lines[-2] == b"size %d" % len(image)
     checksum = lines[-1]

@@ -203,6 +203,12 @@ static cl::opt<int64_t> kvStagesOpt(
              "n + 1 .. n + 3 copied during tile n); 0: the tile's default (2 "
              "for the plain path's 128 x 64 tiles up to D = 128, else 1)"),
     cl::init(0), cl::cat(faCategory));
+static cl::opt<bool> kernelIROpt(
+    "kernel-ir",
+    cl::desc("On a GPU target, the forward kernel is written by fa-tile in "
+             "the kernel-level IR (fagpu) for the variants it takes; false: "
+             "by convert-fa-to-nvvm's builder (for A/Bs)"),
+    cl::init(mlir::fa::kCudaKernelIRDefault), cl::cat(faCategory));
 static cl::opt<bool> bwdPrefetchOpt(
     "bwd-prefetch",
     cl::desc("On a GPU target, --backward: the dK/dV kernel loads the next Q "
@@ -1056,8 +1062,8 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image =
-        compileCudaKernel(op, chip, {blockQOpt, blockKVOpt, kvStagesOpt});
+    FailureOr<CudaKernelImage> image = compileCudaKernel(
+        op, chip, {blockQOpt, blockKVOpt, kvStagesOpt, kernelIROpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1311,8 +1317,9 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
-      op, chip, compiledNow, error, {blockQOpt, blockKVOpt, kvStagesOpt});
+  std::shared_ptr<const rt::CachedKernel> cached =
+      getOrCompileCudaKernel(op, chip, compiledNow, error,
+                             {blockQOpt, blockKVOpt, kvStagesOpt, kernelIROpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;
@@ -1331,12 +1338,16 @@ bool Driver::compileAndRunOnGpu() {
       rt::Module::load(device.value(), kernel.image);
   if (module.failed())
     return fail(module.getMessage());
+  if (kernel.kernels.size() != 1)
+    return fail("the forward's kernel cache entry has " +
+                std::to_string(kernel.kernels.size()) + " kernels");
+  const rt::KernelAbi &abi = kernel.kernels[0];
   rt::Expected<rt::Function> function =
-      rt::Function::get(module.value(), kernel.kernelName);
+      rt::Function::get(module.value(), abi.name);
   if (function.failed())
     return fail(function.getMessage());
   if (rt::Status st =
-          function.value().setMaxDynamicSharedMemory(kernel.dynamicSharedBytes);
+          function.value().setMaxDynamicSharedMemory(abi.sharedBytes);
       st.failed())
     return fail(st.getMessage());
   std::optional<rt::Module> gradModule;
@@ -1384,35 +1395,35 @@ bool Driver::compileAndRunOnGpu() {
 
   int64_t b = dims[kB], hq = dims[kHq], hkv = dims[kHkv], nq = dims[kNq],
           nk = dims[kNk], d = dims[kD], dvDim = dims[kDv];
-  CudaAttentionCall call;
-  uint64_t pointers[5] = {qBuf.getPointer(), kBuf.getPointer(),
-                          vBuf.getPointer(), oBuf.getPointer(),
-                          lseBuf.getPointer()};
-  int64_t strides[14] = {
-      hq * nq * d,      nq * d,     d,     hkv * nk * d,    nk * d,     d,
-      hkv * nk * dvDim, nk * dvDim, dvDim, hq * nq * dvDim, nq * dvDim, dvDim,
-      hq * nq,          nq};
-  std::copy(std::begin(pointers), std::end(pointers), call.pointers);
-  std::copy(std::begin(strides), std::end(strides), call.strides);
+  // The call's values by what they are (the kernel's ABI picks them).
+  rt::KernelCall call;
+  call.set(rt::AbiTensor::Q, qBuf.getPointer(), {hq * nq * d, nq * d, d});
+  call.set(rt::AbiTensor::K, kBuf.getPointer(), {hkv * nk * d, nk * d, d});
+  call.set(rt::AbiTensor::V, vBuf.getPointer(),
+           {hkv * nk * dvDim, nk * dvDim, dvDim});
+  call.set(rt::AbiTensor::O, oBuf.getPointer(),
+           {hq * nq * dvDim, nq * dvDim, dvDim});
+  call.set(rt::AbiTensor::Lse, lseBuf.getPointer(), {hq * nq, nq});
   call.batch = b;
   call.headsQ = hq;
   call.headsKV = hkv;
   call.seqQ = nq;
   call.seqKV = nk;
+  call.scale = static_cast<float>(op.getScaleOrDefault());
   call.scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
   if (op.getBias()) {
     // Contiguous; size-1 dims broadcast with stride 0.
-    call.bias = biasBuf.getPointer();
+    rt::KernelCall::Tensor &t = call[rt::AbiTensor::Bias];
+    t.data = biasBuf.getPointer();
     int64_t stride = 1;
     for (int i = 3; i >= 0; --i) {
-      call.biasStrides[i] = bias.shape[i] == 1 ? 0 : stride;
+      t.strides[i] = bias.shape[i] == 1 ? 0 : stride;
       stride *= bias.shape[i];
     }
   }
-  if (op.getAlibiSlopes()) {
-    call.slopes = slopesBuf.getPointer();
-    call.slopesBatchStride = slopes.shape.size() == 2 ? hq : 0;
-  }
+  if (op.getAlibiSlopes())
+    call.set(rt::AbiTensor::Slopes, slopesBuf.getPointer(),
+             {slopes.shape.size() == 2 ? hq : 0});
   if (op.getDropoutSeed())
     call.seed = static_cast<int64_t>(seedOpt);
   // The captures, contiguous (row-major strides).
@@ -1448,42 +1459,22 @@ bool Driver::compileAndRunOnGpu() {
     if (!upload(inputs[3], doBuf) || !upload(dq, dqBuf) || !upload(dk, dkBuf) ||
         !upload(dv, dvBuf) || (hasGradBias && !upload(dbias, dbiasBuf)))
       return false;
-    uint64_t gradPointers[9] = {
-        pointers[0],        pointers[1],        pointers[2],
-        pointers[3],        doBuf.getPointer(), pointers[4],
-        dqBuf.getPointer(), dkBuf.getPointer(), dvBuf.getPointer()};
-    int64_t gradStrides[26] = {hq * nq * d,      nq * d,     d,
-                               hkv * nk * d,     nk * d,     d,
-                               hkv * nk * dvDim, nk * dvDim, dvDim,
-                               hq * nq * dvDim,  nq * dvDim, dvDim,
-                               hq * nq * dvDim,  nq * dvDim, dvDim,
-                               hq * nq * d,      nq * d,     d,
-                               hkv * nk * d,     nk * d,     d,
-                               hkv * nk * dvDim, nk * dvDim, dvDim,
-                               hq * nq,          nq};
-    std::copy(std::begin(gradPointers), std::end(gradPointers),
-              gradCall.pointers);
-    std::copy(std::begin(gradStrides), std::end(gradStrides), gradCall.strides);
-    gradCall.batch = b;
-    gradCall.headsQ = hq;
-    gradCall.headsKV = hkv;
-    gradCall.seqQ = nq;
-    gradCall.seqKV = nk;
-    gradCall.scale = static_cast<float>(op.getScaleOrDefault());
-    gradCall.scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
-    // The forward's bias and slopes; dBias contiguous in the bias's shape.
-    gradCall.bias = call.bias;
-    std::copy(std::begin(call.biasStrides), std::end(call.biasStrides),
-              gradCall.biasStrides);
-    gradCall.slopes = call.slopes;
-    gradCall.slopesBatchStride = call.slopesBatchStride;
-    gradCall.seed = call.seed;
-    gradCall.captures = call.captures;
+    // The forward's call, and the backward's own tensors.
+    static_cast<rt::KernelCall &>(gradCall) = call;
+    gradCall.set(rt::AbiTensor::DO, doBuf.getPointer(),
+                 {hq * nq * dvDim, nq * dvDim, dvDim});
+    gradCall.set(rt::AbiTensor::DQ, dqBuf.getPointer(),
+                 {hq * nq * d, nq * d, d});
+    gradCall.set(rt::AbiTensor::DK, dkBuf.getPointer(),
+                 {hkv * nk * d, nk * d, d});
+    gradCall.set(rt::AbiTensor::DV, dvBuf.getPointer(),
+                 {hkv * nk * dvDim, nk * dvDim, dvDim});
     if (hasGradBias) {
-      gradCall.dbias = dbiasBuf.getPointer();
+      rt::KernelCall::Tensor &t = gradCall[rt::AbiTensor::DBias];
+      t.data = dbiasBuf.getPointer();
       int64_t stride = 1;
       for (int i = 3; i >= 0; --i) {
-        gradCall.dbiasStrides[i] = stride;
+        t.strides[i] = stride;
         stride *= dbias.shape[i];
       }
     }

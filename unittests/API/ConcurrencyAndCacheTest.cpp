@@ -362,11 +362,11 @@ damagedCopies(const std::string &good) {
     return bad;
   };
   size_t end = good.find("\nend\n");
-  size_t shared = good.find("\nshared ");
-  size_t block = good.find("\nblock ");
+  size_t shared = good.find(", shared = ");
+  size_t threads = good.find(", threads = ");
   size_t sha = good.find("\nsha256 ");
   if (end == std::string::npos || shared == std::string::npos ||
-      block == std::string::npos || sha == std::string::npos)
+      threads == std::string::npos || sha == std::string::npos)
     return {};
   return {
       {"empty", ""},
@@ -375,9 +375,9 @@ damagedCopies(const std::string &good) {
       {"header only", good.substr(0, end + 5)},
       {"flipped image byte", flip(end + 5 + (good.size() - end - 5) / 2)},
       {"flipped last byte", flip(good.size() - 1)},
-      // Launch lines: loaded, these would launch the kernel wrongly.
-      {"flipped shared-memory digit", flip(shared + 8)},
-      {"flipped block digit", flip(block + 7)},
+      // The ABI line: loaded, these would launch the kernel wrongly.
+      {"flipped shared-memory digit", flip(shared + 11)},
+      {"flipped threads digit", flip(threads + 12)},
       {"flipped checksum digit", flip(sha + 8)},
   };
 }

@@ -2,8 +2,9 @@
 //
 // Nk = 0 (O = 0, lse = -inf, dQ = 0) and Nq = 0 (nothing to write but dK =
 // dV = 0), on the host and on the GPU, with the null data pointers empty
-// tensors may have; and host results that do not depend on the number of
-// threads, bit for bit.
+// tensors may have; more heads x batch than CUDA's grid.y allows (65535:
+// the launches fold them into grid.y and grid.z) on the GPU; and host
+// results that do not depend on the number of threads, bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -177,6 +178,46 @@ TEST(LimitsTest, EmptyQueriesOnTheGpu) {
     ASSERT_NE(kernel.target(), "host");
     checkEmptyQueries(kernel, &device.value());
   }
+}
+
+/// 70000 query (and key/value) heads, twice over the batch: 140000 (b, h)
+/// pairs, past CUDA's 65535 limit of grid.y (the forward's grid was
+/// 1x70000x1, CUDA_ERROR_INVALID_VALUE) for the forward and each backward
+/// kernel; small N and D. Against the float64 reference.
+TEST(LimitsTest, SeventyThousandHeadsOnTheGpu) {
+  rt::Expected<rt::Device> device = rt::Device::get(0);
+  if (device.failed())
+    FA_GPU_UNAVAILABLE(device.getMessage());
+  fa::AttentionSpec spec = specOf(fa::DType::BF16, 32, fa::Causal::None);
+  fa::Kernel kernel = fa::compile(spec, "auto");
+  ASSERT_NE(kernel.target(), "host");
+  const int64_t b = 2, h = 70000, nq = 5, nk = 7, d = 32;
+  std::mt19937 rng(70000);
+  HostTensor q(spec.dtype, {b, h, nq, d}), k(spec.dtype, {b, h, nk, d}),
+      v(spec.dtype, {b, h, nk, d}), dout(spec.dtype, {b, h, nq, d});
+  for (HostTensor *t : {&q, &k, &v, &dout})
+    t->randomize(rng);
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  HostTensor o = filled(spec.dtype, q.shape, nan),
+             lse = filled(fa::DType::F32, {b, h, nq}, nan),
+             dq = filled(spec.dtype, q.shape, nan),
+             dk = filled(spec.dtype, k.shape, nan),
+             dv = filled(spec.dtype, v.shape, nan);
+  Place place(&device.value());
+  fa::TensorView lseView = place.view(lse);
+  fa::TensorView qv = place.view(q), kv = place.view(k), vv = place.view(v),
+                 ov = place.view(o);
+  kernel.forward(qv, kv, vv, ov, &lseView);
+  kernel.backward(qv, kv, vv, ov, place.view(dout), lseView, place.view(dq),
+                  place.view(dk), place.view(dv));
+  place.download();
+  fa::support::AttentionOptions options;
+  std::vector<double> gotLse = lse.read();
+  EXPECT_TRUE(forwardIsAccurate(q.ref(), k.ref(), v.ref(), options,
+                                precisionOf(spec.dtype), o.read(), &gotLse));
+  EXPECT_TRUE(fa::testing::backwardIsAccurate(
+      q.ref(), k.ref(), v.ref(), dout.ref(), options, precisionOf(spec.dtype),
+      dq.read(), dk.read(), dv.read()));
 }
 
 TEST(LimitsTest, HostThreadsAreSetAndRestored) {

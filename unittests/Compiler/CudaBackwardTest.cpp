@@ -386,10 +386,11 @@ TEST_P(CudaBackwardTest, MatchesReference) {
       rt::Module::load(*device, forward->image);
   ASSERT_TRUE(forwardModule.ok()) << forwardModule.getMessage();
   rt::Expected<rt::Function> forwardFn =
-      rt::Function::get(*forwardModule, forward->kernelName);
+      rt::Function::get(*forwardModule, forward->kernels[0].name);
   ASSERT_TRUE(forwardFn.ok()) << forwardFn.getMessage();
   ASSERT_TRUE(
-      forwardFn->setMaxDynamicSharedMemory(forward->dynamicSharedBytes).ok());
+      forwardFn->setMaxDynamicSharedMemory(forward->kernels[0].sharedBytes)
+          .ok());
   rt::Expected<rt::Module> backwardModule =
       rt::Module::load(*device, backward->image);
   ASSERT_TRUE(backwardModule.ok()) << backwardModule.getMessage();
@@ -499,29 +500,31 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   if (c.alibi)
     slopesBuf = upload(slopes.data(), slopes.size() * 4);
 
-  mlir::fa::CudaAttentionCall fwd;
+  using rt::AbiTensor;
+  rt::KernelCall fwd;
   const HostTensor *fwdTensors[4] = {&q, &k, &v, &q};
-  rt::DeviceBuffer *fwdBufs[5] = {&qBuf, &kBuf, &vBuf, &oBuf, &lseBuf};
-  for (int i = 0; i < 5; ++i)
-    fwd.pointers[i] = fwdBufs[i]->getPointer();
-  for (int i = 0; i < 4; ++i)
-    contiguous(fwdTensors[i]->shape, &fwd.strides[3 * i]);
-  fwd.strides[12] = c.hq * c.nq;
-  fwd.strides[13] = c.nq;
+  const AbiTensor fwdNames[4] = {AbiTensor::Q, AbiTensor::K, AbiTensor::V,
+                                 AbiTensor::O};
+  rt::DeviceBuffer *fwdBufs[4] = {&qBuf, &kBuf, &vBuf, &oBuf};
+  for (int i = 0; i < 4; ++i) {
+    fwd[fwdNames[i]].data = fwdBufs[i]->getPointer();
+    contiguous(fwdTensors[i]->shape, fwd[fwdNames[i]].strides);
+  }
+  fwd.set(AbiTensor::Lse, lseBuf.getPointer(), {c.hq * c.nq, c.nq});
   fwd.batch = c.b;
   fwd.headsQ = c.hq;
   fwd.headsKV = c.hkv;
   fwd.seqQ = c.nq;
   fwd.seqKV = c.nk;
   fwd.scaleLog2 = float(scale * M_LOG2E);
+  fwd.scale = float(scale);
   if (c.biasShape) {
-    fwd.bias = biasBuf.getPointer();
-    std::copy(biasStrides, biasStrides + 4, fwd.biasStrides);
+    fwd[AbiTensor::Bias].data = biasBuf.getPointer();
+    std::copy(biasStrides, biasStrides + 4, fwd[AbiTensor::Bias].strides);
   }
-  if (c.alibi) {
-    fwd.slopes = slopesBuf.getPointer();
-    fwd.slopesBatchStride = c.alibi == 2 ? c.hq : 0;
-  }
+  if (c.alibi)
+    fwd.set(AbiTensor::Slopes, slopesBuf.getPointer(),
+            {c.alibi == 2 ? c.hq : 0});
   if (c.dropout)
     fwd.seed = Case::kSeed;
   rt::Status status =
@@ -545,31 +548,21 @@ TEST_P(CudaBackwardTest, MatchesReference) {
     lseBuf.copyFromHost(lseF.data(), lseF.size() * 4).check();
   }
 
+  // The forward's values, and the backward's own tensors.
   mlir::fa::CudaBackwardCall bwd;
-  rt::DeviceBuffer *bwdBufs[9] = {&qBuf,   &kBuf,  &vBuf,  &oBuf, &dOBuf,
-                                  &lseBuf, &dqBuf, &dkBuf, &dvBuf};
-  const HostTensor *bwdTensors[8] = {&q, &k, &v, &q, &dO, &q, &k, &v};
-  for (int i = 0; i < 9; ++i)
-    bwd.pointers[i] = bwdBufs[i]->getPointer();
-  for (int i = 0; i < 8; ++i)
-    contiguous(bwdTensors[i]->shape, &bwd.strides[3 * i]);
-  bwd.strides[24] = c.hq * c.nq;
-  bwd.strides[25] = c.nq;
-  bwd.batch = c.b;
-  bwd.headsQ = c.hq;
-  bwd.headsKV = c.hkv;
-  bwd.seqQ = c.nq;
-  bwd.seqKV = c.nk;
-  bwd.scaleLog2 = float(scale * M_LOG2E);
-  bwd.scale = float(scale);
-  bwd.bias = fwd.bias;
-  std::copy(fwd.biasStrides, fwd.biasStrides + 4, bwd.biasStrides);
-  bwd.slopes = fwd.slopes;
-  bwd.slopesBatchStride = fwd.slopesBatchStride;
-  bwd.seed = fwd.seed;
+  static_cast<rt::KernelCall &>(bwd) = fwd;
+  bwd[AbiTensor::DO].data = dOBuf.getPointer();
+  contiguous(dO.shape, bwd[AbiTensor::DO].strides);
+  const HostTensor *gradTensors[3] = {&q, &k, &v};
+  const AbiTensor gradNames[3] = {AbiTensor::DQ, AbiTensor::DK, AbiTensor::DV};
+  rt::DeviceBuffer *gradBufs[3] = {&dqBuf, &dkBuf, &dvBuf};
+  for (int i = 0; i < 3; ++i) {
+    bwd[gradNames[i]].data = gradBufs[i]->getPointer();
+    contiguous(gradTensors[i]->shape, bwd[gradNames[i]].strides);
+  }
   if (c.dbias) {
-    bwd.dbias = dbiasBuf.getPointer();
-    std::copy(dbiasStrides, dbiasStrides + 4, bwd.dbiasStrides);
+    bwd[AbiTensor::DBias].data = dbiasBuf.getPointer();
+    std::copy(dbiasStrides, dbiasStrides + 4, bwd[AbiTensor::DBias].strides);
   }
   rt::DeviceBuffer workspace;
   if (c.ownWorkspace) {
@@ -752,10 +745,10 @@ TEST_F(CudaBackwardTest, Throughput) {
         rt::Module::load(*device, kernels.forward->image);
     ASSERT_TRUE(fm.ok()) << fm.getMessage();
     rt::Expected<rt::Function> ff =
-        rt::Function::get(*fm, kernels.forward->kernelName);
+        rt::Function::get(*fm, kernels.forward->kernels[0].name);
     ASSERT_TRUE(ff.ok());
     ASSERT_TRUE(
-        ff->setMaxDynamicSharedMemory(kernels.forward->dynamicSharedBytes)
+        ff->setMaxDynamicSharedMemory(kernels.forward->kernels[0].sharedBytes)
             .ok());
     rt::Expected<rt::Module> bm =
         rt::Module::load(*device, kernels.backward->image);
@@ -776,34 +769,27 @@ TEST_F(CudaBackwardTest, Throughput) {
                      dqBuf = poisoned(q.bytes()), dkBuf = poisoned(q.bytes()),
                      dvBuf = poisoned(q.bytes());
     double scale = 1.0 / std::sqrt(double(c.d));
-    mlir::fa::CudaAttentionCall fwd;
-    rt::DeviceBuffer *fwdBufs[5] = {&qBuf, &kBuf, &vBuf, &oBuf, &lseBuf};
-    for (int i = 0; i < 5; ++i)
-      fwd.pointers[i] = fwdBufs[i]->getPointer();
-    for (int i = 0; i < 4; ++i)
-      contiguous(q.shape, &fwd.strides[3 * i]);
-    fwd.strides[12] = c.hq * c.nq;
-    fwd.strides[13] = c.nq;
-    fwd.batch = c.b;
-    fwd.headsQ = fwd.headsKV = c.hq;
-    fwd.seqQ = c.nq;
-    fwd.seqKV = c.nk;
-    fwd.scaleLog2 = float(scale * M_LOG2E);
+    using rt::AbiTensor;
     mlir::fa::CudaBackwardCall bwd;
-    rt::DeviceBuffer *bwdBufs[9] = {&qBuf,   &kBuf,  &vBuf,  &oBuf, &dOBuf,
-                                    &lseBuf, &dqBuf, &dkBuf, &dvBuf};
-    for (int i = 0; i < 9; ++i)
-      bwd.pointers[i] = bwdBufs[i]->getPointer();
-    for (int i = 0; i < 8; ++i)
-      contiguous(q.shape, &bwd.strides[3 * i]);
-    bwd.strides[24] = c.hq * c.nq;
-    bwd.strides[25] = c.nq;
+    rt::DeviceBuffer *bufs[9] = {&qBuf,   &kBuf,  &vBuf,  &oBuf, &dOBuf,
+                                 &lseBuf, &dqBuf, &dkBuf, &dvBuf};
+    const AbiTensor names[9] = {AbiTensor::Q,  AbiTensor::K,  AbiTensor::V,
+                                AbiTensor::O,  AbiTensor::DO, AbiTensor::Lse,
+                                AbiTensor::DQ, AbiTensor::DK, AbiTensor::DV};
+    for (int i = 0; i < 9; ++i) {
+      bwd[names[i]].data = bufs[i]->getPointer();
+      if (names[i] != AbiTensor::Lse)
+        contiguous(q.shape, bwd[names[i]].strides);
+    }
+    bwd[AbiTensor::Lse].strides[0] = c.hq * c.nq;
+    bwd[AbiTensor::Lse].strides[1] = c.nq;
     bwd.batch = c.b;
     bwd.headsQ = bwd.headsKV = c.hq;
     bwd.seqQ = c.nq;
     bwd.seqKV = c.nk;
     bwd.scaleLog2 = float(scale * M_LOG2E);
     bwd.scale = float(scale);
+    const rt::KernelCall &fwd = bwd;
     rt::DeviceBuffer ws = poisoned(
         mlir::fa::getCudaBackwardWorkspaceBytes(*kernels.backward, bwd));
     bwd.workspace = ws.getPointer();
@@ -847,16 +833,27 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
   ASSERT_TRUE(kernels.forward && kernels.backward);
   const rt::CachedKernel &backward = *kernels.backward;
   bool atomic = c.atomicDQEffective();
-  EXPECT_EQ(backward.kernelName, "fa_backward_dsum_0");
-  EXPECT_EQ(backward.gridRule, "ceil(Nq/64),Hq,B");
-  std::string params =
-      std::string(c.dropout    ? mlir::fa::kCudaBackwardDropoutParams
-                  : c.scored() ? mlir::fa::kCudaBackwardScoredParams
-                               : mlir::fa::kCudaBackwardParams) +
-      (atomic ? ",dq_accum_d" + std::to_string(c.d) : "");
-  EXPECT_EQ(backward.paramLayout, params);
-  ASSERT_EQ(backward.entries.size(), c.dbias ? 3u : 2u);
-  EXPECT_EQ(backward.entries[0].kernelName, "fa_backward_dkdv_0");
+  using rt::AbiSize;
+  using rt::AbiTensor;
+  using rt::KernelParam;
+  ASSERT_EQ(backward.kernels.size(), c.dbias ? 4u : 3u);
+  const rt::KernelAbi &dsum = backward.kernels[0];
+  EXPECT_EQ(dsum.name, "fa_backward_dsum_0");
+  EXPECT_EQ(rt::printGridRule(dsum.grid), "[tiles(Nq, 64), Hq, B]");
+  // The kernels share their parameters: the scored path's where the op has
+  // score terms or dropout, the seed with dropout, the accumulator with
+  // atomic dQ.
+  auto has = [&](const KernelParam &p) { return rt::findParam(dsum, p) >= 0; };
+  EXPECT_EQ(has(KernelParam::pointer(AbiTensor::Bias)), c.scored());
+  EXPECT_EQ(has(KernelParam::pointer(AbiTensor::DBias)), c.scored());
+  EXPECT_EQ(
+      has(KernelParam::ofScalar(rt::AbiScalar::Seed, rt::MachineType::I64)),
+      bool(c.dropout));
+  EXPECT_EQ(rt::getDQAccumColumns(dsum), atomic ? uint32_t(c.d) : 0u);
+  for (AbiSize size : {AbiSize::Hq, AbiSize::Hkv, AbiSize::B})
+    EXPECT_TRUE(has(KernelParam::ofSize(size))) << rt::getName(size);
+  const rt::KernelAbi &dkdv = backward.kernels[1];
+  EXPECT_EQ(dkdv.name, "fa_backward_dkdv_0");
   // The plain path at D = 64 and 128 on sm_90a multiplies with wgmma in 8
   // warps (either dQ mode) unless told not to; everything else with
   // mma.sync.
@@ -870,26 +867,29 @@ TEST_P(CudaBackwardCompileTest, CacheEntry) {
                         ? c.dkdvWarps == 8
                         : (atomic || wgmmaShape) && !c.sm80 && c.d <= 128 &&
                               c.d != 96 && !(c.d == 32 && c.scored());
-  EXPECT_EQ(backward.entries[0].gridRule,
-            eightWarps ? "ceil(Nk/128),Hkv,B" : "ceil(Nk/64),Hkv,B");
-  EXPECT_EQ(backward.entries[0].blockX, eightWarps ? 256u : 128u);
+  EXPECT_EQ(rt::printGridRule(dkdv.grid), eightWarps
+                                              ? "[tiles(Nk, 128), Hkv, B]"
+                                              : "[tiles(Nk, 64), Hkv, B]");
+  EXPECT_EQ(dkdv.threads, eightWarps ? 256u : 128u);
   bool wgmma = wgmmaShape && eightWarps;
   EXPECT_EQ(backward.image.find("wgmma.mma_async") != std::string::npos, wgmma);
   const char *dq = atomic ? "fa_backward_dq_convert_0" : "fa_backward_dq_0";
-  EXPECT_EQ(backward.entries[1].kernelName, dq);
-  EXPECT_EQ(backward.entries[1].gridRule, "ceil(Nq/64),Hq,B");
-  for (const rt::CachedKernel::Entry &e : backward.entries) {
-    if (e.kernelName != "fa_backward_dkdv_0") {
-      EXPECT_EQ(e.blockX, 128u);
+  EXPECT_EQ(backward.kernels[2].name, dq);
+  EXPECT_EQ(rt::printGridRule(backward.kernels[2].grid),
+            "[tiles(Nq, 64), Hq, B]");
+  for (const rt::KernelAbi &k : backward.kernels) {
+    EXPECT_TRUE(rt::verifyKernelAbi(k).ok()) << k.name;
+    if (k.name != "fa_backward_dkdv_0") {
+      EXPECT_EQ(k.threads, 128u);
     }
-    // dq_convert needs no shared memory.
-    if (e.kernelName != "fa_backward_dq_convert_0") {
-      EXPECT_GT(e.dynamicSharedBytes, 0u);
-    }
-    EXPECT_EQ(e.paramLayout, params);
+    // dsum and dq_convert need no shared memory.
+    EXPECT_EQ(k.sharedBytes > 0u, k.name != "fa_backward_dq_convert_0" &&
+                                      k.name != "fa_backward_dsum_0")
+        << k.name;
+    EXPECT_EQ(k.params, dsum.params) << k.name;
   }
   if (c.dbias) {
-    EXPECT_EQ(backward.entries[2].kernelName, "fa_backward_dbias_0");
+    EXPECT_EQ(backward.kernels[3].name, "fa_backward_dbias_0");
   }
   for (std::string entry : {std::string("fa_backward_dsum_0"),
                             std::string("fa_backward_dkdv_0"), std::string(dq)})

@@ -304,10 +304,13 @@ TEST_P(DriverTest, OtherThreadsUseTheContext) {
 TEST_P(DriverTest, KernelFromTheCache) {
   std::string key = makeKey(kAddOnePtx, device->getChip(), "runtime-test");
   CachedKernel kernel;
-  kernel.kernelName = "add_one";
-  kernel.blockX = 256;
-  kernel.gridRule = "ceil_div(n,256)";
-  kernel.paramLayout = "data:ptr;n:i32";
+  KernelAbi abi;
+  abi.name = "add_one";
+  abi.grid.x = GridAxis::tilesNq(256);
+  abi.threads = 256;
+  abi.params = {KernelParam::pointer(AbiTensor::Q),
+                KernelParam::ofSize(AbiSize::Nq)};
+  kernel.kernels.push_back(abi);
   kernel.chip = device->getChip();
   kernel.image = kAddOnePtx;
   KernelCache cache("");
@@ -316,9 +319,34 @@ TEST_P(DriverTest, KernelFromTheCache) {
   ASSERT_NE(hit, nullptr);
   Expected<Module> module = Module::load(*device, hit->image);
   ASSERT_TRUE(module.ok()) << module.getMessage();
-  Expected<Function> function = Function::get(*module, hit->kernelName);
+  Expected<Function> function = Function::get(*module, hit->kernels[0].name);
   ASSERT_TRUE(function.ok()) << function.getMessage();
   runAddOne(*function, 4096);
+
+  // Launched the way FA's kernels are: the parameters its ABI names, from a
+  // KernelCall, and the grid of its rule.
+  const int n = 1000;
+  std::vector<float> host(n, 1.5f);
+  Expected<DeviceBuffer> buffer =
+      DeviceBuffer::allocate(*device, host.size() * sizeof(float));
+  ASSERT_TRUE(buffer.ok()) << buffer.getMessage();
+  ASSERT_TRUE(buffer->copyFromHost(host.data(), n * sizeof(float)).ok());
+  KernelCall call;
+  call[AbiTensor::Q].data = buffer->getPointer();
+  call.seqQ = n;
+  Expected<GridSize> grid = getLaunchGrid(hit->kernels[0].grid, call);
+  ASSERT_TRUE(grid.ok()) << grid.getMessage();
+  EXPECT_EQ(grid->x, 4u);
+  EXPECT_EQ(grid->y * grid->z, 1u);
+  Expected<ParamBuffer> params = ParamBuffer::build(hit->kernels[0], call);
+  ASSERT_TRUE(params.ok()) << params.getMessage();
+  Status status =
+      launch(*function, {grid->x, grid->y, grid->z},
+             {hit->kernels[0].threads, 1, 1}, 0, nullptr, params->getArgs());
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  ASSERT_TRUE(buffer->copyToHost(host.data(), n * sizeof(float)).ok());
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(host[size_t(i)], 2.5f) << "element " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, DriverTest, ::testing::Values("cuda", "fake"),

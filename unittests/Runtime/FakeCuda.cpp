@@ -9,7 +9,12 @@
 // - cuModuleLoadDataEx accepts text with ".entry <name>(" lines; text holding
 //   "syntax error" fails with CUDA_ERROR_INVALID_PTX and a ptxas-like log.
 // - cuLaunchKernel runs one kernel natively: add_one(float *data, int n)
-//   adds 1 to data[i] for each thread i < n. Others do nothing.
+//   adds 1 to data[i] for each thread i < n. Others do nothing. Grids past
+//   CUDA's limits (x 2^31 - 1, y and z 65535) fail with
+//   CUDA_ERROR_INVALID_VALUE, as the real driver's do.
+// - Every launch is recorded (FakeCudaLaunches.h): the kernel, grid, block,
+//   shared memory and the bytes of each parameter, sized by the .param
+//   list of the kernel's .entry in the PTX.
 // - Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when the
 //   calling thread has none current.
 // - Environment, read by cuInit and cuDeviceGetCount: FA_FAKE_CUDA_DEVICES
@@ -18,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCudaLaunches.h"
 #include "fa/Runtime/CudaApi.h"
 
 #include <chrono>
@@ -29,6 +35,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 using namespace fa::runtime;
 
@@ -38,6 +45,8 @@ struct CUctx_st {
 struct CUfunc_st {
   std::string name;
   int maxDynamicShared = 0;
+  /// Bytes of each parameter, from the PTX.
+  std::vector<unsigned> paramSizes;
 };
 struct CUmod_st {
   std::map<std::string, CUfunc_st> functions;
@@ -59,6 +68,33 @@ thread_local CUctx_st *current = nullptr;
 
 std::mutex allocationsMutex;
 std::map<uint64_t, size_t> allocations; // Base address -> size.
+
+std::mutex launchesMutex;
+std::vector<FaFakeLaunch> launches;
+
+/// The bytes of each `.param` of the .entry whose list starts at `text`
+/// (after its '('): .u64, .b64, .s64, .f64 are 8, 32-bit types 4, and so on.
+std::vector<unsigned> parseParamSizes(const std::string &text, size_t at) {
+  std::vector<unsigned> sizes;
+  size_t end = text.find(')', at);
+  for (size_t p = text.find(".param", at); p < end;
+       p = text.find(".param", p + 1)) {
+    size_t type = text.find('.', p + 6);
+    std::string name = text.substr(type + 1, 3);
+    unsigned bytes = 0;
+    if (name == "u64" || name == "b64" || name == "s64" || name == "f64")
+      bytes = 8;
+    else if (name == "u32" || name == "b32" || name == "s32" || name == "f32")
+      bytes = 4;
+    else if (name == "u16" || name == "b16" || name == "s16" || name == "f16")
+      bytes = 2;
+    else if (name.rfind("u8", 0) == 0 || name.rfind("b8", 0) == 0 ||
+             name.rfind("s8", 0) == 0)
+      bytes = 1;
+    sizes.push_back(bytes);
+  }
+  return sizes;
+}
 
 int envInt(const char *name, int fallback) {
   const char *value = std::getenv(name);
@@ -125,6 +161,25 @@ extern "C" {
 __attribute__((visibility("default"))) int faFakeCudaLiveAllocations() {
   std::lock_guard<std::mutex> lock(allocationsMutex);
   return int(allocations.size());
+}
+
+__attribute__((visibility("default"))) int faFakeCudaLaunchCount() {
+  std::lock_guard<std::mutex> lock(launchesMutex);
+  return int(launches.size());
+}
+
+__attribute__((visibility("default"))) int
+faFakeCudaGetLaunch(int i, FaFakeLaunch *launch) {
+  std::lock_guard<std::mutex> lock(launchesMutex);
+  if (i < 0 || size_t(i) >= launches.size())
+    return 0;
+  *launch = launches[size_t(i)];
+  return 1;
+}
+
+__attribute__((visibility("default"))) void faFakeCudaClearLaunches() {
+  std::lock_guard<std::mutex> lock(launchesMutex);
+  launches.clear();
 }
 
 #define FA_FAKE_API __attribute__((visibility("default"))) cu::Result
@@ -232,6 +287,8 @@ FA_FAKE_API cuModuleLoadDataEx(cu::Module *module, const void *image,
     size_t begin = at + 7, end = text.find_first_of("( \n", begin);
     std::string name = text.substr(begin, end - begin);
     loaded->functions[name].name = name;
+    if (end != std::string::npos && text[end] == '(')
+      loaded->functions[name].paramSizes = parseParamSizes(text, end + 1);
   }
   writeOption(numOptions, options, values, cu::CU_JIT_INFO_LOG_BUFFER,
               cu::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
@@ -274,6 +331,28 @@ FA_FAKE_API cuLaunchKernel(cu::Function function, unsigned gridX,
   if (int(sharedBytes) > kSharedPerBlock &&
       int(sharedBytes) > function->maxDynamicShared)
     return cu::CUDA_ERROR_INVALID_VALUE;
+  if (gridX == 0 || gridY == 0 || gridZ == 0 || gridX > 0x7fffffffu ||
+      gridY > 65535 || gridZ > 65535)
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  {
+    FaFakeLaunch launch{};
+    std::snprintf(launch.name, sizeof(launch.name), "%s",
+                  function->name.c_str());
+    unsigned dims[6] = {gridX, gridY, gridZ, blockX, blockY, blockZ};
+    for (int i = 0; i < 3; ++i) {
+      launch.grid[i] = dims[i];
+      launch.block[i] = dims[3 + i];
+    }
+    launch.sharedBytes = sharedBytes;
+    size_t n = function->paramSizes.size();
+    launch.numParams = int(n < kFaFakeMaxParams ? n : kFaFakeMaxParams);
+    for (int i = 0; i < launch.numParams; ++i) {
+      launch.paramSizes[i] = function->paramSizes[size_t(i)];
+      std::memcpy(&launch.params[i], params[i], launch.paramSizes[i]);
+    }
+    std::lock_guard<std::mutex> lock(launchesMutex);
+    launches.push_back(launch);
+  }
   if (function->name != "add_one")
     return 0;
   uint64_t pointer = *static_cast<uint64_t *>(params[0]);

@@ -67,14 +67,24 @@ private:
   std::optional<std::string> saved;
 };
 
+/// A kernel's ABI: a pointer and strides of q, the sizes its grid needs.
+KernelAbi sampleAbi(const std::string &name, uint32_t threads,
+                    uint32_t sharedBytes) {
+  KernelAbi abi;
+  abi.name = name;
+  abi.grid = {GridAxis::tilesNq(128), GridAxis::hq(), GridAxis::batch()};
+  abi.threads = threads;
+  abi.sharedBytes = sharedBytes;
+  abi.params = {
+      KernelParam::pointer(AbiTensor::Q), KernelParam::stride(AbiTensor::Q, 0),
+      KernelParam::ofSize(AbiSize::Hq), KernelParam::ofSize(AbiSize::B),
+      KernelParam::ofScalar(AbiScalar::ScaleLog2, MachineType::F32)};
+  return abi;
+}
+
 CachedKernel sampleKernel(const std::string &image = "// PTX\n.entry k()\n") {
   CachedKernel kernel;
-  kernel.kernelName = "fa_attention_fwd";
-  kernel.blockX = 384;
-  kernel.dynamicSharedBytes = 229376;
-  kernel.gridRule = "q_tiles_x_heads_x_batch:128";
-  kernel.paramLayout = "q:ptr,strides4;k:ptr,strides4;v:ptr,strides4;"
-                       "o:ptr,strides4;B,Hq,Hkv,Nq,Nk:i64;scale:f32";
+  kernel.kernels.push_back(sampleAbi("fa_attention_fwd", 384, 229376));
   kernel.chip = "sm_90a";
   kernel.format = CachedKernel::Format::PTX;
   kernel.image = image;
@@ -174,14 +184,16 @@ TEST(KernelCache, RoundTripThroughDisk) {
 
   // The header is the documented text.
   std::string content = readFile(cache.getPath(key));
-  EXPECT_EQ(content.rfind("FA-KERNEL 3\nkey " + key +
-                              "\nkernel fa_attention_fwd\nblock 384 1 1\n"
-                              "shared 229376\n",
+  EXPECT_EQ(content.rfind("FA-KERNEL 4\nkey " + key +
+                              "\nchip sm_90a\nkernels 1\n"
+                              "kernel fa_attention_fwd\n"
+                              "abi grid = [tiles(Nq, 128), Hq, B], threads = "
+                              "384, shared = 229376, params = [q : ptr, "
+                              "stride(q, 0) : i64, Hq : i32, B : i32, "
+                              "scale_log2 : f32]\nformat ptx\n",
                           0),
             0u)
       << content;
-  EXPECT_NE(content.find("\nchip sm_90a\nentries 0\nformat ptx\n"),
-            std::string::npos);
   // The checksum covers the header before its line, then the image.
   size_t line = content.find("sha256 ");
   ASSERT_NE(line, std::string::npos);
@@ -197,8 +209,6 @@ TEST(KernelCache, BinaryImageRoundTrip) {
   std::string image(kBytes, sizeof(kBytes) - 1);
   CachedKernel kernel = sampleKernel(image);
   kernel.format = CachedKernel::Format::Cubin;
-  kernel.gridRule = "";
-  kernel.paramLayout = "";
   std::string key = makeKey("ir", "sm_90a", "cubin");
   ASSERT_TRUE(KernelCache(dir.path).store(key, kernel).ok());
   std::shared_ptr<const CachedKernel> hit = KernelCache(dir.path).lookup(key);
@@ -207,49 +217,61 @@ TEST(KernelCache, BinaryImageRoundTrip) {
   EXPECT_EQ(hit->image.size(), sizeof(kBytes) - 1);
 }
 
-TEST(KernelCache, EntriesRoundTrip) {
-  // An image with three entry points (the backward's kernels).
+TEST(KernelCache, KernelsRoundTrip) {
+  // An image with three kernels (the backward's), each with its ABI.
   TempDir dir;
   CachedKernel kernel = sampleKernel();
-  CachedKernel::Entry entry;
-  entry.kernelName = "second";
-  entry.blockX = 128;
-  entry.dynamicSharedBytes = 65536;
-  entry.gridRule = "ceil(Nk/64),Hkv,B";
-  entry.paramLayout = "same";
-  kernel.entries.push_back(entry);
-  entry.kernelName = "third";
-  entry.blockY = 2;
-  entry.gridRule = "";
-  kernel.entries.push_back(entry);
-  std::string key = makeKey("ir", "sm_90a", "entries");
+  KernelAbi second = sampleAbi("second", 128, 65536);
+  second.grid = {GridAxis::tilesNk(64), GridAxis::hkv(), GridAxis::batch()};
+  second.params.push_back(KernelParam::ofSize(AbiSize::Hkv));
+  second.params.push_back(KernelParam::dqAccum(128));
+  kernel.kernels.push_back(second);
+  KernelAbi third = sampleAbi("third", 256, 0);
+  third.grid = {GridAxis::one(), GridAxis::one(), GridAxis::one()};
+  third.params.push_back(KernelParam::capturePointer(0));
+  third.params.push_back(KernelParam::captureStride(0, 0));
+  third.params.push_back(KernelParam::captureStride(0, 1));
+  kernel.kernels.push_back(third);
+  std::string key = makeKey("ir", "sm_90a", "kernels");
   ASSERT_TRUE(KernelCache(dir.path).store(key, kernel).ok());
   std::shared_ptr<const CachedKernel> hit = KernelCache(dir.path).lookup(key);
   ASSERT_NE(hit, nullptr);
   EXPECT_EQ(*hit, kernel);
 
   std::string content = readFile(KernelCache(dir.path).getPath(key));
-  EXPECT_EQ(content.rfind("FA-KERNEL 3\n", 0), 0u) << content;
-  EXPECT_NE(content.find("\nchip sm_90a\nentries 2\nentry second\n"
-                         "block 128 1 1\nshared 65536\n"
-                         "grid ceil(Nk/64),Hkv,B\nparams same\n"
-                         "entry third\nblock 128 2 1\n"),
+  EXPECT_EQ(content.rfind("FA-KERNEL 4\n", 0), 0u) << content;
+  EXPECT_NE(content.find("\nkernels 3\nkernel fa_attention_fwd\n"),
             std::string::npos)
       << content;
-  // One entry less than announced is a bad file.
+  EXPECT_NE(content.find("\nkernel second\nabi grid = [tiles(Nk, 64), Hkv, "
+                         "B], threads = 128, shared = 65536, params = [q : "
+                         "ptr, stride(q, 0) : i64, Hq : i32, B : i32, "
+                         "scale_log2 : f32, Hkv : i32, dq_accum(128) : ptr]\n"
+                         "kernel third\nabi grid = [1, 1, 1], threads = 256"),
+            std::string::npos)
+      << content;
+  // One kernel less than announced is a bad file.
   std::string truncated = content;
-  truncated.replace(truncated.find("entries 2"), 9, "entries 3");
+  truncated.replace(truncated.find("kernels 3"), 9, "kernels 4");
   EXPECT_TRUE(KernelCache::deserialize(key, truncated).failed());
 
-  // Entries are checked like the first kernel.
+  // Each kernel is checked: its name, and its ABI (verifyKernelAbi).
   KernelCache cache(dir.path);
-  kernel.entries[1].kernelName = "has space";
+  kernel.kernels[2].name = "has space";
   EXPECT_TRUE(cache.store(key, kernel).failed());
-  kernel.entries[1].kernelName = "third";
-  kernel.entries[1].paramLayout = "two\nlines";
-  EXPECT_TRUE(cache.store(key, kernel).failed());
-  kernel.entries[1].paramLayout = "";
-  kernel.entries[1].blockZ = 0;
+  kernel.kernels[2].name = "third";
+  kernel.kernels[2].threads = 0;
+  Status status = cache.store(key, kernel);
+  ASSERT_TRUE(status.failed());
+  EXPECT_NE(status.getMessage().find("threads must be 1 to 1024"),
+            std::string::npos)
+      << status.getMessage();
+  kernel.kernels[2].threads = 256;
+  kernel.kernels[2].params.pop_back(); // capture 0 loses dim 1 only: fine
+  EXPECT_TRUE(cache.store(key, kernel).ok());
+  kernel.kernels[2].params.erase(kernel.kernels[2].params.end() - 2);
+  EXPECT_TRUE(cache.store(key, kernel).failed()); // a capture without strides
+  kernel.kernels.clear();
   EXPECT_TRUE(cache.store(key, kernel).failed());
 }
 
@@ -298,11 +320,14 @@ TEST(KernelCache, CorruptOrTruncatedFileIsAMiss) {
   flipped[flipped.size() - 100] = 'y';
   std::string newerVersion = good;
   newerVersion.replace(0, 11, "FA-KERNEL 9");
+  // Format version 3's files (string grid rules and parameter layouts).
+  std::string version3 = good;
+  version3.replace(0, 11, "FA-KERNEL 3");
   // A launch line changed along with a checksum of the image alone (format
   // versions 1 and 2) parses but must not load.
   std::string header = good.substr(0, good.find("sha256 "));
   std::string imageOnly = header;
-  imageOnly.replace(imageOnly.find("shared 229376"), 13, "shared 229377");
+  imageOnly.replace(imageOnly.find("shared = 229376"), 15, "shared = 229377");
   imageOnly += "sha256 " + sha256Hex(kernel.image) + "\nend\n" + kernel.image;
   std::string oldVersion = good;
   oldVersion.replace(0, 11, "FA-KERNEL 1");
@@ -315,6 +340,7 @@ TEST(KernelCache, CorruptOrTruncatedFileIsAMiss) {
       {"flipped image byte", flipped},
       {"other format version", newerVersion},
       {"format version 1", oldVersion},
+      {"format version 3", version3},
       {"header changed, image checksum kept", imageOnly},
       {"another key's file", readFile(KernelCache(dir.path).getPath(other))},
   };
@@ -339,11 +365,10 @@ TEST(KernelCache, CorruptOrTruncatedFileIsAMiss) {
 TEST(KernelCache, EveryFlippedByteAndTruncationIsAMiss) {
   std::string key = makeKey("ir", "sm_90a", "every byte");
   CachedKernel kernel = sampleKernel();
-  CachedKernel::Entry entry;
-  entry.kernelName = "second";
-  entry.blockX = 128;
-  entry.gridRule = "ceil(Nk/64),Hkv,B";
-  kernel.entries.push_back(entry);
+  KernelAbi second = sampleAbi("second", 128, 0);
+  second.grid = {GridAxis::tilesNk(64), GridAxis::hkv(), GridAxis::batch()};
+  second.params.push_back(KernelParam::ofSize(AbiSize::Hkv));
+  kernel.kernels.push_back(second);
   std::string good = KernelCache::serialize(key, kernel);
   Expected<CachedKernel> parsed = KernelCache::deserialize(key, good);
   ASSERT_TRUE(parsed.ok()) << parsed.getMessage();
@@ -374,16 +399,20 @@ TEST(KernelCache, RejectsBadKeysAndFields) {
   EXPECT_EQ(cache.lookup("../escape"), nullptr);
   std::string key = makeKey("ir", "sm_90a", "fields");
   CachedKernel kernel = sampleKernel();
-  kernel.gridRule = "two\nlines";
+  kernel.chip = "two\nlines";
   Status status = cache.store(key, kernel);
   ASSERT_TRUE(status.failed());
-  EXPECT_NE(status.getMessage().find("grid rule"), std::string::npos);
+  EXPECT_NE(status.getMessage().find("chip"), std::string::npos);
   kernel = sampleKernel();
-  kernel.kernelName = "has space";
+  kernel.kernels[0].name = "has space";
   EXPECT_TRUE(cache.store(key, kernel).failed());
   kernel = sampleKernel();
-  kernel.blockY = 0;
-  EXPECT_TRUE(cache.store(key, kernel).failed());
+  // A grid whose y is Hq takes Hq.
+  kernel.kernels[0].params.erase(kernel.kernels[0].params.begin() + 2);
+  status = cache.store(key, kernel);
+  ASSERT_TRUE(status.failed());
+  EXPECT_NE(status.getMessage().find("grid y is Hq"), std::string::npos)
+      << status.getMessage();
   EXPECT_TRUE(listDirectory(dir.path).empty());
 }
 
@@ -414,7 +443,7 @@ TEST(KernelCache, GetOrCompile) {
     Expected<std::shared_ptr<const CachedKernel>> kernel =
         cache.getOrCompile(key, compile);
     ASSERT_TRUE(kernel.ok()) << kernel.getMessage();
-    EXPECT_EQ((*kernel)->kernelName, "fa_attention_fwd");
+    EXPECT_EQ((*kernel)->kernels[0].name, "fa_attention_fwd");
   }
   EXPECT_EQ(compiles, 1);
   // Another process compiles nothing either.
@@ -443,8 +472,8 @@ TEST(KernelCache, ConcurrentWritersDoNotCorrupt) {
   auto kernelOf = [](int t, int round) {
     CachedKernel kernel =
         sampleKernel(std::string(50000 + 1000 * t + round, char('A' + t)));
-    kernel.kernelName = "writer" + std::to_string(t);
-    kernel.blockX = 128 * (t + 1);
+    kernel.kernels[0].name = "writer" + std::to_string(t);
+    kernel.kernels[0].threads = 128 * (t + 1);
     return kernel;
   };
   std::atomic<int> errors{0}, hits{0};
@@ -461,8 +490,8 @@ TEST(KernelCache, ConcurrentWritersDoNotCorrupt) {
         if (!hit)
           continue;
         ++hits;
-        int writerId = hit->kernelName.back() - '0';
-        if (hit->blockX != unsigned(128 * (writerId + 1)) ||
+        int writerId = hit->kernels[0].name.back() - '0';
+        if (hit->kernels[0].threads != unsigned(128 * (writerId + 1)) ||
             hit->image.find_first_not_of(char('A' + writerId)) !=
                 std::string::npos)
           ++errors;
@@ -493,7 +522,7 @@ TEST(KernelCache, SharedObjectIsThreadSafe) {
               ++compiles;
               return sampleKernel();
             });
-        if (kernel.failed() || (*kernel)->kernelName != "fa_attention_fwd")
+        if (kernel.failed() || (*kernel)->kernels[0].name != "fa_attention_fwd")
           ++errors;
       }
     });

@@ -35,6 +35,10 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
 /// call them through ExecutionEngine.
 void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 
+/// Whether fa-pipeline-cuda writes the forward kernel in the kernel-level IR
+/// by default (its kernel-ir option, CudaForwardTile::kernelIR).
+inline constexpr bool kCudaKernelIRDefault = false;
+
 struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Target chip: sm_80, sm_90a, ..."),
@@ -55,6 +59,13 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "(FlashAttention-2's schedule) to 4 (tiles n + 1 .. "
                      "n + 3 copied during tile n); 0: the tile's default"),
       llvm::cl::init(0)};
+  Option<bool> kernelIR{
+      *this, "kernel-ir",
+      llvm::cl::desc("Forward kernel: written by fa-tile in the kernel-level "
+                     "IR (fagpu, docs/kernel-ir.md) for the variants it "
+                     "takes, instead of convert-fa-to-nvvm's builder (off "
+                     "until checked on the H100)"),
+      llvm::cl::init(kCudaKernelIRDefault)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "
@@ -89,6 +100,13 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
 /// convert-fa-to-nvvm, LLVM lowering inside the gpu.module, NVPTX through
 /// gpu-module-to-binary).
 void buildCudaPipeline(OpPassManager &pm, const CudaPipelineOptions &options);
+/// fa-pipeline-cuda in two halves: up to the kernels in the LLVM dialect,
+/// each carrying its #fa.kernel_abi (the half CudaJit reads the ABIs
+/// after), then gpu-module-to-binary (PTX; the kernels' attributes do not
+/// survive it).
+void buildCudaKernelPipeline(OpPassManager &pm,
+                             const CudaPipelineOptions &options);
+void buildCudaBinaryPipeline(OpPassManager &pm);
 
 /// Registers fa-pipeline-host (and later pipelines) with the pass registry.
 void registerPipelines();

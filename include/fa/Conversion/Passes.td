@@ -36,15 +36,18 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     during S and K(n + 1) during the softmax and P V; S > 1: a ring with
     tiles n + 1 .. n + S - 1 in flight), ldmatrix + mma.sync m16n8k16 for
     Q K^T and P V, and the online softmax on the accumulator fragments
-    (exp2, scale * log2(e) folded). Its ABI: q, k, v, o, lse pointers;
-    element strides (batch, head, row) of q, k, v, o and (batch, head) of
-    lse (rows contiguous); Nq, Nk, Hq / Hkv (i32); scale * log2(e) (f32);
-    the scored path (ALiBi, bias, score_mod, mask_mod, dropout) adds the
-    bias pointer and strides (0 where it broadcasts), the slopes pointer and
-    batch stride, and the dropout seed; then each capture's pointer and
-    strides. On the host, pointers come from
+    (exp2, scale * log2(e) folded). Its ABI (`fa.kernel_abi`, a
+    `#fa.kernel_abi` on the llvm.func: include/fa/Runtime/KernelAbi.h): q,
+    k, v, o, lse pointers; element strides (batch, head, row) of q, k, v, o
+    and (batch, head) of lse (rows contiguous); Nq, Nk, Hq / Hkv, Hq, B
+    (i32); scale * log2(e) (f32); the scored path (ALiBi, bias, score_mod,
+    mask_mod, dropout) adds the bias pointer and strides (0 where it
+    broadcasts), the slopes pointer and batch stride, and the dropout seed;
+    then each capture's pointer and strides. Grid (tiles of Nq, Hq, B),
+    y and z folded where Hq or B exceeds 65535. The launches follow the
+    ABI: on the host, pointers come from
     `memref.extract_aligned_pointer_as_index` plus the offset, strides from
-    `memref.extract_strided_metadata`.
+    `memref.extract_strided_metadata`, and the grid from the ABI's rule.
 
     Each fa.attention_grad gets three kernels (FlashAttention-2's backward,
     deterministic, f32 accumulation), launched in this order with one ABI:
@@ -54,9 +57,10 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     visible Q tiles; grid (ceil(Nk / 64), Hkv, B)) and `fa_backward_dq_<i>`
     (grid (ceil(Nq / 64), Hq, B)). Their ABI: q, k, v, o, dO, lse, dq, dk, dv,
     dsum pointers; element strides (batch, head, row) of q, k, v, o, dO, dq,
-    dk, dv and (batch, head) of lse and dsum; Nq, Nk, Hq / Hkv (i32);
-    scale * log2(e), scale (f32). The first op's contracts are the module's
-    `fa.backward` attribute.
+    dk, dv and (batch, head) of lse and dsum; Nq, Nk, Hq / Hkv, Hq, Hkv, B
+    (i32); scale * log2(e), scale (f32). Each kernel carries its ABI
+    (`fa.kernel_abi`: these parameters, its grid rule, threads and shared
+    memory).
 
     Supported, forward and backward: f16 and bf16; D = Dv in {32, 64, 96,
     128, 256} (at 256 the backward's dK/dV kernel makes two passes of 128

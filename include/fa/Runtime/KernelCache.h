@@ -15,22 +15,15 @@
 // Disk: $FA_CACHE_DIR, else $XDG_CACHE_HOME/fa, else $HOME/.cache/fa. One
 // file per key, <dir>/<key>.fakernel: a text header, then the image bytes.
 //
-//   FA-KERNEL 3                      magic and format version
+//   FA-KERNEL 4                      magic and format version
 //   key <64 hex digits>              must match the file name
-//   kernel <name>                    the .entry to launch
-//   block <x> <y> <z>                threads per block
-//   shared <bytes>                   dynamic shared memory per block
-//   grid <rule>                      name of the rule mapping sizes to a grid
-//   params <layout>                  the kernel's parameter layout
 //   chip <chip>                      e.g. sm_90a
-//   entries <n>                      further entry points (CachedKernel::
-//                                    entries; the backward's kernels live in
-//                                    one module), 0 <= n <= 64, then per entry:
-//     entry <name>
-//     block <x> <y> <z>
-//     shared <bytes>
-//     grid <rule>
-//     params <layout>
+//   kernels <n>                      1 <= n <= 64 kernels of the image (the
+//                                    backward's live in one module), each:
+//     kernel <name>                  its .entry
+//     abi <text>                     how to launch it: KernelAbi.h's text
+//                                    (grid rule, threads, shared memory,
+//                                    parameters), parsed and verified
 //   format <ptx|cubin>
 //   size <bytes>                     of the image
 //   sha256 <64 hex digits>           of every header byte before this line,
@@ -40,7 +33,8 @@
 //
 // The checksum covers the header as well as the image: a flipped digit in a
 // launch line would otherwise load and launch wrongly. Files of other
-// versions (1 and 2 hashed the image only) miss and are rewritten.
+// versions (1 and 2 hashed the image only; 3 had string grid rules and
+// parameter layouts) miss and are rewritten.
 //
 // Files are written atomically: to a temporary file in the same directory,
 // fsync'ed, then renamed over <key>.fakernel, so readers see a whole old file
@@ -54,6 +48,7 @@
 #ifndef FA_RUNTIME_KERNELCACHE_H
 #define FA_RUNTIME_KERNELCACHE_H
 
+#include "fa/Runtime/KernelAbi.h"
 #include "fa/Runtime/Status.h"
 
 #include <atomic>
@@ -91,39 +86,19 @@ private:
 /// SHA-256 of `data` as 64 lowercase hex digits.
 std::string sha256Hex(std::string_view data);
 
-/// A compiled kernel and what launching it takes.
+/// A compiled image and what launching its kernels takes.
 struct CachedKernel {
   enum class Format { PTX, Cubin };
 
-  /// A further entry point of the same image, described like the first.
-  struct Entry {
-    std::string kernelName;
-    unsigned blockX = 1, blockY = 1, blockZ = 1;
-    unsigned dynamicSharedBytes = 0;
-    std::string gridRule;
-    std::string paramLayout;
-
-    bool operator==(const Entry &other) const;
-    bool operator!=(const Entry &other) const { return !(*this == other); }
-  };
-
-  /// The kernel's .entry name.
-  std::string kernelName;
-  /// Threads per block.
-  unsigned blockX = 1, blockY = 1, blockZ = 1;
-  /// Dynamic shared memory per block, in bytes.
-  unsigned dynamicSharedBytes = 0;
-  /// The name of the rule that maps problem sizes to a grid.
-  std::string gridRule;
-  /// The kernel's parameter layout (the ABI the caller packs arguments for).
-  std::string paramLayout;
+  /// The image's kernels, each with its ABI (name, grid rule, threads,
+  /// shared memory, parameters), in launch order: a forward's one; a
+  /// backward's dsum, dkdv, dq or dq_convert, and dbias.
+  std::vector<KernelAbi> kernels;
   /// The chip it was compiled for, e.g. "sm_90a".
   std::string chip;
   Format format = Format::PTX;
   /// PTX text or cubin bytes.
   std::string image;
-  /// Entry points of the image besides kernelName (none for the forward).
-  std::vector<Entry> entries;
 
   bool operator==(const CachedKernel &other) const;
   bool operator!=(const CachedKernel &other) const { return !(*this == other); }

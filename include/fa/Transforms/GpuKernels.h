@@ -26,6 +26,9 @@ inline constexpr llvm::StringLiteral kKernelModuleName = "fa_kernels";
 inline constexpr llvm::StringLiteral kBlockQAttr = "fa.block_q";
 inline constexpr llvm::StringLiteral kBlockKVAttr = "fa.block_kv";
 inline constexpr llvm::StringLiteral kKVStagesAttr = "fa.kv_stages";
+/// On each kernel llvm.func convert-fa-to-nvvm emits: how to launch it
+/// (#fa.kernel_abi, include/fa/Runtime/KernelAbi.h).
+inline constexpr llvm::StringLiteral kKernelAbiAttrName = "fa.kernel_abi";
 /// Threads of a forward CTA (4 warps).
 inline constexpr int64_t kForwardThreads = 128;
 /// The deepest K/V pipeline the forward kernel builds.
@@ -49,6 +52,9 @@ ForwardTile defaultForwardTile(AttentionOp op);
 /// The K/V stages a `blockQ x blockKV` tile of `op` gets unless told
 /// otherwise.
 int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV);
+/// The same for a kernel of head dim `d` on the scored path or not.
+int64_t defaultKVStages(bool scored, int64_t d, int64_t blockQ,
+                        int64_t blockKV);
 
 /// Why `blockQ x blockKV` is not a forward tile, or an empty string.
 std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);
@@ -75,6 +81,23 @@ gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, StringRef chip);
 /// Sets the dynamic shared memory of `launch` to `bytes` (an i32 constant),
 /// erasing the constant it replaces when nothing else uses it.
 void setDynamicSharedBytes(gpu::LaunchFuncOp launch, int64_t bytes);
+
+/// Whether fa-tile writes the forward kernel of `op` in the kernel-level IR
+/// (fagpu): the plain path (no per-score terms, softcap or dropout), f16 or
+/// bf16, D = Dv in 32, 64, 96, 128, 256. The others keep convert-fa-to-nvvm's
+/// builder for now.
+bool hasKernelIRForward(AttentionOp op);
+
+/// fa-tile's GPU flavour: rewrites the outlined forward kernel `kernel`
+/// (fa-fuse's) into the CTA's program in fagpu ops, when hasKernelIRForward;
+/// leaves it alone otherwise.
+LogicalResult tileForwardKernel(gpu::GPUFuncOp kernel);
+
+/// fa-async-copy's ring: the synchronous tile copies of an fagpu forward
+/// kernel become asynchronous copies into rings of `stages` K and V
+/// buffers (1: FlashAttention-2's schedule); returns the kernel's shared
+/// memory in bytes.
+FailureOr<int64_t> ringForwardCopies(gpu::GPUFuncOp kernel, int64_t stages);
 
 /// The fa.attention an outlined forward kernel computes, or null.
 AttentionOp getOutlinedAttention(gpu::GPUFuncOp kernel);

@@ -3,6 +3,7 @@
 #ifndef FA_TRANSFORMS_PASSES_H
 #define FA_TRANSFORMS_PASSES_H
 
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

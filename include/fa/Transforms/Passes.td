@@ -50,6 +50,9 @@ def FATile : Pass<"fa-tile"> {
            "Key/value rows per tile">
   ];
   let dependentDialects = [
+    "::mlir::fagpu::FAGPUDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
@@ -233,6 +236,8 @@ def FAAsyncCopy : Pass<"fa-async-copy", "::mlir::ModuleOp"> {
            "K/V stages, 1 to 4; 0: the default for the kernel's tile">
   ];
   let dependentDialects = [
+    "::mlir::fagpu::FAGPUDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect"
   ];

@@ -111,7 +111,7 @@ SmallVector<Value> lowerScoreTile(OpBuilder &b, ScoreTileOp op) {
 }
 
 struct ConvertFAToLinalgPass
-    : public fa::impl::ConvertFAToLinalgBase<ConvertFAToLinalgPass> {
+    : public mlir::fa::impl::ConvertFAToLinalgBase<ConvertFAToLinalgPass> {
   void runOnOperation() override {
     SmallVector<ScoreTileOp> ops;
     getOperation()->walk([&](ScoreTileOp op) { ops.push_back(op); });

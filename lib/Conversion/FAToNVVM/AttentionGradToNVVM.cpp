@@ -209,15 +209,24 @@ public:
     return (2 * kBlockRows + 2 * dbiasBlockKV()) * d * 2 +
            kWarps * dbiasBlockKV() * 4;
   }
-  /// dBias's grid: (ceil(Nq / 64) or 1, Hq or 1, B or 1), 1 where the bias
+  /// dBias's grid: (tiles of Nq or 1, Hq or 1, B or 1), 1 where the bias
   /// broadcasts (a CTA then loops over the broadcast members).
-  std::string dbiasGrid() {
+  ::fa::runtime::GridRule dbiasGrid() {
+    using ::fa::runtime::GridAxis;
     auto type = cast<ShapedType>(op.getBias().getType());
     auto bcast = [&](unsigned i) { return type.getDimSize(i) == 1; };
-    return std::string(
-               bcast(2) ? "1" : "ceil(Nq/" + std::to_string(kBlockRows) + ")") +
-           (bcast(1) ? ",1" : ",Hq") + (bcast(0) ? ",1" : ",B");
+    return {bcast(2) ? GridAxis::one() : GridAxis::tilesNq(kBlockRows),
+            bcast(1) ? GridAxis::one() : GridAxis::hq(),
+            bcast(0) ? GridAxis::one() : GridAxis::batch()};
   }
+  /// The parameters the kernels share: q, k, v, o, dO, lse, dq, dk, dv,
+  /// dsum; strides (b, h, n) of q, k, v, o, dO, dq, dk, dv and (b, h) of lse
+  /// and dsum; Nq, Nk, Hq / Hkv, Hq, Hkv, B (i32); scale * log2(e), scale
+  /// (f32). The scored path adds the bias and its strides (b, h, i, j; 0
+  /// where it broadcasts), the ALiBi slopes and their batch stride (0 for
+  /// [Hq]), dBias and its strides; dropout the i64 seed; atomic dQ the f32
+  /// accumulator; then each capture's pointer and strides.
+  std::vector<::fa::runtime::KernelParam> abiParams();
 
 private:
   /// The arguments the three kernels share (one ABI, so the launcher packs
@@ -227,19 +236,22 @@ private:
     Value qs[3], ks[3], vs[3], os[3], dOs[3], dqs[3], dks[3], dvs[3];
     Value lses[2], dsums[2];
     Value nq, nk, group, scaleLog2, scale;
+    /// B, Hq, Hkv (i32): the grid's fold, and dBias's loops.
+    Value batches, headsQ, headsKV;
     /// The scored path's: bias and its strides (b, h, i, j; 0 where it
     /// broadcasts), ALiBi slopes and their batch stride (0 for [Hq]), dBias
-    /// and its strides, B and Hq (i32). Null/0 where the op lacks them.
+    /// and its strides. Null/0 where the op lacks them.
     Value bias, biasStrides[4], slopes, slopesStride, dbias, dbiasStrides[4];
-    Value batches, headsQ;
     /// With dropout: the Philox seed (i64).
     Value seed;
     /// With atomic dQ: the f32 dQ accumulator, row (b, h, i) at (Dsum's
     /// offset of (b, h, i)) * D.
     Value dqAcc;
   };
-  /// Creates kernel `name` and moves the insertion point into it.
-  Args beginKernel(StringRef name);
+  /// Creates kernel `name` with the shared parameters (abiParams), `grid`
+  /// and `sharedBytes` and moves the insertion point into it.
+  Args beginKernel(StringRef name, ::fa::runtime::GridRule grid,
+                   int64_t sharedBytes);
 
   /// Where a thread of the row-wise kernels (dsum, dq_convert) is: a quad
   /// of lanes per query row, 32 rows per pass over the CTA's kDsumRows; the
@@ -346,71 +358,100 @@ private:
 
 } // namespace
 
-GradKernelBuilder::Args GradKernelBuilder::beginKernel(StringRef name) {
-  // q, k, v, o, dO, lse, dq, dk, dv, dsum; strides (b, h, n) of q, k, v, o,
-  // dO, dq, dk, dv and (b, h) of lse and dsum; Nq, Nk, Hq / Hkv (i32);
-  // scale * log2(e), scale (f32).
-  SmallVector<Type> params(10, gptr);
-  params.append(28, i64);
-  params.append({i32, i32, i32, f32, f32});
-  // The scored path: bias, strides[4], slopes, stride, dbias, strides[4],
-  // B, Hq.
+std::vector<::fa::runtime::KernelParam> GradKernelBuilder::abiParams() {
+  using namespace ::fa::runtime;
+  std::vector<KernelParam> p;
+  const AbiTensor tensors[] = {AbiTensor::Q,   AbiTensor::K,  AbiTensor::V,
+                               AbiTensor::O,   AbiTensor::DO, AbiTensor::Lse,
+                               AbiTensor::DQ,  AbiTensor::DK, AbiTensor::DV,
+                               AbiTensor::Dsum};
+  for (AbiTensor t : tensors)
+    p.push_back(KernelParam::pointer(t));
+  for (AbiTensor t : {AbiTensor::Q, AbiTensor::K, AbiTensor::V, AbiTensor::O,
+                      AbiTensor::DO, AbiTensor::DQ, AbiTensor::DK,
+                      AbiTensor::DV, AbiTensor::Lse, AbiTensor::Dsum})
+    for (uint32_t dim = 0; dim < (getRank(t) == 3 ? 2u : 3u); ++dim)
+      p.push_back(KernelParam::stride(t, dim));
+  for (AbiSize size : {AbiSize::Nq, AbiSize::Nk, AbiSize::Group, AbiSize::Hq,
+                       AbiSize::Hkv, AbiSize::B})
+    p.push_back(KernelParam::ofSize(size));
+  p.push_back(KernelParam::ofScalar(AbiScalar::ScaleLog2, MachineType::F32));
+  p.push_back(KernelParam::ofScalar(AbiScalar::Scale, MachineType::F32));
   if (scored) {
-    params.push_back(gptr);
-    params.append(4, i64);
-    params.append({gptr, i64, gptr});
-    params.append(4, i64);
-    params.append({i32, i32});
+    p.push_back(KernelParam::pointer(AbiTensor::Bias));
+    for (uint32_t dim = 0; dim < 4; ++dim)
+      p.push_back(KernelParam::stride(AbiTensor::Bias, dim));
+    p.push_back(KernelParam::pointer(AbiTensor::Slopes));
+    p.push_back(KernelParam::stride(AbiTensor::Slopes, 0));
+    p.push_back(KernelParam::pointer(AbiTensor::DBias));
+    for (uint32_t dim = 0; dim < 4; ++dim)
+      p.push_back(KernelParam::stride(AbiTensor::DBias, dim));
     if (dropoutP)
-      params.push_back(i64);
+      p.push_back(KernelParam::ofScalar(AbiScalar::Seed, MachineType::I64));
   }
-  // The dQ accumulator.
   if (atomicDQ)
-    params.push_back(gptr);
-  // Then each capture's pointer and strides.
-  unsigned firstCapture = params.size();
-  appendCaptureParams(params, op.getCaptures().getTypes());
+    p.push_back(KernelParam::dqAccum(uint32_t(d)));
+  appendCaptureParams(p, op.getCaptures().getTypes());
+  return p;
+}
+
+GradKernelBuilder::Args
+GradKernelBuilder::beginKernel(StringRef name, ::fa::runtime::GridRule grid,
+                               int64_t sharedBytes) {
+  using namespace ::fa::runtime;
+  KernelAbi abi;
+  abi.name = name.str();
+  abi.grid = grid;
+  abi.threads = uint32_t(threads);
+  abi.sharedBytes = uint32_t(sharedBytes);
+  abi.params = abiParams();
   // exp2 as one ex2.approx.ftz (createKernel); but at D = 256, where ptxas
   // then keeps a value of dkdv's first column pass in local memory.
-  Block *entry =
-      &createKernel(name, params, /*flushDenormals=*/d <= 128).front();
+  Block *entry = &createKernel(name, abi, /*flushDenormals=*/d <= 128).front();
   b.setInsertionPointToStart(entry);
-  auto arg = [&](unsigned i) { return entry->getArgument(i); };
+  AbiArgs args(abi, entry);
   Args a;
   Value *pointers[] = {&a.q,   &a.k,  &a.v,  &a.o,  &a.dO,
                        &a.lse, &a.dq, &a.dk, &a.dv, &a.dsum};
+  const AbiTensor tensors[] = {AbiTensor::Q,   AbiTensor::K,  AbiTensor::V,
+                               AbiTensor::O,   AbiTensor::DO, AbiTensor::Lse,
+                               AbiTensor::DQ,  AbiTensor::DK, AbiTensor::DV,
+                               AbiTensor::Dsum};
   for (unsigned i = 0; i < 10; ++i)
-    *pointers[i] = arg(i);
-  Value *strides[] = {a.qs, a.ks, a.vs, a.os, a.dOs, a.dqs, a.dks, a.dvs};
-  for (unsigned t = 0; t < 8; ++t)
-    for (unsigned i = 0; i < 3; ++i)
-      strides[t][i] = arg(10 + 3 * t + i);
-  a.lses[0] = arg(34);
-  a.lses[1] = arg(35);
-  a.dsums[0] = arg(36);
-  a.dsums[1] = arg(37);
-  a.nq = arg(38);
-  a.nk = arg(39);
-  a.group = arg(40);
-  a.scaleLog2 = arg(41);
-  a.scale = arg(42);
+    *pointers[i] = args.pointer(tensors[i]);
+  Value *strides[] = {a.qs,  a.ks,  a.vs,  a.os,   a.dOs,
+                      a.dqs, a.dks, a.dvs, a.lses, a.dsums};
+  const AbiTensor strided[] = {AbiTensor::Q,   AbiTensor::K,  AbiTensor::V,
+                               AbiTensor::O,   AbiTensor::DO, AbiTensor::DQ,
+                               AbiTensor::DK,  AbiTensor::DV, AbiTensor::Lse,
+                               AbiTensor::Dsum};
+  for (unsigned t = 0; t < 10; ++t)
+    for (unsigned i = 0; i < (t < 8 ? 3u : 2u); ++i)
+      strides[t][i] = args.stride(strided[t], i);
+  a.nq = args.size(AbiSize::Nq);
+  a.nk = args.size(AbiSize::Nk);
+  a.group = args.size(AbiSize::Group);
+  a.headsQ = args.size(AbiSize::Hq);
+  a.headsKV = args.size(AbiSize::Hkv);
+  a.batches = args.size(AbiSize::B);
+  a.scaleLog2 = args.scalar(AbiScalar::ScaleLog2);
+  a.scale = args.scalar(AbiScalar::Scale);
   if (scored) {
-    a.bias = arg(43);
+    a.bias = args.pointer(AbiTensor::Bias);
     for (unsigned i = 0; i < 4; ++i) {
-      a.biasStrides[i] = arg(44 + i);
-      a.dbiasStrides[i] = arg(51 + i);
+      a.biasStrides[i] = args.stride(AbiTensor::Bias, i);
+      a.dbiasStrides[i] = args.stride(AbiTensor::DBias, i);
     }
-    a.slopes = arg(48);
-    a.slopesStride = arg(49);
-    a.dbias = arg(50);
-    a.batches = arg(55);
-    a.headsQ = arg(56);
+    a.slopes = args.pointer(AbiTensor::Slopes);
+    a.slopesStride = args.stride(AbiTensor::Slopes, 0);
+    a.dbias = args.pointer(AbiTensor::DBias);
     if (dropoutP)
-      a.seed = arg(57);
+      a.seed =
+          args.get(KernelParam::ofScalar(AbiScalar::Seed, MachineType::I64));
   }
   if (atomicDQ)
-    a.dqAcc = arg(firstCapture - 1);
-  bindCaptures(entry, firstCapture, op.getCaptures().getTypes(), a.nq, a.nk);
+    a.dqAcc = args.get(KernelParam::dqAccum(uint32_t(d)));
+  bindCaptures(args, op.getCaptures().getTypes(), a.nq, a.nk);
   return a;
 }
 
@@ -659,7 +700,7 @@ Value GradKernelBuilder::loadChunk(Value base, Value offset) {
 //===----------------------------------------------------------------------===//
 
 GradKernelBuilder::QuadRows GradKernelBuilder::getQuadRows(const Args &a) {
-  ThreadPlace place = getThreadPlace();
+  ThreadPlace place = getThreadPlace(a.headsQ, a.batches);
   QuadRows q;
   q.tid = place.tid;
   q.tile = place.tile;
@@ -680,8 +721,11 @@ Value GradKernelBuilder::QuadRows::row(GradKernelBuilder &kb,
 }
 
 void GradKernelBuilder::buildDsum(StringRef name) {
+  using ::fa::runtime::GridAxis;
   OpBuilder::InsertionGuard guard(b);
-  Args a = beginKernel(name);
+  Args a = beginKernel(
+      name, {GridAxis::tilesNq(kDsumRows), GridAxis::hq(), GridAxis::batch()},
+      0);
   QuadRows quads = getQuadRows(a);
   Value tq = quads.tq, dsumBase = quads.statsBase;
   Value oBase = headBase(a.o, quads.batch, quads.head, a.os[0], a.os[1]);
@@ -740,9 +784,12 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   llvm::SaveAndRestore<int64_t> ctaThreads(threads, 32 * dkdvWarps);
   llvm::SaveAndRestore<bool> tileLayout(wgmmaTiles, dkdvWgmma);
-  Args a = beginKernel(name);
+  using ::fa::runtime::GridAxis;
+  Args a = beginKernel(
+      name, {GridAxis::tilesNk(dkdvRows()), GridAxis::hkv(), GridAxis::batch()},
+      dkdvSharedBytes());
   const int64_t blockQ = dkdvBlockQ, kvRows = dkdvRows();
-  ThreadPlace place = getThreadPlace();
+  ThreadPlace place = getThreadPlace(a.headsKV, a.batches);
   Value tid = place.tid, kTile = place.tile, headKV = place.head;
   Value batch = place.batch, warp = place.warp, lane = place.lane;
   Value g = place.g, tq = place.tq;
@@ -805,13 +852,18 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     LLVM::StoreOp::create(b, loc, stats[0], smemAt(st.lse, shl(tid, 2)));
     LLVM::StoreOp::create(b, loc, stats[1], smemAt(st.dsum, shl(tid, 2)));
   };
-  // The per-head parts of the addresses of Q, dO, lse and Dsum.
+  // The per-head parts of the addresses of Q, dO, lse and Dsum; the query
+  // head and the batch. From the block's kv head and batch read again
+  // (used inside the loops: not kept live across them).
   struct HeadRows {
-    Value qBase, dOBase, lseRow, dsumRow;
+    Value qBase, dOBase, lseRow, dsumRow, head, batch;
   };
   auto headRows = [&](Value j) {
+    auto [headKV, batch] = headAndBatchAgain();
     Value head = add(mul(headKV, a.group), j);
     HeadRows r;
+    r.head = head;
+    r.batch = batch;
     r.qBase = headBase(a.q, batch, head, a.qs[0], a.qs[1]);
     r.dOBase = headBase(a.dO, batch, head, a.dOs[0], a.dOs[1]);
     r.lseRow = add(mul(ext64(batch), a.lses[0]), mul(ext64(head), a.lses[1]));
@@ -1074,8 +1126,6 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     return std::make_pair(dK, dV);
   };
 
-  Value dkBase = headBase(a.dk, batch, headKV, a.dks[0], a.dks[1]);
-  Value dvBase = headBase(a.dv, batch, headKV, a.dvs[0], a.dvs[1]);
   // A pass per dkdvCols columns of dK and dV (one but at D = 256): over the
   // query heads of the group, then the visible Q tiles. Every pass computes
   // S^T, P^T and dS^T; the first adds dS K into dQ (atomic dQ).
@@ -1105,8 +1155,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
         arith::ConstantIndexOp::create(b, loc, 1), inits,
         [&](OpBuilder &, Location, Value jIndex, ValueRange headIters) {
           Value j = arith::IndexCastOp::create(b, loc, i32, jIndex);
-          Value head = add(mul(headKV, a.group), j);
           HeadRows rows = headRows(j);
+          Value head = rows.head, batch = rows.batch;
           Value qBase = rows.qBase, dOBase = rows.dOBase, lseRow = rows.lseRow,
                 dsumRow = rows.dsumRow;
           ScoreTerms terms;
@@ -1365,7 +1415,9 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     // rows are rebuilt: reusing the prologue's would keep them in registers
     // across the loops (a spill at D = 128).
     auto [dK, dV] = unpack(heads.getResults());
-    ThreadPlace again = getThreadPlace(/*rebuilt=*/true);
+    ThreadPlace again = rebuildThreadPlace();
+    Value dkBase = headBase(a.dk, again.batch, again.head, a.dks[0], a.dks[1]);
+    Value dvBase = headBase(a.dv, again.batch, again.head, a.dvs[0], a.dvs[1]);
     Value rowAgain = add(
         add(mul(again.tile, c32(kvRows)), mul(again.warp, c32(16))), again.g);
     storeRows(dK, gep(dkBase, c64(col0), et), a.dks[2], rowAgain, a.nk,
@@ -1384,10 +1436,13 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
 //===----------------------------------------------------------------------===//
 
 void GradKernelBuilder::buildDq(StringRef name) {
+  using ::fa::runtime::GridAxis;
   OpBuilder::InsertionGuard guard(b);
-  Args a = beginKernel(name);
+  Args a = beginKernel(
+      name, {GridAxis::tilesNq(kBlockRows), GridAxis::hq(), GridAxis::batch()},
+      dqSharedBytes());
   const int64_t blockQ = kBlockRows, blockKV = dqBlockKV;
-  ThreadPlace place = getThreadPlace();
+  ThreadPlace place = getThreadPlace(a.headsQ, a.batches);
   Value tid = place.tid, qTile = place.tile, head = place.head;
   Value batch = place.batch, warp = place.warp, lane = place.lane;
   Value g = place.g, tq = place.tq;
@@ -1550,7 +1605,8 @@ void GradKernelBuilder::buildDq(StringRef name) {
   for (int64_t nt = 0; nt < nTilesO; ++nt)
     dQ[nt].assign(loop.getResults().begin() + nt * 4,
                   loop.getResults().begin() + nt * 4 + 4);
-  Value dqBase = headBase(a.dq, batch, head, a.dqs[0], a.dqs[1]);
+  auto [headAgain, batchAgain] = headAndBatchAgain();
+  Value dqBase = headBase(a.dq, batchAgain, headAgain, a.dqs[0], a.dqs[1]);
   storeRows(dQ, dqBase, a.dqs[2], row, a.nq, tq, a.scale);
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
@@ -1560,8 +1616,11 @@ void GradKernelBuilder::buildDq(StringRef name) {
 //===----------------------------------------------------------------------===//
 
 void GradKernelBuilder::buildDqConvert(StringRef name) {
+  using ::fa::runtime::GridAxis;
   OpBuilder::InsertionGuard guard(b);
-  Args a = beginKernel(name);
+  Args a = beginKernel(
+      name, {GridAxis::tilesNq(kDsumRows), GridAxis::hq(), GridAxis::batch()},
+      0);
   QuadRows quads = getQuadRows(a);
   Value tq = quads.tq, accHead = quads.statsBase;
   Value dqBase = headBase(a.dq, quads.batch, quads.head, a.dqs[0], a.dqs[1]);
@@ -1603,13 +1662,16 @@ void GradKernelBuilder::buildDqConvert(StringRef name) {
 
 void GradKernelBuilder::buildDBias(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
-  Args a = beginKernel(name);
+  Args a = beginKernel(name, dbiasGrid(), dbiasSharedBytes());
   auto biasType = cast<ShapedType>(op.getBias().getType());
   bool bcast[4];
   for (unsigned i = 0; i < 4; ++i)
     bcast[i] = biasType.getDimSize(i) == 1;
   const int64_t blockQ = kBlockRows, blockKV = dbiasBlockKV();
-  ThreadPlace place = getThreadPlace();
+  // The grid's heads and batches: those of the bias (1 where it
+  // broadcasts).
+  ThreadPlace place = getThreadPlace(bcast[1] ? c32(1) : a.headsQ,
+                                     bcast[0] ? c32(1) : a.batches);
   Value tid = place.tid, warp = place.warp, lane = place.lane, g = place.g,
         tq = place.tq;
   // This CTA's block of dBias: (bias batch, bias head, Q tile), 0 along the
@@ -1914,7 +1976,7 @@ void GradKernelBuilder::buildDBias(StringRef name) {
 // Entry point
 //===----------------------------------------------------------------------===//
 
-SmallVector<KernelContract, 4>
+LogicalResult
 mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
                                           StringRef suffix,
                                           GradKernelOptions options) {
@@ -1923,12 +1985,12 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
     op.emitOpError("convert-fa-to-nvvm: bwd-dkdv-warps must be 0, 4 or 8 "
                    "(got ")
         << options.dkdvWarps << ")";
-    return {};
+    return failure();
   }
   if (options.atomicDQ && options.deterministic) {
     op.emitOpError("convert-fa-to-nvvm: bwd-atomic-dq and bwd-deterministic "
                    "exclude each other");
-    return {};
+    return failure();
   }
   // Neither: atomic dQ where its dK/dV kernel is the wgmma one (1.05-1.28x
   // the dq kernel's backward on H100, performance.md).
@@ -1945,34 +2007,17 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
         << kernels.getDkDvBlockQ()
         << " rows (it takes D <= 128, Q tile rows x D a multiple of 2048 "
            "and, with atomic dQ, 16 columns or a multiple per warp)";
-    return {};
+    return failure();
   }
-  std::string rows = std::to_string(kBlockRows);
-  SmallVector<KernelContract, 4> contracts = {
-      {("fa_backward_dsum_" + suffix).str(),
-       "ceil(Nq/" + std::to_string(kDsumRows) + "),Hq,B", kThreads, 0},
-      {("fa_backward_dkdv_" + suffix).str(),
-       "ceil(Nk/" + std::to_string(kernels.dkdvRows()) + "),Hkv,B",
-       32 * kernels.getDkDvWarps(), kernels.dkdvSharedBytes()},
-      !options.atomicDQ
-          ? KernelContract{("fa_backward_dq_" + suffix).str(),
-                           "ceil(Nq/" + rows + "),Hq,B", kThreads,
-                           kernels.dqSharedBytes()}
-          : KernelContract{("fa_backward_dq_convert_" + suffix).str(),
-                           "ceil(Nq/" + std::to_string(kDsumRows) + "),Hq,B",
-                           kThreads, 0}};
-  kernels.buildDsum(contracts[0].name);
-  kernels.buildDkDv(contracts[1].name);
+  std::string prefix = "fa_backward_", tail = "_" + suffix.str();
+  kernels.buildDsum(prefix + "dsum" + tail);
+  kernels.buildDkDv(prefix + "dkdv" + tail);
   if (!options.atomicDQ)
-    kernels.buildDq(contracts[2].name);
+    kernels.buildDq(prefix + "dq" + tail);
   else
-    kernels.buildDqConvert(contracts[2].name);
-  if (op.getGradBias()) {
-    // dBias by its own sweep over the blocks of the bias (below).
-    contracts.push_back({("fa_backward_dbias_" + suffix).str(),
-                         kernels.dbiasGrid(), kThreads,
-                         kernels.dbiasSharedBytes()});
-    kernels.buildDBias(contracts[3].name);
-  }
-  return contracts;
+    kernels.buildDqConvert(prefix + "dq_convert" + tail);
+  // dBias by its own sweep over the blocks of the bias (below).
+  if (op.getGradBias())
+    kernels.buildDBias(prefix + "dbias" + tail);
+  return success();
 }

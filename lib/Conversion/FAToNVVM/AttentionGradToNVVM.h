@@ -7,18 +7,7 @@
 #include "fa/Target/GpuTarget.h"
 #include "mlir/IR/Builders.h"
 
-#include <string>
-
 namespace mlir::fa::nvvm {
-
-/// How to launch one kernel: grid rule (e.g. "ceil(Nk/64),Hkv,B"), threads
-/// per CTA and dynamic shared memory.
-struct KernelContract {
-  std::string name;
-  std::string grid;
-  int64_t threads = 0;
-  int64_t sharedBytes = 0;
-};
 
 /// How the backward kernels are built.
 struct GradKernelOptions {
@@ -58,12 +47,12 @@ struct GradKernelOptions {
 /// the insertion point, a gpu.module: fa_backward_dsum_<suffix>,
 /// fa_backward_dkdv_<suffix>, fa_backward_dq_<suffix> or (atomicDQ)
 /// fa_backward_dq_convert_<suffix> and, when `op` has a grad_bias result,
-/// fa_backward_dbias_<suffix>, to be launched in that order. Returns their
-/// contracts in that order, or none after an error on `op` (a bad
-/// `options.dkdvWarps`).
-SmallVector<KernelContract, 4>
-buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op, StringRef suffix,
-                          GradKernelOptions options = {});
+/// fa_backward_dbias_<suffix>, to be launched in that order. Each carries
+/// its ABI (fa.kernel_abi): the parameters they share, its grid, threads and
+/// shared memory. Fails after an error on `op` (a bad `options.dkdvWarps`).
+LogicalResult buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
+                                        StringRef suffix,
+                                        GradKernelOptions options = {});
 
 } // namespace mlir::fa::nvvm
 

@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionGradToNVVM.h"
+#include "FAGPUToNVVM.h"
 #include "KernelBuilder.h"
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
@@ -106,8 +107,17 @@ public:
   /// Query rows per CTA: 64 x mTiles.
   int64_t getBlockQ() const { return blockQ; }
 
-  /// Emits `llvm.func @name` into the current insertion point (a gpu.module).
-  void build(StringRef name);
+  /// Emits `llvm.func @name` into the current insertion point (a
+  /// gpu.module), with the ABI of kernel `abiName` (getAbi).
+  void build(StringRef name, StringRef abiName);
+
+  /// The kernel's ABI: q, k, v, o, lse; strides (b, h, n) of q, k, v, o
+  /// and (b, h) of lse; Nq, Nk, Hq / Hkv, Hq, B (i32); scale * log2(e). The
+  /// scored path adds the bias and its strides (b, h, i, j; 0 where it
+  /// broadcasts), the ALiBi slopes and their batch stride (0 for [Hq]);
+  /// dropout the i64 seed; then each capture's pointer and strides. Grid
+  /// (tiles of Nq, Hq, B).
+  ::fa::runtime::KernelAbi getAbi(StringRef name);
 
   /// Dynamic shared memory the kernel needs, in bytes.
   int64_t sharedBytes() const {
@@ -127,35 +137,72 @@ private:
   bool qInRegisters;
 };
 
-void FlashKernelBuilder::build(StringRef name) {
+::fa::runtime::KernelAbi FlashKernelBuilder::getAbi(StringRef name) {
+  using namespace ::fa::runtime;
+  KernelAbi abi;
+  abi.name = name.str();
+  abi.grid = {GridAxis::tilesNq(blockQ), GridAxis::hq(), GridAxis::batch()};
+  abi.threads = kThreads;
+  abi.sharedBytes = sharedBytes();
+  std::vector<KernelParam> &p = abi.params;
   // q, k, v, o, lse; strides (b, h, n) of q, k, v, o and (b, h) of lse;
-  // Nq, Nk, Hq / Hkv; scale * log2(e). The scored path adds bias and its
-  // strides (b, h, i, j; 0 where it broadcasts), ALiBi slopes and their
-  // batch stride (0 for [Hq]); with dropout, the i64 seed. Then each
-  // capture's pointer and strides.
+  // sizes; scale * log2(e).
+  for (AbiTensor t :
+       {AbiTensor::Q, AbiTensor::K, AbiTensor::V, AbiTensor::O, AbiTensor::Lse})
+    p.push_back(KernelParam::pointer(t));
+  for (AbiTensor t :
+       {AbiTensor::Q, AbiTensor::K, AbiTensor::V, AbiTensor::O, AbiTensor::Lse})
+    for (uint32_t dim = 0; dim < (t == AbiTensor::Lse ? 2u : 3u); ++dim)
+      p.push_back(KernelParam::stride(t, dim));
+  for (AbiSize size :
+       {AbiSize::Nq, AbiSize::Nk, AbiSize::Group, AbiSize::Hq, AbiSize::B})
+    p.push_back(KernelParam::ofSize(size));
+  p.push_back(KernelParam::ofScalar(AbiScalar::ScaleLog2, MachineType::F32));
+  // The scored path: the bias and its strides (b, h, i, j; 0 where it
+  // broadcasts), the ALiBi slopes and their batch stride (0 for [Hq]).
+  if (isScoredForward(op)) {
+    p.push_back(KernelParam::pointer(AbiTensor::Bias));
+    for (uint32_t dim = 0; dim < 4; ++dim)
+      p.push_back(KernelParam::stride(AbiTensor::Bias, dim));
+    p.push_back(KernelParam::pointer(AbiTensor::Slopes));
+    p.push_back(KernelParam::stride(AbiTensor::Slopes, 0));
+  }
+  if (op.getDropoutSeed())
+    p.push_back(KernelParam::ofScalar(AbiScalar::Seed, MachineType::I64));
+  appendCaptureParams(p, op.getCaptures().getTypes());
+  return abi;
+}
+
+void FlashKernelBuilder::build(StringRef name, StringRef abiName) {
+  using ::fa::runtime::AbiScalar;
+  using ::fa::runtime::AbiSize;
+  using ::fa::runtime::AbiTensor;
   bool scored = isScoredForward(op);
   bool dropout = static_cast<bool>(op.getDropoutSeed());
-  SmallVector<Type> params = {gptr, gptr, gptr, gptr, gptr};
-  params.append(14, i64);
-  params.append({i32, i32, i32, f32});
-  if (scored)
-    params.append({gptr, i64, i64, i64, i64, gptr, i64});
-  if (dropout)
-    params.push_back(i64);
-  unsigned firstCapture = params.size();
-  appendCaptureParams(params, op.getCaptures().getTypes());
-  Block *entry = &createKernel(name, params, /*flushDenormals=*/true).front();
+  ::fa::runtime::KernelAbi abi = getAbi(abiName);
+  Block *entry = &createKernel(name, abi, /*flushDenormals=*/true).front();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry);
-  auto arg = [&](unsigned i) { return entry->getArgument(i); };
-  Value q = arg(0), k = arg(1), v = arg(2), o = arg(3), lse = arg(4);
-  Value qs[3] = {arg(5), arg(6), arg(7)}, ks[3] = {arg(8), arg(9), arg(10)},
-        vs[3] = {arg(11), arg(12), arg(13)},
-        os[3] = {arg(14), arg(15), arg(16)}, ls[2] = {arg(17), arg(18)};
-  Value nq = arg(19), nk = arg(20), group = arg(21), scaleLog2 = arg(22);
-  bindCaptures(entry, firstCapture, op.getCaptures().getTypes(), nq, nk);
+  AbiArgs args(abi, entry);
+  Value q = args.pointer(AbiTensor::Q), k = args.pointer(AbiTensor::K),
+        v = args.pointer(AbiTensor::V), o = args.pointer(AbiTensor::O),
+        lse = args.pointer(AbiTensor::Lse);
+  Value qs[3], ks[3], vs[3], os[3], ls[2];
+  for (unsigned dim = 0; dim < 3; ++dim) {
+    qs[dim] = args.stride(AbiTensor::Q, dim);
+    ks[dim] = args.stride(AbiTensor::K, dim);
+    vs[dim] = args.stride(AbiTensor::V, dim);
+    os[dim] = args.stride(AbiTensor::O, dim);
+    if (dim < 2)
+      ls[dim] = args.stride(AbiTensor::Lse, dim);
+  }
+  Value nq = args.size(AbiSize::Nq), nk = args.size(AbiSize::Nk),
+        group = args.size(AbiSize::Group),
+        scaleLog2 = args.scalar(AbiScalar::ScaleLog2);
+  bindCaptures(args, op.getCaptures().getTypes(), nq, nk);
 
-  ThreadPlace place = getThreadPlace();
+  ThreadPlace place =
+      getThreadPlace(args.size(AbiSize::Hq), args.size(AbiSize::B));
   Value tid = place.tid, head = place.head;
   Value batch = place.batch, warp = place.warp, lane = place.lane;
   Value g = place.g, tq = place.tq;
@@ -260,7 +307,10 @@ void FlashKernelBuilder::build(StringRef name) {
   std::optional<double> softcap;
   if (auto attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
-  Value dropoutSeed = dropout ? arg(30) : Value();
+  Value dropoutSeed =
+      dropout ? args.get(::fa::runtime::KernelParam::ofScalar(
+                    AbiScalar::Seed, ::fa::runtime::MachineType::I64))
+              : Value();
   double dropoutP = dropout ? op.getDropoutPAttr().getValueAsDouble() : 0.0;
 
   // Loop-invariant parts of the scored path: the slope of this (b, h), the
@@ -275,20 +325,25 @@ void FlashKernelBuilder::build(StringRef name) {
     idxB = toIndex(batch);
     idxH = toIndex(head);
     if (op.getAlibiSlopes()) {
-      Value at = add(mul(ext64(batch), arg(29)), ext64(head));
-      slope = LLVM::LoadOp::create(b, loc, f32, gep(arg(28), at, f32));
+      Value at = add(mul(ext64(batch), args.stride(AbiTensor::Slopes, 0)),
+                     ext64(head));
+      slope = LLVM::LoadOp::create(
+          b, loc, f32, gep(args.pointer(AbiTensor::Slopes), at, f32));
     }
     if (Value bias = op.getBias()) {
       biasEt = cast<ShapedType>(bias.getType()).getElementType();
-      Value head0 = gep(
-          arg(23), add(mul(ext64(batch), arg(24)), mul(ext64(head), arg(25))),
-          biasEt);
+      Value head0 = gep(args.pointer(AbiTensor::Bias),
+                        add(mul(ext64(batch), args.stride(AbiTensor::Bias, 0)),
+                            mul(ext64(head), args.stride(AbiTensor::Bias, 1))),
+                        biasEt);
       Value nqLast = sub(nq, c32(1));
       for (int64_t mt = 0; mt < mTiles; ++mt)
         for (int64_t r = 0; r < 2; ++r)
-          biasRows[mt][r] = gep(
-              head0, mul(ext64(mins(rows[mt][r], nqLast)), arg(26)), biasEt);
-      biasStrideJ = arg(27);
+          biasRows[mt][r] = gep(head0,
+                                mul(ext64(mins(rows[mt][r], nqLast)),
+                                    args.stride(AbiTensor::Bias, 2)),
+                                biasEt);
+      biasStrideJ = args.stride(AbiTensor::Bias, 3);
     }
   }
 
@@ -540,12 +595,14 @@ void FlashKernelBuilder::build(StringRef name) {
         scf::YieldOp::create(b, loc, yielded);
       });
 
-  // O = acc / l (0 for an empty row); lse = (m + log2 l) * ln 2. The rows
-  // are rebuilt: reusing the prologue's would keep them in registers across
-  // the loop (a spill at D = 128 on sm_90a).
+  // O = acc / l (0 for an empty row); lse = (m + log2 l) * ln 2. The rows,
+  // head and batch are rebuilt: reusing the prologue's would keep them in
+  // registers across the loop (a spill at D = 128 on sm_90a).
   {
-    ThreadPlace again = getThreadPlace(/*rebuilt=*/true);
+    ThreadPlace again = rebuildThreadPlace();
     tq = again.tq;
+    head = again.head;
+    batch = again.batch;
     Value tile =
         op.getCausalAttr() ? lastTileFirst(again.tile, true) : again.tile;
     rows =
@@ -643,10 +700,18 @@ FailureOr<KernelArgs> getKernelArgs(gpu::GPUFuncOp kernel, AttentionOp op) {
 }
 
 /// Rewrites the operands of `launch` (the memrefs and scalars fa-fuse
-/// passes) into the forward kernel's ABI, and its shared memory into
-/// `sharedBytes`.
+/// passes) into the values `abi` names, in its order, its grid into that of
+/// `abi.grid` (folded where H or B exceeds 65535: KernelAbi.h), and its
+/// shared memory into the kernel's.
 void rewriteLaunch(gpu::LaunchFuncOp launch, AttentionOp op,
-                   const KernelArgs &args, int64_t sharedBytes) {
+                   const KernelArgs &args,
+                   const ::fa::runtime::KernelAbi &abi) {
+  using ::fa::runtime::AbiScalar;
+  using ::fa::runtime::AbiSize;
+  using ::fa::runtime::AbiTensor;
+  using ::fa::runtime::GridAxis;
+  using ::fa::runtime::KernelParam;
+  using ::fa::runtime::MachineType;
   OpBuilder b(launch);
   Location loc = launch.getLoc();
   ValueRange given = launch.getKernelOperands();
@@ -658,13 +723,21 @@ void rewriteLaunch(gpu::LaunchFuncOp launch, AttentionOp op,
   auto zero64 = [&]() -> Value {
     return arith::ConstantIntOp::create(b, loc, i64, 0);
   };
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
   // A memref as the kernel sees it: the address of its first element, its
   // sizes and its element strides (index; the kernel takes them as i64).
+  // Described once, where first used.
   struct Buffer {
     Value ptr;
     SmallVector<Value> sizes, strides;
   };
-  auto describe = [&](int64_t arg) {
+  DenseMap<int64_t, Buffer> described;
+  auto describe = [&](int64_t arg) -> const Buffer & {
+    auto it = described.find(arg);
+    if (it != described.end())
+      return it->second;
     Value memref = given[arg];
     Type et = cast<MemRefType>(memref.getType()).getElementType();
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
@@ -676,76 +749,149 @@ void rewriteLaunch(gpu::LaunchFuncOp launch, AttentionOp op,
                                      ValueRange{toI64(meta.getOffset())});
     buffer.sizes.assign(meta.getSizes().begin(), meta.getSizes().end());
     buffer.strides.assign(meta.getStrides().begin(), meta.getStrides().end());
-    return buffer;
+    return described[arg] = std::move(buffer);
   };
   // The stride of a dimension that broadcasts (size 1) is 0.
-  auto broadcastStride = [&](const Buffer &buffer, int64_t arg, int64_t dim) {
+  auto broadcastStride = [&](int64_t arg, int64_t dim) {
+    const Buffer &buffer = describe(arg);
     int64_t size = cast<MemRefType>(given[arg].getType()).getDimSize(dim);
     if (size == 1)
       return zero64();
     Value stride = toI64(buffer.strides[dim]);
     if (!ShapedType::isDynamic(size))
       return stride;
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        buffer.sizes[dim], one);
+                                        buffer.sizes[dim], index(1));
     return arith::SelectOp::create(b, loc, isOne, zero64(), stride).getResult();
+  };
+  // The kernel argument of each tensor the forward takes (-1: absent).
+  auto argOf = [&](const KernelParam &p) -> int64_t {
+    switch (p.tensor) {
+    case AbiTensor::Q:
+      return args.q;
+    case AbiTensor::K:
+      return args.k;
+    case AbiTensor::V:
+      return args.v;
+    case AbiTensor::O:
+      return args.o;
+    case AbiTensor::Lse:
+      return args.lse;
+    case AbiTensor::Bias:
+      return args.bias;
+    case AbiTensor::Slopes:
+      return args.slopes;
+    case AbiTensor::Capture:
+      return args.captures[p.capture];
+    default:
+      llvm_unreachable("not a tensor of the forward");
+    }
+  };
+  // Sizes (index) from Q [B, Hq, Nq, D] and K [B, Hkv, Nk, D].
+  auto sizeOf = [&](AbiSize size) -> Value {
+    const Buffer &q = describe(args.q);
+    const Buffer &k = describe(args.k);
+    switch (size) {
+    case AbiSize::Nq:
+      return q.sizes[2];
+    case AbiSize::Nk:
+      return k.sizes[2];
+    case AbiSize::Group:
+      return arith::DivUIOp::create(b, loc, q.sizes[1], k.sizes[1]);
+    case AbiSize::B:
+      return q.sizes[0];
+    case AbiSize::Hq:
+      return q.sizes[1];
+    case AbiSize::Hkv:
+      return k.sizes[1];
+    }
+    llvm_unreachable("unknown size");
   };
 
   SmallVector<Value> operands;
-  Buffer q = describe(args.q), k = describe(args.k), v = describe(args.v),
-         o = describe(args.o);
-  std::optional<Buffer> lse;
-  if (args.lse >= 0)
-    lse = describe(args.lse);
-  auto null = [&]() -> Value { return LLVM::ZeroOp::create(b, loc, gptr); };
-  operands.append({q.ptr, k.ptr, v.ptr, o.ptr, lse ? lse->ptr : null()});
-  for (const Buffer *buffer : {&q, &k, &v, &o})
-    for (int64_t dim = 0; dim < 3; ++dim)
-      operands.push_back(toI64(buffer->strides[dim]));
-  if (lse)
-    operands.append({toI64(lse->strides[0]), toI64(lse->strides[1])});
-  else
-    operands.append({zero64(), zero64()});
-  auto toI32 = [&](Value index) -> Value {
-    return arith::IndexCastOp::create(b, loc, i32, index);
-  };
-  Value group = arith::DivUIOp::create(b, loc, q.sizes[1], k.sizes[1]);
-  operands.append({toI32(q.sizes[2]), toI32(k.sizes[2]), toI32(group)});
-  operands.push_back(arith::ConstantFloatOp::create(
-      b, loc, cast<FloatType>(f32),
-      APFloat(static_cast<float>(op.getScaleOrDefault() * M_LOG2E))));
-  if (isScoredForward(op)) {
-    if (args.bias >= 0) {
-      Buffer bias = describe(args.bias);
-      operands.push_back(bias.ptr);
-      for (int64_t dim = 0; dim < 4; ++dim)
-        operands.push_back(broadcastStride(bias, args.bias, dim));
-    } else {
-      operands.push_back(null());
-      for (int64_t dim = 0; dim < 4; ++dim)
-        operands.push_back(zero64());
+  for (const KernelParam &p : abi.params) {
+    switch (p.kind) {
+    case KernelParam::Kind::Pointer: {
+      int64_t arg = argOf(p);
+      operands.push_back(arg >= 0 ? describe(arg).ptr
+                                  : LLVM::ZeroOp::create(b, loc, gptr));
+      break;
     }
-    if (args.slopes >= 0) {
-      Buffer slopes = describe(args.slopes);
-      operands.push_back(slopes.ptr);
-      operands.push_back(slopes.strides.size() == 2
-                             ? broadcastStride(slopes, args.slopes, 0)
-                             : zero64());
-    } else {
-      operands.append({null(), zero64()});
+    case KernelParam::Kind::Stride: {
+      int64_t arg = argOf(p);
+      Value stride;
+      if (arg < 0)
+        stride = zero64();
+      else if (p.tensor == AbiTensor::Bias)
+        stride = broadcastStride(arg, p.dim);
+      else if (p.tensor == AbiTensor::Slopes)
+        // The batch stride of [B, Hq] slopes; [Hq] broadcasts.
+        stride = describe(arg).strides.size() == 2 ? broadcastStride(arg, 0)
+                                                   : zero64();
+      else
+        stride = toI64(describe(arg).strides[p.dim]);
+      if (p.type == MachineType::I32)
+        stride = arith::TruncIOp::create(b, loc, i32, stride);
+      operands.push_back(stride);
+      break;
     }
-  }
-  if (args.seed >= 0)
-    operands.push_back(given[args.seed]);
-  for (int64_t arg : args.captures) {
-    Buffer capture = describe(arg);
-    operands.push_back(capture.ptr);
-    for (Value stride : capture.strides)
-      operands.push_back(toI64(stride));
+    case KernelParam::Kind::Size:
+      operands.push_back(arith::IndexCastOp::create(
+          b, loc, p.type == MachineType::I32 ? i32 : i64, sizeOf(p.size)));
+      break;
+    case KernelParam::Kind::Scalar:
+      if (p.scalar == AbiScalar::Seed) {
+        operands.push_back(given[args.seed]);
+      } else {
+        // Kernels in fagpu ops carry their scale (and take none).
+        assert(op && "a scale parameter of a kernel without its op");
+        double scale = op.getScaleOrDefault();
+        operands.push_back(arith::ConstantFloatOp::create(
+            b, loc, cast<FloatType>(f32),
+            APFloat(static_cast<float>(
+                p.scalar == AbiScalar::ScaleLog2 ? scale * M_LOG2E : scale))));
+      }
+      break;
+    }
   }
   launch.getKernelOperandsMutable().assign(operands);
-  setDynamicSharedBytes(launch, sharedBytes);
+
+  // The grid: x tiles; y and z H and B, folded where either exceeds 65535:
+  // (min(H B, 65535), ceil(H B / 65535)).
+  auto extent = [&](const GridAxis &axis) -> Value {
+    switch (axis.kind) {
+    case GridAxis::Kind::One:
+      return index(1);
+    case GridAxis::Kind::TilesNq:
+    case GridAxis::Kind::TilesNk:
+      return arith::CeilDivUIOp::create(
+          b, loc,
+          sizeOf(axis.kind == GridAxis::Kind::TilesNq ? AbiSize::Nq
+                                                      : AbiSize::Nk),
+          index(axis.rows));
+    case GridAxis::Kind::Hq:
+      return sizeOf(AbiSize::Hq);
+    case GridAxis::Kind::Hkv:
+      return sizeOf(AbiSize::Hkv);
+    case GridAxis::Kind::B:
+      return sizeOf(AbiSize::B);
+    }
+    llvm_unreachable("unknown grid axis");
+  };
+  Value heads = extent(abi.grid.y), batches = extent(abi.grid.z);
+  Value limit = index(::fa::runtime::kMaxGridYZ);
+  Value fits = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, heads, limit),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, batches, limit));
+  Value linear = arith::MulIOp::create(b, loc, heads, batches);
+  launch.getGridSizeXMutable().assign(extent(abi.grid.x));
+  launch.getGridSizeYMutable().assign(arith::SelectOp::create(
+      b, loc, fits, heads, arith::MinUIOp::create(b, loc, linear, limit)));
+  launch.getGridSizeZMutable().assign(arith::SelectOp::create(
+      b, loc, fits, batches,
+      arith::CeilDivUIOp::create(b, loc, linear, limit)));
+  setDynamicSharedBytes(launch, abi.sharedBytes);
 }
 
 /// The tile recorded on an outlined kernel by fa-fuse and fa-async-copy, or
@@ -781,12 +927,14 @@ struct ConvertFAToNVVMPass
       return signalPassFailure();
     }
     SmallVector<AttentionGradOp> gradOps;
-    SmallVector<gpu::GPUFuncOp> forwardKernels;
+    SmallVector<gpu::GPUFuncOp> forwardKernels, fagpuKernels;
     bool unfused = false;
     module.walk([&](Operation *op) {
       if (auto kernel = dyn_cast<gpu::GPUFuncOp>(op)) {
         if (getOutlinedAttention(kernel))
           forwardKernels.push_back(kernel);
+        else if (isFAGPUKernel(kernel))
+          fagpuKernels.push_back(kernel);
       } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
         gradOps.push_back(grad);
       } else if (isa<AttentionOp>(op) &&
@@ -798,7 +946,7 @@ struct ConvertFAToNVVMPass
     });
     if (unfused)
       return signalPassFailure();
-    if (forwardKernels.empty() && gradOps.empty())
+    if (forwardKernels.empty() && gradOps.empty() && fagpuKernels.empty())
       return;
     // The kernel module's chip, unless the option names one.
     std::string moduleChip = getKernelChip(module);
@@ -829,7 +977,25 @@ struct ConvertFAToNVVMPass
           /*alignment=*/1024, /*addrSpace=*/kShared);
     }
     static_assert(kThreads == kForwardThreads, "fa-fuse launches kThreads");
-    for (auto [i, kernel] : llvm::enumerate(forwardKernels)) {
+    // Kernels in the kernel-level IR, lowered op by op.
+    for (gpu::GPUFuncOp kernel : fagpuKernels) {
+      std::string name = kernel.getName().str();
+      // fa-fuse's operands: Q, K, V, O and lse when there is one.
+      KernelArgs args;
+      args.q = 0, args.k = 1, args.v = 2, args.o = 3;
+      args.lse = kernel.getNumArguments() > 4 ? 4 : -1;
+      ::fa::runtime::KernelAbi abi;
+      FailureOr<LLVM::LLVMFuncOp> fn = lowerFAGPUKernel(kernel, name, abi);
+      if (failed(fn))
+        return signalPassFailure();
+      module.walk([&](gpu::LaunchFuncOp launch) {
+        if (launch.getKernelModuleName() == gpuModule.getName() &&
+            launch.getKernelName() == name)
+          rewriteLaunch(launch, AttentionOp(), args, abi);
+      });
+      fn->setSymName(name);
+    }
+    for (gpu::GPUFuncOp kernel : forwardKernels) {
       AttentionOp op = getOutlinedAttention(kernel);
       std::string reason = unsupportedForwardReason(op);
       if (!reason.empty()) {
@@ -846,13 +1012,14 @@ struct ConvertFAToNVVMPass
                        "store its results into them (as fa-fuse outlines it)");
         return signalPassFailure();
       }
-      // The llvm.func takes the gpu.func's place and name.
+      // The llvm.func takes the gpu.func's place and name; it carries its
+      // ABI (fa.kernel_abi), which the launches follow.
       std::string name = kernel.getName().str();
       b.setInsertionPoint(kernel);
       FlashKernelBuilder builder(b, op.getLoc(), op, *tile);
-      builder.build(name + ".nvvm");
+      builder.build(name + ".nvvm", name);
       auto fn = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name + ".nvvm");
-      int64_t sharedBytes = builder.sharedBytes();
+      ::fa::runtime::KernelAbi abi = builder.getAbi(name);
       SmallVector<gpu::LaunchFuncOp> launches;
       module.walk([&](gpu::LaunchFuncOp launch) {
         if (launch.getKernelModuleName() == gpuModule.getName() &&
@@ -860,7 +1027,7 @@ struct ConvertFAToNVVMPass
           launches.push_back(launch);
       });
       for (gpu::LaunchFuncOp launch : launches) {
-        rewriteLaunch(launch, op, *args, sharedBytes);
+        rewriteLaunch(launch, op, *args, abi);
         if (TypeRange(launch.getKernelOperands()) !=
             fn.getFunctionType().getParams()) {
           launch.emitOpError("convert-fa-to-nvvm: the launch's operands do "
@@ -870,21 +1037,6 @@ struct ConvertFAToNVVMPass
       }
       kernel.erase();
       fn.setSymName(name);
-      // The launch contract, read by the runtime.
-      fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-      fn->setAttr("fa.shared_bytes", b.getI64IntegerAttr(sharedBytes));
-      fn->setAttr("fa.block_q", b.getI64IntegerAttr(builder.getBlockQ()));
-      fn->setAttr("fa.threads", b.getI64IntegerAttr(kThreads));
-      if (i == 0)
-        module->setAttr(
-            "fa.kernel",
-            b.getDictionaryAttr({
-                b.getNamedAttr("shared_bytes",
-                               b.getI64IntegerAttr(sharedBytes)),
-                b.getNamedAttr("block_q",
-                               b.getI64IntegerAttr(builder.getBlockQ())),
-                b.getNamedAttr("threads", b.getI64IntegerAttr(kThreads)),
-            }));
     }
     b.setInsertionPointToEnd(gpuModule.getBody());
     for (auto [i, op] : llvm::enumerate(gradOps)) {
@@ -893,30 +1045,11 @@ struct ConvertFAToNVVMPass
         op.emitOpError("convert-fa-to-nvvm: ") << reason;
         return signalPassFailure();
       }
-      SmallVector<KernelContract, 3> contracts =
-          buildAttentionGradKernels(b, op, std::to_string(i),
-                                    {bwdPrefetch, bwdAtomicDQ, gpuTarget,
-                                     bwdDkDvWarps, bwdWgmma, bwdDeterministic});
-      if (contracts.empty())
+      if (failed(buildAttentionGradKernels(b, op, std::to_string(i),
+                                           {bwdPrefetch, bwdAtomicDQ, gpuTarget,
+                                            bwdDkDvWarps, bwdWgmma,
+                                            bwdDeterministic})))
         return signalPassFailure();
-      // The launch contracts, read by the runtime: on each kernel, and for
-      // the first op's kernels on the module, which outlives the gpu.module.
-      SmallVector<Attribute> entries;
-      for (const KernelContract &c : contracts) {
-        auto fn = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(c.name);
-        fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-        fn->setAttr("fa.grid", b.getStringAttr(c.grid));
-        fn->setAttr("fa.shared_bytes", b.getI64IntegerAttr(c.sharedBytes));
-        fn->setAttr("fa.threads", b.getI64IntegerAttr(c.threads));
-        entries.push_back(b.getDictionaryAttr({
-            b.getNamedAttr("name", b.getStringAttr(c.name)),
-            b.getNamedAttr("grid", b.getStringAttr(c.grid)),
-            b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(c.sharedBytes)),
-            b.getNamedAttr("threads", b.getI64IntegerAttr(c.threads)),
-        }));
-      }
-      if (i == 0)
-        module->setAttr("fa.backward", b.getArrayAttr(entries));
     }
   }
 };

@@ -2,8 +2,10 @@
 
 #include "KernelBuilder.h"
 
+#include "fa/Transforms/GpuKernels.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -20,16 +22,75 @@ KernelBuilder::KernelBuilder(OpBuilder &b, Location loc, Type et, int64_t d)
       gptr(LLVM::LLVMPointerType::get(b.getContext(), kGlobal)),
       sptr(LLVM::LLVMPointerType::get(b.getContext(), kShared)) {}
 
-KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace(bool rebuilt) {
+Value AbiArgs::lookup(const ::fa::runtime::KernelParam &param) const {
+  int64_t i = ::fa::runtime::findParam(abi, param);
+  return i < 0 ? Value() : entry->getArgument(i);
+}
+
+Value AbiArgs::get(const ::fa::runtime::KernelParam &param) const {
+  Value arg = lookup(param);
+  assert(arg && "the kernel's ABI lacks this parameter");
+  return arg;
+}
+
+KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace(Value heads,
+                                                         Value batches) {
   ThreadPlace t;
   t.tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   t.tile = NVVM::BlockIdXOp::create(b, loc, i32);
-  if (rebuilt) {
-    t.tid = opaque(t.tid);
-    t.tile = opaque(t.tile);
+  // A folded grid's last row may run past heads x batches (linear =
+  // ctaid.z * nctaid.y + ctaid.y): those CTAs return.
+  Value y = NVVM::BlockIdYOp::create(b, loc, i32);
+  Value z = NVVM::BlockIdZOp::create(b, loc, i32);
+  Value rows = NVVM::GridDimYOp::create(b, loc, i32);
+  Value linear = add(mul(z, rows), y);
+  Value past = cmp(arith::CmpIPredicate::uge, linear, mul(heads, batches));
+  Region *region = b.getInsertionBlock()->getParent();
+  Block *exit = new Block(), *body = new Block();
+  region->push_back(exit);
+  region->push_back(body);
+  LLVM::CondBrOp::create(b, loc, past, exit, body);
+  b.setInsertionPointToStart(exit);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  b.setInsertionPointToStart(body);
+  placeHeads = heads;
+  std::tie(t.head, t.batch) = headAndBatchAgain();
+  t.warp = shr(t.tid, 5);
+  t.lane = andi(t.tid, 31);
+  t.g = shr(t.lane, 2);
+  t.tq = andi(t.lane, 3);
+  return t;
+}
+
+std::pair<Value, Value> KernelBuilder::headAndBatchAgain() {
+  assert(placeHeads && "before the prologue's getThreadPlace");
+  // Unfolded (nctaid.y is the heads): ctaid.y and ctaid.z themselves, which
+  // ptxas rematerializes where registers are short. Folded: the linear
+  // index's quotient and remainder by the heads. nctaid.y goes through
+  // `opaque` so that each place keeps its own (uniform) branch and no
+  // merged value lives across a loop.
+  Value y = NVVM::BlockIdYOp::create(b, loc, i32);
+  Value z = NVVM::BlockIdZOp::create(b, loc, i32);
+  Value rows = opaque(NVVM::GridDimYOp::create(b, loc, i32));
+  Value unfolded = cmp(arith::CmpIPredicate::eq, rows, placeHeads);
+  auto place = scf::IfOp::create(b, loc, TypeRange{i32, i32}, unfolded, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(place.thenBlock());
+    scf::YieldOp::create(b, loc, ValueRange{y, z});
+    b.setInsertionPointToStart(place.elseBlock());
+    Value linear = add(mul(z, rows), y);
+    scf::YieldOp::create(
+        b, loc, ValueRange{remu(linear, placeHeads), divu(linear, placeHeads)});
   }
-  t.head = NVVM::BlockIdYOp::create(b, loc, i32);
-  t.batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  return {place.getResult(0), place.getResult(1)};
+}
+
+KernelBuilder::ThreadPlace KernelBuilder::rebuildThreadPlace() {
+  ThreadPlace t;
+  t.tid = opaque(NVVM::ThreadIdXOp::create(b, loc, i32));
+  t.tile = opaque(NVVM::BlockIdXOp::create(b, loc, i32));
+  std::tie(t.head, t.batch) = headAndBatchAgain();
   t.warp = shr(t.tid, 5);
   t.lane = andi(t.tid, 31);
   t.g = shr(t.lane, 2);
@@ -44,13 +105,31 @@ Value KernelBuilder::lastTileFirst(Value x, bool rebuilt) {
   return sub(sub(tiles, c32(1)), x);
 }
 
-LLVM::LLVMFuncOp KernelBuilder::createKernel(StringRef name,
-                                             ArrayRef<Type> params,
-                                             bool flushDenormals) {
+LLVM::LLVMFuncOp
+KernelBuilder::createKernel(StringRef name, const ::fa::runtime::KernelAbi &abi,
+                            bool flushDenormals) {
+  using ::fa::runtime::MachineType;
+  SmallVector<Type> params;
+  for (const ::fa::runtime::KernelParam &p : abi.params)
+    params.push_back(p.type == MachineType::Ptr   ? gptr
+                     : p.type == MachineType::I64 ? i64
+                     : p.type == MachineType::I32 ? i32
+                                                  : f32);
+  assert(abi.threads == uint32_t(threads) && "the ABI's threads per CTA");
+  LLVM::LLVMFuncOp fn = createFunction(name, params, flushDenormals);
+  fn->setAttr(kKernelAbiAttrName, KernelAbiAttr::get(b.getContext(), abi));
+  return fn;
+}
+
+LLVM::LLVMFuncOp KernelBuilder::createFunction(StringRef name,
+                                               ArrayRef<Type> params,
+                                               bool flushDenormals) {
   MLIRContext *ctx = b.getContext();
+  placeHeads = Value();
   auto fnType =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
   // One CTA of 128 (or 256) threads may use every register: ptxas would
   // otherwise trade registers for occupancy and spill the accumulators.
@@ -570,26 +649,30 @@ Value KernelBuilder::keepScored(const Masks &masks, Region *maskMod, Value idxB,
   return keep;
 }
 
-void KernelBuilder::appendCaptureParams(SmallVectorImpl<Type> &params,
-                                        TypeRange captures) {
-  for (Type t : captures) {
-    params.push_back(gptr);
-    params.append(cast<ShapedType>(t).getRank(), i64);
+void KernelBuilder::appendCaptureParams(
+    std::vector<::fa::runtime::KernelParam> &abi, TypeRange captures) {
+  using ::fa::runtime::KernelParam;
+  for (auto [i, t] : llvm::enumerate(captures)) {
+    abi.push_back(KernelParam::capturePointer(i));
+    for (int64_t dim = 0; dim < cast<ShapedType>(t).getRank(); ++dim)
+      abi.push_back(KernelParam::captureStride(i, dim));
   }
 }
 
-void KernelBuilder::bindCaptures(Block *entry, unsigned first,
-                                 TypeRange captureTypes, Value nq, Value nk) {
+void KernelBuilder::bindCaptures(const AbiArgs &args, TypeRange captureTypes,
+                                 Value nq, Value nk) {
+  using ::fa::runtime::KernelParam;
   // One builder may build several kernels: this one's arguments only.
   captures.clear();
   lastRow = lastKey = Value();
   if (captureTypes.empty())
     return;
-  for (Type t : captureTypes) {
+  for (auto [i, t] : llvm::enumerate(captureTypes)) {
     auto type = cast<ShapedType>(t);
-    Capture c{entry->getArgument(first++), type.getElementType(), {}};
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      c.strides.push_back(entry->getArgument(first++));
+    Capture c{
+        args.get(KernelParam::capturePointer(i)), type.getElementType(), {}};
+    for (int64_t dim = 0; dim < type.getRank(); ++dim)
+      c.strides.push_back(args.get(KernelParam::captureStride(i, dim)));
     captures.push_back(std::move(c));
   }
   lastRow = toIndex(maxs(sub(nq, c32(1)), c32(0)));

@@ -17,6 +17,7 @@
 #define FA_LIB_CONVERSION_FATONVVM_KERNELBUILDER_H
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Runtime/KernelAbi.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -43,6 +44,36 @@ struct Masks {
   DenseI64ArrayAttr window;
 };
 
+/// The arguments of a kernel created from its ABI (KernelBuilder::
+/// createKernel), found by what they are.
+class AbiArgs {
+public:
+  AbiArgs(const ::fa::runtime::KernelAbi &abi, Block *entry)
+      : abi(abi), entry(entry) {}
+  /// The argument that is `param`'s value (its type aside); it must exist.
+  Value get(const ::fa::runtime::KernelParam &param) const;
+  /// The argument that is `param`'s value, or null.
+  Value lookup(const ::fa::runtime::KernelParam &param) const;
+  Value pointer(::fa::runtime::AbiTensor tensor) const {
+    return get(::fa::runtime::KernelParam::pointer(tensor));
+  }
+  Value stride(::fa::runtime::AbiTensor tensor, unsigned dim) const {
+    return get(::fa::runtime::KernelParam::stride(tensor, dim));
+  }
+  Value size(::fa::runtime::AbiSize size) const {
+    return get(::fa::runtime::KernelParam::ofSize(size));
+  }
+  Value scalar(::fa::runtime::AbiScalar scalar) const {
+    return get(::fa::runtime::KernelParam::ofScalar(
+        scalar, ::fa::runtime::MachineType::F32));
+  }
+  Block *getEntry() const { return entry; }
+
+private:
+  const ::fa::runtime::KernelAbi &abi;
+  Block *entry;
+};
+
 /// Emits IR for one kernel. Values named *32 are i32, the rest follow their
 /// type.
 class KernelBuilder {
@@ -50,23 +81,39 @@ public:
   /// `et` is the element type of the tiles (f16 or bf16), `d` their width.
   KernelBuilder(OpBuilder &b, Location loc, Type et, int64_t d);
 
-  /// `llvm.func @name(params)` at the insertion point (a gpu.module), marked
-  /// as a kernel of `threads` threads that may use every register, with its
-  /// entry block; f32 denormals flushed with `flushDenormals`.
-  LLVM::LLVMFuncOp createKernel(StringRef name, ArrayRef<Type> params,
+  /// `llvm.func @name` at the insertion point (a gpu.module) with a
+  /// parameter per entry of `abi.params` (ptr: !llvm.ptr<1>, i32, i64,
+  /// f32), marked as a kernel of `threads` threads that may use every
+  /// register, with its entry block; f32 denormals flushed with
+  /// `flushDenormals`. The ABI goes on the function as `fa.kernel_abi`.
+  LLVM::LLVMFuncOp createKernel(StringRef name,
+                                const ::fa::runtime::KernelAbi &abi,
                                 bool flushDenormals = false);
 
-  /// Where the calling thread is (all i32): its id, its block's grid
-  /// coordinates (x: tile, y: head, z: batch), its warp and lane, and the
-  /// lane's row group (lane / 4) and quad position (lane % 4) in mma.sync
-  /// fragments.
+  /// Where the calling thread is (all i32): its id, its block's tile (x),
+  /// head and batch, its warp and lane, and the lane's row group (lane / 4)
+  /// and quad position (lane % 4) in mma.sync fragments.
   struct ThreadPlace {
     Value tid, tile, head, batch, warp, lane, g, tq;
   };
-  /// With `rebuilt`, the thread and tile ids pass through `opaque`: code
-  /// after a loop recomputes what it needs from them instead of keeping the
-  /// prologue's values in registers across the loop.
-  ThreadPlace getThreadPlace(bool rebuilt = false);
+  /// The place of the calling thread in the kernel's prologue, where its
+  /// grid's y and z hold `heads` x `batches` (KernelAbi.h): unfolded
+  /// (nctaid.y == heads), head = ctaid.y and batch = ctaid.z; folded (the
+  /// launch does that only past CUDA's 65535), linear = ctaid.z * nctaid.y
+  /// + ctaid.y, head = linear % heads, batch = linear / heads. CTAs with
+  /// linear >= heads * batches (the last row of a folded grid) return here:
+  /// the insertion point moves into a new block that only the others reach.
+  ThreadPlace getThreadPlace(Value heads, Value batches);
+  /// The place again after a loop: the thread and tile ids pass through
+  /// `opaque`, so code after the loop recomputes what it needs from them
+  /// instead of keeping the prologue's values in registers across it; head
+  /// and batch are read again (headAndBatchAgain).
+  ThreadPlace rebuildThreadPlace();
+  /// The head and batch of getThreadPlace, computed again (a uniform branch
+  /// of its own), for code inside or after a loop: unfolded they are
+  /// ctaid.y and ctaid.z, which ptxas rematerializes rather than keep in
+  /// registers across the loop, as it would the prologue's values.
+  std::pair<Value, Value> headAndBatchAgain();
   /// The tile of the CTA at `ctaid.x = x` when the grid's tiles are
   /// launched last one first: under a causal mask the last Q tiles have the
   /// most keys to visit, and starting them first leaves light CTAs, not
@@ -316,17 +363,17 @@ public:
   Value inlineRegion(Region &region, ValueRange args);
 
   /// The op's captures (`captures`: their tensor types) as kernel
-  /// parameters, after the kernel's own: per capture a pointer and one i64
-  /// element stride per dim.
-  void appendCaptureParams(SmallVectorImpl<Type> &params, TypeRange captures);
-  /// Binds the captures' parameters (from argument `first` of `entry`, laid
-  /// out as appendCaptureParams does) for inlineRegion, which then clamps
-  /// the regions' query and key arguments to [0, Nq - 1] and [0, Nk - 1]
-  /// (`nq`, `nk`: i32), so that ragged rows and keys of a tile read captures
-  /// in bounds (the masks still see the true key). Emits at the insertion
-  /// point, which must dominate every inlined region (the entry). Call it
-  /// for each kernel (it forgets the previous kernel's).
-  void bindCaptures(Block *entry, unsigned first, TypeRange captures, Value nq,
+  /// parameters, after the kernel's own: per capture its pointer and one
+  /// i64 element stride per dim.
+  static void appendCaptureParams(std::vector<::fa::runtime::KernelParam> &abi,
+                                  TypeRange captures);
+  /// Binds the captures' parameters (of `args`) for inlineRegion, which
+  /// then clamps the regions' query and key arguments to [0, Nq - 1] and
+  /// [0, Nk - 1] (`nq`, `nk`: i32), so that ragged rows and keys of a tile
+  /// read captures in bounds (the masks still see the true key). Emits at
+  /// the insertion point, which must dominate every inlined region (the
+  /// entry). Call it for each kernel (it forgets the previous kernel's).
+  void bindCaptures(const AbiArgs &args, TypeRange captures, Value nq,
                     Value nk);
 
 protected:
@@ -342,6 +389,9 @@ protected:
   Type i32, i64, f32, gptr, sptr;
 
 private:
+  /// `llvm.func @name(params)`, as createKernel makes it.
+  LLVM::LLVMFuncOp createFunction(StringRef name, ArrayRef<Type> params,
+                                  bool flushDenormals);
   /// A bound capture: its global pointer, element type and element strides
   /// (i64, one per dim).
   struct Capture {
@@ -352,6 +402,8 @@ private:
   SmallVector<Capture> captures;
   /// max(Nq - 1, 0) and max(Nk - 1, 0) as index, where there are captures.
   Value lastRow, lastKey;
+  /// The heads of the grid's fold (getThreadPlace).
+  Value placeHeads;
 };
 
 /// Why `op`'s element type and head dims (fa.attention or fa.attention_grad)

@@ -5,23 +5,24 @@
 // see backward.mlir): dsum zeroes an f32 accumulator, dkdv
 // adds dS K into it, dq_convert scales it into dQ. On sm_80 one atomic per
 // element (here); on sm_90a one bulk reduction per tile (backward-bulk-dq.mlir). The three kernels take
-// the accumulator as their last parameter (after scale; %arg43).
+// the accumulator as their last parameter (after scale; %arg46).
 
 // bf16, D = 64, GQA 2:1: Q tiles of 64 rows in dkdv, whose shared memory is
 // K, V (2 x 8 KB), one stage of Q, dO (2 x 8 KB), lse and Dsum (2 x 256 B),
 // then dS^T, [64 keys][64 queries] bf16 (8 KB): 41472 bytes.
 
-// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 41472 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_convert_0", shared_bytes = 0 : i64, threads = 128 : i64}], gpu.container_module}
+// CHECK: module attributes {gpu.container_module}
 
 // dsum zeroes each valid row's accumulator, (b, h, i)'s Dsum offset times
 // D: per lane 2 x 4 floats in each 32 columns.
 // CHECK-LABEL: llvm.func @fa_backward_dsum_0(
 // CHECK-SAME: %arg9: !llvm.ptr<1>,
-// CHECK-SAME: %arg42: f32, %arg43: !llvm.ptr<1>)
+// CHECK-SAME: %arg45: f32, %arg46: !llvm.ptr<1>)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 0, params = {{\[}}{{.*}}, scale_log2 : f32, scale : f32, dq_accum(64) : ptr]>
 // CHECK: %[[ZROW:.+]] = arith.cmpi slt, %{{.+}}, %arg38 : i32
 // CHECK: scf.if %[[ZROW]] {
 // CHECK: %[[AT:.+]] = arith.muli %{{.+}}, %c64_i64 : i64
-// CHECK-NEXT: %[[ACC:.+]] = llvm.getelementptr %arg43[%[[AT]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK-NEXT: %[[ACC:.+]] = llvm.getelementptr %arg46[%[[AT]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
 // CHECK-NEXT: %[[ZERO:.+]] = llvm.mlir.zero : vector<4xf32>
 // CHECK-COUNT-4: llvm.store %[[ZERO]], %{{.+}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
 // CHECK: llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr<1>
@@ -32,9 +33,11 @@
 // for the warp's 16 queries x 64 columns; the sums are added into the
 // accumulator row of each query below Nq.
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %arg42: f32, %arg43: !llvm.ptr<1>)
-// CHECK-SAME: fa.shared_bytes = 41472 : i64
-// The lane id goes through an opaque mov (its addresses are not hoisted).
+// CHECK-SAME: %arg45: f32, %arg46: !llvm.ptr<1>)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 41472, params = {{\[}}{{.*}}, dq_accum(64) : ptr]>
+// Past the thread place (Hkv = %arg42), the lane id goes through an opaque
+// mov (its addresses are not hoisted).
+// CHECK: arith.divui %{{.+}}, %arg42 : i32
 // CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;", "=r,r"
 // CHECK: %[[LIVE:.+]] = arith.cmpi slt, %{{.+}}, %arg39 : i32
 // CHECK: %[[LO:.+]] = arith.select %[[LIVE]], %{{.+}}, %[[Z:.+]] : f32
@@ -47,16 +50,16 @@
 // CHECK: %[[Q:.+]] = arith.cmpi slt, %{{.+}}, %arg38 : i32
 // CHECK-NEXT: scf.if %[[Q]] {
 // CHECK: %[[ROW:.+]] = arith.muli %{{.+}}, %c64_i64{{.*}} : i64
-// CHECK-NEXT: llvm.getelementptr %arg43[%[[ROW]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK-NEXT: llvm.getelementptr %arg46[%[[ROW]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
 // CHECK: llvm.atomicrmw fadd %{{.+}}, %{{.+}} syncscope("device") monotonic : !llvm.ptr<1>, f32
 
 // dq_convert: a quad of lanes per row, 8 columns per 32 each: two 16-byte
-// loads of the accumulator, times scale (%arg42), to bf16, one 16-byte
+// loads of the accumulator, times scale (%arg45), to bf16, one 16-byte
 // store into dQ.
 // CHECK-LABEL: llvm.func @fa_backward_dq_convert_0(
-// CHECK-SAME: %arg42: f32, %arg43: !llvm.ptr<1>)
-// CHECK-SAME: fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 0 : i64
-// CHECK: %[[SCALE:.+]] = llvm.insertelement %arg42, %{{.+}}[%c7_i32{{.*}} : i32] : vector<8xf32>
+// CHECK-SAME: %arg45: f32, %arg46: !llvm.ptr<1>)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 0, params = {{\[}}{{.*}}, dq_accum(64) : ptr]>
+// CHECK: %[[SCALE:.+]] = llvm.insertelement %arg45, %{{.+}}[%c7_i32{{.*}} : i32] : vector<8xf32>
 // CHECK: scf.if
 // CHECK: %[[A:.+]] = llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
 // CHECK: %[[B:.+]] = llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
@@ -68,6 +71,7 @@
 // The schedule: S^T (32 mma); dV, dP^T, dK (96); a barrier; dQ (4 k-steps x
 // 8 n-tiles = 32 mma), 16 atomic adds for each of the lane's two rows.
 // SCHED-LABEL: llvm.func @fa_backward_dsum_0
+// SCHED-NEXT: 1 place
 // SCHED-NEXT: 4 scf.if
 // SCHED-LABEL: llvm.func @fa_backward_dkdv_0
 // SCHED: 32 nvvm.mma.sync
@@ -82,6 +86,7 @@
 // SCHED-NEXT: 16 llvm.atomicrmw fadd
 // SCHED-NEXT: 2 scf.yield
 // SCHED-LABEL: llvm.func @fa_backward_dq_convert_0
+// SCHED-NEXT: 1 place
 // SCHED-NEXT: 2 scf.if
 
 func.func @plain(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %o: tensor<?x4x?x64xbf16>, %do: tensor<?x4x?x64xbf16>, %lse: tensor<?x4x?xf32>) -> (tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) {
@@ -94,16 +99,16 @@ func.func @plain(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tenso
 // f16, D = 128 with a bias: Q tiles of 16 rows, so the four warps split dQ's
 // 128 columns into 32 each, computed in two passes of 16 (the scored path
 // has no registers for more). dS^T is [64 keys][16 queries] (2 KB). The
-// accumulator follows the scored parameters (%arg57).
+// accumulator follows the scored parameters (%arg58).
 
-// CHECK: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 43136 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32, %{{[^:]+}}: !llvm.ptr<1>,
-// CHECK-SAME: %arg55: i32, %arg56: i32, %arg57: !llvm.ptr<1>)
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32, %{{[^:]+}}: !llvm.ptr<1>,
+// CHECK-SAME: %arg57: i64, %arg58: !llvm.ptr<1>)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 43136, params = {{\[}}{{.*}}, stride(dbias, 3) : i64, dq_accum(128) : ptr]>
 // k0 = 64 * ctaid.x; causal top-left: the first query that sees key k0 is
 // k0 (no offset), so the Q loop runs over [max(0, k0), Nq). Key row:
 // k0 + 16 * warp + lane / 4.
-// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
 // CHECK: %[[C0:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[K0]] : i32

@@ -8,9 +8,9 @@
 // stores. Shared memory: backward-atomic-dq.mlir's 41472 bytes, then 4
 // warps x 16 x 72 x 4 bytes. bf16, D = 64, GQA 2:1.
 
-// CHECK: name = "fa_backward_dkdv_0", shared_bytes = 59904 : i64
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %arg42: f32, %arg43: !llvm.ptr<1>)
+// CHECK-SAME: %arg45: f32, %arg46: !llvm.ptr<1>)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 59904,
 // CHECK: %[[SMEM:.+]] = llvm.mlir.addressof @fa_smem
 // Per Q tile: dS^T to shared memory (16 i32 pairs per lane), dK, then the
 // barrier publishes dS^T; the warp's rows are at 41472 + 4608 warp.
@@ -42,7 +42,7 @@
 // CHECK: %[[Q:.+]] = arith.addi %{{.+}}, %[[LANE]] : i32
 // CHECK-NEXT: %[[IN:.+]] = arith.cmpi slt, %[[Q]], %arg38 : i32
 // CHECK-NEXT: scf.if %[[IN]] {
-// CHECK: %[[ACC:.+]] = llvm.getelementptr %arg43[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK: %[[ACC:.+]] = llvm.getelementptr %arg46[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
 // CHECK: %[[DST:.+]] = llvm.getelementptr %[[ACC]][%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
 // CHECK-NEXT: %[[C288:.+]] = arith.constant 288 : i32
 // CHECK-NEXT: %[[AT:.+]] = arith.muli %[[LANE]], %[[C288]] : i32

@@ -9,7 +9,7 @@
 // KB), lse and Dsum (2 x 64 B): 82048 bytes. dq takes K/V tiles of 32 keys
 // (its dQ holds 128 registers): Q, dO (2 x 32 KB), K, V (2 x 16 KB).
 
-// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 82048 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 98304 : i64, threads = 128 : i64}], gpu.container_module}
+// CHECK: module attributes {gpu.container_module}
 // D = 256's kernels keep f32 denormals (with ex2.approx.ftz ptxas spills in
 // dkdv); smaller D flush them (backward.mlir).
 // CHECK-NOT: denormal_fp_math_f32
@@ -17,18 +17,17 @@
 // The first pass stores columns [0, 128) of the key rows of dK (%arg7) and
 // dV (%arg8); the second [128, 256).
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 82048,
 // k0 = 64 * ctaid.x; causal top-left: the first query that sees key k0 is
 // k0 (no offset), so both passes loop over the Q tiles of [max(0, k0), Nq).
 // Key row: k0 + 16 * warp + lane / 4.
-// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
 // CHECK: %[[C0:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[K0]] : i32
 // CHECK-NEXT: %[[KW:.+]] = arith.addi %[[K0]], %{{.+}} : i32
 // CHECK-NEXT: %[[KROW:.+]] = arith.addi %[[KW]], %{{.+}} : i32
-// CHECK: %[[DK:.+]] = llvm.getelementptr %arg7[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
-// CHECK: %[[DV:.+]] = llvm.getelementptr %arg8[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
 // CHECK: %{{.+}}:128 = scf.for
 // CHECK: %[[QENDIDX:.+]] = arith.index_cast %[[NQ]] : i32 to index
 // CHECK-NEXT: %[[QBIDX:.+]] = arith.index_cast %[[QBEGIN]] : i32 to index
@@ -44,19 +43,25 @@
 // CHECK: %[[QUERY:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // CHECK-NEXT: %[[SEEN:.+]] = arith.cmpi sle, %[[KEY]], %[[QUERY]] : i32
 // CHECK-NEXT: arith.select %[[SEEN]], %{{.+}}, %{{.+}} : f32
+// After each pass, the block's dK and dV rows (its kv head and batch read
+// again, not kept across the loops).
+// CHECK: %[[DK:.+]] = llvm.getelementptr %arg7[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: %[[DV:.+]] = llvm.getelementptr %arg8[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
 // CHECK: llvm.getelementptr %[[DK]][%c0_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
 // CHECK: llvm.getelementptr %[[DV]][%c0_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
 // CHECK: %{{.+}}:128 = scf.for
-// CHECK: llvm.getelementptr %[[DK]][%c128_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
-// CHECK: llvm.getelementptr %[[DV]][%c128_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: %[[DK2:.+]] = llvm.getelementptr %arg7[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: %[[DV2:.+]] = llvm.getelementptr %arg8[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: llvm.getelementptr %[[DK2]][%c128_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: llvm.getelementptr %[[DV2]][%c128_i64{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
 // CHECK: llvm.return
 
 // dq: q0 = 64 * ctaid.x, its K/V loop over [0, max(0, min(Nk, q0 + 64)))
 // (top-left: no offset); masks if kv0 + 32 > Nk or kv0 + 31 > q0; the
 // first score is kept if key < Nk and key <= row.
 // CHECK-LABEL: llvm.func @fa_backward_dq_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
-// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: nvvm.cp.async.commit.group
 // CHECK-NEXT: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
@@ -85,10 +90,14 @@
 // mma), then dV += P^T dO (16 x 128 columns: 16), dP^T (32) and dK += dS^T
 // Q (16).
 // SCHED-LABEL: llvm.func @fa_backward_dkdv_0
-// SCHED: 2 scf.for
+// SCHED: 1 scf.for
+// SCHED-NEXT: 1 place
+// SCHED-NEXT: 1 scf.for
 // SCHED: 32 nvvm.mma.sync
 // SCHED: 64 nvvm.mma.sync
-// SCHED: 2 scf.for
+// SCHED: 1 scf.for
+// SCHED-NEXT: 1 place
+// SCHED-NEXT: 1 scf.for
 // SCHED: 32 nvvm.mma.sync
 // SCHED: 64 nvvm.mma.sync
 // SCHED-NOT: nvvm.mma.sync
@@ -101,13 +110,17 @@
 // Atomic dQ: the first pass alone adds dS K (16 queries x 64 columns per
 // warp, 4 k-steps: 32 mma) into the accumulator.
 // ATOMIC-LABEL: llvm.func @fa_backward_dkdv_0
-// ATOMIC: 2 scf.for
+// ATOMIC: 1 scf.for
+// ATOMIC-NEXT: 1 place
+// ATOMIC-NEXT: 1 scf.for
 // ATOMIC: 64 nvvm.mma.sync
 // ATOMIC-NEXT: 1 nvvm.barrier0
 // ATOMIC-NEXT: 32 nvvm.mma.sync
 // ATOMIC: 16 llvm.atomicrmw fadd
 // ATOMIC: 16 llvm.atomicrmw fadd
-// ATOMIC: 2 scf.for
+// ATOMIC: 1 scf.for
+// ATOMIC-NEXT: 1 place
+// ATOMIC-NEXT: 1 scf.for
 // ATOMIC: 64 nvvm.mma.sync
 // ATOMIC-NOT: llvm.atomicrmw
 // ATOMIC-LABEL: llvm.func @fa_backward_dq_convert_0

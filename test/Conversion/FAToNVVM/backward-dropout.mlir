@@ -3,17 +3,17 @@
 // RUN: fa-opt %s -convert-fa-to-nvvm=chip=sm_80 | FileCheck %s --check-prefix=DET
 
 // The backward with dropout: the scored path, whose kernels take the i64
-// seed after the scored parameters (%arg57; then the dQ accumulator). dK/dV
+// seed after the scored parameters (%arg58; then the dQ accumulator). dK/dV
 // draws Philox4x32-10 on (key, query, head, batch), keyed by the seed's two
 // halves, as the forward does, once per score: dV takes P Z and
 // dS = P (dP Z - Dsum). bf16, D = 64, GQA 2:1, causal: Q tiles of 32 rows.
 
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32, %{{[^:]+}}: !llvm.ptr<1>,
-// CHECK-SAME: %arg55: i32, %arg56: i32, %arg57: i64, %arg58: !llvm.ptr<1>)
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32, %{{[^:]+}}: !llvm.ptr<1>,
+// CHECK-SAME: %arg57: i64, %arg58: i64, %arg59: !llvm.ptr<1>)
 // k0 = 64 * ctaid.x; causal bottom-right: the diagonal's offset is
 // Nk - Nq and the Q loop runs over [max(0, k0 - (Nk - Nq)), Nq).
-// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
 // CHECK: %[[C0:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[FROM:.+]] = arith.subi %[[K0]], %[[DIAG]] : i32
@@ -24,8 +24,8 @@
 // CHECK-NEXT: %[[Q0:.+]] = arith.index_cast %{{.+}} : index to i32
 // The first score's counter: key (this lane's row), query (its column),
 // then the seed's low and high words.
-// CHECK: %[[LO:.+]] = arith.trunci %arg57 : i64 to i32
-// CHECK: %[[SHIFT:.+]] = arith.shrui %arg57, %c32_i64 : i64
+// CHECK: %[[LO:.+]] = arith.trunci %arg58 : i64 to i32
+// CHECK: %[[SHIFT:.+]] = arith.shrui %arg58, %c32_i64 : i64
 // CHECK-NEXT: %[[HI:.+]] = arith.trunci %[[SHIFT]] : i64 to i32
 // CHECK: %{{.+}}, %{{.+}} = arith.mului_extended %c-766435501_i32, %{{.+}} : i32
 // CHECK: %{{.+}}, %{{.+}} = arith.mului_extended %c-845247145_i32, %{{.+}} : i32
@@ -72,7 +72,7 @@
 // CHECK: scf.if
 // CHECK: arith.mulf %{{.+}}, %[[RP]] : f32
 // CHECK-LABEL: llvm.func @fa_backward_dq_convert_0(
-// CHECK-SAME: %arg57: i64, %arg58: !llvm.ptr<1>)
+// CHECK-SAME: %arg58: i64, %arg59: !llvm.ptr<1>)
 
 // 16 scores per lane per tile: 16 x 10 rounds x 2 products.
 // SCHED-LABEL: llvm.func @fa_backward_dkdv_0
@@ -84,8 +84,8 @@
 
 // The default (the dq kernel) draws the same stream for its dS.
 // DET-LABEL: llvm.func @fa_backward_dq_0(
-// DET-SAME: %arg57: i64)
-// DET: arith.trunci %arg57 : i64 to i32
+// DET-SAME: %arg58: i64)
+// DET: arith.trunci %arg58 : i64 to i32
 // DET: arith.cmpf oge
 // DET: %[[Z:.+]] = arith.select %{{.+}}, %cst{{.*}}, %cst{{.*}} : f32
 // DET: %[[DPZ:.+]] = arith.mulf %{{.+}}, %[[Z]] : f32

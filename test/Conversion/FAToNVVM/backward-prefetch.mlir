@@ -17,18 +17,18 @@
 
 // By default on sm_90a dQ is atomic here (dkdv is the wgmma kernel below):
 // dq_convert instead of dq.
-// AUTO: name = "fa_backward_dkdv_0", shared_bytes = 202752 : i64, threads = 256 : i64}
-// AUTO-SAME: name = "fa_backward_dq_convert_0"
+// AUTO-LABEL: llvm.func @fa_backward_dkdv_0(
+// AUTO-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 128), Hkv, B], threads = 256, shared = 202752,
 // AUTO: wgmma.mma_async
+// AUTO: llvm.func @fa_backward_dq_convert_0(
 // AUTO-NOT: llvm.func @fa_backward_dq_0(
 
 // With the dq kernel (bwd-deterministic) dkdv also runs 8 warps on wgmma
 // (no dS^T buffers or dQ rows: K, V 64 KB and two stages of 33792 bytes),
 // 24 wgmmas per Q tile (S^T, dP^T: 8 k-steps each; dV, dK: 4), no
 // reductions; the dq kernel follows.
-// DETW: {grid = "ceil(Nk/128),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 133120 : i64, threads = 256 : i64}
-// DETW-SAME: name = "fa_backward_dq_0"
 // DETW-LABEL: llvm.func @fa_backward_dkdv_0(
+// DETW-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 128), Hkv, B], threads = 256, shared = 133120,
 // DETW-COUNT-24: wgmma.mma_async
 // DETW-NOT: wgmma.mma_async
 // DETW-NOT: cp.reduce.async.bulk
@@ -38,9 +38,8 @@
 // With mma.sync (bwd-wgmma=false) and the dq kernel on sm_90a: Q tiles of 64 rows (2 x 16 KB of Q and dO and 2 x 256 B of lse,
 // Dsum per stage: 32768 + 2 x 33280), the next one 64 rows on; 256 mmas
 // per tile (S^T, dP^T, dV and dK of 16 keys x 64 queries x 128 per warp).
-// Q64: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 99328 : i64, threads = 128 : i64}
-// Q64-SAME: name = "fa_backward_dq_0", shared_bytes = 98304 : i64
 // Q64-LABEL: llvm.func @fa_backward_dkdv_0(
+// Q64-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 99328,
 // Q64: scf.for %{{.+}} = %{{.+}} to %[[QEND:.+]] step %c64 iter_args(
 // Q64: %[[Q0:.+]] = arith.index_cast
 // Q64: arith.addi %[[Q0]], %c64_i32{{.*}} : i32
@@ -51,6 +50,7 @@
 // and K and V (2 x 32 KB); 384 mmas per tile (S, dP of 16 queries x 128
 // keys x 128, dQ of 16 x 128 x 128 per warp).
 // Q64-LABEL: llvm.func @fa_backward_dq_0(
+// Q64-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 98304,
 // Q64: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c128 iter_args(
 // Q64-COUNT-384: nvvm.mma.sync
 // Q64-NOT: nvvm.mma.sync
@@ -59,8 +59,8 @@
 // dQ reduced once per 128 keys, not 64) with Q tiles of 64 rows, and dQ is
 // pipelined; with mma.sync (bwd-wgmma=false): K and V (2 x 32 KB), two stages (2 x 33280), a dS^T buffer per
 // stage (2 x 128 x 64 x 2) and 8 warps' dQ rows (8 x 16 x 72 x 4).
-// ATOMIC: {grid = "ceil(Nk/128),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 201728 : i64, threads = 256 : i64}
 // ATOMIC-LABEL: llvm.func @fa_backward_dkdv_0(
+// ATOMIC-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 128), Hkv, B], threads = 256, shared = 201728,
 // ATOMIC-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
 // Both loops carry the stage and the pending tile: its q0 (-1: none) and
 // query head.
@@ -87,7 +87,8 @@
 // By default the same kernel multiplies with wgmma, each warpgroup's 64 keys
 // one m64 tile. Its stages start at multiples of 1024 bytes (33280 -> 33792
 // each): 65536 + 2 x 33792 + 2 x 16384 + 36864.
-// WGMMA: {grid = "ceil(Nk/128),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 202752 : i64, threads = 256 : i64}
+// WGMMA: llvm.func @fa_backward_dkdv_0(
+// WGMMA-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 128), Hkv, B], threads = 256, shared = 202752,
 // Descriptors (128-byte swizzle, bit 62): K-major with 2048 bytes (128 >> 4,
 // bit 32 up) between groups of 8 rows of 256 bytes; transposed ([k][n]
 // tiles) with 1024 bytes (64 >> 4, bit 16 up) between 64-column blocks; dS^T
@@ -108,20 +109,27 @@
 // visible to the tensor cores before it); the pending tile's dQ (8 k-steps
 // over 128 keys); S^T; dP^T; dV with dK in one group; 4 wgmma waits.
 // WSCHED:      llvm.func @fa_backward_dkdv_0
-// WSCHED-NEXT: 24 nvvm.cp.async.shared.global
+// WSCHED-NEXT:  1 place
+// WSCHED-NEXT: 16 nvvm.cp.async.shared.global
+// WSCHED-NEXT:  1 place
+// WSCHED-NEXT:  8 nvvm.cp.async.shared.global
 // WSCHED-NEXT:  1 nvvm.cp.async.commit.group
 // WSCHED-NEXT:  1 scf.if
 // WSCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // WSCHED-NEXT:  1 fence.proxy.async
 // WSCHED-NEXT:  1 nvvm.barrier0
-// WSCHED-NEXT:  2 scf.for
+// WSCHED-NEXT:  1 scf.for
+// WSCHED-NEXT:  1 place
+// WSCHED-NEXT:  1 scf.for
 // WSCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // WSCHED-NEXT:  1 fence.proxy.async
 // WSCHED-NEXT:  1 nvvm.barrier0
+// WSCHED-NEXT:  1 place
 // WSCHED-NEXT:  1 scf.if
 // WSCHED-NEXT:  8 nvvm.cp.async.shared.global
 // WSCHED-NEXT:  1 nvvm.cp.async.commit.group
 // WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  1 place
 // WSCHED-NEXT:  1 wgmma.fence
 // WSCHED-NEXT:  8 wgmma.mma_async.sync.aligned.m64n64k16
 // WSCHED-NEXT:  1 wgmma.commit_group
@@ -150,17 +158,20 @@
 // WSCHED-NEXT:  2 scf.yield
 // WSCHED-NEXT:  1 nvvm.barrier0
 // WSCHED-NEXT:  1 scf.if
+// WSCHED-NEXT:  1 place
 // WSCHED-NEXT:  1 wgmma.fence
 // WSCHED-NEXT:  8 wgmma.mma_async.sync.aligned.m64n64k16
 // WSCHED-NEXT:  1 wgmma.commit_group
 // WSCHED-NEXT:  1 wgmma.wait_group.sync.aligned 0
 // WSCHED-NEXT:  1 scf.if
 // WSCHED-NEXT:  1 fence.proxy.async
-// WSCHED-NEXT:  7 scf.if
+// WSCHED-NEXT:  2 scf.if
+// WSCHED-NEXT:  1 place
+// WSCHED-NEXT:  5 scf.if
 // WSCHED-NEXT: llvm.func @fa_backward_dq_convert_0
 // In 4 warps it stays 32 rows (64 spills), 64 keys, dQ still pipelined.
-// ATOMIC4: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = {{[0-9]+}} : i64, threads = 128 : i64}
 // ATOMIC4-LABEL: llvm.func @fa_backward_dkdv_0(
+// ATOMIC4-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = {{[0-9]+}},
 // ATOMIC4: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32 iter_args(
 
 // The pipelined schedule: one barrier per Q tile, the pending tile's dQ
@@ -168,18 +179,25 @@
 // the next tile's copies, then this tile's 256 mmas; after the loops a
 // barrier and the last tile's dQ.
 // PIPE:      llvm.func @fa_backward_dkdv_0
-// PIPE-NEXT: 24 nvvm.cp.async.shared.global
+// PIPE-NEXT:  1 place
+// PIPE-NEXT: 16 nvvm.cp.async.shared.global
+// PIPE-NEXT:  1 place
+// PIPE-NEXT:  8 nvvm.cp.async.shared.global
 // PIPE-NEXT:  1 nvvm.cp.async.commit.group
 // PIPE-NEXT:  1 scf.if
 // PIPE-NEXT:  1 nvvm.cp.async.wait.group 0
 // PIPE-NEXT:  1 nvvm.barrier0
-// PIPE-NEXT:  2 scf.for
+// PIPE-NEXT:  1 scf.for
+// PIPE-NEXT:  1 place
+// PIPE-NEXT:  1 scf.for
 // PIPE-NEXT:  1 nvvm.cp.async.wait.group 0
 // PIPE-NEXT:  1 nvvm.barrier0
+// PIPE-NEXT:  1 place
 // PIPE-NEXT:  1 scf.if
 // PIPE-NEXT:  8 nvvm.cp.async.shared.global
 // PIPE-NEXT:  1 nvvm.cp.async.commit.group
 // PIPE-NEXT:  1 scf.if
+// PIPE-NEXT:  1 place
 // PIPE-NEXT: 64 nvvm.mma.sync
 // PIPE-NEXT:  1 scf.if
 // PIPE-NEXT:  1 fence.proxy.async
@@ -194,18 +212,20 @@
 // PIPE-NEXT:  2 scf.yield
 // PIPE-NEXT:  1 nvvm.barrier0
 // PIPE-NEXT:  1 scf.if
+// PIPE-NEXT:  1 place
 // PIPE-NEXT: 64 nvvm.mma.sync
 // PIPE-NEXT:  1 scf.if
 // PIPE-NEXT:  1 fence.proxy.async
-// PIPE-NEXT:  7 scf.if
+// PIPE-NEXT:  2 scf.if
+// PIPE-NEXT:  1 place
+// PIPE-NEXT:  5 scf.if
 // PIPE-NEXT: llvm.func @fa_backward_dq_convert_0
 
-// CHECK: {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 66048 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
-// CHECK-SAME: fa.shared_bytes = 66048 : i64
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 66048,
 // k0 = 64 * ctaid.x.
-// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // The first Q tile (head 0, qBegin) goes to stage 0 in the K/V group, its
 // lse and Dsum to shared memory before the barrier.
 // CHECK: %[[SMEM:.+]] = llvm.mlir.addressof @fa_smem
@@ -287,14 +307,20 @@
 // The whole dkdv schedule: one wait and one barrier per Q tile, the next
 // tile's copies issued right after them.
 // SCHED:      llvm.func @fa_backward_dkdv_0
-// SCHED-NEXT: 24 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 place
+// SCHED-NEXT: 16 nvvm.cp.async.shared.global
+// SCHED-NEXT:  1 place
+// SCHED-NEXT:  8 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 scf.if
 // SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // SCHED-NEXT:  1 nvvm.barrier0
-// SCHED-NEXT:  2 scf.for
+// SCHED-NEXT:  1 scf.for
+// SCHED-NEXT:  1 place
+// SCHED-NEXT:  1 scf.for
 // SCHED-NEXT:  1 nvvm.cp.async.wait.group 0
 // SCHED-NEXT:  1 nvvm.barrier0
+// SCHED-NEXT:  1 place
 // SCHED-NEXT:  1 scf.if
 // SCHED-NEXT:  8 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
@@ -306,17 +332,21 @@
 // SCHED-NEXT: 96 nvvm.mma.sync
 // SCHED-NEXT:  1 scf.if
 // SCHED-NEXT:  2 scf.yield
+// SCHED-NEXT:  1 place
 // SCHED-NEXT:  4 scf.if
 // SCHED-NEXT: llvm.func @fa_backward_dq_0
 
 // bwd-prefetch=false: each Q tile loaded and waited for in its iteration
 // (Q, then dO, as two groups).
 // OFF:      llvm.func @fa_backward_dkdv_0
+// OFF-NEXT:  1 place
 // OFF-NEXT: 16 nvvm.cp.async.shared.global
 // OFF-NEXT:  1 nvvm.cp.async.commit.group
 // OFF-NEXT:  1 nvvm.cp.async.wait.group 0
 // OFF-NEXT:  1 nvvm.barrier0
-// OFF-NEXT:  2 scf.for
+// OFF-NEXT:  1 scf.for
+// OFF-NEXT:  1 place
+// OFF-NEXT:  1 scf.for
 // OFF-NEXT:  1 nvvm.barrier0
 // OFF-NEXT:  4 nvvm.cp.async.shared.global
 // OFF-NEXT:  1 nvvm.cp.async.commit.group
@@ -334,6 +364,7 @@
 // OFF-NEXT:  1 nvvm.barrier0
 // OFF-NEXT: 96 nvvm.mma.sync
 // OFF-NEXT:  2 scf.yield
+// OFF-NEXT:  1 place
 // OFF-NEXT:  4 scf.if
 // OFF-NEXT: llvm.func @fa_backward_dq_0
 func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>, %o: tensor<?x8x?x128xbf16>, %do: tensor<?x8x?x128xbf16>, %lse: tensor<?x8x?xf32>) -> (tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>) {

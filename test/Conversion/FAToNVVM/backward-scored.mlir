@@ -4,12 +4,13 @@
 // ALiBi [Hq] and a score_mod with its derivative: the three kernels take the
 // scored ABI tail, and a fourth writes dBias.
 
-// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 33280 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 32768 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dbias_0", shared_bytes = 33792 : i64, threads = 128 : i64}], gpu.container_module}
+// CHECK: module attributes {gpu.container_module}
 
 // The plain ABI, then bias, its strides (b, h, i, j), slopes, their batch
-// stride, dBias, its strides, B and Hq.
+// stride, dBias and its strides.
 // CHECK-LABEL: llvm.func @fa_backward_dsum_0(
-// CHECK-SAME: %arg42: f32, %arg43: !llvm.ptr<1>, %arg44: i64, %arg45: i64, %arg46: i64, %arg47: i64, %arg48: !llvm.ptr<1>, %arg49: i64, %arg50: !llvm.ptr<1>, %arg51: i64, %arg52: i64, %arg53: i64, %arg54: i64, %arg55: i32, %arg56: i32)
+// CHECK-SAME: %arg45: f32, %arg46: !llvm.ptr<1>, %arg47: i64, %arg48: i64, %arg49: i64, %arg50: i64, %arg51: !llvm.ptr<1>, %arg52: i64, %arg53: !llvm.ptr<1>, %arg54: i64, %arg55: i64, %arg56: i64, %arg57: i64)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 0, params = {{\[}}{{.+}}, Nq : i32, Nk : i32, group : i32, Hq : i32, Hkv : i32, B : i32, scale_log2 : f32, scale : f32, bias : ptr, stride(bias, 0) : i64, stride(bias, 1) : i64, stride(bias, 2) : i64, stride(bias, 3) : i64, slopes : ptr, stride(slopes, 0) : i64, dbias : ptr, stride(dbias, 0) : i64, stride(dbias, 1) : i64, stride(dbias, 2) : i64, stride(dbias, 3) : i64]>
 
 // dkdv: Q tiles of 32 rows (the scored path at D = 64); the slope of each
 // query head of the group; S^T's scores in the natural domain: scale, ALiBi,
@@ -17,7 +18,8 @@
 // cross Nq; P^T with log2(e) in the fma; dS^T takes score_mod_grad's value,
 // 0 where P is 0.
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %[[BIAS:arg43]]: !llvm.ptr<1>, %[[SB:arg44]]: i64, %[[SH:arg45]]: i64, %[[SI:arg46]]: i64, %[[SJ:arg47]]: i64, %[[SLOPES:arg48]]: !llvm.ptr<1>, %[[SS:arg49]]: i64,
+// CHECK-SAME: %[[BIAS:arg46]]: !llvm.ptr<1>, %[[SB:arg47]]: i64, %[[SH:arg48]]: i64, %[[SI:arg49]]: i64, %[[SJ:arg50]]: i64, %[[SLOPES:arg51]]: !llvm.ptr<1>, %[[SS:arg52]]: i64,
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 33280,
 // CHECK: arith.muli %{{.+}}, %[[SJ]] : i64
 // CHECK: arith.muli %{{.+}}, %[[SJ]] : i64
 // CHECK: scf.for
@@ -73,7 +75,7 @@
 // member each (nothing broadcasts): S, P, dP, dS = P (dP - Dsum) score_mod'
 // into a 16 x 64 tile per warp, stored as f16 where in bounds.
 // CHECK-LABEL: llvm.func @fa_backward_dbias_0(
-// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 33792 : i64, fa.threads = 128 : i64
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 33792,
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: scf.for
@@ -115,13 +117,14 @@ func.func @full_bias(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 // f16, D = 128, mask_mod and causal, no bias gradient: three kernels; every
 // tile is masked (no branch), mask_mod inlined per score in dkdv and dq.
 
-// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 49408 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 65536 : i64, threads = 128 : i64}], gpu.container_module}
+// CHECK: module attributes {gpu.container_module}
 // dkdv: k0 = 64 * ctaid.x; causal top-left (no offset): the Q loop runs
 // over [max(0, k0), Nq); the first score of S^T (key row, query column) is
 // kept if key <= query, the mask_mod holds on (query, key) and query < Nq.
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32,
-// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32,
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 49408,
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
 // CHECK: %[[C0:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[QBEGIN:.+]] = arith.maxsi %[[C0]], %[[K0]] : i32
@@ -144,8 +147,8 @@ func.func @full_bias(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 // (no offset); the first score is kept if key < Nk, key <= row (the
 // mask_mod's i) and the mask_mod holds on (row, key).
 // CHECK-LABEL: llvm.func @fa_backward_dq_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32,
-// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32,
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: nvvm.barrier0
 // CHECK-NEXT: %[[BEGIN:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
@@ -189,9 +192,10 @@ func.func @mask_mod(%q: tensor<?x2x?x128xf16>, %o: tensor<?x2x?x128xf16>, %lse: 
 // and sums columns over the warp's rows (shuffles) and the warps (shared
 // memory, in warp order): no atomics.
 
-// CHECK: {grid = "1,Hq,1", name = "fa_backward_dbias_0", shared_bytes = 33792 : i64, threads = 128 : i64}
+// Its grid: one block per head, [1, Hq, 1] (the broadcast dims are 1).
 // CHECK-LABEL: llvm.func @fa_backward_dbias_0(
-// CHECK-SAME: %[[B:arg55]]: i32, %[[HQ:arg56]]: i32)
+// CHECK-SAME: %[[HQ:arg41]]: i32, %{{[^:]+}}: i32, %[[B:arg43]]: i32,
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [1, Hq, 1], threads = 128, shared = 33792,
 // CHECK: scf.for
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args
 // CHECK: scf.for
@@ -223,8 +227,8 @@ func.func @broadcast_bias(%q: tensor<?x4x?x64xbf16>, %o: tensor<?x4x?x64xbf16>, 
 // zero-filled K/V); after the loop a quad reduction (lanes 1, 2 hold the
 // row's other columns), stored once by tq == 0 for rows < Nq.
 
-// CHECK: {grid = "ceil(Nq/64),1,B", name = "fa_backward_dbias_0", shared_bytes = 37376 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_backward_dbias_0(
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), 1, B], threads = 128, shared = 37376,
 // CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[STEP:.+]] = arith.constant 32 : i32
 // CHECK: %[[ACC:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %[[ZERO]], %{{.+}} = %[[ZERO]]) -> (f32, f32)
@@ -265,8 +269,8 @@ func.func @rows_bias(%q: tensor<?x2x?x96xbf16>, %o: tensor<?x2x?x96xbf16>, %lse:
 // each warp writes its sum to shared memory, a barrier, thread 0 adds the 4
 // warps in order and stores, a barrier.
 
-// CHECK: {grid = "1,1,1", name = "fa_backward_dbias_0", shared_bytes = 17408 : i64, threads = 128 : i64}
 // CHECK-LABEL: llvm.func @fa_backward_dbias_0(
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 17408,
 // CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[ACC:.+]] = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %[[ZERO]]) -> (f32)
 // CHECK: scf.for {{.+}} -> (f32)

@@ -1,10 +1,11 @@
 // RUN: fa-opt %s -fa-fuse=chip=sm_80 -fa-async-copy -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" -split-input-file | FileCheck %s
 
 // bf16, D = 128, GQA 4:1, causal bottom-right: three kernels (dsum, dkdv,
-// dq) with one ABI, their launch contracts on the module; the host function
+// dq) with the same parameters, each with its ABI (#fa.kernel_abi: the
+// parameters, its grid rule, threads and shared memory); the host function
 // is left as it is (fa-fuse outlines only the forward).
 
-// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 49408 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 65536 : i64, threads = 128 : i64}], gpu.container_module}
+// CHECK: module attributes {gpu.container_module}
 // CHECK: func.func @causal_gqa
 // CHECK-NEXT: fa.attention_grad
 // CHECK: gpu.module @fa_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">]
@@ -13,8 +14,12 @@
 // 32 rows; fma in f32, a quad reduction, one store per row.
 // CHECK: llvm.func @fa_backward_dsum_0(%arg0: !llvm.ptr<1>,
 // CHECK-SAME: %arg9: !llvm.ptr<1>, %arg10: i64,
-// CHECK-SAME: %arg37: i64, %arg38: i32, %arg39: i32, %arg40: i32, %arg41: f32, %arg42: f32)
-// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 0 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// CHECK-SAME: %arg37: i64, %arg38: i32, %arg39: i32, %arg40: i32, %arg41: i32, %arg42: i32, %arg43: i32, %arg44: f32, %arg45: f32)
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 0, params = {{\[}}q : ptr, k : ptr, v : ptr, o : ptr, do : ptr, lse : ptr, dq : ptr, dk : ptr, dv : ptr, dsum : ptr, stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, stride(do, 0) : i64, stride(do, 1) : i64, stride(do, 2) : i64, stride(dq, 0) : i64, stride(dq, 1) : i64, stride(dq, 2) : i64, stride(dk, 0) : i64, stride(dk, 1) : i64, stride(dk, 2) : i64, stride(dv, 0) : i64, stride(dv, 1) : i64, stride(dv, 2) : i64, stride(lse, 0) : i64, stride(lse, 1) : i64, stride(dsum, 0) : i64, stride(dsum, 1) : i64, Nq : i32, Nk : i32, group : i32, Hq : i32, Hkv : i32, B : i32, scale_log2 : f32, scale : f32]>, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// Where the CTA is: its grid's y and z are Hq (%arg41) and B (%arg43).
+// CHECK: %[[HQB:.+]] = arith.muli %arg41, %arg43 : i32
+// CHECK: arith.cmpi eq, %{{.+}}, %arg41 : i32
+// CHECK: arith.divui %{{.+}}, %arg41 : i32
 // CHECK-COUNT-8: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // CHECK: math.fma
 // CHECK: nvvm.shfl.sync bfly
@@ -28,10 +33,14 @@
 // then a loop over the 4 query heads of the group around a loop over the Q
 // tiles (32 rows for D = 128 on sm_80; 64 on sm_90a, backward-prefetch.mlir) from the causal diagonal on.
 // CHECK: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
-// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nk/64),Hkv,B", fa.shared_bytes = 49408 : i64,
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %[[HKV:[^:]+]]: i32, %[[B:[^:]+]]: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 49408, params = {{\[}}q : ptr, k : ptr, v : ptr, o : ptr, do : ptr, lse : ptr, dq : ptr, dk : ptr, dv : ptr, dsum : ptr, stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, stride(do, 0) : i64, stride(do, 1) : i64, stride(do, 2) : i64, stride(dq, 0) : i64, stride(dq, 1) : i64, stride(dq, 2) : i64, stride(dk, 0) : i64, stride(dk, 1) : i64, stride(dk, 2) : i64, stride(dv, 0) : i64, stride(dv, 1) : i64, stride(dv, 2) : i64, stride(lse, 0) : i64, stride(lse, 1) : i64, stride(dsum, 0) : i64, stride(dsum, 1) : i64, Nq : i32, Nk : i32, group : i32, Hq : i32, Hkv : i32, B : i32, scale_log2 : f32, scale : f32]>,
+// Its grid's y and z are Hkv and B.
+// CHECK: arith.muli %[[HKV]], %[[B]] : i32
+// CHECK: arith.cmpi eq, %{{.+}}, %[[HKV]] : i32
+// CHECK: arith.divui %{{.+}}, %[[HKV]] : i32
 // k0 = 64 * ctaid.x.
-// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK-NEXT: nvvm.cp.async.commit.group
 // CHECK-NEXT: nvvm.cp.async.wait.group 0
@@ -104,10 +113,12 @@
 // dq: like the forward's loop over the visible K/V tiles (causal
 // bottom-right: up to q0 + 64 + Nk - Nq), three products per tile.
 // CHECK: llvm.func @fa_backward_dq_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
-// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.grid = "ceil(Nq/64),Hq,B", fa.shared_bytes = 65536 : i64,
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 65536, params = {{\[}}q : ptr, k : ptr, v : ptr, o : ptr, do : ptr, lse : ptr, dq : ptr, dk : ptr, dv : ptr, dsum : ptr, stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, stride(do, 0) : i64, stride(do, 1) : i64, stride(do, 2) : i64, stride(dq, 0) : i64, stride(dq, 1) : i64, stride(dq, 2) : i64, stride(dk, 0) : i64, stride(dk, 1) : i64, stride(dk, 2) : i64, stride(dv, 0) : i64, stride(dv, 1) : i64, stride(dv, 2) : i64, stride(lse, 0) : i64, stride(lse, 1) : i64, stride(dsum, 0) : i64, stride(dsum, 1) : i64, Nq : i32, Nk : i32, group : i32, Hq : i32, Hkv : i32, B : i32, scale_log2 : f32, scale : f32]>,
 // q0 = 64 * ctaid.x; the thread's first row q0 + 16 * warp + lane / 4.
-// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: scf.if
+// CHECK: arith.divui
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK-COUNT-16: nvvm.cp.async.shared.global
 // CHECK-NEXT: nvvm.cp.async.commit.group
 // CHECK-NEXT: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
@@ -167,10 +178,12 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // derivative 1 - tanh^2, no masking branch in dkdv (keys past Nk are never
 // stored), and the key bound in dq.
 
-// CHECK: module attributes {fa.backward = [{grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dsum_0", shared_bytes = 0 : i64, threads = 128 : i64}, {grid = "ceil(Nk/64),Hkv,B", name = "fa_backward_dkdv_0", shared_bytes = 33280 : i64, threads = 128 : i64}, {grid = "ceil(Nq/64),Hq,B", name = "fa_backward_dq_0", shared_bytes = 32768 : i64, threads = 128 : i64}]
+// CHECK: module attributes {gpu.container_module}
 // CHECK: llvm.func @fa_backward_dsum_0(
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 0,
 // CHECK-COUNT-4: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
 // CHECK: llvm.func @fa_backward_dkdv_0(
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nk, 64), Hkv, B], threads = 128, shared = 33280,
 // CHECK: nvvm.barrier0
 // CHECK-COUNT-8: nvvm.ldmatrix
 // CHECK: scf.for
@@ -210,7 +223,7 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: scf.yield
 // CHECK: llvm.func @fa_backward_dq_0(
-// CHECK-SAME: %{{[^:]+}}: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK-SAME: %{{[^:]+}}: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
 // CHECK: scf.for
 // CHECK-COUNT-32: nvvm.mma.sync
 // The same softcap in dq; the capped score is what the key-bound mask
@@ -253,11 +266,12 @@ func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tenso
 // i + Nk - Nq - 100 <= j <= i + Nk - Nq + 0) bounds the loops and masks
 // in the forward and in the first backward.
 
-// CHECK: module attributes {fa.backward = [{{.+}}], fa.kernel = {block_q = 128 : i64, shared_bytes = 24576 : i64, threads = 128 : i64}, gpu.container_module}
+// CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @fa_kernels
 // CHECK: llvm.func @fa_forward_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
-// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), Hq, B], threads = 128, shared = 24576,
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // The K/V loop: from the tile of max(0, q0 + Nk - Nq - 100) to
 // max(0, min(Nk, q0 + 128 + Nk - Nq + 0)).
 // CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
@@ -319,8 +333,8 @@ func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tenso
 // CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %[[NEGINF]] : f32
 // CHECK: llvm.func @fa_backward_dsum_0(
 // CHECK: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
-// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK: %[[K0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // dkdv: the queries that see a key of [k0, kEnd), kEnd = min(k0 + 64, Nk):
 // [max(0, k0 - (Nk - Nq) - 0), min(Nq, kEnd - (Nk - Nq) + 100)).
 // CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
@@ -357,9 +371,9 @@ func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tenso
 // CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[GE]], %[[LE]] : i1
 // CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
 // CHECK: llvm.func @fa_backward_dq_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32)
 // dq: the forward's K/V loop and masks, for 64-row Q tiles.
-// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: nvvm.cp.async.commit.group
 // CHECK-NEXT: %[[QW:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32

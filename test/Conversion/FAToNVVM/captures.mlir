@@ -55,15 +55,15 @@ func.func @forward(%q: tensor<?x8x?x64xbf16>, %doc: tensor<?xi32>, %tab: tensor<
 // -----
 
 // The backward: each of its kernels takes the captures after the scored
-// ABI (57 parameters), and dK/dV and dQ read them.
+// ABI (58 parameters), and dK/dV and dQ read them.
 // CHECK-LABEL: llvm.func @fa_backward_dsum_0(
-// CHECK-SAME: %arg56: i32, %arg57: !llvm.ptr<1>, %arg58: i64)
+// CHECK-SAME: %arg57: i64, %arg58: !llvm.ptr<1>, %arg59: i64)
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
-// CHECK-SAME: %arg56: i32, %[[DOC:[^:]+]]: !llvm.ptr<1>, %[[DS:[^:]+]]: i64)
+// CHECK-SAME: %arg57: i64, %[[DOC:[^:]+]]: !llvm.ptr<1>, %[[DS:[^:]+]]: i64)
 // CHECK: arith.muli %{{.+}}, %[[DS]] : i64
 // CHECK: llvm.load %{{.+}} invariant : !llvm.ptr<1> -> i32
 // CHECK-LABEL: llvm.func @fa_backward_dq_0(
-// CHECK-SAME: %arg56: i32, %[[DOC:[^:]+]]: !llvm.ptr<1>, %[[DS:[^:]+]]: i64)
+// CHECK-SAME: %arg57: i64, %[[DOC:[^:]+]]: !llvm.ptr<1>, %[[DS:[^:]+]]: i64)
 // CHECK: arith.muli %{{.+}}, %[[DS]] : i64
 // CHECK: llvm.load %{{.+}} invariant : !llvm.ptr<1> -> i32
 func.func @grad(%q: tensor<1x1x8x64xbf16>, %lse: tensor<1x1x8xf32>, %doc: tensor<?xi32>) -> tensor<1x1x8x64xbf16> {

@@ -24,7 +24,7 @@
 // The seed is the last parameter; Philox's 32 x 32 -> 64 multiplies.
 // PTX: .target sm_90a
 // PTX: .visible .entry fa_forward_0(
-// PTX: .param .u64 fa_forward_0_param_30
+// PTX: .param .u64 fa_forward_0_param_32
 // PTX-NEXT: )
 // PTX-DAG: mul.hi.u32
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32

@@ -7,9 +7,10 @@
 // for P V; 1 / (1 - p) scales O with 1 / l.
 
 // CHECK-LABEL: llvm.func @fa_forward_0(
-// CHECK-SAME: %arg28: !llvm.ptr<1>, %arg29: i64, %[[SEED:arg30]]: i64)
-// CHECK: %[[H:.*]] = nvvm.read.ptx.sreg.ctaid.y : i32
-// CHECK-NEXT: %[[B:.*]] = nvvm.read.ptx.sreg.ctaid.z : i32
+// CHECK-SAME: %arg30: !llvm.ptr<1>, %arg31: i64, %[[SEED:arg32]]: i64)
+// The CTA's head and batch (the thread place: ctaid.y and ctaid.z, or the
+// folded grid's remainder and quotient).
+// CHECK: %[[PLACE:.*]]:2 = scf.if %{{.*}} -> (i32, i32) {
 // CHECK: %[[LANE:.*]] = arith.andi %{{.*}}, %c31_i32 : i32
 // CHECK: %[[G:.*]] = arith.shrui %[[LANE]], %c2_i32 : i32
 // CHECK: %[[TQ:.*]] = arith.andi %[[LANE]], %c3_i32 : i32
@@ -42,10 +43,10 @@
 // CHECK-NEXT: %[[M0:.*]] = arith.constant -766435501 : i32
 // CHECK-NEXT: %[[L0:.*]], %[[H0:.*]] = arith.mului_extended %[[M0]], %[[KEY]] : i32
 // CHECK-NEXT: %[[M1:.*]] = arith.constant -845247145 : i32
-// CHECK-NEXT: %[[L1:.*]], %[[H1:.*]] = arith.mului_extended %[[M1]], %[[H]] : i32
+// CHECK-NEXT: %[[L1:.*]], %[[H1:.*]] = arith.mului_extended %[[M1]], %[[PLACE]]#0 : i32
 // CHECK-NEXT: %[[X0:.*]] = arith.xori %[[H1]], %[[ROW]] : i32
 // CHECK-NEXT: arith.xori %[[X0]], %[[K0]] : i32
-// CHECK-NEXT: %[[X2:.*]] = arith.xori %[[H0]], %[[B]] : i32
+// CHECK-NEXT: %[[X2:.*]] = arith.xori %[[H0]], %[[PLACE]]#1 : i32
 // CHECK-NEXT: arith.xori %[[X2]], %[[K1]] : i32
 // CHECK-COUNT-18: arith.mului_extended
 // CHECK-NOT: arith.mului_extended

@@ -10,13 +10,14 @@
 
 // D = 128, 64 x 128 tiles: the Q tile (16 KB), then two stages of a K and a
 // V tile (4 x 32 KB).
-// CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 147456 : i64, threads = 128 : i64}
+// CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: llvm.func @fa_forward_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 147456,
 // Causal bottom-right: the diagonal's offset is Nk - Nq, and the K/V loop
 // runs over [0, max(0, min(Nk, q0 + 64 + Nk - Nq))).
 // CHECK: nvvm.read.ptx.sreg.nctaid.x
-// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
 // CHECK-NEXT: %[[LIMIT:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
@@ -71,7 +72,8 @@
 // CHECK-NEXT: arith.select %[[KEEP]], %{{.+}}, %[[NEGINF]] : f32
 
 // SCHED-LABEL: llvm.func @fa_forward_0
-// SCHED: 8 nvvm.cp.async.shared.global
+// SCHED-NEXT: 1 place
+// SCHED-NEXT: 8 nvvm.cp.async.shared.global
 // SCHED-NEXT: 1 nvvm.cp.async.commit.group
 // SCHED-NEXT: 1 scf.if
 // SCHED-NEXT: 32 nvvm.cp.async.shared.global
@@ -97,7 +99,8 @@
 // Tile n is in stage n % 3; iteration n waits until at most one group (tile
 // n + 1) is in flight, and issues tile n + 2 into the stage of tile n - 1
 // ((stage + 2) % 3, as a select).
-// S3: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 212992 : i64
+// S3: llvm.func @fa_forward_0(
+// S3-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 212992,
 // S3: scf.for %{{.+}} = %{{.+}} to %[[END:.+]] step %c128
 // S3-NEXT: %[[KV0:.+]] = arith.index_cast
 // S3-NEXT: nvvm.cp.async.wait.group 1
@@ -113,7 +116,8 @@
 // S3: arith.muli %[[OTHER]], %c65536_i32{{.*}} : i32
 
 // S3-SCHED-LABEL: llvm.func @fa_forward_0
-// S3-SCHED: 8 nvvm.cp.async.shared.global
+// S3-SCHED-NEXT: 1 place
+// S3-SCHED-NEXT: 8 nvvm.cp.async.shared.global
 // S3-SCHED-NEXT: 1 nvvm.cp.async.commit.group
 // S3-SCHED-NEXT: 1 scf.if
 // S3-SCHED-NEXT: 32 nvvm.cp.async.shared.global
@@ -135,7 +139,7 @@
 // S3-SCHED-NEXT: 1 scf.yield
 
 // PIPE: llvm.func @fa_forward_0(
-// PIPE-SAME: fa.shared_bytes = 147456 : i64
+// PIPE-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 147456,
 
 
 func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {

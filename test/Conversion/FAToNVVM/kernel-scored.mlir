@@ -6,9 +6,9 @@
 
 // CHECK-LABEL: llvm.func @fa_forward_0(
 // The plain ABI, then bias + strides (b, h, i, j), slopes + batch stride.
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %[[BIAS:[^:]+]]: !llvm.ptr<1>, %[[SB:[^:]+]]: i64, %[[SH:[^:]+]]: i64, %[[SI:[^:]+]]: i64, %[[SJ:[^:]+]]: i64, %[[SLOPES:[^:]+]]: !llvm.ptr<1>, %[[SS:[^:]+]]: i64)
-// One m-tile per warp on the scored path, also for D = 64.
-// CHECK-SAME: fa.block_q = 64 : i64
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %[[BIAS:[^:]+]]: !llvm.ptr<1>, %[[SB:[^:]+]]: i64, %[[SH:[^:]+]]: i64, %[[SI:[^:]+]]: i64, %[[SJ:[^:]+]]: i64, %[[SLOPES:[^:]+]]: !llvm.ptr<1>, %[[SS:[^:]+]]: i64)
+// One m-tile per warp on the scored path, also for D = 64: Q tiles of 64.
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = {{[0-9]+}}, params = {{\[}}{{.+}}, scale_log2 : f32, bias : ptr, stride(bias, 0) : i64, stride(bias, 1) : i64, stride(bias, 2) : i64, stride(bias, 3) : i64, slopes : ptr, stride(slopes, 0) : i64]>
 // Nk - Nq: ALiBi's distance is aligned bottom-right.
 // CHECK: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
 // The slope of (b, h), once per CTA.
@@ -91,12 +91,12 @@ func.func @all(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<
 // D = 128 on the scored path: one m-tile, K/V tiles of 32 keys.
 
 // CHECK-LABEL: llvm.func @fa_forward_0(
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32,
-// CHECK-SAME: fa.block_q = 64 : i64, fa.shared_bytes = 32768 : i64
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32,
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 32768,
 // Causal top-left: no offset (Nk - Nq is computed but unused); the K/V
 // loop runs over [0, max(0, min(Nk, q0 + 64))).
 // CHECK: nvvm.read.ptx.sreg.nctaid.x
-// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // CHECK-NEXT: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
 // CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[QEND]] : i32

@@ -10,14 +10,14 @@
 // D = 128 with two m-tiles per warp (a Q tile of 128 rows) and K/V tiles
 // of 32 rows: 128 O and 32 S registers per thread, so the Q fragments (64
 // registers) are read from shared memory per k-step, not kept.
-// Q128: module attributes {fa.kernel = {block_q = 128 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}
+// Q128: module attributes {gpu.container_module}
 // Q128: llvm.func @fa_forward_0(
-// Q128-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
-// Q128-SAME: fa.block_q = 128 : i64, fa.shared_bytes = 49152 : i64
+// Q128-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// Q128-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), Hq, B], threads = 128, shared = 49152,
 // Causal top-left: no offset (Nk - Nq is computed but unused); the K/V
 // loop runs over [0, max(0, min(Nk, q0 + 128))).
 // Q128: nvvm.read.ptx.sreg.nctaid.x
-// Q128: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// Q128: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // Q128: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // Q128-NEXT: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
 // Q128-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[QEND]] : i32
@@ -72,6 +72,7 @@
 // Q128-NEXT: arith.select %[[KEEP]], %{{.+}}, %[[NEGINF]] : f32
 
 // Q128-SCHED:      llvm.func @fa_forward_0
+// Q128-SCHED-NEXT:  1 place
 // Q128-SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // Q128-SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // Q128-SCHED-NEXT:  1 scf.if
@@ -94,10 +95,11 @@
 // Q128-SCHED-NEXT:  1 scf.yield
 // Q128-SCHED-NEXT: 64 nvvm.mma.sync
 // Q128-SCHED-NEXT:  1 scf.yield
+// Q128-SCHED-NEXT:  1 place
 // Q128-SCHED-NEXT:  4 scf.if
 
 // PIPE: llvm.func @fa_forward_0(
-// PIPE-SAME: fa.block_q = 128 : i64, fa.shared_bytes = 49152 : i64
+// PIPE-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), Hq, B], threads = 128, shared = 49152,
 
 
 //--- d128.mlir
@@ -109,14 +111,14 @@ func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<
 // D = 256 by default: one m-tile (128 O registers per thread), K/V tiles of
 // 64 rows, Q read per k-step; 96 KiB of dynamic shared memory (the runtime
 // raises the kernel's limit past 48 KiB; two CTAs still fit an SM).
-// D256: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 98304 : i64, threads = 128 : i64}
+// D256: module attributes {gpu.container_module}
 // D256: llvm.func @fa_forward_0(
-// D256-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
-// D256-SAME: fa.block_q = 64 : i64, fa.shared_bytes = 98304 : i64
+// D256-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// D256-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 98304,
 // Causal bottom-right: the diagonal's offset is Nk - Nq, and the K/V loop
 // runs over [0, max(0, min(Nk, q0 + 64 + Nk - Nq))).
 // D256: nvvm.read.ptx.sreg.nctaid.x
-// D256: %[[Q0:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// D256: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // D256: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // D256-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
 // D256-NEXT: %[[LIMIT:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
@@ -168,6 +170,7 @@ func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<
 // D256: llvm.inline_asm "lg2.approx.f32 $0, $1;", "=f,f"
 
 // D256-SCHED:      llvm.func @fa_forward_0
+// D256-SCHED-NEXT:  1 place
 // D256-SCHED-NEXT: 16 nvvm.cp.async.shared.global
 // D256-SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // D256-SCHED-NEXT:  1 scf.if
@@ -190,6 +193,7 @@ func.func @f(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<
 // D256-SCHED-NEXT:  1 scf.yield
 // D256-SCHED-NEXT: 128 nvvm.mma.sync
 // D256-SCHED-NEXT:  1 scf.yield
+// D256-SCHED-NEXT:  1 place
 // D256-SCHED-NEXT:  4 scf.if
 
 //--- d256.mlir

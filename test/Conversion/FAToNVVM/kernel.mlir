@@ -8,7 +8,7 @@
 // m-tile per warp (Q tile of 64 rows), K/V tiles of 128 rows (the default
 // at D = 128), Q in registers.
 
-// CHECK: module attributes {fa.kernel = {block_q = 64 : i64, shared_bytes = 81920 : i64, threads = 128 : i64}, gpu.container_module}
+// CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @causal_gqa
 // CHECK: %[[Q:.+]] = bufferization.to_buffer %arg0 read_only
 // CHECK: %[[K:.+]] = bufferization.to_buffer %arg1 read_only
@@ -36,23 +36,70 @@
 // CHECK-NEXT: %[[QS1:.+]] = arith.index_cast %[[QSTRIDE]]#1 : index to i64
 // CHECK-NEXT: %[[QS2:.+]] = arith.index_cast %[[QSTRIDE]]#2 : index to i64
 // CHECK-COUNT-11: arith.index_cast %{{.+}} : index to i64
-// Hq / Hkv, Nq, Nk, and scale * log2(e) = log2(e) / sqrt(128).
-// CHECK-NEXT: %[[G:.+]] = arith.divui %[[QSIZE]]#1, %[[KSIZE]]#1 : index
+// Nq, Nk, Hq / Hkv, Hq, B, and scale * log2(e) = log2(e) / sqrt(128), in
+// the order of the kernel's ABI.
 // CHECK-NEXT: %[[NQ:.+]] = arith.index_cast %[[QSIZE]]#2 : index to i32
 // CHECK-NEXT: %[[NK:.+]] = arith.index_cast %[[KSIZE]]#2 : index to i32
+// CHECK-NEXT: %[[G:.+]] = arith.divui %[[QSIZE]]#1, %[[KSIZE]]#1 : index
 // CHECK-NEXT: %[[G32:.+]] = arith.index_cast %[[G]] : index to i32
+// CHECK-NEXT: %[[HQ:.+]] = arith.index_cast %[[QSIZE]]#1 : index to i32
+// CHECK-NEXT: %[[B:.+]] = arith.index_cast %[[QSIZE]]#0 : index to i32
 // CHECK-NEXT: %[[SCALE:.+]] = arith.constant 0.127517432 : f32
+// The grid of the ABI's rule: (ceil(Nq / 64), Hq, B), y and z folded
+// (min(Hq B, 65535), ceil(Hq B / 65535)) where Hq or B exceeds 65535.
+// CHECK-NEXT: %[[LIMIT:.+]] = arith.constant 65535 : index
+// CHECK-NEXT: %[[BFITS:.+]] = arith.cmpi ule, %[[QSIZE]]#0, %[[LIMIT]] : index
+// CHECK-NEXT: %[[HFITS:.+]] = arith.cmpi ule, %[[QSIZE]]#1, %[[LIMIT]] : index
+// CHECK-NEXT: %[[FITS:.+]] = arith.andi %[[HFITS]], %[[BFITS]] : i1
+// CHECK-NEXT: %[[HB:.+]] = arith.muli %[[QSIZE]]#1, %[[QSIZE]]#0 : index
+// CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-NEXT: %[[TILES:.+]] = arith.ceildivui %[[QSIZE]]#2, %[[C64]] : index
+// CHECK-NEXT: %[[MIN:.+]] = arith.minui %[[HB]], %[[LIMIT]] : index
+// CHECK-NEXT: %[[GY:.+]] = arith.select %[[FITS]], %[[QSIZE]]#1, %[[MIN]] : index
+// CHECK-NEXT: %[[ROWS:.+]] = arith.ceildivui %[[HB]], %[[LIMIT]] : index
+// CHECK-NEXT: %[[GZ:.+]] = arith.select %[[FITS]], %[[QSIZE]]#0, %[[ROWS]] : index
 // CHECK-NEXT: %[[SMEM:.+]] = arith.constant 81920 : i32
-// CHECK-NEXT: gpu.launch_func @fa_kernels::@fa_forward_0 blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%c128, %{{.+}}, %{{.+}}) dynamic_shared_memory_size %[[SMEM]] args(%[[QPTR]] : !llvm.ptr<1>, %[[KPTR]] : !llvm.ptr<1>, %[[VPTR]] : !llvm.ptr<1>, %[[OPTR]] : !llvm.ptr<1>, %[[LPTR]] : !llvm.ptr<1>, %[[QS0]] : i64, %[[QS1]] : i64, %[[QS2]] : i64,
-// CHECK-SAME: : i64, %[[NQ]] : i32, %[[NK]] : i32, %[[G32]] : i32, %[[SCALE]] : f32)
+// CHECK-NEXT: gpu.launch_func @fa_kernels::@fa_forward_0 blocks in (%[[TILES]], %[[GY]], %[[GZ]]) threads in (%c128, %{{.+}}, %{{.+}}) dynamic_shared_memory_size %[[SMEM]] args(%[[QPTR]] : !llvm.ptr<1>, %[[KPTR]] : !llvm.ptr<1>, %[[VPTR]] : !llvm.ptr<1>, %[[OPTR]] : !llvm.ptr<1>, %[[LPTR]] : !llvm.ptr<1>, %[[QS0]] : i64, %[[QS1]] : i64, %[[QS2]] : i64,
+// CHECK-SAME: : i64, %[[NQ]] : i32, %[[NK]] : i32, %[[G32]] : i32, %[[HQ]] : i32, %[[B]] : i32, %[[SCALE]] : f32)
 // CHECK: gpu.module @fa_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
 // CHECK-NEXT: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK-NEXT: llvm.func @fa_forward_0(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>,
-// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{.+}}: i32, %[[SCALE:[^:]+]]: f32)
-// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.block_q = 64 : i64, fa.shared_bytes = 81920 : i64, fa.threads = 128 : i64, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %[[G:[^:]+]]: i32, %[[HQ:[^:]+]]: i32, %[[B:[^:]+]]: i32, %[[SCALE:[^:]+]]: f32)
+// Its launch, as convert-fa-to-nvvm attaches it (#fa.kernel_abi: what each
+// parameter is, the grid rule, threads and shared memory).
+// CHECK-SAME: attributes {denormal_fp_math_f32 = "preserve-sign", fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 81920, params = [q : ptr, k : ptr, v : ptr, o : ptr, lse : ptr, stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, stride(lse, 0) : i64, stride(lse, 1) : i64, Nq : i32, Nk : i32, group : i32, Hq : i32, B : i32, scale_log2 : f32]>, gpu.kernel, nvvm.kernel, nvvm.maxnreg = 255 : i32, nvvm.maxntid = array<i32: 128, 1, 1>}
+// Where the CTA is: the last row of a folded grid (linear = ctaid.z *
+// nctaid.y + ctaid.y >= Hq B) returns at once; then unfolded (nctaid.y ==
+// Hq: a uniform branch) head and batch are ctaid.y and ctaid.z, folded the
+// linear index's remainder and quotient by Hq.
+// CHECK: %[[CTA:.+]] = nvvm.read.ptx.sreg.ctaid.x : i32
+// CHECK-NEXT: %[[CY:.+]] = nvvm.read.ptx.sreg.ctaid.y : i32
+// CHECK-NEXT: %[[CZ:.+]] = nvvm.read.ptx.sreg.ctaid.z : i32
+// CHECK-NEXT: %[[NY:.+]] = nvvm.read.ptx.sreg.nctaid.y : i32
+// CHECK-NEXT: %[[ZNY:.+]] = arith.muli %[[CZ]], %[[NY]] : i32
+// CHECK-NEXT: %[[LIN:.+]] = arith.addi %[[ZNY]], %[[CY]] : i32
+// CHECK-NEXT: %[[HQB:.+]] = arith.muli %[[HQ]], %[[B]] : i32
+// CHECK-NEXT: %[[PAST:.+]] = arith.cmpi uge, %[[LIN]], %[[HQB]] : i32
+// CHECK-NEXT: llvm.cond_br %[[PAST]], ^[[EXIT:.+]], ^[[BODY:bb[0-9]+]]
+// CHECK-NEXT: ^[[EXIT]]:
+// CHECK-NEXT: llvm.return
+// CHECK-NEXT: ^[[BODY]]:
+// CHECK-NEXT: %[[Y:.+]] = nvvm.read.ptx.sreg.ctaid.y : i32
+// CHECK-NEXT: %[[Z:.+]] = nvvm.read.ptx.sreg.ctaid.z : i32
+// CHECK-NEXT: %[[NY0:.+]] = nvvm.read.ptx.sreg.nctaid.y : i32
+// CHECK-NEXT: %[[NY1:.+]] = llvm.inline_asm has_side_effects "mov.b32 $0, $1;", "=r,r" %[[NY0]] : (i32) -> i32
+// CHECK-NEXT: %[[UNFOLDED:.+]] = arith.cmpi eq, %[[NY1]], %[[HQ]] : i32
+// CHECK-NEXT: %[[PLACE:.+]]:2 = scf.if %[[UNFOLDED]] -> (i32, i32) {
+// CHECK-NEXT: scf.yield %[[Y]], %[[Z]] : i32, i32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[ZNY1:.+]] = arith.muli %[[Z]], %[[NY1]] : i32
+// CHECK-NEXT: %[[LIN1:.+]] = arith.addi %[[ZNY1]], %[[Y]] : i32
+// CHECK-NEXT: %[[HEAD:.+]] = arith.remui %[[LIN1]], %[[HQ]] : i32
+// CHECK-NEXT: %[[BATCH:.+]] = arith.divui %[[LIN1]], %[[HQ]] : i32
+// CHECK-NEXT: scf.yield %[[HEAD]], %[[BATCH]] : i32, i32
+// CHECK-NEXT: }
 // Causal: the grid runs its Q tiles last one first (the last have the
 // most keys to visit), tile = nctaid.x - 1 - ctaid.x.
-// CHECK: %[[CTA:.+]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK: %[[TILES:.+]] = nvvm.read.ptx.sreg.nctaid.x : i32
 // CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : i32
 // CHECK-NEXT: %[[LAST:.+]] = arith.subi %[[TILES]], %[[ONE]] : i32
@@ -142,6 +189,7 @@
 
 // The whole schedule: two waits and two barriers per K/V tile.
 // SCHED:      llvm.func @fa_forward_0
+// SCHED-NEXT:  1 place
 // SCHED-NEXT:  8 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 scf.if
@@ -166,6 +214,7 @@
 // SCHED-NEXT:  1 scf.yield
 // SCHED-NEXT: 128 nvvm.mma.sync
 // SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT:  1 place
 // SCHED-NEXT:  4 scf.if
 func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> (tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>, tensor<?x8x?xf32>
@@ -180,12 +229,13 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // at D <= 64: kv-stages=2), f16 operands as vector<2xf16>, tanh for
 // the cap. Shared memory: Q (16 KB), two stages of K and V (4 x 8 KB).
 
-// CHECK: module attributes {fa.kernel = {block_q = 128 : i64, shared_bytes = 49152 : i64, threads = 128 : i64}
+// CHECK: module attributes {gpu.container_module}
 // CHECK: #nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // CHECK: llvm.func @fa_forward_0(
-// CHECK-SAME: %{{[^:]+}}: i32, %[[NK2:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// CHECK-SAME: %{{[^:]+}}: i32, %[[NK2:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32)
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), Hq, B], threads = 128, shared = 49152,
 // Without a causal mask the tiles run in grid order.
-// CHECK-NOT: nctaid
+// CHECK-NOT: nctaid.x
 // The Q tile: 128 rows x 8 chunks over 128 threads; Q fragments for both
 // m-tiles (4 k-steps each).
 // CHECK-COUNT-8: nvvm.cp.async.shared.global
@@ -230,6 +280,7 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // k-steps x 8 n-tiles x 2 m-tiles), the softmax (every tile may cross Nk:
 // no causal bound) and P V (4 k-steps x 8 n-tiles x 2 m-tiles).
 // SCHED:      llvm.func @fa_forward_0
+// SCHED-NEXT:  1 place
 // SCHED-NEXT:  8 nvvm.cp.async.shared.global
 // SCHED-NEXT:  1 nvvm.cp.async.commit.group
 // SCHED-NEXT:  1 scf.if
@@ -250,6 +301,7 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // SCHED-NEXT:  1 scf.yield
 // SCHED-NEXT: 64 nvvm.mma.sync
 // SCHED-NEXT:  1 scf.yield
+// SCHED-NEXT:  1 place
 // SCHED-NEXT:  4 scf.if
 func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tensor<2x4x?x64xf16>) -> tensor<2x4x?x64xf16> {
   %o = fa.attention %q, %k, %v {softcap = 30.0 : f32} : tensor<2x4x?x64xf16>, tensor<2x4x?x64xf16>, tensor<2x4x?x64xf16> -> tensor<2x4x?x64xf16>

@@ -11,7 +11,35 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "fa/Runtime/KernelAbi.h"
+#include "llvm/ADT/Hashing.h"
+
 #include "fa/Dialect/FA/IR/FAEnums.h.inc"
+
+namespace fa::runtime {
+// #fa.kernel_abi stores these (uniqued by value).
+inline llvm::hash_code hash_value(const GridAxis &axis) {
+  return llvm::hash_combine(axis.kind, axis.rows);
+}
+inline llvm::hash_code hash_value(const GridRule &rule) {
+  return llvm::hash_combine(rule.x, rule.y, rule.z);
+}
+/// Hashes what KernelParam::operator== compares.
+inline llvm::hash_code hash_value(const KernelParam &p) {
+  switch (p.kind) {
+  case KernelParam::Kind::Pointer:
+  case KernelParam::Kind::Stride:
+    return llvm::hash_combine(p.kind, p.type, p.tensor, p.dim,
+                              p.tensor == AbiTensor::Capture ? p.capture
+                                                             : uint32_t(0));
+  case KernelParam::Kind::Size:
+    return llvm::hash_combine(p.kind, p.type, p.size);
+  case KernelParam::Kind::Scalar:
+    return llvm::hash_combine(p.kind, p.type, p.scalar);
+  }
+  return llvm::hash_combine(p.kind);
+}
+} // namespace fa::runtime
 
 #define GET_ATTRDEF_CLASSES
 #include "fa/Dialect/FA/IR/FAAttrs.h.inc"

@@ -1,0 +1,285 @@
+//===- KernelAbi.h - How to call one of FA's GPU kernels --------*- C++ -*-===//
+//
+// The kernel ABI, stated once. A KernelAbi says of one kernel what each of
+// its parameters is (a tensor's pointer or element stride, a problem size or
+// a scalar of the call) and the machine type it is passed as, its grid rule,
+// its threads per CTA and its dynamic shared memory. convert-fa-to-nvvm
+// builds each kernel's signature from it and attaches it to the kernel as
+// #fa.kernel_abi<...>; the launchers build the parameter buffer by walking
+// it over one KernelCall (ParamBuffer) and the grid from its rule
+// (getLaunchGrid); the kernel cache stores it as text (printKernelAbi,
+// parseKernelAbi). Plain C++: no MLIR or LLVM type.
+//
+// The text (the attribute's body, and the cache's `abi` lines):
+//
+//   grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 81920,
+//   params = [q : ptr, k : ptr, ..., stride(q, 0) : i64, ..., Nq : i32,
+//             scale_log2 : f32, capture0 : ptr, stride(capture0, 0) : i64]
+//
+//   axis   := tiles(Nq, R) | tiles(Nk, R) | Hq | Hkv | B | 1
+//   param  := value `:` (ptr | i32 | i64 | f32)
+//   value  := tensor                    its pointer (dq_accum(D): rows of D)
+//           | stride(tensor, dim)       its element stride in dim
+//           | Nq | Nk | group | B | Hq | Hkv          (group = Hq / Hkv)
+//           | scale_log2 | scale | seed
+//   tensor := q | k | v | o | lse | do | dq | dk | dv | dsum | bias | slopes
+//           | dbias | dq_accum | capture<i>
+//
+// The grid. x is the tiles of the queries or keys (or 1); y names the heads
+// (Hq, Hkv or 1) and z the batch (B or 1). CUDA limits grid.y and grid.z to
+// 65535: where H or B exceeds that, a launch folds them into one linear
+// index over y and z, grid (x, min(H * B, 65535), ceil(H * B / 65535)),
+// and only then (getLaunchGrid). A kernel tells the two apart by nctaid.y
+// == H: unfolded, head = ctaid.y and batch = ctaid.z (special registers,
+// which ptxas rematerializes instead of keeping in registers); folded,
+// linear = ctaid.z * nctaid.y + ctaid.y, head = linear % H, batch = linear
+// / H, and CTAs with linear >= H * B return. So a kernel whose y is H (or z
+// is B) takes that size as a parameter (verifyKernelAbi checks it).
+// Tensor dims are those of fa.attention(_grad): q [B, Hq, Nq, D], lse
+// [B, Hq, Nq], slopes [B, Hq] (stride(slopes, 0) is 0 for `[Hq]`), bias and
+// dbias [B, H, Nq, Nk] (stride 0 where a dim broadcasts), dsum [B, Hq, Nq].
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_RUNTIME_KERNELABI_H
+#define FA_RUNTIME_KERNELABI_H
+
+#include "fa/Runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fa::runtime {
+
+/// The tensor a pointer or stride parameter belongs to.
+enum class AbiTensor : uint8_t {
+  Q,
+  K,
+  V,
+  O,
+  Lse,
+  DO,
+  DQ,
+  DK,
+  DV,
+  /// The backward's f32 row sums of dO * O, [B, Hq, Nq] (a workspace).
+  Dsum,
+  Bias,
+  /// ALiBi slopes, f32 [B, Hq] with head stride 1.
+  Slopes,
+  DBias,
+  /// The backward's f32 dQ accumulator (atomic dQ): row (b, h, i) of D
+  /// floats at Dsum's offset of (b, h, i) times D.
+  DQAccum,
+  /// One of the op's captures (KernelParam::capture says which).
+  Capture,
+};
+inline constexpr size_t kNumAbiTensors = size_t(AbiTensor::Capture) + 1;
+
+/// A problem size. Group is Hq / Hkv.
+enum class AbiSize : uint8_t { Nq, Nk, Group, B, Hq, Hkv };
+inline constexpr size_t kNumAbiSizes = size_t(AbiSize::Hkv) + 1;
+
+/// A scalar of the call: scale * log2(e), the scale, the dropout seed.
+enum class AbiScalar : uint8_t { ScaleLog2, Scale, Seed };
+
+/// How a parameter is passed: its bytes in the parameter buffer.
+enum class MachineType : uint8_t { I32, I64, F32, Ptr };
+
+/// One parameter of a kernel: what it is, and its machine type.
+struct KernelParam {
+  enum class Kind : uint8_t { Pointer, Stride, Size, Scalar };
+  Kind kind = Kind::Pointer;
+  MachineType type = MachineType::Ptr;
+  /// Pointer, Stride: the tensor (Capture: capture number `capture`).
+  AbiTensor tensor = AbiTensor::Q;
+  uint32_t capture = 0;
+  /// Stride: the dim. Pointer to DQAccum: its row length (D floats).
+  uint32_t dim = 0;
+  AbiSize size = AbiSize::Nq;
+  AbiScalar scalar = AbiScalar::ScaleLog2;
+
+  static KernelParam pointer(AbiTensor tensor);
+  static KernelParam capturePointer(uint32_t capture);
+  static KernelParam dqAccum(uint32_t columns);
+  static KernelParam stride(AbiTensor tensor, uint32_t dim,
+                            MachineType type = MachineType::I64);
+  static KernelParam captureStride(uint32_t capture, uint32_t dim,
+                                   MachineType type = MachineType::I64);
+  static KernelParam ofSize(AbiSize size, MachineType type = MachineType::I32);
+  static KernelParam ofScalar(AbiScalar scalar, MachineType type);
+
+  /// Whether both name the same value (the machine type aside).
+  bool sameValue(const KernelParam &other) const;
+  bool operator==(const KernelParam &other) const {
+    return sameValue(other) && type == other.type;
+  }
+  bool operator!=(const KernelParam &other) const { return !(*this == other); }
+};
+
+/// One axis of a grid rule.
+struct GridAxis {
+  enum class Kind : uint8_t { One, TilesNq, TilesNk, Hq, Hkv, B };
+  Kind kind = Kind::One;
+  /// TilesNq, TilesNk: rows per tile (the axis is ceil(N / rows)).
+  uint32_t rows = 0;
+
+  static GridAxis one() { return {Kind::One, 0}; }
+  static GridAxis tilesNq(uint32_t rows) { return {Kind::TilesNq, rows}; }
+  static GridAxis tilesNk(uint32_t rows) { return {Kind::TilesNk, rows}; }
+  static GridAxis hq() { return {Kind::Hq, 0}; }
+  static GridAxis hkv() { return {Kind::Hkv, 0}; }
+  static GridAxis batch() { return {Kind::B, 0}; }
+
+  bool operator==(const GridAxis &other) const {
+    return kind == other.kind && rows == other.rows;
+  }
+  bool operator!=(const GridAxis &other) const { return !(*this == other); }
+};
+
+/// A kernel's grid: x tiles (or 1), y heads (Hq, Hkv or 1), z batch (B or
+/// 1); y and z are folded where either exceeds 65535 (the file comment).
+struct GridRule {
+  GridAxis x, y, z;
+
+  bool operator==(const GridRule &other) const {
+    return x == other.x && y == other.y && z == other.z;
+  }
+  bool operator!=(const GridRule &other) const { return !(*this == other); }
+};
+
+/// How to call one kernel.
+struct KernelAbi {
+  /// The kernel's .entry name (not part of the text).
+  std::string name;
+  GridRule grid;
+  uint32_t threads = 0;
+  /// Dynamic shared memory per CTA, in bytes.
+  uint32_t sharedBytes = 0;
+  std::vector<KernelParam> params;
+
+  bool operator==(const KernelAbi &other) const;
+  bool operator!=(const KernelAbi &other) const { return !(*this == other); }
+};
+
+/// The names of the text.
+const char *getName(AbiTensor tensor);
+const char *getName(AbiSize size);
+const char *getName(AbiScalar scalar);
+const char *getName(MachineType type);
+/// Bytes of a parameter of `type`.
+size_t getByteSize(MachineType type);
+/// The rank of `tensor` (0 for Capture: any).
+unsigned getRank(AbiTensor tensor);
+
+/// Checks that `abi` is well formed: threads 1 to 1024; x tiles or 1, y Hq,
+/// Hkv or 1, z B or 1, with H and B parameters where y and z need them;
+/// pointers of type ptr, strides of existing dims (i32 or i64), sizes i32
+/// or i64, scales f32, the seed i64; no parameter twice; captures numbered
+/// from 0, each with its pointer and strides of dims 0 to rank - 1.
+Status verifyKernelAbi(const KernelAbi &abi);
+
+/// The text of a parameter, an axis, a grid rule and a whole ABI (without
+/// its name).
+std::string printKernelParam(const KernelParam &param);
+std::string printGridAxis(const GridAxis &axis);
+std::string printGridRule(const GridRule &rule);
+std::string printKernelAbi(const KernelAbi &abi);
+/// Parses printKernelAbi's text (spaces between tokens are free) and
+/// verifies it; the name is left empty. An error says where and why.
+Expected<KernelAbi> parseKernelAbi(std::string_view text);
+
+/// The index of the parameter that is `param`'s value in `abi`, or -1.
+int64_t findParam(const KernelAbi &abi, const KernelParam &param);
+/// The rank of each capture `abi` takes (its strides' count), in order.
+std::vector<uint32_t> getCaptureRanks(const KernelAbi &abi);
+/// D of the dQ accumulator `abi` takes, or 0.
+uint32_t getDQAccumColumns(const KernelAbi &abi);
+
+//===----------------------------------------------------------------------===//
+// Launching
+//===----------------------------------------------------------------------===//
+
+/// The values of one call, by what they are: what any kernel's parameters
+/// are read from. One struct serves the forward and each backward kernel;
+/// what a kernel does not take may stay 0.
+struct KernelCall {
+  /// A device pointer and element strides (dims in AbiTensor's order).
+  struct Tensor {
+    uint64_t data = 0;
+    int64_t strides[4] = {};
+  };
+  /// A capture: its pointer and one stride per dim.
+  struct Capture {
+    uint64_t data = 0;
+    std::vector<int64_t> strides;
+  };
+
+  Tensor tensors[kNumAbiTensors - 1];
+  std::vector<Capture> captures;
+  int64_t batch = 0, headsQ = 0, headsKV = 0, seqQ = 0, seqKV = 0;
+  float scaleLog2 = 0, scale = 0;
+  int64_t seed = 0;
+
+  Tensor &operator[](AbiTensor tensor) { return tensors[size_t(tensor)]; }
+  const Tensor &operator[](AbiTensor tensor) const {
+    return tensors[size_t(tensor)];
+  }
+  /// Sets `tensor`'s pointer and its first strides.
+  void set(AbiTensor tensor, uint64_t data,
+           std::initializer_list<int64_t> strides);
+  /// The value of `size` (Group: Hq / Hkv; an error unless Hkv divides Hq).
+  Expected<int64_t> getSize(AbiSize size) const;
+};
+
+/// CUDA's grid limits.
+inline constexpr uint32_t kMaxGridX = 0x7fffffff;
+inline constexpr uint32_t kMaxGridYZ = 65535;
+
+/// A launch's grid.
+struct GridSize {
+  uint32_t x = 0, y = 0, z = 0;
+  bool empty() const { return !x || !y || !z; }
+};
+
+/// The extent of `axis` for `call`: ceil(N / rows) for tiles, the size, or 1.
+Expected<int64_t> getExtent(const GridAxis &axis, const KernelCall &call);
+/// The grid of `rule` for `call`: (x, H, B) with H, B the extents of y and
+/// z, or where either exceeds 65535 (x, min(H * B, 65535), ceil(H * B /
+/// 65535)); empty when an extent is 0. An error when x exceeds 2^31 - 1 or
+/// H * B exceeds 65535^2.
+Expected<GridSize> getLaunchGrid(const GridRule &rule, const KernelCall &call);
+
+/// The parameters of one launch: each value of `call` that `abi` names, in
+/// its machine type, and the pointers to them cuLaunchKernel takes.
+class ParamBuffer {
+public:
+  /// An error when the call lacks what the kernel takes (its captures'
+  /// count and ranks must match), or a value does not fit its type.
+  static Expected<ParamBuffer> build(const KernelAbi &abi,
+                                     const KernelCall &call);
+
+  ParamBuffer(ParamBuffer &&) = default;
+  ParamBuffer &operator=(ParamBuffer &&) = default;
+  ParamBuffer(const ParamBuffer &) = delete;
+  ParamBuffer &operator=(const ParamBuffer &) = delete;
+
+  /// One pointer per parameter, to its bytes.
+  void **getArgs() { return args.data(); }
+  size_t size() const { return slots.size(); }
+  /// The bits of parameter `i` (4-byte types in the low half).
+  uint64_t getBits(size_t i) const { return slots[i]; }
+
+private:
+  ParamBuffer() = default;
+  std::vector<uint64_t> slots;
+  std::vector<void *> args;
+};
+
+} // namespace fa::runtime
+
+#endif // FA_RUNTIME_KERNELABI_H

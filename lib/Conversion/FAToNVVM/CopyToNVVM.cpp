@@ -1,0 +1,163 @@
+//===- CopyToNVVM.cpp - fagpu shared tiles and copies to cp.async ---------===//
+//
+// Shared tiles are offsets into `fa_smem`; a tile copy is the CTA's cp.async
+// of 16-byte chunks into the swizzled tile (rows past the bound zero-filled,
+// KernelBuilder::copyTile); commits and waits are cp.async groups, which a
+// thread tracks itself, so tokens lower to nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FAGPUToNVVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::nvvm;
+
+Value mlir::fa::nvvm::getStage(KernelBuilder &kb, OpBuilder &b, Location loc,
+                               Value base, Value stage,
+                               fagpu::SharedType type) {
+  std::optional<int64_t> constant = getConstantIntValue(stage);
+  if (constant && *constant == 0)
+    return base;
+  Value offset =
+      constant ? kb.c32(*constant * type.getStageBytes())
+               : kb.mul(toI32(b, loc, stage), kb.c32(type.getStageBytes()));
+  return kb.smemAt(base, offset);
+}
+
+namespace {
+
+struct AllocSharedLowering : public OpConversionPattern<fagpu::AllocSharedOp> {
+  AllocSharedLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::AllocSharedOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
+    int64_t offset = op.getOffset();
+    rewriter.replaceOp(op, offset ? kb.smemAt(binding.smem, kb.c32(offset))
+                                  : binding.smem);
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+/// Starts the copy of `op` (fagpu.copy or fagpu.async_copy).
+template <typename CopyOp>
+LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
+                        ConversionPatternRewriter &rewriter,
+                        const KernelBinding &binding, Value dest) {
+  Location loc = op.getLoc();
+  auto type = cast<fagpu::SharedType>(op.getDest().getType());
+  auto it = binding.buffers.find(op.getSource());
+  if (it == binding.buffers.end())
+    return op.emitOpError(
+        "convert-fa-to-nvvm: the source is not a buffer of the kernel");
+  const KernelBinding::Buffer &buffer = it->second;
+  KernelBuilder kb(rewriter, loc, type.getElementType(), type.getCols());
+  Value tile = getStage(kb, rewriter, loc, dest, adaptor.getStage(), type);
+  Value base = kb.headBase(buffer.ptr, toI32(rewriter, loc, adaptor.getBatch()),
+                           toI32(rewriter, loc, adaptor.getHead()),
+                           buffer.strides[0], buffer.strides[1]);
+  Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+  kb.copyTile(type.getRows(), tile, base,
+              toI32(rewriter, loc, adaptor.getRow()),
+              toI32(rewriter, loc, adaptor.getBound()), buffer.strides[2], tid,
+              /*threadAddresses=*/true);
+  return success();
+}
+
+struct AsyncCopyLowering : public OpConversionPattern<fagpu::AsyncCopyOp> {
+  AsyncCopyLowering(const TypeConverter &converter, MLIRContext *ctx,
+                    const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::AsyncCopyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (Value predicate = adaptor.getPredicate()) {
+      auto ifOp = scf::IfOp::create(rewriter, op.getLoc(), predicate,
+                                    /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      if (failed(issueCopy(op, adaptor, rewriter, binding, adaptor.getDest())))
+        return failure();
+    } else if (failed(issueCopy(op, adaptor, rewriter, binding,
+                                adaptor.getDest()))) {
+      return failure();
+    }
+    rewriter.replaceOpWithMultiple(op, {ValueRange{}});
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+/// A synchronous copy: everyone is done with the stage, the copy lands, and
+/// everyone sees it.
+struct CopyLowering : public OpConversionPattern<fagpu::CopyOp> {
+  CopyLowering(const TypeConverter &converter, MLIRContext *ctx,
+               const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::CopyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::Barrier0Op::create(rewriter, loc);
+    if (failed(issueCopy(op, adaptor, rewriter, binding, adaptor.getDest())))
+      return failure();
+    NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
+    NVVM::CpAsyncWaitGroupOp::create(rewriter, loc, 0);
+    NVVM::Barrier0Op::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+struct AsyncCommitLowering : public OpConversionPattern<fagpu::AsyncCommitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::AsyncCommitOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    NVVM::CpAsyncCommitGroupOp::create(rewriter, op.getLoc());
+    rewriter.replaceOpWithMultiple(op, {ValueRange{}});
+    return success();
+  }
+};
+
+struct AsyncWaitLowering : public OpConversionPattern<fagpu::AsyncWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::AsyncWaitOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    NVVM::CpAsyncWaitGroupOp::create(rewriter, op.getLoc(), op.getPending());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct BarrierLowering : public OpConversionPattern<gpu::BarrierOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(gpu::BarrierOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::Barrier0Op>(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fa::nvvm::populateFAGPUCopyToNVVMPatterns(
+    const TypeConverter &converter, const KernelBinding &binding,
+    RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<AllocSharedLowering, AsyncCopyLowering, CopyLowering>(
+      converter, ctx, binding);
+  patterns.add<AsyncCommitLowering, AsyncWaitLowering, BarrierLowering>(
+      converter, ctx);
+}

@@ -1,0 +1,348 @@
+//===- FAGPUToNVVM.cpp - The frame of fagpu kernels, element-wise ops -----===//
+//
+// A gpu.func of fagpu ops becomes an llvm.func with the forward kernel's
+// ABI (FlashKernelBuilder's parameters), its memref arguments bound to
+// pointers and strides, and its body converted op by op with the patterns
+// of each instruction family. Element-wise arith and math ops on register
+// tiles become the same op on each value a thread holds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FAGPUToNVVM.h"
+#include "fa/Transforms/GpuKernels.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::nvvm;
+
+Value mlir::fa::nvvm::toI32(OpBuilder &b, Location loc, Value index) {
+  if (index.getType().isInteger(32))
+    return index;
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+
+LaneIds mlir::fa::nvvm::getLaneIds(KernelBuilder &kb, OpBuilder &b,
+                                   Location loc, bool rebuilt) {
+  LaneIds ids;
+  ids.tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  if (rebuilt)
+    ids.tid = kb.opaque(ids.tid);
+  ids.warp = kb.shr(ids.tid, 5);
+  ids.lane = kb.andi(ids.tid, 31);
+  ids.g = kb.shr(ids.lane, 2);
+  ids.tq = kb.andi(ids.lane, 3);
+  return ids;
+}
+
+AccCoords mlir::fa::nvvm::getAccCoords(KernelBuilder &kb, OpBuilder &b,
+                                       Location loc, RankedTensorType type,
+                                       Value row0, Value col0, bool rebuilt) {
+  unsigned warps = fagpu::getLayoutWarps(type);
+  LaneIds place = getLaneIds(kb, b, loc, rebuilt);
+  AccCoords coords;
+  coords.mTiles = type.getDimSize(0) / (16 * warps);
+  coords.nTiles = type.getRank() == 2 ? type.getDimSize(1) / 8 : 0;
+  Value warpRow = kb.add(row0, kb.mul(place.warp, kb.c32(16)));
+  for (int64_t mt = 0; mt < coords.mTiles; ++mt) {
+    Value row = kb.add(kb.add(warpRow, kb.c32(mt * 16 * warps)), place.g);
+    coords.rowOfRowSlot.append({row, kb.add(row, kb.c32(8))});
+  }
+  Value laneCol = kb.shl(place.tq, 1);
+  for (int64_t nt = 0; nt < coords.nTiles; ++nt) {
+    Value col = kb.add(col0, kb.add(kb.c32(nt * 8), laneCol));
+    coords.colOfColSlot.append({col, kb.add(col, kb.c32(1))});
+  }
+  return coords;
+}
+
+void mlir::fa::nvvm::populateFAGPUTypeConversions(TypeConverter &converter) {
+  converter.addConversion([](Type type) { return type; });
+  converter.addConversion(
+      [](RankedTensorType type,
+         SmallVectorImpl<Type> &results) -> std::optional<LogicalResult> {
+        if (!fagpu::getLayoutWarps(type))
+          return std::nullopt;
+        Type value = isa<fagpu::OperandLayoutAttr>(type.getEncoding())
+                         ? IntegerType::get(type.getContext(), 32)
+                         : type.getElementType();
+        results.append(fagpu::getRegistersPerThread(type), value);
+        return success();
+      });
+  converter.addConversion(
+      [](fagpu::TokenType, SmallVectorImpl<Type> &) { return success(); });
+  converter.addConversion([](fagpu::SharedType type) -> Type {
+    return LLVM::LLVMPointerType::get(type.getContext(), kShared);
+  });
+}
+
+namespace {
+
+/// arith and math on register tiles: the op on each value.
+struct ElementwiseLowering : public ConversionPattern {
+  ElementwiseLowering(const TypeConverter &converter, MLIRContext *ctx)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<ValueRange> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    Dialect *dialect = op->getDialect();
+    if (!dialect || !isa<arith::ArithDialect, math::MathDialect>(dialect) ||
+        op->getNumResults() != 1)
+      return failure();
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || !fagpu::getLayoutWarps(type) ||
+        isa<fagpu::OperandLayoutAttr>(type.getEncoding()))
+      return rewriter.notifyMatchFailure(op, "not a value register tile");
+    int64_t n = fagpu::getRegistersPerThread(type);
+    Type scalar = type.getElementType();
+    SmallVector<Value> results;
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense || !dense.isSplat())
+        return rewriter.notifyMatchFailure(op, "not a splat");
+      Value value = arith::ConstantOp::create(
+          rewriter, op->getLoc(),
+          cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+      results.assign(n, value);
+    } else {
+      if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumRegions())
+        return rewriter.notifyMatchFailure(op, "not element-wise");
+      for (ValueRange values : operands)
+        if (int64_t(values.size()) != n)
+          return rewriter.notifyMatchFailure(op, "mixed layouts");
+      for (int64_t i = 0; i < n; ++i) {
+        // NVPTX has no libcall for log2: lg2.approx (2^-22 relative).
+        if (isa<math::Log2Op>(op) && scalar.isF32()) {
+          KernelBuilder kb(rewriter, op->getLoc(), scalar, 0);
+          results.push_back(kb.approx("lg2.approx.f32", operands[0][i]));
+          continue;
+        }
+        OperationState state(op->getLoc(), op->getName());
+        for (ValueRange values : operands)
+          state.addOperands(values[i]);
+        state.addTypes(scalar);
+        state.addAttributes(op->getAttrs());
+        results.push_back(rewriter.create(state)->getResult(0));
+      }
+    }
+    rewriter.replaceOpWithMultiple(op, {results});
+    return success();
+  }
+};
+
+/// The prologue's place; rematerialized, the tile id is read again through
+/// an opaque mov, so nothing computed from it stays live across a loop.
+struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
+  BlockCoordsLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::BlockCoordsOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    bool again = op.getRematerialize();
+    Value tile = again ? kb.opaque(NVVM::BlockIdXOp::create(
+                             rewriter, loc, rewriter.getI32Type()))
+                       : binding.tile;
+    if (op.getHeavyFirst())
+      tile = kb.lastTileFirst(tile, again);
+    rewriter.replaceOp(op, {kb.toIndex(binding.batch), kb.toIndex(binding.head),
+                            kb.toIndex(tile)});
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+struct KVHeadLowering : public OpConversionPattern<fagpu::KVHeadOp> {
+  KVHeadLowering(const TypeConverter &converter, MLIRContext *ctx,
+                 const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::KVHeadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
+    Value head = toI32(rewriter, op.getLoc(), adaptor.getHead());
+    rewriter.replaceOp(op, kb.toIndex(kb.divu(head, binding.group)));
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+/// The sizes of the kernel's buffers are its size parameters.
+struct DimLowering : public OpConversionPattern<memref::DimOp> {
+  DimLowering(const TypeConverter &converter, MLIRContext *ctx,
+              const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(memref::DimOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    std::optional<int64_t> dim = op.getConstantIndex();
+    if (!dim)
+      return rewriter.notifyMatchFailure(op, "dynamic dim");
+    Value size = binding.sizes.lookup({op.getSource(), *dim});
+    if (!size)
+      return rewriter.notifyMatchFailure(op, "not a size the kernel takes");
+    rewriter.replaceOpWithNewOp<arith::IndexCastOp>(op, rewriter.getIndexType(),
+                                                    size);
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+} // namespace
+
+void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
+    const TypeConverter &converter, const KernelBinding &binding,
+    RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<ElementwiseLowering>(converter, ctx);
+  patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering>(converter, ctx,
+                                                                 binding);
+}
+
+bool mlir::fa::nvvm::isFAGPUKernel(gpu::GPUFuncOp kernel) {
+  return kernel.isKernel() &&
+         kernel
+             .walk([](Operation *op) {
+               return isa<fagpu::FAGPUDialect>(op->getDialect())
+                          ? WalkResult::interrupt()
+                          : WalkResult::advance();
+             })
+             .wasInterrupted();
+}
+
+FailureOr<LLVM::LLVMFuncOp>
+mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
+                                 ::fa::runtime::KernelAbi &abi) {
+  MLIRContext *ctx = kernel.getContext();
+  Location loc = kernel.getLoc();
+  Block &body = kernel.getBody().front();
+  unsigned numBuffers = body.getNumArguments();
+  if ((numBuffers != 4 && numBuffers != 5) ||
+      !llvm::all_of(body.getArgumentTypes(),
+                    [](Type t) { return isa<MemRefType>(t); }))
+    return kernel.emitOpError("convert-fa-to-nvvm: an fagpu kernel takes Q, "
+                              "K, V, O and optionally lse (memrefs)");
+  auto qType = cast<MemRefType>(body.getArgument(0).getType());
+
+  // The forward kernel's ABI (FlashKernelBuilder's) but the scale, which
+  // the IR carries: q, k, v, o, lse; strides (b, h, n) of q, k, v, o and
+  // (b, h) of lse; sizes.
+  using namespace ::fa::runtime;
+  auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
+  if (!blockQ)
+    return kernel.emitOpError("convert-fa-to-nvvm: the kernel has no '")
+           << kBlockQAttr << "' (outline it with fa-fuse)";
+  abi = KernelAbi();
+  abi.name = name.str();
+  abi.grid = {GridAxis::tilesNq(blockQ.getInt()), GridAxis::hq(),
+              GridAxis::batch()};
+  abi.threads = kThreads;
+  int64_t sharedBytes = 0;
+  kernel.walk([&](fagpu::AllocSharedOp alloc) {
+    auto type = cast<fagpu::SharedType>(alloc.getType());
+    sharedBytes =
+        std::max(sharedBytes, int64_t(alloc.getOffset()) +
+                                  type.getStages() * type.getStageBytes());
+  });
+  abi.sharedBytes = sharedBytes;
+  const AbiTensor tensors[5] = {AbiTensor::Q, AbiTensor::K, AbiTensor::V,
+                                AbiTensor::O, AbiTensor::Lse};
+  for (AbiTensor t : tensors)
+    abi.params.push_back(KernelParam::pointer(t));
+  for (AbiTensor t : tensors)
+    for (uint32_t dim = 0; dim < (t == AbiTensor::Lse ? 2u : 3u); ++dim)
+      abi.params.push_back(KernelParam::stride(t, dim));
+  for (AbiSize size :
+       {AbiSize::Nq, AbiSize::Nk, AbiSize::Group, AbiSize::Hq, AbiSize::B})
+    abi.params.push_back(KernelParam::ofSize(size));
+
+  OpBuilder b(kernel);
+  KernelBuilder kb(b, loc, qType.getElementType(), qType.getDimSize(3));
+  LLVM::LLVMFuncOp fn =
+      kb.createKernel(name.str() + ".nvvm", abi, /*flushDenormals=*/true);
+  Block *entry = &fn.front();
+  b.setInsertionPointToStart(entry);
+  AbiArgs args(abi, entry);
+
+  KernelBinding binding;
+  binding.smem = LLVM::AddressOfOp::create(
+      b, loc, LLVM::LLVMPointerType::get(ctx, kShared), "fa_smem");
+  binding.group = args.size(AbiSize::Group);
+  SmallVector<Operation *> casts;
+  for (unsigned i = 0; i < numBuffers; ++i) {
+    BlockArgument old = body.getArgument(i);
+    auto cast = UnrealizedConversionCastOp::create(
+        b, loc, old.getType(), ValueRange{args.pointer(tensors[i])});
+    casts.push_back(cast);
+    Value memref = cast.getResult(0);
+    old.replaceAllUsesWith(memref);
+    KernelBinding::Buffer buffer{args.pointer(tensors[i]), {}};
+    for (uint32_t dim = 0; dim < (i == 4 ? 2u : 3u); ++dim)
+      buffer.strides.push_back(args.stride(tensors[i], dim));
+    binding.buffers[memref] = buffer;
+    // Q, O and lse have Nq rows, K and V Nk.
+    bool keys = tensors[i] == AbiTensor::K || tensors[i] == AbiTensor::V;
+    binding.sizes[{memref, 2}] = args.size(keys ? AbiSize::Nk : AbiSize::Nq);
+  }
+  // The prologue: CTAs past the folded grid's heads x batches return.
+  KernelBuilder::ThreadPlace place =
+      kb.getThreadPlace(args.size(AbiSize::Hq), args.size(AbiSize::B));
+  binding.batch = place.batch;
+  binding.head = place.head;
+  binding.tile = place.tile;
+  Block *start = b.getInsertionBlock();
+  start->getOperations().splice(start->end(), body.getOperations());
+  auto ret = cast<gpu::ReturnOp>(start->getTerminator());
+  b.setInsertionPoint(ret);
+  LLVM::ReturnOp::create(b, ret.getLoc(), ValueRange{});
+  ret.erase();
+  kernel.erase();
+
+  // The kernel passes the row counts of its buffers, no other size.
+  WalkResult sizes = fn.walk([&](memref::DimOp dim) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (index && binding.sizes.count({dim.getSource(), *index}))
+      return WalkResult::advance();
+    dim.emitOpError("convert-fa-to-nvvm: the kernel has no parameter for ")
+        << (index ? "dim " + std::to_string(*index) : "a dynamic dim")
+        << " of this buffer";
+    return WalkResult::interrupt();
+  });
+  if (sizes.wasInterrupted())
+    return failure();
+
+  TypeConverter converter;
+  populateFAGPUTypeConversions(converter);
+  RewritePatternSet patterns(ctx);
+  populateFAGPUCopyToNVVMPatterns(converter, binding, patterns);
+  populateFAGPUMmaToNVVMPatterns(converter, patterns);
+  populateFAGPURowsToNVVMPatterns(converter, binding, patterns);
+  populateFAGPUElementwiseToNVVMPatterns(converter, binding, patterns);
+  ConversionTarget target(*ctx);
+  target.addIllegalDialect<fagpu::FAGPUDialect>();
+  target.addLegalDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
+  target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
+      [&](Operation *op) { return converter.isLegal(op); });
+  target.addIllegalOp<memref::DimOp, gpu::BarrierOp>();
+  target.addLegalOp<UnrealizedConversionCastOp>();
+  scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                       target);
+  if (failed(applyPartialConversion(fn, target, std::move(patterns))))
+    return failure();
+  for (Operation *cast : casts) {
+    if (!cast->use_empty())
+      return cast->emitOpError("convert-fa-to-nvvm: a buffer of the fagpu "
+                               "kernel is used by an op with no lowering");
+    cast->erase();
+  }
+  return fn;
+}

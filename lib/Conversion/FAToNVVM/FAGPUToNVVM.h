@@ -1,0 +1,112 @@
+//===- FAGPUToNVVM.h - fagpu ops to NVVM ------------------------*- C++ -*-===//
+//
+// The lowering of FA's kernel-level IR: a gpu.func of fagpu ops becomes an
+// llvm.func of NVVM. Register tiles (tensors with an fagpu layout) become
+// the values each thread holds (1:N), shared tiles a pointer into the
+// kernel's shared memory, tokens nothing (cp.async groups are implicit per
+// thread). The patterns are split by instruction family: copies
+// (CopyToNVVM.cpp: cp.async), tensor-core products and fragments
+// (MmaToNVVM.cpp: ldmatrix, mma.sync), row values and masks
+// (RowsToNVVM.cpp: shuffles, predicates), and element-wise ops and the
+// kernel frame (FAGPUToNVVM.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_FATONVVM_FAGPUTONVVM_H
+#define FA_LIB_CONVERSION_FATONVVM_FAGPUTONVVM_H
+
+#include "KernelBuilder.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::fa::nvvm {
+
+/// Where the kernel's global buffers and sizes are in the llvm.func: each
+/// memref argument of the gpu.func stands for a pointer (to its first
+/// element) and element strides (i64) of its outer dims; the sizes the kernel
+/// reads are i32 parameters.
+struct KernelBinding {
+  struct Buffer {
+    Value ptr;
+    SmallVector<Value, 3> strides;
+  };
+  /// Keyed by the memref value ops use.
+  DenseMap<Value, Buffer> buffers;
+  /// (memref, dim) -> its size (i32).
+  DenseMap<std::pair<Value, int64_t>, Value> sizes;
+  /// Hq / Hkv (i32).
+  Value group;
+  /// The base of the dynamic shared memory (!llvm.ptr<3>).
+  Value smem;
+  /// The CTA's place, from the kernel's prologue (i32).
+  Value batch, head, tile;
+};
+
+/// The calling thread's id, warp, lane, and the lane's row group (lane / 4)
+/// and quad position (lane % 4) in mma.sync fragments (all i32). With
+/// `rebuilt`, the id passes through an opaque mov: what is computed from it
+/// (the epilogue's addresses) is not merged with the prologue's values and
+/// kept live across the loop.
+struct LaneIds {
+  Value tid, warp, lane, g, tq;
+};
+LaneIds getLaneIds(KernelBuilder &kb, OpBuilder &b, Location loc,
+                   bool rebuilt = false);
+
+/// The converted types: a register tile's values (f32, i1, or i32 pairs of
+/// 16-bit operand elements), a shared tile's pointer, no value for a token.
+void populateFAGPUTypeConversions(TypeConverter &converter);
+
+void populateFAGPUCopyToNVVMPatterns(const TypeConverter &converter,
+                                     const KernelBinding &binding,
+                                     RewritePatternSet &patterns);
+void populateFAGPUMmaToNVVMPatterns(const TypeConverter &converter,
+                                    RewritePatternSet &patterns);
+void populateFAGPURowsToNVVMPatterns(const TypeConverter &converter,
+                                     const KernelBinding &binding,
+                                     RewritePatternSet &patterns);
+void populateFAGPUElementwiseToNVVMPatterns(const TypeConverter &converter,
+                                            const KernelBinding &binding,
+                                            RewritePatternSet &patterns);
+
+/// Whether `kernel` is written in fagpu ops (and not an outlined fa.attention).
+bool isFAGPUKernel(gpu::GPUFuncOp kernel);
+
+/// Lowers the fagpu kernel `kernel` (an attention forward: arguments Q, K,
+/// V, O and optionally lse) to the llvm.func `name`.nvvm; `abi` is its ABI
+/// (the forward's, less the scale, which the IR carries), `name` in its
+/// #fa.kernel_abi. Erases `kernel`.
+FailureOr<LLVM::LLVMFuncOp> lowerFAGPUKernel(gpu::GPUFuncOp kernel,
+                                             StringRef name,
+                                             ::fa::runtime::KernelAbi &abi);
+
+/// The (row, column) of the elements a thread holds of an [M, N] tile in
+/// `#fagpu.acc<warps>`, in the order of its values (i32): m-tile, n-tile,
+/// then the 4 values (rows g, g, g + 8, g + 8; columns 2 t, 2 t + 1).
+struct AccCoords {
+  SmallVector<Value> rowOfRowSlot; // per m-tile x 2
+  SmallVector<Value> colOfColSlot; // per n-tile x 2
+  int64_t mTiles = 0, nTiles = 0;
+  Value row(int64_t mt, int64_t e) const {
+    return rowOfRowSlot[mt * 2 + e / 2];
+  }
+  Value col(int64_t nt, int64_t e) const {
+    return colOfColSlot[nt * 2 + (e & 1)];
+  }
+};
+/// The coordinates, offset by (row0, col0) (i32).
+AccCoords getAccCoords(KernelBuilder &kb, OpBuilder &b, Location loc,
+                       RankedTensorType type, Value row0, Value col0,
+                       bool rebuilt = false);
+
+/// Stage `stage` (index) of the shared ring of `type` at `base`.
+Value getStage(KernelBuilder &kb, OpBuilder &b, Location loc, Value base,
+               Value stage, fagpu::SharedType type);
+
+/// An index value as i32.
+Value toI32(OpBuilder &b, Location loc, Value index);
+
+} // namespace mlir::fa::nvvm
+
+#endif // FA_LIB_CONVERSION_FATONVVM_FAGPUTONVVM_H

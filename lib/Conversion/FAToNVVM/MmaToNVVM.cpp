@@ -1,0 +1,161 @@
+//===- MmaToNVVM.cpp - fagpu products and fragments to mma.sync -----------===//
+//
+// Operand fragments come from swizzled shared tiles through ldmatrix.x4
+// (transposed for a B stored [k][n]), products are mma.sync m16n8k16 with
+// f32 accumulators, and an accumulator becomes the next product's A operand
+// in registers (KernelBuilder::accToA). A thread's values are ordered
+// m-tile, then n-tile (accumulators) or k-step (operands), then the 4 of
+// the fragment.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FAGPUToNVVM.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::nvvm;
+
+namespace {
+
+/// M-tiles of a register tile's rows.
+int64_t mTilesOf(RankedTensorType type) {
+  return type.getDimSize(0) / (16 * fagpu::getLayoutWarps(type));
+}
+
+/// The A fragment of m-tile `mt`, k-step `kk` of the shared `tile` (rows of
+/// `width` columns), for the calling lane.
+SmallVector<Value, 4> loadAFragment(KernelBuilder &kb, OpBuilder &b,
+                                    Location loc, Value tile, int64_t mt,
+                                    int64_t kk, unsigned warps) {
+  LaneIds place = getLaneIds(kb, b, loc);
+  Value rowLane = kb.add(kb.mul(place.warp, kb.c32(16)), kb.aRow(place.lane));
+  Value at =
+      kb.swizzledAt(rowLane, mt * 16 * warps, kb.aCol(place.lane), kk * 16);
+  auto r = kb.ldmatrix4(kb.smemAt(tile, at), /*transpose=*/false);
+  return {r.begin(), r.end()};
+}
+
+struct LoadOperandLowering : public OpConversionPattern<fagpu::LoadOperandOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::LoadOperandOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto shared = cast<fagpu::SharedType>(op.getSource().getType());
+    auto type = cast<RankedTensorType>(op.getType());
+    KernelBuilder kb(rewriter, loc, shared.getElementType(), shared.getCols());
+    Value tile = getStage(kb, rewriter, loc, adaptor.getSource(),
+                          adaptor.getStage(), shared);
+    SmallVector<Value> values;
+    for (int64_t mt = 0; mt < mTilesOf(type); ++mt)
+      for (int64_t kk = 0; kk < shared.getCols() / 16; ++kk)
+        values.append(loadAFragment(kb, rewriter, loc, tile, mt, kk,
+                                    fagpu::getLayoutWarps(type)));
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+struct MmaLowering : public OpConversionPattern<fagpu::MmaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::MmaOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    auto bType = cast<fagpu::SharedType>(op.getB().getType());
+    unsigned warps = fagpu::getLayoutWarps(type);
+    int64_t mTiles = mTilesOf(type), nTiles = type.getDimSize(1) / 8;
+    bool transposed = op.getBTransposed();
+    int64_t k = transposed ? bType.getCols() : bType.getRows();
+    Type et = bType.getElementType();
+    // The B tile's rows set the swizzle; an A tile in shared memory has
+    // rows of K columns.
+    KernelBuilder kb(rewriter, loc, et, bType.getCols());
+    KernelBuilder ka(rewriter, loc, et, k);
+    Value bTile = getStage(kb, rewriter, loc, adaptor.getB().front(),
+                           adaptor.getBStage().front(), bType);
+    ValueRange aValues = adaptor.getA();
+    bool aShared = isa<fagpu::SharedType>(op.getA().getType());
+
+    // c[mt][nt]: 4 values each.
+    SmallVector<KernelBuilder::Tiles> c(mTiles);
+    ValueRange acc = adaptor.getAcc();
+    for (int64_t mt = 0; mt < mTiles; ++mt) {
+      if (acc.empty()) {
+        c[mt] = kb.zeroTiles(nTiles);
+        continue;
+      }
+      c[mt].resize(nTiles);
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        c[mt][nt].assign(acc.begin() + (mt * nTiles + nt) * 4,
+                         acc.begin() + (mt * nTiles + nt + 1) * 4);
+    }
+    LaneIds place = getLaneIds(kb, rewriter, loc);
+    // Lane parts of the B fragment addresses: two n-tiles of 8 rows of an
+    // [n][k] tile, or of 8 columns of a [k][n] one, per ldmatrix.x4.
+    Value rowLane = transposed ? kb.bRow(place.lane) : kb.aRow(place.lane);
+    Value colLane = transposed ? kb.bCol(place.lane) : kb.aCol(place.lane);
+    for (int64_t kk = 0; kk < k / 16; ++kk) {
+      SmallVector<SmallVector<Value, 4>> a(mTiles);
+      for (int64_t mt = 0; mt < mTiles; ++mt) {
+        if (aShared) {
+          a[mt] =
+              loadAFragment(ka, rewriter, loc, aValues.front(), mt, kk, warps);
+        } else {
+          auto begin = aValues.begin() + (mt * (k / 16) + kk) * 4;
+          a[mt].assign(begin, begin + 4);
+        }
+      }
+      for (int64_t pair = 0; pair < nTiles / 2; ++pair) {
+        Value at = transposed
+                       ? kb.swizzledAt(rowLane, pair * 16, colLane, kk * 16)
+                       : kb.swizzledAt(rowLane, kk * 16, colLane, pair * 16);
+        auto r = kb.ldmatrix4(kb.smemAt(bTile, at), /*transpose=*/!transposed);
+        for (int64_t mt = 0; mt < mTiles; ++mt) {
+          c[mt][2 * pair] = kb.mma(a[mt], {r[0], r[1]}, c[mt][2 * pair]);
+          c[mt][2 * pair + 1] =
+              kb.mma(a[mt], {r[2], r[3]}, c[mt][2 * pair + 1]);
+        }
+      }
+    }
+    SmallVector<Value> values;
+    for (auto &tiles : c)
+      for (auto &t : tiles)
+        values.append(t.begin(), t.end());
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+struct ToOperandLowering : public OpConversionPattern<fagpu::ToOperandOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::ToOperandOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    KernelBuilder kb(rewriter, op.getLoc(), type.getElementType(), 0);
+    int64_t mTiles = mTilesOf(type), nTiles = type.getDimSize(1) / 8;
+    ValueRange acc = adaptor.getSource();
+    SmallVector<Value> values;
+    for (int64_t mt = 0; mt < mTiles; ++mt) {
+      KernelBuilder::Tiles tiles(nTiles);
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        tiles[nt].assign(acc.begin() + (mt * nTiles + nt) * 4,
+                         acc.begin() + (mt * nTiles + nt + 1) * 4);
+      for (int64_t j = 0; j < nTiles / 2; ++j)
+        values.append(kb.accToA(tiles, j));
+    }
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fa::nvvm::populateFAGPUMmaToNVVMPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<LoadOperandLowering, MmaLowering, ToOperandLowering>(
+      converter, patterns.getContext());
+}

@@ -1,0 +1,249 @@
+//===- RowsToNVVM.cpp - fagpu row values, masks and stores to NVVM --------===//
+//
+// Row reductions fold a thread's values of each row and then the 4 lanes of
+// its quad with shuffles; masks compare each value's (row, key) with the
+// variant's bounds (KernelBuilder::keepKey); stores write rows below the
+// bound, two elements per 32-bit store.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FAGPUToNVVM.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::nvvm;
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+struct ReduceRowsLowering : public OpConversionPattern<fagpu::ReduceRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::ReduceRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
+    auto source = cast<RankedTensorType>(op.getSource().getType());
+    auto result = cast<RankedTensorType>(op.getType());
+    bool isMax = op.getKind() == fagpu::ReduceKind::Max;
+    bool partial =
+        cast<fagpu::RowsLayoutAttr>(result.getEncoding()).getPartial();
+    ValueRange values = adaptor.getSource();
+    SmallVector<Value> rows;
+    if (source.getRank() == 1) {
+      for (Value v : values)
+        rows.push_back(kb.quadReduce(v, /*isMax=*/false));
+    } else {
+      int64_t nTiles = source.getDimSize(1) / 8;
+      int64_t mTiles = int64_t(values.size()) / (nTiles * 4);
+      for (int64_t mt = 0; mt < mTiles; ++mt) {
+        Value row[2] = {kb.cf(isMax ? kNegInf : 0.0),
+                        kb.cf(isMax ? kNegInf : 0.0)};
+        for (int64_t nt = 0; nt < nTiles; ++nt)
+          for (int64_t e = 0; e < 4; ++e) {
+            Value x = values[(mt * nTiles + nt) * 4 + e];
+            row[e / 2] =
+                isMax ? kb.fmax(row[e / 2], x) : kb.fadd(row[e / 2], x);
+          }
+        for (Value v : row)
+          rows.push_back(partial ? v : kb.quadReduce(v, isMax));
+      }
+    }
+    rewriter.replaceOpWithMultiple(op, {rows});
+    return success();
+  }
+};
+
+struct UpdateRowSumLowering
+    : public OpConversionPattern<fagpu::UpdateRowSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::UpdateRowSumOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
+    auto type = cast<RankedTensorType>(op.getValues().getType());
+    int64_t nTiles = type.getDimSize(1) / 8;
+    ValueRange sum = adaptor.getSum(), scale = adaptor.getScale(),
+               values = adaptor.getValues();
+    SmallVector<Value> rows;
+    for (int64_t mt = 0; mt < int64_t(sum.size()) / 2; ++mt) {
+      Value partial[2] = {kb.cf(0.0), kb.cf(0.0)};
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        for (int64_t e = 0; e < 4; ++e)
+          partial[e / 2] =
+              kb.fadd(partial[e / 2], values[(mt * nTiles + nt) * 4 + e]);
+      for (int64_t r = 0; r < 2; ++r)
+        rows.push_back(
+            kb.fadd(kb.fmul(sum[mt * 2 + r], scale[mt * 2 + r]), partial[r]));
+    }
+    rewriter.replaceOpWithMultiple(op, {rows});
+    return success();
+  }
+};
+
+struct BroadcastRowsLowering
+    : public OpConversionPattern<fagpu::BroadcastRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::BroadcastRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t nTiles = type.getDimSize(1) / 8;
+    ValueRange rows = adaptor.getSource();
+    SmallVector<Value> values;
+    for (int64_t mt = 0; mt < int64_t(rows.size()) / 2; ++mt)
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        for (int64_t e = 0; e < 4; ++e)
+          values.push_back(rows[mt * 2 + e / 2]);
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+struct MaskLowering : public OpConversionPattern<fagpu::MaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::MaskOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    auto type = cast<RankedTensorType>(op.getType());
+    auto i32 = [&](ValueRange v) { return toI32(rewriter, loc, v.front()); };
+    Value nq = i32(adaptor.getQueryLen()), nk = i32(adaptor.getKeyLen());
+    Value diag = kb.sub(nk, nq);
+    AccCoords at =
+        getAccCoords(kb, rewriter, loc, type, i32(adaptor.getQueryOffset()),
+                     i32(adaptor.getKeyOffset()));
+    Masks masks{op.getCausalAttr(), op.getWindowAttr()};
+    ValueRange scores = adaptor.getScores();
+    SmallVector<Value> values;
+    for (int64_t mt = 0; mt < at.mTiles; ++mt)
+      for (int64_t nt = 0; nt < at.nTiles; ++nt)
+        for (int64_t e = 0; e < 4; ++e) {
+          Value keep = kb.keepKey(masks, at.row(mt, e), at.col(nt, e), nk, diag,
+                                  /*checkBound=*/true);
+          values.push_back(kb.sel(keep, scores[(mt * at.nTiles + nt) * 4 + e],
+                                  kb.cf(kNegInf)));
+        }
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::VisibleKeysOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    KernelBuilder::KeyRange range = kb.visibleKeys(
+        {op.getCausalAttr(), op.getWindowAttr()},
+        toI32(rewriter, loc, adaptor.getQueryOffset()), op.getBlockQ(),
+        toI32(rewriter, loc, adaptor.getQueryLen()),
+        toI32(rewriter, loc, adaptor.getKeyLen()), op.getBlockKv());
+    rewriter.replaceOp(op, {kb.toIndex(range.begin), kb.toIndex(range.end)});
+    return success();
+  }
+};
+
+struct TileNeedsMaskLowering
+    : public OpConversionPattern<fagpu::TileNeedsMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TileNeedsMaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    Value nq = toI32(rewriter, loc, adaptor.getQueryLen());
+    Value nk = toI32(rewriter, loc, adaptor.getKeyLen());
+    rewriter.replaceOp(
+        op, kb.tileNeedsMask({op.getCausalAttr(), op.getWindowAttr()},
+                             toI32(rewriter, loc, adaptor.getQueryOffset()),
+                             op.getBlockQ(),
+                             toI32(rewriter, loc, adaptor.getKeyOffset()),
+                             op.getBlockKv(), nk, kb.sub(nk, nq)));
+    return success();
+  }
+};
+
+struct StoreLowering : public OpConversionPattern<fagpu::StoreOp> {
+  StoreLowering(const TypeConverter &converter, MLIRContext *ctx,
+                const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::StoreOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto it = binding.buffers.find(op.getDest());
+    if (it == binding.buffers.end())
+      return op.emitOpError(
+          "convert-fa-to-nvvm: the destination is not a buffer of the kernel");
+    const KernelBinding::Buffer &buffer = it->second;
+    auto dest = cast<MemRefType>(op.getDest().getType());
+    auto type = cast<RankedTensorType>(op.getValue().getType());
+    KernelBuilder kb(rewriter, loc, dest.getElementType(), 0);
+    auto i32 = [&](ValueRange v) { return toI32(rewriter, loc, v.front()); };
+    Value batch = i32(adaptor.getBatch()), head = i32(adaptor.getHead());
+    Value bound = i32(adaptor.getBound());
+    AccCoords at =
+        getAccCoords(kb, rewriter, loc, type, i32(adaptor.getRow()), kb.c32(0),
+                     /*rebuilt=*/true);
+    // Stores follow the loop: their lane ids are rebuilt (getLaneIds).
+    LaneIds place = getLaneIds(kb, rewriter, loc, /*rebuilt=*/true);
+    ValueRange values = adaptor.getValue();
+    for (int64_t mt = 0; mt < at.mTiles; ++mt)
+      for (int64_t r = 0; r < 2; ++r) {
+        Value row = at.row(mt, 2 * r);
+        Value inRange = kb.cmp(arith::CmpIPredicate::slt, row, bound);
+        if (type.getRank() == 1) {
+          // Row values: one lane of the quad writes.
+          Value first = kb.cmp(arith::CmpIPredicate::eq, place.tq, kb.c32(0));
+          inRange = arith::AndIOp::create(rewriter, loc, inRange, first);
+        }
+        auto store = scf::IfOp::create(rewriter, loc, inRange,
+                                       /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(store.thenBlock());
+        if (type.getRank() == 1) {
+          Value at64 = kb.add(kb.add(kb.mul(kb.ext64(batch), buffer.strides[0]),
+                                     kb.mul(kb.ext64(head), buffer.strides[1])),
+                              kb.ext64(row));
+          LLVM::StoreOp::create(
+              rewriter, loc, values[mt * 2 + r],
+              kb.gep(buffer.ptr, at64, rewriter.getF32Type()));
+          continue;
+        }
+        Value base = kb.headBase(buffer.ptr, batch, head, buffer.strides[0],
+                                 buffer.strides[1]);
+        Type et = dest.getElementType();
+        Value rowBase =
+            kb.gep(base, kb.mul(kb.ext64(row), buffer.strides[2]), et);
+        for (int64_t nt = 0; nt < at.nTiles; ++nt) {
+          int64_t i = (mt * at.nTiles + nt) * 4 + 2 * r;
+          Value ptr = kb.gep(rowBase, kb.ext64(at.col(nt, 0)), et);
+          LLVM::StoreOp::create(rewriter, loc,
+                                kb.pack(values[i], values[i + 1]), ptr,
+                                /*alignment=*/4);
+        }
+      }
+    rewriter.eraseOp(op);
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+} // namespace
+
+void mlir::fa::nvvm::populateFAGPURowsToNVVMPatterns(
+    const TypeConverter &converter, const KernelBinding &binding,
+    RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<ReduceRowsLowering, UpdateRowSumLowering, BroadcastRowsLowering,
+               MaskLowering, VisibleKeysLowering, TileNeedsMaskLowering>(
+      converter, ctx);
+  patterns.add<StoreLowering>(converter, ctx, binding);
+}

@@ -1,0 +1,240 @@
+//===- TileGpu.cpp - fa-tile's GPU flavour --------------------------------===//
+//
+// An outlined forward kernel (fa-fuse's gpu.func holding one fa.attention)
+// becomes its CTA's program in the kernel-level IR: the CTA's (batch, head,
+// query tile), the Q tile and each K/V tile copied into shared memory
+// (synchronously: fa-async-copy makes the copies asynchronous and rings the
+// buffers), S = Q K^T and O += P V on tensor cores, the variant's masks on
+// the tiles that cross a mask edge, the online softmax in the log2 domain
+// on the accumulator fragments, and the epilogue (O / l, lse).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Transforms/GpuKernels.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::fa;
+
+bool mlir::fa::hasKernelIRForward(AttentionOp op) {
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  int64_t dv = op.getValue().getType().getDimSize(3);
+  Type et = op.getElementType();
+  return !isScoredForward(op) && !op.getSoftcapAttr() && d == dv &&
+         (et.isF16() || et.isBF16()) &&
+         llvm::is_contained({32, 64, 96, 128, 256}, d);
+}
+
+namespace {
+
+class KernelTiler {
+public:
+  KernelTiler(gpu::GPUFuncOp kernel, AttentionOp op, int64_t blockQ,
+              int64_t blockKV)
+      : b(kernel.getContext()), loc(op.getLoc()), kernel(kernel), op(op),
+        blockQ(blockQ), blockKV(blockKV),
+        d(op.getQuery().getType().getDimSize(3)), et(op.getElementType()),
+        f32(b.getF32Type()) {
+    MLIRContext *ctx = b.getContext();
+    unsigned warps = kForwardThreads / 32;
+    acc = fagpu::AccLayoutAttr::get(ctx, warps);
+    operand = fagpu::OperandLayoutAttr::get(ctx, warps);
+    rows = fagpu::RowsLayoutAttr::get(ctx, warps, /*partial=*/false);
+    partial = fagpu::RowsLayoutAttr::get(ctx, warps, /*partial=*/true);
+  }
+  void build();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  RankedTensorType tile(int64_t cols, Attribute layout, Type type = {}) {
+    return RankedTensorType::get({blockQ, cols}, type ? type : f32, layout);
+  }
+  RankedTensorType rowsType(Attribute layout, Type type = {}) {
+    return RankedTensorType::get({blockQ}, type ? type : f32, layout);
+  }
+  Value splat(RankedTensorType type, double value) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(f32, value)));
+  }
+
+  OpBuilder b;
+  Location loc;
+  gpu::GPUFuncOp kernel;
+  AttentionOp op;
+  int64_t blockQ, blockKV, d;
+  Type et, f32;
+  Attribute acc, operand, rows, partial;
+};
+
+void KernelTiler::build() {
+  Block &entry = kernel.getBody().front();
+  Value q = entry.getArgument(0), k = entry.getArgument(1),
+        v = entry.getArgument(2), o = entry.getArgument(3);
+  Value lse = op.getLse() ? entry.getArgument(4) : Value();
+  // The outlined op and its buffer traffic go; the CTA's program replaces
+  // them.
+  SmallVector<Operation *> old;
+  for (Operation &inner : llvm::reverse(entry))
+    old.push_back(&inner);
+  b.setInsertionPointToEnd(&entry);
+  CausalKindAttr causal = op.getCausalAttr();
+  DenseI64ArrayAttr window = op.getWindowAttr();
+  double negInf = -std::numeric_limits<double>::infinity();
+  double scaleLog2 = op.getScaleOrDefault() * M_LOG2E;
+  bool qInRegisters = (blockQ / 64) * d <= 128;
+
+  Type idx = b.getIndexType();
+  Value c0 = index(0), c2 = index(2), cBlockQ = index(blockQ),
+        cBlockKV = index(blockKV);
+  auto coords = fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx,
+                                             /*heavy_first=*/!!causal,
+                                             /*rematerialize=*/false);
+  Value batch = coords.getBatch(), head = coords.getHead();
+  Value headKV = fagpu::KVHeadOp::create(b, loc, idx, head, q, k);
+  Value q0 = arith::MulIOp::create(b, loc, coords.getTile(), cBlockQ);
+  Value nq = memref::DimOp::create(b, loc, q, c2);
+  Value nk = memref::DimOp::create(b, loc, k, c2);
+
+  // Shared memory: the Q tile, then one K and one V tile (fa-async-copy
+  // makes rings of them).
+  auto sharedType = [&](int64_t rowsOf) {
+    return fagpu::SharedType::get(b.getContext(), {1, rowsOf, d}, et);
+  };
+  int64_t qBytes = blockQ * d * 2, kvBytes = blockKV * d * 2;
+  Value sQ = fagpu::AllocSharedOp::create(b, loc, sharedType(blockQ), 0);
+  Value sK = fagpu::AllocSharedOp::create(b, loc, sharedType(blockKV), qBytes);
+  Value sV = fagpu::AllocSharedOp::create(b, loc, sharedType(blockKV),
+                                          qBytes + kvBytes);
+  fagpu::CopyOp::create(b, loc, q, batch, head, q0, nq, sQ, c0);
+  // Q's A fragments stay in registers where they fit (up to 32 of them),
+  // else S reads them from shared memory per k-step.
+  Value qA = sQ;
+  if (qInRegisters)
+    qA = fagpu::LoadOperandOp::create(b, loc, tile(d, operand, et), sQ, c0);
+  auto keys = fagpu::VisibleKeysOp::create(b, loc, idx, idx, q0, nq, nk, blockQ,
+                                           blockKV, causal, window);
+
+  RankedTensorType accS = tile(blockKV, acc), accO = tile(d, acc);
+  RankedTensorType rowT = rowsType(rows), partialT = rowsType(partial);
+  Value ninf = splat(rowT, negInf), zeroRows = splat(rowT, 0.0);
+  Value inits[] = {ninf, splat(partialT, 0.0), splat(accO, 0.0)};
+  Value scaleRows = splat(rowT, scaleLog2), scaleTile = splat(accS, scaleLog2);
+  auto loop = scf::ForOp::create(
+      b, loc, keys.getBegin(), keys.getEnd(), cBlockKV, inits,
+      [&](OpBuilder &, Location, Value kv0, ValueRange iters) {
+        Value m = iters[0], l = iters[1], accIn = iters[2];
+        fagpu::CopyOp::create(b, loc, k, batch, headKV, kv0, nk, sK, c0);
+        fagpu::CopyOp::create(b, loc, v, batch, headKV, kv0, nk, sV, c0);
+        Value s = fagpu::MmaOp::create(b, loc, accS, qA, sK, c0, Value(),
+                                       /*b_transposed=*/true);
+        // Masks (keys past Nk, causal, window) only on tiles that cross an
+        // edge: the test is the same for the whole CTA.
+        Value cut =
+            fagpu::TileNeedsMaskOp::create(b, loc, b.getI1Type(), q0, kv0, nq,
+                                           nk, blockQ, blockKV, causal, window);
+        auto masked = scf::IfOp::create(b, loc, accS, cut, /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(masked.thenBlock());
+          Value x = fagpu::MaskOp::create(b, loc, accS, s, q0, kv0, nq, nk,
+                                          causal, window);
+          scf::YieldOp::create(b, loc, x);
+          b.setInsertionPointToStart(masked.elseBlock());
+          scf::YieldOp::create(b, loc, s);
+        }
+        s = masked.getResult(0);
+        // m' = max(m, c rowmax(s)), alpha = exp2(m - m') with m' = 0 for a
+        // row still fully masked; p = exp2(c s - m') as one fma (the scale
+        // is positive, so it commutes with max).
+        Value tileMax = fagpu::ReduceRowsOp::create(b, loc, rowT,
+                                                    fagpu::ReduceKind::Max, s);
+        tileMax = arith::MulFOp::create(b, loc, tileMax, scaleRows);
+        Value mNew = arith::MaximumFOp::create(b, loc, m, tileMax);
+        Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           mNew, ninf);
+        Value mSafe = arith::SelectOp::create(b, loc, none, zeroRows, mNew);
+        Value alpha = math::Exp2Op::create(
+            b, loc, arith::SubFOp::create(b, loc, m, mSafe));
+        Value negM = arith::NegFOp::create(
+            b, loc, fagpu::BroadcastRowsOp::create(b, loc, accS, mSafe));
+        Value p = math::Exp2Op::create(
+            b, loc, math::FmaOp::create(b, loc, s, scaleTile, negM));
+        Value lNew =
+            fagpu::UpdateRowSumOp::create(b, loc, partialT, l, alpha, p);
+        Value rescaled = arith::MulFOp::create(
+            b, loc, accIn, fagpu::BroadcastRowsOp::create(b, loc, accO, alpha));
+        Value pA =
+            fagpu::ToOperandOp::create(b, loc, tile(blockKV, operand, et), p);
+        Value accOut = fagpu::MmaOp::create(b, loc, accO, pA, sV, c0, rescaled,
+                                            /*b_transposed=*/false);
+        scf::YieldOp::create(b, loc, ValueRange{mNew, lNew, accOut});
+      });
+
+  // O = acc / l (0 for an empty row); lse = (m + log2 l) ln 2 (-inf there).
+  // The CTA's place is read again: the prologue's would stay live across
+  // the loop.
+  auto again = fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx,
+                                            /*heavy_first=*/!!causal,
+                                            /*rematerialize=*/true);
+  Value row0 = arith::MulIOp::create(b, loc, again.getTile(), cBlockQ);
+  Value l = fagpu::ReduceRowsOp::create(b, loc, rowT, fagpu::ReduceKind::Sum,
+                                        loop.getResult(1));
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroRows);
+  Value inv = arith::SelectOp::create(
+      b, loc, empty, zeroRows,
+      arith::DivFOp::create(b, loc, splat(rowT, 1.0), l));
+  Value out =
+      arith::MulFOp::create(b, loc, loop.getResult(2),
+                            fagpu::BroadcastRowsOp::create(b, loc, accO, inv));
+  fagpu::StoreOp::create(b, loc, out, o, again.getBatch(), again.getHead(),
+                         row0, nq);
+  if (lse) {
+    Value log2l = math::Log2Op::create(b, loc, l);
+    Value value = arith::MulFOp::create(
+        b, loc, arith::AddFOp::create(b, loc, loop.getResult(0), log2l),
+        splat(rowT, M_LN2));
+    value = arith::SelectOp::create(b, loc, empty, ninf, value);
+    fagpu::StoreOp::create(b, loc, value, lse, again.getBatch(),
+                           again.getHead(), row0, nq);
+  }
+  gpu::ReturnOp::create(b, loc);
+  for (Operation *inner : old)
+    inner->erase();
+}
+
+} // namespace
+
+LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
+  AttentionOp op = getOutlinedAttention(kernel);
+  if (!op || !hasKernelIRForward(op))
+    return success();
+  auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
+  auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);
+  if (!blockQ || !blockKV)
+    return kernel.emitOpError("fa-tile: the kernel has no '")
+           << kBlockQAttr << "' and '" << kBlockKVAttr
+           << "' (outline it with fa-fuse)";
+  if (std::string why =
+          unsupportedTileReason(blockQ.getInt(), blockKV.getInt());
+      !why.empty())
+    return kernel.emitOpError("fa-tile: ") << why;
+  // Two m-tiles per warp with Q read from shared memory (D = 128 without a
+  // mask) spill 60 bytes through this path where the builder's kernel
+  // spills none: they stay with convert-fa-to-nvvm's builder until the
+  // difference is found.
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  if (blockQ.getInt() == 128 && 2 * d > 128)
+    return success();
+  KernelTiler(kernel, op, blockQ.getInt(), blockKV.getInt()).build();
+  return success();
+}

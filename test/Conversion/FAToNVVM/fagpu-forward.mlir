@@ -1,0 +1,43 @@
+// RUN: fa-opt %S/Inputs/fagpu-causal-d64.mlir -convert-fa-to-nvvm | FileCheck %s
+
+// convert-fa-to-nvvm on a kernel in fagpu ops (causal, bf16, D = 64, 128 x
+// 64 tiles, one stage): the gpu.func becomes an llvm.func with the
+// forward's ABI less the scale (the IR carries it), each op its NVVM.
+
+// CHECK-LABEL: llvm.func @fa_forward_0(
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), Hq, B], threads = 128, shared = 32768, params = [q : ptr, k : ptr, v : ptr, o : ptr, lse : ptr, stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, stride(lse, 0) : i64, stride(lse, 1) : i64, Nq : i32, Nk : i32, group : i32, Hq : i32, B : i32]>
+// CHECK-SAME: nvvm.kernel
+// The folded grid's prologue: CTAs past Hq x B return.
+// CHECK: llvm.cond_br
+// CHECK-NEXT: ^bb1:
+// CHECK-NEXT: llvm.return
+// Q (one group), then K(0) if there are keys to visit.
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.if
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// Q's fragments once Q has landed: 2 m-tiles x 4 k-steps.
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: nvvm.barrier0
+// CHECK-COUNT-8: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// The loop carries m and l (2 x 2 rows each) and acc (2 x 8 x 4).
+// CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// S = Q K^T: 4 k-steps x 4 pairs of n-tiles x 2 m-tiles x 2.
+// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// The row max across the quad: two butterfly shuffles per row.
+// CHECK: nvvm.shfl.sync  bfly
+// O += P V: V through ldmatrix.trans.
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK: scf.yield
+// The epilogue: O / l, lse = (m + lg2 l) ln 2.
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;"
+// CHECK: llvm.inline_asm "lg2.approx.f32 $0, $1;"
+// CHECK-NOT: fagpu.
+// CHECK-NOT: builtin.unrealized_conversion_cast
+// CHECK-NOT: nvvm.mma.sync

@@ -1,0 +1,46 @@
+// fa-pipeline-cuda with kernel-ir: the forward kernels fa-tile writes in
+// fagpu ops assemble with ptxas for sm_90a and sm_80 with no spills, at
+// the default tiles of D = 32, 64 (two stages), 96, 128 under a causal mask
+// and 256 with a window.
+// REQUIRES: ptxas
+// RUN: split-file %s %t
+// RUN: fa-opt %t/d32.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d32.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d32.ptx -o %t/d32.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d64.ptx -o %t/d64.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d64.80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/d64.80.ptx -o %t/d64.80.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d96.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d96.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d96.ptx -o %t/d96.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d128.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d128.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d128.ptx -o %t/d128.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d256.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d256.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d256.ptx -o %t/d256.cubin 2>&1 | FileCheck %s
+// CHECK: Compiling entry function 'fa_forward_0'
+// CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+//--- d32.mlir
+func.func @f(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<?x8x?x32xbf16>) -> tensor<?x8x?x32xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x32xbf16>, tensor<?x8x?x32xbf16>, tensor<?x8x?x32xbf16> -> tensor<?x8x?x32xbf16>
+  return %o : tensor<?x8x?x32xbf16>
+}
+//--- d64.mlir
+func.func @f(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+  return %o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+}
+//--- d96.mlir
+func.func @f(%q: tensor<?x8x?x96xf16>, %k: tensor<?x8x?x96xf16>, %v: tensor<?x8x?x96xf16>) -> (tensor<?x8x?x96xf16>, tensor<?x8x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<top_left>} : tensor<?x8x?x96xf16>, tensor<?x8x?x96xf16>, tensor<?x8x?x96xf16> -> tensor<?x8x?x96xf16>, tensor<?x8x?xf32>
+  return %o, %lse : tensor<?x8x?x96xf16>, tensor<?x8x?xf32>
+}
+//--- d128.mlir
+func.func @f(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x16x?x128xbf16>, %v: tensor<?x16x?x128xbf16>) -> (tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16>, tensor<?x16x?x128xbf16> -> tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
+  return %o, %lse : tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>
+}
+//--- d256.mlir
+func.func @f(%q: tensor<?x4x?x256xbf16>, %k: tensor<?x4x?x256xbf16>, %v: tensor<?x4x?x256xbf16>) -> (tensor<?x4x?x256xbf16>, tensor<?x4x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v {window = array<i64: 256, 0>} : tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16> -> tensor<?x4x?x256xbf16>, tensor<?x4x?xf32>
+  return %o, %lse : tensor<?x4x?x256xbf16>, tensor<?x4x?xf32>
+}

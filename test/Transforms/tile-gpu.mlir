@@ -1,0 +1,89 @@
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -split-input-file | FileCheck %s
+
+// fa-tile's GPU flavour: the kernel fa-fuse outlined becomes the CTA's
+// program in fagpu ops, with synchronous copies (fa-async-copy makes them
+// asynchronous).
+
+// Causal (bottom-right) GQA at D = 64, with the lse: 128 x 64 tiles, heavy
+// query tiles first, Q's fragments in registers.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x8x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[K:[a-z0-9]+]]: memref<?x2x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[V:[a-z0-9]+]]: memref<?x2x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[O:[a-z0-9]+]]: memref<?x8x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[LSE:[a-z0-9]+]]: memref<?x8x?xf32, strided<[?, ?, 1], offset: ?>>)
+// CHECK-NOT: fa.attention
+// CHECK: %[[B:[a-z0-9_]+]], %[[H:[a-z0-9_]+]], %[[T:[a-z0-9_]+]] = fagpu.block_coords {heavy_first}
+// CHECK-NEXT: %[[HK:[0-9]+]] = fagpu.kv_head %[[H]] of %[[Q]], %[[K]]
+// CHECK-NEXT: %[[Q0:[0-9]+]] = arith.muli %[[T]], %{{.*}} : index
+// CHECK-NEXT: %[[NQ:[a-z0-9_]+]] = memref.dim %[[Q]], %{{.*}}
+// CHECK-NEXT: %[[NK:[a-z0-9_]+]] = memref.dim %[[K]], %{{.*}}
+// CHECK-NEXT: %[[SQ:[0-9]+]] = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x128x64xbf16>
+// CHECK-NEXT: %[[SK:[0-9]+]] = fagpu.alloc_shared {offset = 16384 : i64} : !fagpu.shared<1x64x64xbf16>
+// CHECK-NEXT: %[[SV:[0-9]+]] = fagpu.alloc_shared {offset = 24576 : i64} : !fagpu.shared<1x64x64xbf16>
+// CHECK-NEXT: fagpu.copy %[[Q]][%[[B]], %[[H]], %[[Q0]]] bound %[[NQ]] to %[[SQ]][%{{.*}}]
+// CHECK-NEXT: %[[QA:[0-9]+]] = fagpu.load_operand %[[SQ]][%{{.*}}] : !fagpu.shared<1x128x64xbf16> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
+// CHECK-NEXT: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = fagpu.visible_keys %[[Q0]] of [%[[NQ]], %[[NK]]] {block_kv = 64 : i64, block_q = 128 : i64, causal = #fa.causal<bottom_right>}
+// m = -inf, l = 0 (a partial sum), acc = 0; scale * log2(e) = 0.180336878.
+// CHECK: %[[NINF:[a-z0-9_]+]] = arith.constant dense<0xFF800000> : tensor<128xf32, #fagpu.rows<warps = 4>>
+// CHECK: %[[SCALE:[a-z0-9_]+]] = arith.constant dense<0.180336878> : tensor<128x64xf32, #fagpu.acc<warps = 4>>
+// CHECK: scf.for %[[KV0:[a-z0-9]+]] = %[[BEGIN]] to %[[END]] step %{{.*}} iter_args(%[[M:[a-z0-9]+]] = %[[NINF]], %[[L:[a-z0-9]+]] = %{{.*}}, %[[ACC:[a-z0-9]+]] = %{{.*}}) -> (tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<128x64xf32, #fagpu.acc<warps = 4>>)
+// CHECK-NEXT: fagpu.copy %[[K]][%[[B]], %[[HK]], %[[KV0]]] bound %[[NK]] to %[[SK]]
+// CHECK-NEXT: fagpu.copy %[[V]][%[[B]], %[[HK]], %[[KV0]]] bound %[[NK]] to %[[SV]]
+// CHECK-NEXT: %[[S:[0-9]+]] = fagpu.mma %[[QA]], %[[SK]][%{{.*}}] {b_transposed}
+// CHECK-NEXT: %[[CUT:[0-9]+]] = fagpu.tile_needs_mask [%[[Q0]], %[[KV0]]] of [%[[NQ]], %[[NK]]] {block_kv = 64 : i64, block_q = 128 : i64, causal = #fa.causal<bottom_right>}
+// CHECK-NEXT: %[[SM:[0-9]+]] = scf.if %[[CUT]]
+// CHECK-NEXT: fagpu.mask %[[S]] at [%[[Q0]], %[[KV0]]] of [%[[NQ]], %[[NK]]] {causal = #fa.causal<bottom_right>}
+// CHECK: fagpu.reduce_rows <max> %[[SM]]
+// CHECK: %[[MNEW:[0-9]+]] = arith.maximumf %[[M]]
+// CHECK: math.exp2
+// CHECK: math.fma %[[SM]], %[[SCALE]]
+// CHECK: %[[P:[0-9]+]] = math.exp2
+// CHECK: %[[LNEW:[0-9]+]] = fagpu.update_row_sum %[[L]], %{{.*}}, %[[P]]
+// CHECK: arith.mulf %[[ACC]]
+// CHECK: %[[PA:[0-9]+]] = fagpu.to_operand %[[P]] : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
+// CHECK-NEXT: %[[ACCNEW:[0-9]+]] = fagpu.mma %[[PA]], %[[SV]][%{{.*}}] acc
+// CHECK-NEXT: scf.yield %[[MNEW]], %[[LNEW]], %[[ACCNEW]]
+// The epilogue reads the CTA's place again.
+// CHECK: %[[B2:[a-z0-9_]+]], %[[H2:[a-z0-9_]+]], %{{.*}} = fagpu.block_coords {heavy_first, rematerialize}
+// CHECK: fagpu.reduce_rows <sum> %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>> -> tensor<128xf32, #fagpu.rows<warps = 4>>
+// CHECK: fagpu.store %{{.*}} to %[[O]][%[[B2]], %[[H2]], %{{.*}}] bound %[[NQ]] : tensor<128x64xf32, #fagpu.acc<warps = 4>>
+// CHECK: math.log2
+// CHECK: fagpu.store %{{.*}} to %[[LSE]][%[[B2]], %[[H2]], %{{.*}}] bound %[[NQ]] : tensor<128xf32, #fagpu.rows<warps = 4>>
+// CHECK-NEXT: gpu.return
+func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+  return %o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+}
+
+// -----
+
+// A window at D = 256 without the lse: 64 x 64 tiles, tiles in order, Q read
+// from shared memory by each product (128 fragments would not fit), no lse
+// store.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: fagpu.block_coords{{$}}
+// CHECK: %[[SQ:[0-9]+]] = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x64x256xf16>
+// CHECK-NOT: fagpu.load_operand
+// CHECK: fagpu.visible_keys %{{.*}} of [%{{.*}}, %{{.*}}] {block_kv = 64 : i64, block_q = 64 : i64, window = array<i64: 128, 0>}
+// CHECK: fagpu.mma %[[SQ]], %{{.*}}[%{{.*}}] {b_transposed} : !fagpu.shared<1x64x256xf16>, !fagpu.shared<1x64x256xf16> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+// CHECK: fagpu.mask %{{.*}} {window = array<i64: 128, 0>}
+// CHECK: fagpu.store
+// CHECK-NOT: fagpu.store
+// CHECK: gpu.return
+func.func @window(%q: tensor<2x4x100x256xf16>, %k: tensor<2x4x300x256xf16>, %v: tensor<2x4x300x256xf16>) -> tensor<2x4x100x256xf16> {
+  %o = fa.attention %q, %k, %v {window = array<i64: 128, 0>} : tensor<2x4x100x256xf16>, tensor<2x4x300x256xf16>, tensor<2x4x300x256xf16> -> tensor<2x4x100x256xf16>
+  return %o : tensor<2x4x100x256xf16>
+}
+
+// -----
+
+// Variants with per-score terms (here a bias) and softcap keep the
+// builder's kernel for now: the op stays in the kernel.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fagpu.
+// CHECK: fa.attention
+// CHECK-LABEL: gpu.func @fa_forward_1
+// CHECK-NOT: fagpu.
+// CHECK: fa.attention
+func.func @kept(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %bias: tensor<1x1x64x64xf32>) -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>) {
+  %o = fa.attention %q, %k, %v bias(%bias : tensor<1x1x64x64xf32>) : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  %o2 = fa.attention %q, %k, %v {softcap = 30.0 : f32} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  return %o, %o2 : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
+}

@@ -1,0 +1,35 @@
+//===- FakeCudaLaunches.h - What the stand-in driver launched ---*- C++ -*-===//
+//
+// The stand-in driver (FakeCuda.cpp) records every cuLaunchKernel: tests
+// read the records through its C functions faFakeCudaLaunchCount,
+// faFakeCudaGetLaunch and faFakeCudaClearLaunches (dlsym'ed from
+// libfa-fake-cuda.so) to check the grid and the parameter buffer a launch
+// produced.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_UNITTESTS_RUNTIME_FAKECUDALAUNCHES_H
+#define FA_UNITTESTS_RUNTIME_FAKECUDALAUNCHES_H
+
+#include <cstdint>
+
+inline constexpr int kFaFakeMaxParams = 256;
+
+/// One launch: its kernel, grid, block, dynamic shared memory, and each
+/// parameter's bytes (the low `paramSizes[i]` bytes of `params[i]`).
+struct FaFakeLaunch {
+  char name[128];
+  unsigned grid[3], block[3], sharedBytes;
+  int numParams;
+  unsigned paramSizes[kFaFakeMaxParams];
+  uint64_t params[kFaFakeMaxParams];
+};
+
+/// Launches recorded since the last clear.
+using FaFakeCudaLaunchCountFn = int (*)();
+/// Copies launch `i` into `launch`; 0 when there is none.
+using FaFakeCudaGetLaunchFn = int (*)(int i, FaFakeLaunch *launch);
+/// Forgets the recorded launches.
+using FaFakeCudaClearLaunchesFn = void (*)();
+
+#endif // FA_UNITTESTS_RUNTIME_FAKECUDALAUNCHES_H
