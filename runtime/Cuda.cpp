@@ -520,6 +520,80 @@ Status DeviceBuffer::fill(unsigned char value) {
 }
 
 //===----------------------------------------------------------------------===//
+// StreamBuffer and ScopedContext
+//===----------------------------------------------------------------------===//
+
+Expected<StreamBuffer> StreamBuffer::allocate(const Device &device,
+                                              size_t bytes, void *stream) {
+  if (bytes == 0)
+    return Status::error("cannot allocate 0 bytes on a stream");
+  FA_RETURN_IF_ERROR(device.makeCurrent());
+  Driver &driver = device.getDriver();
+  cu::DevicePtr pointer = 0;
+  Status status =
+      driver.check(driver.api().cuMemAllocAsync(
+                       &pointer, bytes, static_cast<cu::Stream>(stream)),
+                   "cuMemAllocAsync");
+  if (status.failed())
+    return Status::error(status.getMessage() + " allocating " +
+                         std::to_string(bytes) + " bytes on " +
+                         describeDevice(device));
+  StreamBuffer buffer;
+  buffer.device = device;
+  buffer.pointer = pointer;
+  buffer.size = bytes;
+  buffer.stream = stream;
+  return buffer;
+}
+
+StreamBuffer::StreamBuffer(StreamBuffer &&other) noexcept
+    : device(other.device), pointer(std::exchange(other.pointer, 0)),
+      size(std::exchange(other.size, 0)), stream(other.stream) {}
+
+StreamBuffer &StreamBuffer::operator=(StreamBuffer &&other) noexcept {
+  if (this != &other) {
+    (void)release();
+    device = other.device;
+    pointer = std::exchange(other.pointer, 0);
+    size = std::exchange(other.size, 0);
+    stream = other.stream;
+  }
+  return *this;
+}
+
+StreamBuffer::~StreamBuffer() { (void)release(); }
+
+Status StreamBuffer::release() {
+  if (!pointer)
+    return Status::success();
+  size = 0;
+  FA_RETURN_IF_ERROR(device.makeCurrent());
+  Driver &driver = device.getDriver();
+  return driver.check(
+      driver.api().cuMemFreeAsync(std::exchange(pointer, 0),
+                                  static_cast<cu::Stream>(stream)),
+      "cuMemFreeAsync");
+}
+
+ScopedContext::ScopedContext(const Device &device)
+    : driver(&device.getDriver()) {
+  status = driver->check(driver->api().cuCtxGetCurrent(&previous),
+                         "cuCtxGetCurrent");
+  if (status.failed())
+    return;
+  if (previous == device.getContext())
+    return;
+  status = driver->check(driver->api().cuCtxSetCurrent(device.getContext()),
+                         "cuCtxSetCurrent");
+  restore = status.ok();
+}
+
+ScopedContext::~ScopedContext() {
+  if (restore)
+    (void)driver->api().cuCtxSetCurrent(previous);
+}
+
+//===----------------------------------------------------------------------===//
 // Event
 //===----------------------------------------------------------------------===//
 

@@ -171,6 +171,54 @@ TEST_P(DriverTest, AllocCopyRoundTrip) {
   EXPECT_TRUE(moved.release().ok());
 }
 
+/// Stream-ordered memory: allocated and freed on a stream without waiting,
+/// usable by what the stream runs in between.
+TEST_P(DriverTest, StreamOrderedBuffer) {
+  Expected<Module> module = Module::load(*device, kAddOnePtx);
+  ASSERT_TRUE(module.ok()) << module.getMessage();
+  Function addOne = Function::get(*module, "add_one").take();
+  int n = 1000;
+  Expected<StreamBuffer> buffer =
+      StreamBuffer::allocate(*device, n * sizeof(float), nullptr);
+  ASSERT_TRUE(buffer.ok()) << buffer.getMessage();
+  EXPECT_EQ(buffer->getSize(), n * sizeof(float));
+  uint64_t pointer = buffer->getPointer();
+  ASSERT_NE(pointer, 0u);
+  void *args[] = {&pointer, &n};
+  ASSERT_TRUE(launch(addOne, {4, 1, 1}, {256, 1, 1}, 0, nullptr, args).ok());
+  StreamBuffer moved = buffer.take();
+  EXPECT_EQ(buffer->getPointer(), 0u);
+  EXPECT_TRUE(moved.release().ok());
+  EXPECT_TRUE(moved.release().ok());
+  EXPECT_TRUE(device->synchronize().ok());
+  EXPECT_EQ(StreamBuffer::allocate(*device, 0, nullptr).getMessage(),
+            "cannot allocate 0 bytes on a stream");
+}
+
+/// ScopedContext puts back whatever context the thread had: none, or
+/// another.
+TEST_P(DriverTest, ScopedContextRestores) {
+  const cu::Api &cu = driver->api();
+  std::thread([&] {
+    cu::Context current = nullptr;
+    {
+      ScopedContext scope(*device);
+      ASSERT_TRUE(scope.getStatus().ok()) << scope.getStatus().getMessage();
+      ASSERT_EQ(cu.cuCtxGetCurrent(&current), cu::CUDA_SUCCESS);
+      EXPECT_EQ(current, device->getContext());
+    }
+    ASSERT_EQ(cu.cuCtxGetCurrent(&current), cu::CUDA_SUCCESS);
+    EXPECT_EQ(current, nullptr);
+    ASSERT_TRUE(device->makeCurrent().ok());
+    {
+      ScopedContext scope(*device);
+      EXPECT_TRUE(scope.getStatus().ok());
+    }
+    ASSERT_EQ(cu.cuCtxGetCurrent(&current), cu::CUDA_SUCCESS);
+    EXPECT_EQ(current, device->getContext());
+  }).join();
+}
+
 TEST_P(DriverTest, QueryPointer) {
   Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(*device, 4096);
   ASSERT_TRUE(buffer.ok()) << buffer.getMessage();

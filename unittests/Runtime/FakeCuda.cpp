@@ -12,9 +12,14 @@
 //   adds 1 to data[i] for each thread i < n. Others do nothing. Grids past
 //   CUDA's limits (x 2^31 - 1, y and z 65535) fail with
 //   CUDA_ERROR_INVALID_VALUE, as the real driver's do.
-// - Every launch is recorded (FakeCudaLaunches.h): the kernel, grid, block,
-//   shared memory and the bytes of each parameter, sized by the .param
-//   list of the kernel's .entry in the PTX.
+// - Every launch is recorded (FakeCudaLaunches.h): the kernel, the current
+//   context's device, grid, block, shared memory and the bytes of each
+//   parameter, sized by the .param list of the kernel's .entry in the PTX.
+//   A kernel launched while another device's context is current than the one
+//   its module was loaded in fails with CUDA_ERROR_INVALID_HANDLE.
+// - The calls of every entry point are counted (FakeCudaLaunches.h).
+// - cuMemAllocAsync / cuMemFreeAsync allocate and free at once, as
+//   cuMemAlloc / cuMemFree do (there is nothing to order).
 // - Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when the
 //   calling thread has none current.
 // - Environment, read by cuInit and cuDeviceGetCount: FA_FAKE_CUDA_DEVICES
@@ -44,6 +49,8 @@ struct CUctx_st {
 };
 struct CUfunc_st {
   std::string name;
+  /// The device whose context loaded the module.
+  int context = 0;
   int maxDynamicShared = 0;
   /// Bytes of each parameter, from the PTX.
   std::vector<unsigned> paramSizes;
@@ -71,6 +78,14 @@ std::map<uint64_t, size_t> allocations; // Base address -> size.
 
 std::mutex launchesMutex;
 std::vector<FaFakeLaunch> launches;
+
+std::mutex callsMutex;
+std::map<std::string, int> calls; // Entry point -> calls since the clear.
+
+void countCall(const char *name) {
+  std::lock_guard<std::mutex> lock(callsMutex);
+  ++calls[name];
+}
 
 /// The bytes of each `.param` of the .entry whose list starts at `text`
 /// (after its '('): .u64, .b64, .s64, .f64 are 8, 32-bit types 4, and so on.
@@ -115,6 +130,34 @@ bool inAllocation(uint64_t pointer, size_t bytes) {
   --it;
   return pointer - it->first <= it->second &&
          bytes <= it->second - (pointer - it->first);
+}
+
+cu::Result allocate(cu::DevicePtr *pointer, size_t bytes) {
+  if (!current)
+    return kInvalidContext;
+  if (bytes == 0)
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  if (bytes > (size_t(1) << 40))
+    return cu::CUDA_ERROR_OUT_OF_MEMORY;
+  void *memory = std::malloc(bytes);
+  if (!memory)
+    return cu::CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(allocationsMutex);
+  *pointer = reinterpret_cast<uintptr_t>(memory);
+  allocations[*pointer] = bytes;
+  return 0;
+}
+
+cu::Result release(cu::DevicePtr pointer) {
+  if (!current)
+    return kInvalidContext;
+  std::lock_guard<std::mutex> lock(allocationsMutex);
+  auto it = allocations.find(pointer);
+  if (it == allocations.end())
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  std::free(reinterpret_cast<void *>(pointer));
+  allocations.erase(it);
+  return 0;
 }
 
 struct ErrorText {
@@ -182,21 +225,39 @@ __attribute__((visibility("default"))) void faFakeCudaClearLaunches() {
   launches.clear();
 }
 
+__attribute__((visibility("default"))) int
+faFakeCudaCallCount(const char *name) {
+  std::lock_guard<std::mutex> lock(callsMutex);
+  auto it = calls.find(name);
+  return it == calls.end() ? 0 : it->second;
+}
+
+__attribute__((visibility("default"))) void faFakeCudaClearCalls() {
+  std::lock_guard<std::mutex> lock(callsMutex);
+  calls.clear();
+}
+
 #define FA_FAKE_API __attribute__((visibility("default"))) cu::Result
 
-FA_FAKE_API cuInit(unsigned) { return envInt("FA_FAKE_CUDA_INIT_RESULT", 0); }
+FA_FAKE_API cuInit(unsigned) {
+  countCall("cuInit");
+  return envInt("FA_FAKE_CUDA_INIT_RESULT", 0);
+}
 
 FA_FAKE_API cuDriverGetVersion(int *version) {
+  countCall("cuDriverGetVersion");
   *version = 13000;
   return 0;
 }
 
 FA_FAKE_API cuDeviceGetCount(int *count) {
+  countCall("cuDeviceGetCount");
   *count = deviceCount();
   return 0;
 }
 
 FA_FAKE_API cuDeviceGet(cu::Device *device, int ordinal) {
+  countCall("cuDeviceGet");
   if (ordinal < 0 || ordinal >= deviceCount())
     return kInvalidDevice;
   *device = ordinal;
@@ -205,6 +266,7 @@ FA_FAKE_API cuDeviceGet(cu::Device *device, int ordinal) {
 
 FA_FAKE_API cuDeviceGetAttribute(int *value, cu::DeviceAttribute attribute,
                                  cu::Device device) {
+  countCall("cuDeviceGetAttribute");
   if (device < 0 || device >= deviceCount())
     return kInvalidDevice;
   int cc = envInt("FA_FAKE_CUDA_CC", 90);
@@ -236,6 +298,7 @@ FA_FAKE_API cuDeviceGetAttribute(int *value, cu::DeviceAttribute attribute,
 }
 
 FA_FAKE_API cuDeviceGetName(char *name, int length, cu::Device device) {
+  countCall("cuDeviceGetName");
   if (device < 0 || device >= deviceCount())
     return kInvalidDevice;
   std::snprintf(name, size_t(length), "FA Fake GPU %d", device);
@@ -243,6 +306,7 @@ FA_FAKE_API cuDeviceGetName(char *name, int length, cu::Device device) {
 }
 
 FA_FAKE_API cuDeviceTotalMem_v2(size_t *bytes, cu::Device device) {
+  countCall("cuDeviceTotalMem_v2");
   if (device < 0 || device >= deviceCount())
     return kInvalidDevice;
   *bytes = size_t(80) << 30;
@@ -250,6 +314,7 @@ FA_FAKE_API cuDeviceTotalMem_v2(size_t *bytes, cu::Device device) {
 }
 
 FA_FAKE_API cuDevicePrimaryCtxRetain(cu::Context *context, cu::Device device) {
+  countCall("cuDevicePrimaryCtxRetain");
   if (device < 0 || device >= deviceCount())
     return kInvalidDevice;
   *context = &contexts[device];
@@ -257,20 +322,26 @@ FA_FAKE_API cuDevicePrimaryCtxRetain(cu::Context *context, cu::Device device) {
 }
 
 FA_FAKE_API cuCtxSetCurrent(cu::Context context) {
+  countCall("cuCtxSetCurrent");
   current = context;
   return 0;
 }
 
 FA_FAKE_API cuCtxGetCurrent(cu::Context *context) {
+  countCall("cuCtxGetCurrent");
   *context = current;
   return 0;
 }
 
-FA_FAKE_API cuCtxSynchronize() { return current ? 0 : kInvalidContext; }
+FA_FAKE_API cuCtxSynchronize() {
+  countCall("cuCtxSynchronize");
+  return current ? 0 : kInvalidContext;
+}
 
 FA_FAKE_API cuModuleLoadDataEx(cu::Module *module, const void *image,
                                unsigned numOptions, cu::JitOption *options,
                                void **values) {
+  countCall("cuModuleLoadDataEx");
   if (!current)
     return kInvalidContext;
   std::string text(static_cast<const char *>(image));
@@ -287,6 +358,7 @@ FA_FAKE_API cuModuleLoadDataEx(cu::Module *module, const void *image,
     size_t begin = at + 7, end = text.find_first_of("( \n", begin);
     std::string name = text.substr(begin, end - begin);
     loaded->functions[name].name = name;
+    loaded->functions[name].context = current->ordinal;
     if (end != std::string::npos && text[end] == '(')
       loaded->functions[name].paramSizes = parseParamSizes(text, end + 1);
   }
@@ -300,6 +372,7 @@ FA_FAKE_API cuModuleLoadDataEx(cu::Module *module, const void *image,
 
 FA_FAKE_API cuModuleGetFunction(cu::Function *function, cu::Module module,
                                 const char *name) {
+  countCall("cuModuleGetFunction");
   auto it = module->functions.find(name);
   if (it == module->functions.end())
     return cu::CUDA_ERROR_NOT_FOUND;
@@ -308,12 +381,14 @@ FA_FAKE_API cuModuleGetFunction(cu::Function *function, cu::Module module,
 }
 
 FA_FAKE_API cuModuleUnload(cu::Module module) {
+  countCall("cuModuleUnload");
   delete module;
   return 0;
 }
 
 FA_FAKE_API cuFuncSetAttribute(cu::Function function,
                                cu::FunctionAttribute attribute, int value) {
+  countCall("cuFuncSetAttribute");
   if (attribute != cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
       value < 0 || value > kSharedPerBlockOptin)
     return cu::CUDA_ERROR_INVALID_VALUE;
@@ -326,8 +401,11 @@ FA_FAKE_API cuLaunchKernel(cu::Function function, unsigned gridX,
                            unsigned blockY, unsigned blockZ,
                            unsigned sharedBytes, cu::Stream, void **params,
                            void **) {
+  countCall("cuLaunchKernel");
   if (!current)
     return kInvalidContext;
+  if (function->context != current->ordinal)
+    return cu::CUDA_ERROR_INVALID_HANDLE;
   if (int(sharedBytes) > kSharedPerBlock &&
       int(sharedBytes) > function->maxDynamicShared)
     return cu::CUDA_ERROR_INVALID_VALUE;
@@ -343,6 +421,7 @@ FA_FAKE_API cuLaunchKernel(cu::Function function, unsigned gridX,
       launch.grid[i] = dims[i];
       launch.block[i] = dims[3 + i];
     }
+    launch.context = current->ordinal;
     launch.sharedBytes = sharedBytes;
     size_t n = function->paramSizes.size();
     launch.numParams = int(n < kFaFakeMaxParams ? n : kFaFakeMaxParams);
@@ -367,35 +446,28 @@ FA_FAKE_API cuLaunchKernel(cu::Function function, unsigned gridX,
 }
 
 FA_FAKE_API cuMemAlloc_v2(cu::DevicePtr *pointer, size_t bytes) {
-  if (!current)
-    return kInvalidContext;
-  if (bytes == 0)
-    return cu::CUDA_ERROR_INVALID_VALUE;
-  if (bytes > (size_t(1) << 40))
-    return cu::CUDA_ERROR_OUT_OF_MEMORY;
-  void *memory = std::malloc(bytes);
-  if (!memory)
-    return cu::CUDA_ERROR_OUT_OF_MEMORY;
-  std::lock_guard<std::mutex> lock(allocationsMutex);
-  *pointer = reinterpret_cast<uintptr_t>(memory);
-  allocations[*pointer] = bytes;
-  return 0;
+  countCall("cuMemAlloc_v2");
+  return allocate(pointer, bytes);
 }
 
 FA_FAKE_API cuMemFree_v2(cu::DevicePtr pointer) {
-  if (!current)
-    return kInvalidContext;
-  std::lock_guard<std::mutex> lock(allocationsMutex);
-  auto it = allocations.find(pointer);
-  if (it == allocations.end())
-    return cu::CUDA_ERROR_INVALID_VALUE;
-  std::free(reinterpret_cast<void *>(pointer));
-  allocations.erase(it);
-  return 0;
+  countCall("cuMemFree_v2");
+  return release(pointer);
+}
+
+FA_FAKE_API cuMemAllocAsync(cu::DevicePtr *pointer, size_t bytes, cu::Stream) {
+  countCall("cuMemAllocAsync");
+  return allocate(pointer, bytes);
+}
+
+FA_FAKE_API cuMemFreeAsync(cu::DevicePtr pointer, cu::Stream) {
+  countCall("cuMemFreeAsync");
+  return release(pointer);
 }
 
 FA_FAKE_API cuMemcpyHtoD_v2(cu::DevicePtr destination, const void *source,
                             size_t bytes) {
+  countCall("cuMemcpyHtoD_v2");
   if (!current)
     return kInvalidContext;
   if (!inAllocation(destination, bytes))
@@ -406,6 +478,7 @@ FA_FAKE_API cuMemcpyHtoD_v2(cu::DevicePtr destination, const void *source,
 
 FA_FAKE_API cuMemcpyDtoH_v2(void *destination, cu::DevicePtr source,
                             size_t bytes) {
+  countCall("cuMemcpyDtoH_v2");
   if (!current)
     return kInvalidContext;
   if (!inAllocation(source, bytes))
@@ -416,6 +489,7 @@ FA_FAKE_API cuMemcpyDtoH_v2(void *destination, cu::DevicePtr source,
 
 FA_FAKE_API cuMemsetD8_v2(cu::DevicePtr destination, unsigned char value,
                           size_t count) {
+  countCall("cuMemsetD8_v2");
   if (!current)
     return kInvalidContext;
   if (!inAllocation(destination, count))
@@ -424,9 +498,13 @@ FA_FAKE_API cuMemsetD8_v2(cu::DevicePtr destination, unsigned char value,
   return 0;
 }
 
-FA_FAKE_API cuStreamSynchronize(cu::Stream) { return 0; }
+FA_FAKE_API cuStreamSynchronize(cu::Stream) {
+  countCall("cuStreamSynchronize");
+  return 0;
+}
 
 FA_FAKE_API cuEventCreate(cu::Event *event, unsigned) {
+  countCall("cuEventCreate");
   if (!current)
     return kInvalidContext;
   *event = new CUevent_st;
@@ -434,15 +512,20 @@ FA_FAKE_API cuEventCreate(cu::Event *event, unsigned) {
 }
 
 FA_FAKE_API cuEventRecord(cu::Event event, cu::Stream) {
+  countCall("cuEventRecord");
   event->recorded = true;
   event->time = std::chrono::steady_clock::now();
   return 0;
 }
 
-FA_FAKE_API cuEventSynchronize(cu::Event) { return 0; }
+FA_FAKE_API cuEventSynchronize(cu::Event) {
+  countCall("cuEventSynchronize");
+  return 0;
+}
 
 FA_FAKE_API cuEventElapsedTime_v2(float *milliseconds, cu::Event start,
                                   cu::Event end) {
+  countCall("cuEventElapsedTime_v2");
   if (!start->recorded || !end->recorded)
     return cu::CUDA_ERROR_INVALID_HANDLE;
   *milliseconds =
@@ -451,11 +534,13 @@ FA_FAKE_API cuEventElapsedTime_v2(float *milliseconds, cu::Event start,
 }
 
 FA_FAKE_API cuEventDestroy_v2(cu::Event event) {
+  countCall("cuEventDestroy_v2");
   delete event;
   return 0;
 }
 
 FA_FAKE_API cuGetErrorName(cu::Result error, const char **name) {
+  countCall("cuGetErrorName");
   for (const ErrorText &e : kErrors)
     if (e.code == error) {
       *name = e.name;
@@ -466,6 +551,7 @@ FA_FAKE_API cuGetErrorName(cu::Result error, const char **name) {
 }
 
 FA_FAKE_API cuGetErrorString(cu::Result error, const char **string) {
+  countCall("cuGetErrorString");
   for (const ErrorText &e : kErrors)
     if (e.code == error) {
       *string = e.string;
@@ -477,6 +563,7 @@ FA_FAKE_API cuGetErrorString(cu::Result error, const char **string) {
 
 FA_FAKE_API cuPointerGetAttribute(void *data, cu::PointerAttribute attribute,
                                   cu::DevicePtr pointer) {
+  countCall("cuPointerGetAttribute");
   if (!inAllocation(pointer, 0))
     return cu::CUDA_ERROR_INVALID_VALUE;
   switch (attribute) {

@@ -3,8 +3,10 @@
 // The stand-in driver (FakeCuda.cpp) records every cuLaunchKernel: tests
 // read the records through its C functions faFakeCudaLaunchCount,
 // faFakeCudaGetLaunch and faFakeCudaClearLaunches (dlsym'ed from
-// libfa-fake-cuda.so) to check the grid and the parameter buffer a launch
-// produced.
+// libfa-fake-cuda.so) to check the grid, the parameter buffer and the
+// context of a launch. It also counts the calls of each entry point
+// (faFakeCudaCallCount, faFakeCudaClearCalls), so that tests can check that
+// a path allocates or synchronizes nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,10 +17,13 @@
 
 inline constexpr int kFaFakeMaxParams = 256;
 
-/// One launch: its kernel, grid, block, dynamic shared memory, and each
-/// parameter's bytes (the low `paramSizes[i]` bytes of `params[i]`).
+/// One launch: its kernel, the device whose context was current (the one the
+/// kernel's module was loaded in: the stand-in refuses others), grid, block,
+/// dynamic shared memory, and each parameter's bytes (the low `paramSizes[i]`
+/// bytes of `params[i]`).
 struct FaFakeLaunch {
   char name[128];
+  int context;
   unsigned grid[3], block[3], sharedBytes;
   int numParams;
   unsigned paramSizes[kFaFakeMaxParams];
@@ -31,5 +36,10 @@ using FaFakeCudaLaunchCountFn = int (*)();
 using FaFakeCudaGetLaunchFn = int (*)(int i, FaFakeLaunch *launch);
 /// Forgets the recorded launches.
 using FaFakeCudaClearLaunchesFn = void (*)();
+/// Calls of entry point `name` ("cuMemAlloc_v2", "cuStreamSynchronize", ...)
+/// since the last clear.
+using FaFakeCudaCallCountFn = int (*)(const char *name);
+/// Forgets the counted calls.
+using FaFakeCudaClearCallsFn = void (*)();
 
 #endif // FA_UNITTESTS_RUNTIME_FAKECUDALAUNCHES_H

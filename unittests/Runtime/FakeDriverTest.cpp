@@ -256,4 +256,25 @@ TEST(FakeDriver, ObjectsReleaseWhatTheyHold) {
   EXPECT_EQ(end.getHandle(), nullptr);
 }
 
+/// The stand-in, like CUDA, runs a kernel only in the context its module was
+/// loaded in; launch() makes that one current whatever was.
+TEST(FakeDriver, KernelsRunInTheirModulesContext) {
+  ScopedEnv env("FA_FAKE_CUDA_DEVICES", "2");
+  std::unique_ptr<Driver> driver = Driver::load(fakeCudaPath());
+  Device first = driver->getDevice(0).take();
+  Device second = driver->getDevice(1).take();
+  Module module = Module::load(second, kAddOnePtx).take();
+  Function addOne = Function::get(module, "add_one").take();
+  int n = 0;
+  uint64_t pointer = 0;
+  void *args[] = {&pointer, &n};
+  ASSERT_TRUE(first.makeCurrent().ok());
+  EXPECT_EQ(driver->api().cuLaunchKernel(addOne.getHandle(), 1, 1, 1, 1, 1, 1,
+                                         0, nullptr, args, nullptr),
+            cu::CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_TRUE(first.makeCurrent().ok());
+  Status status = launch(addOne, {1, 1, 1}, {1, 1, 1}, 0, nullptr, args);
+  EXPECT_TRUE(status.ok()) << status.getMessage();
+}
+
 } // namespace

@@ -145,6 +145,7 @@ public:
 private:
   friend class Driver;
   friend class DeviceBuffer;
+  friend class StreamBuffer;
   Device() = default;
 
   Driver *driver = nullptr;
@@ -265,6 +266,58 @@ private:
   Device device;
   uint64_t pointer = 0;
   size_t size = 0;
+};
+
+/// Device memory of the stream-ordered allocator (cuMemAllocAsync): usable by
+/// work enqueued on `stream` after the allocation, and freed on the same
+/// stream (cuMemFreeAsync) when destroyed, once the work enqueued before is
+/// done. Neither call waits on the host, and both may be captured in a CUDA
+/// graph.
+class StreamBuffer {
+public:
+  /// `bytes` (> 0) on `device`, ordered on `stream` (a CUstream of the
+  /// device; null: the legacy default stream).
+  static Expected<StreamBuffer> allocate(const Device &device, size_t bytes,
+                                         void *stream);
+
+  StreamBuffer() = default;
+  StreamBuffer(StreamBuffer &&other) noexcept;
+  StreamBuffer &operator=(StreamBuffer &&other) noexcept;
+  StreamBuffer(const StreamBuffer &) = delete;
+  StreamBuffer &operator=(const StreamBuffer &) = delete;
+  ~StreamBuffer();
+
+  uint64_t getPointer() const { return pointer; }
+  size_t getSize() const { return size; }
+  /// Frees now, on the stream (the destructor does it too, ignoring errors).
+  Status release();
+
+private:
+  Device device;
+  uint64_t pointer = 0;
+  size_t size = 0;
+  void *stream = nullptr;
+};
+
+/// Makes `device`'s context current on this thread for the scope, then
+/// restores the context that was current before (none included), so that a
+/// caller's notion of the current device (the CUDA runtime's, torch's) does
+/// not change under it.
+class ScopedContext {
+public:
+  explicit ScopedContext(const Device &device);
+  ScopedContext(const ScopedContext &) = delete;
+  ScopedContext &operator=(const ScopedContext &) = delete;
+  ~ScopedContext();
+
+  /// Whether the device's context could be made current.
+  const Status &getStatus() const { return status; }
+
+private:
+  Driver *driver = nullptr;
+  cu::Context previous = nullptr;
+  bool restore = false;
+  Status status;
 };
 
 /// A CUDA event for timing work on a stream.

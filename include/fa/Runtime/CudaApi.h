@@ -136,6 +136,9 @@ using PFN_cuLaunchKernel = Result (*)(Function function, unsigned gridX,
                                       void **extra);
 using PFN_cuMemAlloc_v2 = Result (*)(DevicePtr *pointer, size_t bytes);
 using PFN_cuMemFree_v2 = Result (*)(DevicePtr pointer);
+using PFN_cuMemAllocAsync = Result (*)(DevicePtr *pointer, size_t bytes,
+                                       Stream stream);
+using PFN_cuMemFreeAsync = Result (*)(DevicePtr pointer, Stream stream);
 using PFN_cuMemcpyHtoD_v2 = Result (*)(DevicePtr destination,
                                        const void *source, size_t bytes);
 using PFN_cuMemcpyDtoH_v2 = Result (*)(void *destination, DevicePtr source,
@@ -159,10 +162,10 @@ using PFN_cuPointerGetAttribute = Result (*)(void *data,
 /// libcuda.so.1 exports (what cuda.h's macros map the plain name to, e.g.
 /// cuMemAlloc -> cuMemAlloc_v2). `Api` holds each in a member of that name
 /// (which no cuda.h macro renames, so a file may include cuda.h before or
-/// after this header; only cuLaunchKernel, cuEventRecord and
-/// cuStreamSynchronize are macros, and only with
-/// CUDA_API_PER_THREAD_DEFAULT_STREAM). cuEventElapsedTime_v2 (drivers of
-/// CUDA 12.8 and later) holds cuEventElapsedTime on older drivers.
+/// after this header; only cuLaunchKernel, cuEventRecord,
+/// cuStreamSynchronize, cuMemAllocAsync and cuMemFreeAsync are macros, and
+/// only with CUDA_API_PER_THREAD_DEFAULT_STREAM). cuEventElapsedTime_v2
+/// (drivers of CUDA 12.8 and later) holds cuEventElapsedTime on older drivers.
 #define FA_CUDA_DRIVER_FUNCTIONS(X)                                            \
   X(cuInit)                                                                    \
   X(cuDriverGetVersion)                                                        \
@@ -182,6 +185,8 @@ using PFN_cuPointerGetAttribute = Result (*)(void *data,
   X(cuLaunchKernel)                                                            \
   X(cuMemAlloc_v2)                                                             \
   X(cuMemFree_v2)                                                              \
+  X(cuMemAllocAsync)                                                           \
+  X(cuMemFreeAsync)                                                            \
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemsetD8_v2)                                                             \
