@@ -37,7 +37,7 @@ void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 
 /// Whether fa-pipeline-cuda writes the forward kernel in the kernel-level IR
 /// by default (its kernel-ir option, CudaForwardTile::kernelIR).
-inline constexpr bool kCudaKernelIRDefault = false;
+inline constexpr bool kCudaKernelIRDefault = true;
 
 struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
   Option<std::string> chip{*this, "chip",
@@ -63,8 +63,7 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       *this, "kernel-ir",
       llvm::cl::desc("Forward kernel: written by fa-tile in the kernel-level "
                      "IR (fagpu, docs/kernel-ir.md) for the variants it "
-                     "takes, instead of convert-fa-to-nvvm's builder (off "
-                     "until checked on the H100)"),
+                     "takes; false: convert-fa-to-nvvm's builder (for A/Bs)"),
       llvm::cl::init(kCudaKernelIRDefault)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
