@@ -60,13 +60,15 @@ enum class Causal { None, TopLeft, BottomRight };
 const char *toString(DType dtype);
 
 /// A tensor someone else owns: a pointer to element [0, ..., 0], its shape
-/// and its strides in elements (empty: row-major).
+/// and its strides in elements (empty: row-major), and where it lives: the
+/// host, or CUDA device `deviceIndex` (cuda:N; ignored for the host).
 struct TensorView {
   void *data = nullptr;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   Device device = Device::CPU;
+  int deviceIndex = 0;
 };
 
 /// A tensor that score_mod / mask_mod read (a "capture"): per-token document
@@ -140,10 +142,15 @@ public:
   /// before running and throws fa::Error naming the argument otherwise.
   /// Nk = 0 gives O = 0 and lse = -inf; views with no elements may have
   /// null data.
-  /// A GPU kernel takes CUDA views (rows contiguous and 16-byte aligned) and
-  /// runs on `stream` (a CUstream; null: the default stream) without
-  /// synchronizing. `captures` are the views of spec.captures (any sizes and
-  /// strides; on the kernel's device).
+  /// A GPU kernel takes CUDA views (rows contiguous and 16-byte aligned), all
+  /// on one device, and runs there (in that device's primary context; the
+  /// thread's current context is the same after the call as before) on
+  /// `stream` (a CUstream of that device; null: the default stream) without
+  /// synchronizing or allocating: a CUDA graph may capture it once the
+  /// kernel ran on the device (the first call there loads it). A view on
+  /// another device than q's is an error ("k is on cuda:1 but q is on
+  /// cuda:0"). `captures` are the views of spec.captures (any sizes and
+  /// strides; on q's device).
   void forward(const TensorView &q, const TensorView &k, const TensorView &v,
                const TensorView &out, const TensorView *lse = nullptr,
                const TensorView *bias = nullptr,
@@ -158,12 +165,18 @@ public:
   /// the sum over them). bias, alibiSlopes and dropoutSeed are forward's.
   /// Checks every view like forward does before running. The backward kernel
   /// is compiled on the first call and shared by copies of this kernel. A
-  /// GPU kernel takes CUDA views (as forward) and runs on `stream`; it waits
-  /// for the stream before returning (it frees its workspace: Dsum and the
-  /// f32 dQ accumulator).
-  /// With `dbias` (host only), also writes dLoss/dbias, of the bias's dtype
-  /// and compiled shape (summed over its broadcast dims). `captures` are
-  /// forward's; they get no gradient.
+  /// GPU kernel takes CUDA views (as forward, on one device) and runs on
+  /// `stream` without waiting on the host. Its workspace (Dsum and the f32
+  /// dQ accumulator) is `workspace`: at least backwardWorkspaceBytes() bytes
+  /// of device memory on q's device (a CUDA view of any dtype, contiguous,
+  /// 256-byte aligned) that the call overwrites and that must stay alive
+  /// until the stream has run the backward. With a workspace the call
+  /// allocates nothing (a CUDA graph may capture it); without one it takes
+  /// the workspace from the stream-ordered allocator (cuMemAllocAsync) and
+  /// frees it on the stream (cuMemFreeAsync). A host kernel ignores it.
+  /// With `dbias`, also writes dLoss/dbias, of the bias's dtype and compiled
+  /// shape (summed over its broadcast dims). `captures` are forward's; they
+  /// get no gradient.
   void backward(const TensorView &q, const TensorView &k, const TensorView &v,
                 const TensorView &out, const TensorView &dout,
                 const TensorView &lse, const TensorView &dq,
@@ -172,7 +185,15 @@ public:
                 const TensorView *alibiSlopes = nullptr,
                 int64_t dropoutSeed = 0, void *stream = nullptr,
                 const TensorView *dbias = nullptr,
-                const std::vector<TensorView> &captures = {}) const;
+                const std::vector<TensorView> &captures = {},
+                const TensorView *workspace = nullptr) const;
+
+  /// Bytes of the workspace backward() takes for Q of batch size `batch`,
+  /// `headsQ` heads and `seqQ` rows (with `dbias`: of the backward that also
+  /// writes dBias); 0 for a host kernel. Compiles the backward if no call
+  /// did yet.
+  size_t backwardWorkspaceBytes(int64_t batch, int64_t headsQ, int64_t seqQ,
+                                bool dbias = false) const;
 
   /// The fa.attention the kernel was compiled from.
   const std::string &mlir() const;
@@ -190,8 +211,10 @@ private:
   std::shared_ptr<const Impl> impl;
 };
 
-/// Compiles `spec` for `target`: "host", a GPU chip ("sm_80", "sm_90a"), or
-/// "auto" (the first CUDA device's chip, else the host). GPU kernels come
+/// Compiles `spec` for `target`: "host", a GPU chip ("sm_80", "sm_90a"),
+/// "cuda:N" (device N's chip) or "auto" (the first CUDA device's chip, else
+/// the host). A GPU kernel runs on every device whose compute capability
+/// runs its chip, loaded on each on its first call there. GPU kernels come
 /// from the kernel cache ($FA_CACHE_DIR) when compiled before. Threads may
 /// compile at the same time (each compilation has its own MLIR context).
 /// Throws fa::Error when the spec is invalid, not supported on the target, or

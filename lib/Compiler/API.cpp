@@ -27,8 +27,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 namespace {
 
@@ -251,22 +253,72 @@ bool runsOn(const std::string &chip, const rt::Device &device) {
                                   device.getComputeCapabilityMinor());
 }
 
-/// A compiled GPU kernel; its module is loaded on the first call.
-struct GpuKernel {
-  std::shared_ptr<const rt::CachedKernel> image;
-  std::mutex loadMutex;
-  std::optional<rt::Device> device;
-  std::optional<rt::Module> module;
-  std::optional<rt::Function> function;
-  std::string loadError;
+/// A kernel image (a forward's kernel, or a backward's three or four) loaded
+/// on one device: its module, in the device's primary context, and its
+/// kernels in the image's order.
+struct LoadedImage {
+  rt::Device device;
+  rt::Module module;
+  mlir::fa::CudaBackwardFunctions functions;
 };
 
-/// The GPU backward's kernels (one cache entry), loaded on first use.
-struct GpuBackward {
+/// A compiled image and its loads, one per device (a module belongs to one
+/// context), each made on the first call there.
+class GpuImage {
+public:
+  explicit GpuImage(std::shared_ptr<const rt::CachedKernel> image)
+      : image(std::move(image)) {}
+
+  const rt::CachedKernel &getImage() const { return *image; }
+
+  /// The image loaded on device `ordinal`; throws fa::Error of `api` when it
+  /// does not load there. The thread's current context is left as it was.
+  const LoadedImage &load(const char *api, int ordinal) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = loaded.find(ordinal);
+    if (it != loaded.end())
+      return *it->second;
+    rt::Expected<rt::Device> device = rt::Device::get(ordinal);
+    if (device.failed())
+      fail(api, device.getMessage());
+    if (!runsOn(image->chip, device.value()))
+      fail(api, "the kernel was compiled for " + image->chip + ", but device " +
+                    std::to_string(ordinal) + " is " +
+                    device.value().getChip());
+    rt::ScopedContext scope(device.value());
+    if (scope.getStatus().failed())
+      fail(api, scope.getStatus().getMessage());
+    rt::Expected<rt::Module> module =
+        rt::Module::load(device.value(), image->image);
+    if (module.failed())
+      fail(api, module.getMessage());
+    rt::Expected<mlir::fa::CudaBackwardFunctions> functions =
+        mlir::fa::loadCudaBackward(*image, module.value());
+    if (functions.failed())
+      fail(api, functions.getMessage());
+    auto entry = std::make_unique<LoadedImage>(
+        LoadedImage{device.take(), module.take(), functions.take()});
+    return *loaded.emplace(ordinal, std::move(entry)).first->second;
+  }
+
+private:
   std::shared_ptr<const rt::CachedKernel> image;
-  std::optional<rt::Device> device;
-  std::optional<rt::Module> module;
-  std::optional<mlir::fa::CudaBackwardFunctions> functions;
+  std::mutex mutex;
+  std::map<int, std::unique_ptr<const LoadedImage>> loaded;
+};
+
+/// A compiled GPU kernel.
+struct GpuKernel {
+  explicit GpuKernel(std::shared_ptr<const rt::CachedKernel> image)
+      : image(std::move(image)) {}
+  GpuImage image;
+};
+
+/// The GPU backward's kernels (one cache entry).
+struct GpuBackward {
+  explicit GpuBackward(std::shared_ptr<const rt::CachedKernel> image)
+      : image(std::move(image)) {}
+  GpuImage image;
 };
 } // namespace
 
@@ -352,10 +404,22 @@ fa::Kernel fa::compile(const AttentionSpec &spec,
                   "FA_REQUIRE_GPU=1) but " +
                   device.getMessage());
     target = device.ok() ? device.value().getChip() : "host";
+  } else if (target.rfind("cuda:", 0) == 0) {
+    // Device N's chip.
+    std::string digits = target.substr(5);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      throw Error("fa::compile: target '" + target +
+                  "': expected cuda:N with N a device number");
+    rt::Expected<rt::Device> device = rt::Device::get(std::stoi(digits));
+    if (device.failed())
+      throw Error("fa::compile: target '" + target +
+                  "': " + device.getMessage());
+    target = device.value().getChip();
   }
   if (target != "host" && !fa::target::lookupGpuTarget(target))
     throw Error("fa::compile: target '" + target +
-                "' is not supported (host, auto, or a GPU chip: " +
+                "' is not supported (host, auto, cuda:N, or a GPU chip: " +
                 fa::target::listGpuTargets() + ")");
   if (spec.headDim <= 0 || spec.headDimV < 0)
     throw Error("fa::compile: head dims must be positive, got D = " +
@@ -396,13 +460,13 @@ fa::Kernel fa::compile(const AttentionSpec &spec,
   if (mlir::failed(op))
     throw Error("fa::compile: invalid attention spec\n" + ctx.text);
   if (target != "host") {
-    auto gpu = std::make_unique<GpuKernel>();
     bool compiled = false;
     std::string error;
-    gpu->image = mlir::fa::getOrCompileCudaKernel(*op, target, compiled, error);
-    if (!gpu->image)
+    std::shared_ptr<const rt::CachedKernel> image =
+        mlir::fa::getOrCompileCudaKernel(*op, target, compiled, error);
+    if (!image)
       throw Error("fa::compile: " + error + "\n" + ctx.text);
-    impl->gpu = std::move(gpu);
+    impl->gpu = std::make_unique<GpuKernel>(std::move(image));
     Kernel kernel;
     kernel.impl = std::move(impl);
     return kernel;
@@ -430,26 +494,55 @@ const std::string &fa::Kernel::ptx() const {
     throw Error("fa::Kernel::ptx: the kernel was compiled for the host, which "
                 "runs no PTX; compile for a GPU target (sm_80, sm_90a, or auto "
                 "on a machine with a GPU) to get it");
-  if (impl->gpu->image->format != rt::CachedKernel::Format::PTX)
+  const rt::CachedKernel &image = impl->gpu->image.getImage();
+  if (image.format != rt::CachedKernel::Format::PTX)
     throw Error("fa::Kernel::ptx: the kernel's image is a cubin, not PTX");
-  return impl->gpu->image->image;
+  return image.image;
 }
 
 namespace {
 
+/// Where the views of a call must be: the kernel's kind of device and, for a
+/// GPU kernel, q's device (the call runs there).
+struct Place {
+  fa::Device device;
+  int index;
+};
+
+/// The place of a call of a kernel on `device` with `q`.
+Place placeOf(const char *api, fa::Device device, const fa::TensorView &q) {
+  if (device == fa::Device::CUDA && q.device == fa::Device::CUDA &&
+      q.deviceIndex < 0)
+    fail(api, "q is on cuda:" + std::to_string(q.deviceIndex) +
+                  ", which is no device");
+  return {device, q.deviceIndex};
+}
+
+/// Checks that `t` is where the call runs.
+void checkPlace(const char *api, const fa::TensorView &t, const char *name,
+                Place where) {
+  if (t.device != where.device)
+    fail(api, std::string(name) +
+                  (where.device == fa::Device::CPU
+                       ? " is a CUDA tensor, but the kernel was compiled for "
+                         "the host"
+                       : " is a CPU tensor, but the kernel was compiled for a "
+                         "GPU"));
+  if (where.device == fa::Device::CUDA && t.deviceIndex != where.index)
+    fail(api, std::string(name) +
+                  " is on cuda:" + std::to_string(t.deviceIndex) +
+                  " but q is on cuda:" + std::to_string(where.index));
+}
+
 /// Checks one view and turns it into a kernel argument.
 mlir::fa::HostKernelArg toArg(const char *api, const fa::TensorView &t,
                               const char *name, fa::DType dtype, size_t rank,
-                              bool isOutput, fa::Device device) {
+                              bool isOutput, Place where) {
   auto fail = [api](const std::string &message) { ::fail(api, message); };
   bool empty = llvm::is_contained(t.shape, 0);
   if (!t.data && !empty)
     fail(std::string(name) + " has no data (null pointer)");
-  if (t.device != device)
-    fail(std::string(name) +
-         (device == fa::Device::CPU
-              ? " is a CUDA tensor, but the kernel was compiled for the host"
-              : " is a CPU tensor, but the kernel was compiled for a GPU"));
+  checkPlace(api, t, name, where);
   if (t.dtype != dtype)
     fail(std::string(name) + " must have dtype " + fa::toString(dtype) +
          ", got " + fa::toString(t.dtype));
@@ -506,7 +599,7 @@ struct CheckedInputs {
 };
 
 CheckedInputs checkInputs(const char *api, const fa::AttentionSpec &spec,
-                          fa::Device device, const fa::TensorView &q,
+                          Place device, const fa::TensorView &q,
                           const fa::TensorView &k, const fa::TensorView &v,
                           const fa::TensorView *bias,
                           const fa::TensorView *alibiSlopes,
@@ -634,9 +727,10 @@ gpuCaptures(const fa::AttentionSpec &spec,
 /// Runs the GPU kernel on device views, after the checks its ABI needs:
 /// rows contiguous (stride 1 in the head dim) and 16-byte aligned rows for
 /// cp.async. `allArgs` are q, k, v, [bias], [ALiBi slopes], [seed],
-/// [captures], out, [lse], as the host kernel takes them.
+/// [captures], out, [lse], as the host kernel takes them, all on CUDA device
+/// `device`.
 void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
-               const std::vector<mlir::fa::HostKernelArg> &allArgs,
+               const std::vector<mlir::fa::HostKernelArg> &allArgs, int device,
                void *stream) {
   // The variant's operands apart: the rest is the plain kernel's q, k, v, o,
   // lse.
@@ -671,37 +765,11 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   if (hasLse && args[4].strides[2] != 1)
     fail("lse must have stride 1 in its last dim on the GPU, got " +
          std::to_string(args[4].strides[2]));
-  {
-    std::lock_guard<std::mutex> lock(gpu.loadMutex);
-    if (!gpu.function) {
-      rt::Expected<rt::Device> device = rt::Device::get(0);
-      if (device.failed())
-        fail(device.getMessage());
-      if (!runsOn(gpu.image->chip, device.value()))
-        fail("the kernel was compiled for " + gpu.image->chip +
-             ", but device 0 is " + device.value().getChip());
-      rt::Expected<rt::Module> module =
-          rt::Module::load(device.value(), gpu.image->image);
-      if (module.failed())
-        fail(module.getMessage());
-      gpu.device.emplace(device.value());
-      gpu.module.emplace(std::move(module.value()));
-      if (gpu.image->kernels.size() != 1)
-        fail("the kernel cache entry has " +
-             std::to_string(gpu.image->kernels.size()) +
-             " kernels; a forward has 1");
-      const rt::KernelAbi &abi = gpu.image->kernels[0];
-      rt::Expected<rt::Function> function =
-          rt::Function::get(*gpu.module, abi.name);
-      if (function.failed())
-        fail(function.getMessage());
-      gpu.function.emplace(function.value());
-      if (rt::Status st =
-              gpu.function->setMaxDynamicSharedMemory(abi.sharedBytes);
-          st.failed())
-        fail(st.getMessage());
-    }
-  }
+  const LoadedImage &loaded = gpu.image.load(kForward, device);
+  if (loaded.functions.kernels.size() != 1)
+    fail("the kernel cache entry has " +
+         std::to_string(loaded.functions.kernels.size()) +
+         " kernels; a forward has 1");
   const mlir::fa::HostKernelArg &q = args[0], &k = args[1], &v = args[2],
                                 &o = args[3];
   rt::KernelCall call;
@@ -749,8 +817,11 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   if (seed)
     call.seed = seed->scalar;
   call.captures = gpuCaptures(spec, allArgs, firstCapture);
-  if (rt::Status st =
-          mlir::fa::launchCudaKernel(*gpu.image, *gpu.function, call, stream);
+  rt::ScopedContext scope(loaded.device);
+  if (scope.getStatus().failed())
+    fail(scope.getStatus().getMessage());
+  if (rt::Status st = mlir::fa::launchCudaKernel(
+          gpu.image.getImage(), loaded.functions.kernels[0], call, stream);
       st.failed())
     fail(st.getMessage());
 }
@@ -764,7 +835,7 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
                          void *stream,
                          const std::vector<TensorView> &captures) const {
   const AttentionSpec &spec = impl->spec;
-  Device device = impl->gpu ? Device::CUDA : Device::CPU;
+  Place device = placeOf(kForward, impl->gpu ? Device::CUDA : Device::CPU, q);
   CheckedInputs in = checkInputs(kForward, spec, device, q, k, v, bias,
                                  alibiSlopes, dropoutSeed, captures);
   std::vector<mlir::fa::HostKernelArg> args = {in.q, in.k, in.v};
@@ -783,7 +854,7 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
   }
 
   if (impl->gpu)
-    return launchGpu(*impl->gpu, spec, args, stream);
+    return launchGpu(*impl->gpu, spec, args, device.index, stream);
   if (llvm::Error err = impl->host->run(args))
     fail(llvm::toString(std::move(err)));
 }
@@ -808,16 +879,16 @@ void compileBackward(const fa::Kernel::Impl &impl, bool withBias) {
   }
   if (impl.gpu) {
     bool compiled = false;
-    auto gpu = std::make_unique<GpuBackward>();
-    gpu->image = mlir::fa::getOrCompileCudaBackward(
-        grad, impl.target, compiled, error,
-        {/*prefetch=*/true, impl.spec.atomicDQ, /*dkdvWarps=*/0,
-         /*wgmma=*/true, impl.spec.deterministic});
-    if (!gpu->image) {
+    std::shared_ptr<const rt::CachedKernel> image =
+        mlir::fa::getOrCompileCudaBackward(
+            grad, impl.target, compiled, error,
+            {/*prefetch=*/true, impl.spec.atomicDQ, /*dkdvWarps=*/0,
+             /*wgmma=*/true, impl.spec.deterministic});
+    if (!image) {
       error += "\n" + ctx.text;
       return;
     }
-    impl.gpuBackward[withBias] = std::move(gpu);
+    impl.gpuBackward[withBias] = std::make_unique<GpuBackward>(image);
     return;
   }
   mlir::OwningOpRef<mlir::ModuleOp> kernelModule =
@@ -835,34 +906,61 @@ void compileBackward(const fa::Kernel::Impl &impl, bool withBias) {
   impl.hostBackward[withBias] = std::move(*host);
 }
 
-/// Loads the backward's module on device 0 (which must run `chip`).
-void loadGpuBackward(GpuBackward &gpu, const std::string &chip) {
-  rt::Expected<rt::Device> device = rt::Device::get(0);
-  if (device.failed())
-    fail(kBackward, device.getMessage());
-  if (!runsOn(chip, device.value()))
-    fail(kBackward, "the kernel was compiled for " + chip +
-                        ", but device 0 is " + device.value().getChip());
-  rt::Expected<rt::Module> module =
-      rt::Module::load(device.value(), gpu.image->image);
-  if (module.failed())
-    fail(kBackward, module.getMessage());
-  rt::Expected<mlir::fa::CudaBackwardFunctions> functions =
-      mlir::fa::loadCudaBackward(*gpu.image, module.value());
-  if (functions.failed())
-    fail(kBackward, functions.getMessage());
-  gpu.device.emplace(device.value());
-  gpu.module.emplace(std::move(module.value()));
-  gpu.functions.emplace(functions.value());
+/// The backward of `impl` (with dBias: `withBias`), compiled on the first
+/// use: its host kernel or its GPU kernels.
+std::pair<mlir::fa::HostKernel *, GpuBackward *>
+getBackward(const fa::Kernel::Impl &impl, bool withBias) {
+  std::lock_guard<std::mutex> lock(impl.backwardMutex);
+  if (!impl.hostBackward[withBias] && !impl.gpuBackward[withBias] &&
+      impl.backwardError[withBias].empty())
+    compileBackward(impl, withBias);
+  if (!impl.hostBackward[withBias] && !impl.gpuBackward[withBias])
+    fail(kBackward, impl.backwardError[withBias]);
+  return {impl.hostBackward[withBias].get(), impl.gpuBackward[withBias].get()};
+}
+
+/// The workspace of a backward call: at least `bytes` of contiguous device
+/// memory where the call runs, 256-byte aligned.
+uint64_t checkWorkspace(const fa::TensorView &t, Place where, uint64_t bytes) {
+  checkPlace(kBackward, t, "workspace", where);
+  uint64_t elements = 1;
+  for (int64_t n : t.shape) {
+    if (n < 0)
+      fail(kBackward,
+           "workspace has a negative size in shape " + shapeText(t.shape));
+    elements *= uint64_t(n);
+  }
+  if (!t.strides.empty()) {
+    if (t.strides.size() != t.shape.size())
+      fail(kBackward, "workspace has " + std::to_string(t.strides.size()) +
+                          " strides for rank " +
+                          std::to_string(t.shape.size()));
+    int64_t stride = 1;
+    for (size_t i = t.shape.size(); i-- > 0;) {
+      if (t.shape[i] > 1 && t.strides[i] != stride)
+        fail(kBackward, "workspace must be contiguous");
+      stride *= t.shape[i];
+    }
+  }
+  uint64_t have = elements * dtypeBytes(t.dtype);
+  if (have < bytes)
+    fail(kBackward, "workspace has " + std::to_string(have) +
+                        " bytes, but this call needs " + std::to_string(bytes) +
+                        " (backwardWorkspaceBytes)");
+  if (reinterpret_cast<uintptr_t>(t.data) % 256 != 0)
+    fail(kBackward, "workspace must be 256-byte aligned");
+  return reinterpret_cast<uint64_t>(t.data);
 }
 
 /// Runs the GPU backward on device views (checked as the forward's are:
 /// rows contiguous, 16-byte aligned rows). `args` are @fa_backward's: q, k,
 /// v, out, dout, lse, [bias], [slopes], [seed], [captures], dq, dk, dv,
-/// [dbias] (`withBias`).
-void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
+/// [dbias] (`withBias`), all where the call runs (`where`); `workspace`
+/// the caller's or null.
+void launchGpuBackward(GpuBackward &gpu, const fa::AttentionSpec &spec,
                        const std::vector<mlir::fa::HostKernelArg> &args,
-                       bool withBias, void *stream) {
+                       bool withBias, Place where,
+                       const fa::TensorView *workspace, void *stream) {
   const char *names[9] = {"q",   "k",  "v",  "out", "dout",
                           "lse", "dq", "dk", "dv"};
   size_t elementBytes = spec.dtype == fa::DType::F32 ? 4 : 2;
@@ -948,9 +1046,18 @@ void launchGpuBackward(const GpuBackward &gpu, const fa::AttentionSpec &spec,
   }
   // The captures come right before dq, dk, dv.
   call.captures = gpuCaptures(spec, args, n - 3 - spec.captures.size());
-  // workspace = 0: the launcher allocates Dsum and waits for the stream.
-  if (rt::Status st = mlir::fa::launchCudaBackward(*gpu.image, *gpu.functions,
-                                                   call, stream);
+  const rt::CachedKernel &image = gpu.image.getImage();
+  // No workspace: the launcher takes one from the stream-ordered allocator.
+  if (workspace)
+    call.workspace =
+        checkWorkspace(*workspace, where,
+                       mlir::fa::getCudaBackwardWorkspaceBytes(image, call));
+  const LoadedImage &loaded = gpu.image.load(kBackward, where.index);
+  rt::ScopedContext scope(loaded.device);
+  if (scope.getStatus().failed())
+    fail(kBackward, scope.getStatus().getMessage());
+  if (rt::Status st =
+          mlir::fa::launchCudaBackward(image, loaded.functions, call, stream);
       st.failed())
     fail(kBackward, st.getMessage());
 }
@@ -964,9 +1071,10 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
                           const TensorView &dv, const TensorView *bias,
                           const TensorView *alibiSlopes, int64_t dropoutSeed,
                           void *stream, const TensorView *dbias,
-                          const std::vector<TensorView> &captures) const {
+                          const std::vector<TensorView> &captures,
+                          const TensorView *workspace) const {
   const AttentionSpec &spec = impl->spec;
-  Device device = impl->gpu ? Device::CUDA : Device::CPU;
+  Place device = placeOf(kBackward, impl->gpu ? Device::CUDA : Device::CPU, q);
   CheckedInputs in = checkInputs(kBackward, spec, device, q, k, v, bias,
                                  alibiSlopes, dropoutSeed, captures);
   // @fa_backward(Q, K, V, O, dO, lse, [bias], [alibi_slopes], [seed], dQ,
@@ -998,22 +1106,27 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
                "dbias dim " + std::to_string(i));
   }
 
-  mlir::fa::HostKernel *host = nullptr;
-  GpuBackward *gpu = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(impl->backwardMutex);
-    if (!impl->hostBackward[withBias] && !impl->gpuBackward[withBias] &&
-        impl->backwardError[withBias].empty())
-      compileBackward(*impl, withBias);
-    if (!impl->hostBackward[withBias] && !impl->gpuBackward[withBias])
-      fail(kBackward, impl->backwardError[withBias]);
-    host = impl->hostBackward[withBias].get();
-    gpu = impl->gpuBackward[withBias].get();
-    if (gpu && !gpu->functions)
-      loadGpuBackward(*gpu, impl->gpu->image->chip);
-  }
+  auto [host, gpu] = getBackward(*impl, withBias);
   if (gpu)
-    return launchGpuBackward(*gpu, spec, args, withBias, stream);
+    return launchGpuBackward(*gpu, spec, args, withBias, device, workspace,
+                             stream);
   if (llvm::Error err = host->run(args))
     fail(kBackward, llvm::toString(std::move(err)));
+}
+
+size_t fa::Kernel::backwardWorkspaceBytes(int64_t batch, int64_t headsQ,
+                                          int64_t seqQ, bool dbias) const {
+  if (batch < 0 || headsQ < 0 || seqQ < 0)
+    fail("fa::Kernel::backwardWorkspaceBytes",
+         "sizes must be >= 0, got batch " + std::to_string(batch) +
+             ", headsQ " + std::to_string(headsQ) + ", seqQ " +
+             std::to_string(seqQ));
+  if (!impl->gpu)
+    return 0;
+  GpuBackward *gpu = getBackward(*impl, dbias && impl->spec.bias).second;
+  mlir::fa::CudaBackwardCall call;
+  call.batch = batch;
+  call.headsQ = headsQ;
+  call.seqQ = seqQ;
+  return mlir::fa::getCudaBackwardWorkspaceBytes(gpu->image.getImage(), call);
 }

@@ -257,10 +257,16 @@ uint32_t dqAccumColumns(const rt::CachedKernel &kernel) {
   return 0;
 }
 
+/// The least workspace: with Nq = 0 it is the scratch that the dK/dV
+/// kernel's (discarded) loads of Q, dO, lse and Dsum address.
+constexpr uint64_t kMinWorkspaceBytes = 1024;
+
 /// Dsum, then the f32 dQ accumulator of `accumDim` columns (0: none).
 uint64_t workspaceBytes(const rt::KernelCall &call, uint64_t accumDim) {
-  return dsumBytes(call) + uint64_t(call.batch) * uint64_t(call.headsQ) *
-                               uint64_t(call.seqQ) * accumDim * sizeof(float);
+  return std::max(kMinWorkspaceBytes,
+                  dsumBytes(call) +
+                      uint64_t(call.batch) * uint64_t(call.headsQ) *
+                          uint64_t(call.seqQ) * accumDim * sizeof(float));
 }
 } // namespace
 
@@ -323,21 +329,17 @@ rt::Status mlir::fa::launchCudaBackward(const rt::CachedKernel &kernel,
   if (call.seqQ >= (int64_t(1) << 30) || call.seqKV >= (int64_t(1) << 30))
     return rt::Status::error("backward: sequences must be shorter than 2^30");
 
-  // The workspace: the caller's, or one of ours for this call.
-  rt::DeviceBuffer ownWorkspace;
+  // The workspace: the caller's, or one of the stream-ordered allocator's
+  // for this call, freed on the stream after the kernels (no host wait).
+  rt::StreamBuffer ownWorkspace;
   uint64_t workspace = call.workspace;
   if (workspace % 256 != 0)
     return rt::Status::error("backward: the workspace must be 256-byte "
                              "aligned");
-  // With Nq = 0 the dK/dV kernel still runs (dK = dV = 0) and addresses the
-  // first row of Q, dO, lse and Dsum, whose loads its guards discard: those
-  // (empty, maybe null) arguments point at a scratch buffer of ours instead.
-  if (call.seqQ == 0)
-    workspace = 0;
   if (!workspace) {
-    rt::Expected<rt::DeviceBuffer> buffer = rt::DeviceBuffer::allocate(
+    rt::Expected<rt::StreamBuffer> buffer = rt::StreamBuffer::allocate(
         functions.kernels[0].getDevice(),
-        std::max<size_t>(workspaceBytes(call, dqAccumColumns(kernel)), 1024));
+        workspaceBytes(call, dqAccumColumns(kernel)), stream);
     if (buffer.failed())
       return buffer.getStatus();
     ownWorkspace = buffer.take();
@@ -350,6 +352,9 @@ rt::Status mlir::fa::launchCudaBackward(const rt::CachedKernel &kernel,
   values.set(rt::AbiTensor::Dsum, workspace,
              {call.headsQ * call.seqQ, call.seqQ});
   values[rt::AbiTensor::DQAccum].data = workspace + dsumBytes(call);
+  // With Nq = 0 the dK/dV kernel still runs (dK = dV = 0) and addresses the
+  // first row of Q, dO, lse and Dsum, whose loads its guards discard: those
+  // (empty, maybe null) arguments point at the workspace instead.
   if (call.seqQ == 0)
     for (rt::AbiTensor t :
          {rt::AbiTensor::Q, rt::AbiTensor::O, rt::AbiTensor::DO,
@@ -375,14 +380,6 @@ rt::Status mlir::fa::launchCudaBackward(const rt::CachedKernel &kernel,
     if (status.failed())
       return status;
   }
-  if (ownWorkspace.getPointer()) {
-    // The kernels must be done with our workspace before it is freed.
-    rt::Driver &driver = functions.kernels[0].getDevice().getDriver();
-    rt::Status status = driver.check(
-        driver.api().cuStreamSynchronize(static_cast<rt::cu::Stream>(stream)),
-        "cuStreamSynchronize");
-    if (status.failed())
-      return status;
-  }
-  return rt::Status::success();
+  // Our workspace, if any, is freed on the stream after the kernels.
+  return ownWorkspace.release();
 }

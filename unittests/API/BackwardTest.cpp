@@ -476,4 +476,86 @@ TEST(BackwardTest, RunsOnTheGpuWithBiasAlibiAndDBias) {
                                  dv.read(), &gotDbias));
 }
 
+/// Views on cuda:1 run on device 1 (its primary context, the caller's
+/// current context kept), the backward in a workspace of the caller's; the
+/// gradients against both references. Skipped with fewer than two GPUs.
+TEST(BackwardTest, SecondGpuWithAWorkspace) {
+  namespace rt = fa::runtime;
+  rt::Expected<rt::Device> first = rt::Device::get(0);
+  if (first.failed())
+    FA_GPU_UNAVAILABLE(first.getMessage());
+  int count = rt::Driver::get().getDeviceCount();
+  if (count < 2)
+    GTEST_SKIP() << "needs 2 CUDA devices, found " << count;
+  rt::Device device = rt::Device::get(1).take();
+  fa::DType dtype = fa::DType::BF16;
+  fa::AttentionSpec spec = specOf(dtype, 64);
+  spec.causal = fa::Causal::BottomRight;
+  spec.returnLse = true;
+  fa::Kernel kernel = fa::compile(spec, "cuda:1");
+  const int64_t b = 2, hq = 4, hkv = 2, nq = 100, nk = 150, d = 64;
+  std::mt19937 rng(8);
+  HostTensor q(dtype, {b, hq, nq, d}), k(dtype, {b, hkv, nk, d}),
+      v(dtype, {b, hkv, nk, d}), o(dtype, {b, hq, nq, d}),
+      dout(dtype, {b, hq, nq, d}), dq(dtype, q.shape), dk(dtype, k.shape),
+      dv(dtype, v.shape);
+  HostTensor lse(fa::DType::F32, {b, hq, nq});
+  for (HostTensor *t : {&q, &k, &v, &dout})
+    t->randomize(rng);
+  std::vector<rt::DeviceBuffer> buffers;
+  std::vector<HostTensor *> all = {&q, &k, &v, &o, &dout, &lse, &dq, &dk, &dv};
+  buffers.reserve(all.size() + 1);
+  std::vector<fa::TensorView> views;
+  for (HostTensor *t : all) {
+    rt::Expected<rt::DeviceBuffer> buffer =
+        rt::DeviceBuffer::allocate(device, t->bytes.size());
+    ASSERT_TRUE(buffer.ok()) << buffer.getMessage();
+    ASSERT_TRUE(
+        buffer.value().copyFromHost(t->bytes.data(), t->bytes.size()).ok());
+    buffers.push_back(std::move(buffer.value()));
+    fa::TensorView view = t->view();
+    view.data = reinterpret_cast<void *>(buffers.back().getPointer());
+    view.device = fa::Device::CUDA;
+    view.deviceIndex = 1;
+    views.push_back(view);
+  }
+  size_t bytes = kernel.backwardWorkspaceBytes(b, hq, nq);
+  buffers.push_back(rt::DeviceBuffer::allocate(device, bytes).take());
+  fa::TensorView workspace{
+      reinterpret_cast<void *>(buffers.back().getPointer()),
+      fa::DType::I8,
+      {int64_t(bytes)},
+      {},
+      fa::Device::CUDA,
+      1};
+
+  // The caller's current context is device 0's, and stays so.
+  ASSERT_TRUE(first.value().makeCurrent().ok());
+  kernel.forward(views[0], views[1], views[2], views[3], &views[5]);
+  kernel.backward(views[0], views[1], views[2], views[3], views[4], views[5],
+                  views[6], views[7], views[8], nullptr, nullptr, 0, nullptr,
+                  nullptr, {}, &workspace);
+  rt::cu::Context current = nullptr;
+  ASSERT_EQ(rt::Driver::get().api().cuCtxGetCurrent(&current),
+            rt::cu::CUDA_SUCCESS);
+  EXPECT_EQ(current, first.value().getContext());
+  ASSERT_TRUE(device.synchronize().ok());
+  for (int i : {6, 7, 8})
+    ASSERT_TRUE(
+        buffers[i].copyToHost(all[i]->bytes.data(), all[i]->bytes.size()).ok());
+  fa::support::AttentionOptions options;
+  options.causal = fa::support::CausalMask::BottomRight;
+  EXPECT_TRUE(backwardIsAccurate(q.ref(), k.ref(), v.ref(), dout.ref(), options,
+                                 precisionOf(dtype), dq.read(), dk.read(),
+                                 dv.read()));
+
+  // Q on device 1, K on device 0: named, nothing runs.
+  fa::TensorView k0 = views[1];
+  k0.deviceIndex = 0;
+  EXPECT_EQ(errorOf([&] {
+              kernel.forward(views[0], k0, views[2], views[3], &views[5]);
+            }),
+            "fa::Kernel::forward: k is on cuda:0 but q is on cuda:1");
+}
+
 } // namespace

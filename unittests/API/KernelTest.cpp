@@ -245,14 +245,18 @@ TEST(KernelTest, RejectsBadSpecs) {
             "fa::compile: atomicDQ and deterministic exclude each other");
   spec.atomicDQ = spec.deterministic = false;
   EXPECT_EQ(errorOf([&] { fa::compile(spec, "tpu"); }),
-            "fa::compile: target 'tpu' is not supported (host, auto, or a GPU "
-            "chip: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100, "
+            "fa::compile: target 'tpu' is not supported (host, auto, cuda:N, "
+            "or a GPU chip: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100, "
             "sm_120)");
   // A chip the target model does not know is refused before compiling.
   EXPECT_EQ(errorOf([&] { fa::compile(spec, "sm_75"); }),
-            "fa::compile: target 'sm_75' is not supported (host, auto, or a "
-            "GPU chip: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100, "
+            "fa::compile: target 'sm_75' is not supported (host, auto, "
+            "cuda:N, or a GPU chip: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, "
+            "sm_100, "
             "sm_120)");
+  EXPECT_EQ(errorOf([&] { fa::compile(spec, "cuda:x"); }),
+            "fa::compile: target 'cuda:x': expected cuda:N with N a device "
+            "number");
   spec.softcap = -1.0;
   EXPECT_EQ(errorOf([&] {
               fa::compile(spec);

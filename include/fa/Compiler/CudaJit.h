@@ -142,13 +142,15 @@ struct CudaBackwardCall : ::fa::runtime::KernelCall {
   /// Dsum, [B, Hq, Nq] f32 contiguous, and with atomic dQ the f32 dQ
   /// accumulator after it: at least getCudaBackwardWorkspaceBytes() bytes of
   /// device memory (256-byte aligned) the launch may overwrite; 0:
-  /// launchCudaBackward allocates it and waits for the stream before freeing
-  /// it (a synchronous call).
+  /// launchCudaBackward allocates it on the call's stream (cuMemAllocAsync)
+  /// and frees it there after the kernels (cuMemFreeAsync), without waiting.
   uint64_t workspace = 0;
 };
 
 /// Bytes of the workspace of `call` to the kernels of `kernel`: Dsum, B * Hq
-/// * Nq * 4 rounded up to 256, then B * Hq * Nq * D * 4 with atomic dQ.
+/// * Nq * 4 rounded up to 256, then B * Hq * Nq * D * 4 with atomic dQ; at
+/// least 1024 (with Nq = 0, the scratch the dK/dV kernel's discarded loads
+/// address).
 uint64_t
 getCudaBackwardWorkspaceBytes(const ::fa::runtime::CachedKernel &kernel,
                               const CudaBackwardCall &call);
@@ -164,10 +166,10 @@ struct CudaBackwardFunctions {
 loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
                  const ::fa::runtime::Module &module);
 
-/// Launches dsum, dkdv, dq or dq_convert (and dbias) on `stream` (asynchronous
-/// unless the launcher allocates the workspace). Empty problems launch nothing
-/// that is not needed: Nk = 0 gives dQ = 0, Nq = 0 gives dK = dV = 0 (and dBias
-/// = 0 where it has elements).
+/// Launches dsum, dkdv, dq or dq_convert (and dbias) on `stream`; never
+/// waits on the host (a CUDA graph may capture it). Empty problems launch
+/// nothing that is not needed: Nk = 0 gives dQ = 0, Nq = 0 gives dK = dV = 0
+/// (and dBias = 0 where it has elements).
 ::fa::runtime::Status
 launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
                    const CudaBackwardFunctions &functions,
