@@ -95,6 +95,7 @@ class Kernel:
         stream: int = 0,
         dbias: Any = None,
         captures: Sequence[Any] = (),
+        workspace: Any = None,
     ) -> None: ...
     def run(
         self,
@@ -115,7 +116,11 @@ class Kernel:
         dropout_seed: int = 0,
         stream: int = 0,
         captures: Sequence[Any] = (),
+        workspace: Any = None,
     ) -> None: ...
+    def backward_workspace_bytes(
+        self, batch: int, heads_q: int, seq_q: int, dbias: bool = False
+    ) -> int: ...
 
 class Tensor:
     """A numpy array or torch tensor as fa.attention read it."""
@@ -158,7 +163,7 @@ class Inputs:
     def key(
         self,
     ) -> tuple[
-        str, int, int, tuple[str, tuple[bool, bool, bool, bool]] | None, str | None, bool
+        str, int, int, tuple[str, tuple[bool, bool, bool, bool]] | None, str | None, str
     ]: ...
     @property
     def torch(self) -> bool: ...

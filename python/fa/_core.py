@@ -344,8 +344,9 @@ def clear_cache() -> None:
 
 
 def kernel_for(api: str, inputs: _C.Inputs, options: Options, return_lse: bool) -> Kernel:
-    """The cached kernel of the variant; CUDA tensors get the device's chip ("auto"),
-    and under torch.use_deterministic_algorithms(True) the deterministic dQ."""
+    """The cached kernel of the variant and device; CUDA tensors get their
+    device's chip ("cuda:N"), and under torch.use_deterministic_algorithms(True)
+    the deterministic dQ."""
     deterministic = False
     if not inputs.is_cpu:
         torch = sys.modules.get("torch")
@@ -356,7 +357,7 @@ def kernel_for(api: str, inputs: _C.Inputs, options: Options, return_lse: bool) 
         if kernel is not None:
             _cache.move_to_end(key)
             return kernel
-    dtype, head_dim, head_dim_v, bias, alibi, is_cpu = inputs.key
+    dtype, head_dim, head_dim_v, bias, alibi, device = inputs.key
     variant = Variant(
         dtype=dtype,
         head_dim=head_dim,
@@ -375,7 +376,7 @@ def kernel_for(api: str, inputs: _C.Inputs, options: Options, return_lse: bool) 
         deterministic=deterministic,
     )
     # Outside the lock: compiling takes a while.
-    kernel = compile_variant(api, variant, "host" if is_cpu else "auto")
+    kernel = compile_variant(api, variant, "host" if device == "cpu" else device)
     with _cache_lock:
         kernel = _cache.setdefault(key, kernel)
         _cache.move_to_end(key)
@@ -670,6 +671,13 @@ class Kernel:
             capture_raws, keep = _capture_raws(
                 "fa.attention_backward", self._captures if captures is None else captures
             )
+        workspace = None
+        if inputs.torch and not inputs.is_cpu:
+            # From torch's caching allocator, on the stream the kernels run on:
+            # no cuMemAlloc and no wait, so a CUDA graph may capture the call.
+            nbytes = self._kernel.backward_workspace_bytes(*inputs.lse_shape, dbias is not None)
+            torch = sys.modules["torch"]
+            workspace = torch.empty(nbytes, dtype=torch.uint8, device=like.device)
         self._kernel.run_backward(
             inputs,
             dq,
@@ -679,6 +687,7 @@ class Kernel:
             int(dropout_seed or 0),
             _current_stream(inputs, like),
             capture_raws,
+            workspace,
         )
         del keep
         return self._grads(inputs, outputs)

@@ -5,9 +5,10 @@
 //     the array interface (__array_interface__), or with the buffer protocol;
 //     strides in bytes are converted to elements. The array interface is read
 //     at the Python level, so any numpy (1.x or 2.x) works with any pybind11;
-//   - a raw tuple (data_ptr, dtype, shape, strides, device), strides in
-//     elements, so that the Python layer can pass torch tensors without this
-//     module depending on torch.
+//   - a raw tuple (data_ptr, dtype, shape, strides, device[, device_index]),
+//     strides in elements, device "cpu", "cuda" (cuda:0), "cuda:N" or an
+//     fa._C.Device (with device_index, default 0), so that the Python layer
+//     can pass torch tensors without this module depending on torch.
 // fa::Error becomes fa.FAError (a RuntimeError); malformed arguments raise
 // TypeError / ValueError.
 //
@@ -56,16 +57,36 @@ fa::DType parseDType(const py::handle &obj, const std::string &what) {
   throw py::type_error(what + ": dtype must be an fa._C.DType or a string");
 }
 
-fa::Device parseDevice(const py::handle &obj, const std::string &what) {
-  if (py::isinstance<fa::Device>(obj))
-    return obj.cast<fa::Device>();
+/// The index N of "cuda:N" ("cuda": 0), or -1 when `name` is not one.
+int cudaIndex(const std::string &name) {
+  if (name == "cuda")
+    return 0;
+  if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 14 ||
+      name.find_first_not_of("0123456789", 5) != std::string::npos)
+    return -1;
+  return std::stoi(name.substr(5));
+}
+
+/// Sets the device of `view` from "cpu", "cuda", "cuda:N" or an
+/// fa._C.Device.
+void parseDevice(const py::handle &obj, const std::string &what,
+                 fa::TensorView &view) {
+  if (py::isinstance<fa::Device>(obj)) {
+    view.device = obj.cast<fa::Device>();
+    return;
+  }
   if (py::isinstance<py::str>(obj)) {
     std::string name = obj.cast<std::string>();
-    if (name == "cpu")
-      return fa::Device::CPU;
-    if (name == "cuda" || name.rfind("cuda:", 0) == 0)
-      return fa::Device::CUDA;
-    throw py::value_error(what + ": unsupported device '" + name + "'");
+    if (name == "cpu") {
+      view.device = fa::Device::CPU;
+      return;
+    }
+    int index = cudaIndex(name);
+    if (index < 0)
+      throw py::value_error(what + ": unsupported device '" + name + "'");
+    view.device = fa::Device::CUDA;
+    view.deviceIndex = index;
+    return;
   }
   throw py::type_error(what + ": device must be an fa._C.Device or a string");
 }
@@ -107,12 +128,12 @@ std::vector<int64_t> elementStrides(const std::vector<py::ssize_t> &bytes,
   return strides;
 }
 
-/// A raw (data_ptr, dtype, shape, strides, device) tuple.
+/// A raw (data_ptr, dtype, shape, strides, device[, device_index]) tuple.
 fa::TensorView viewFromTuple(const py::tuple &t, const std::string &name) {
-  if (t.size() != 5)
+  if (t.size() != 5 && t.size() != 6)
     throw py::value_error(name +
                           ": a raw tensor is a tuple (data_ptr, dtype, "
-                          "shape, strides, device), got " +
+                          "shape, strides, device[, device_index]), got " +
                           std::to_string(t.size()) + " items");
   fa::TensorView view;
   view.data = reinterpret_cast<void *>(t[0].cast<uintptr_t>());
@@ -120,7 +141,9 @@ fa::TensorView viewFromTuple(const py::tuple &t, const std::string &name) {
   view.shape = t[2].cast<std::vector<int64_t>>();
   if (!t[3].is_none())
     view.strides = t[3].cast<std::vector<int64_t>>();
-  view.device = parseDevice(t[4], name);
+  parseDevice(t[4], name, view);
+  if (t.size() == 6)
+    view.deviceIndex = t[5].cast<int>();
   return view;
 }
 
@@ -197,6 +220,10 @@ std::vector<fa::TensorView> toCaptureViews(const py::object &captures) {
   return views;
 }
 
+/// The backward's workspace: None, a raw tuple, or a (torch) tensor of bytes
+/// (uint8 / int8; any other dtype FA knows counts its elements' bytes).
+std::optional<fa::TensorView> toWorkspace(const py::object &obj);
+
 void forward(const fa::Kernel &kernel, const py::object &q, const py::object &k,
              const py::object &v, const py::object &out, const py::object &lse,
              const py::object &bias, const py::object &alibiSlopes,
@@ -225,7 +252,7 @@ void backward(const fa::Kernel &kernel, const py::object &q,
               const py::object &dq, const py::object &dk, const py::object &dv,
               const py::object &bias, const py::object &alibiSlopes,
               int64_t dropoutSeed, uintptr_t stream, const py::object &dbias,
-              const py::object &captures) {
+              const py::object &captures, const py::object &workspace) {
   fa::TensorView qView = toView(q, "q", false);
   fa::TensorView kView = toView(k, "k", false);
   fa::TensorView vView = toView(v, "v", false);
@@ -241,12 +268,14 @@ void backward(const fa::Kernel &kernel, const py::object &q,
   std::optional<fa::TensorView> dbiasView =
       toOptionalView(dbias, "dbias", true);
   std::vector<fa::TensorView> captureViews = toCaptureViews(captures);
+  std::optional<fa::TensorView> workspaceView = toWorkspace(workspace);
   py::gil_scoped_release release;
   kernel.backward(qView, kView, vView, outView, doutView, lseView, dqView,
                   dkView, dvView, biasView ? &*biasView : nullptr,
                   slopesView ? &*slopesView : nullptr, dropoutSeed,
                   reinterpret_cast<void *>(stream),
-                  dbiasView ? &*dbiasView : nullptr, captureViews);
+                  dbiasView ? &*dbiasView : nullptr, captureViews,
+                  workspaceView ? &*workspaceView : nullptr);
 }
 
 //===----------------------------------------------------------------------===//
@@ -334,6 +363,7 @@ struct Arg {
   std::vector<int64_t> shape;
   std::vector<int64_t> strides; ///< In elements.
   std::string device;           ///< "cpu", "cuda:0", ...
+  int deviceIndex = 0;          ///< N of "cuda:N".
   uintptr_t data = 0;
 
   bool isCpu() const { return device == "cpu"; }
@@ -345,6 +375,7 @@ struct Arg {
     v.shape = shape;
     v.strides = strides;
     v.device = isCpu() ? fa::Device::CPU : fa::Device::CUDA;
+    v.deviceIndex = deviceIndex;
     return v;
   }
 
@@ -502,8 +533,8 @@ void readTorch(Arg &arg, const py::handle &x, bool real) {
       return;
     }
     if (PyObject_IsTrue(x.attr(n.isCuda).ptr()) == 1) {
-      arg.device =
-          "cuda:" + std::to_string(callMethod(x, n.getDevice).cast<int>());
+      arg.deviceIndex = callMethod(x, n.getDevice).cast<int>();
+      arg.device = "cuda:" + std::to_string(arg.deviceIndex);
       return;
     }
   }
@@ -517,6 +548,11 @@ void readTorch(Arg &arg, const py::handle &x, bool real) {
     arg.device = "cpu";
   else
     arg.device = py::str(device).cast<std::string>();
+  // CUDA devices as "cuda:N" always ("cuda" is cuda:0).
+  if (int index = cudaIndex(arg.device); index >= 0) {
+    arg.deviceIndex = index;
+    arg.device = "cuda:" + std::to_string(index);
+  }
 }
 
 /// `x` read as a tensor, or nullopt when it is not an array / tensor.
@@ -549,6 +585,15 @@ Arg tensorArg(const std::string &api, const char *name, const py::handle &x) {
                                     "got " +
                                     arg->device);
   return std::move(*arg);
+}
+
+/// One call's tensors are on q's device ("k is on cuda:1 but q is on
+/// cuda:0").
+void checkDevice(const std::string &api, const char *name, const Arg &t,
+                 const Arg &q) {
+  if (t.device != q.device)
+    raise<py::value_error>(api, std::string(name) + " is on " + t.device +
+                                    " but q is on " + q.device);
 }
 
 void checkFloatDType(const std::string &api, const char *name, const Arg &arg) {
@@ -612,7 +657,7 @@ struct Inputs {
   }
 
   /// What the kernel is compiled for, of these inputs: (dtype, D, Dv,
-  /// bias layout or None, ALiBi layout or None, device).
+  /// bias layout or None, ALiBi layout or None, device: "cpu" or "cuda:N").
   py::tuple key() const {
     py::object biasLayout = py::none();
     if (bias)
@@ -624,7 +669,7 @@ struct Inputs {
     if (slopes)
       alibi = py::str(slopes->shape.size() == 2 ? "per_batch" : "heads");
     return py::make_tuple(codeOf(*q.dtype), q.shape[3], v.shape[3], biasLayout,
-                          alibi, q.isCpu());
+                          alibi, q.device);
   }
 };
 
@@ -655,10 +700,7 @@ std::unique_ptr<Inputs> checkInputs(const std::string &api, const py::handle &q,
   const Arg &tq = in->q, &tk = in->k, &tv = in->v;
   checkFloatDType(api, "q", tq);
   for (auto [name, t] : {std::pair{"k", &tk}, std::pair{"v", &tv}})
-    if (t->device != tq.device)
-      raise<py::value_error>(api, std::string(name) +
-                                      " must be on the device of q (" +
-                                      tq.device + "), got " + t->device);
+    checkDevice(api, name, *t, tq);
   for (auto [name, t] : {std::pair{"k", &tk}, std::pair{"v", &tv}})
     if (t->dtype != tq.dtype)
       raise<py::type_error>(api, std::string(name) +
@@ -696,6 +738,7 @@ std::unique_ptr<Inputs> checkInputs(const std::string &api, const py::handle &q,
 
   if (!bias.is_none()) {
     Arg t = tensorArg(api, "bias", bias);
+    checkDevice(api, "bias", t, tq);
     checkFloatDType(api, "bias", t);
     const std::vector<int64_t> full = {b, hq, nq, nk};
     bool broadcasts = t.shape.size() <= 4;
@@ -719,6 +762,7 @@ std::unique_ptr<Inputs> checkInputs(const std::string &api, const py::handle &q,
       slopes = py::module_::import("numpy").attr("asarray")(
           slopes, py::arg("dtype") = "float32");
     Arg t = tensorArg(api, "alibi_slopes", slopes);
+    checkDevice(api, "alibi_slopes", t, tq);
     if (t.dtype != fa::DType::F32)
       raise<py::type_error>(api, "alibi_slopes must have dtype float32, got " +
                                      t.dtypeName);
@@ -742,9 +786,7 @@ Arg checkLikeO(const Inputs &in, const std::string &api, const char *name,
                const char *dims) {
   Arg t = tensorArg(api, name, x);
   std::string what = name;
-  if (t.device != in.q.device)
-    raise<py::value_error>(api, what + " must be on the device of q (" +
-                                    in.q.device + "), got " + t.device);
+  checkDevice(api, name, t, in.q);
   bool isLse = what == "lse";
   std::optional<fa::DType> want = isLse ? fa::DType::F32 : *in.q.dtype;
   if (t.dtype != want)
@@ -815,6 +857,25 @@ void checkOut(const Inputs &in, const std::string &api, const py::handle &out) {
                    tupleText(strides));
 }
 
+std::optional<fa::TensorView> toWorkspace(const py::object &obj) {
+  if (obj.is_none())
+    return std::nullopt;
+  if (py::isinstance<py::tuple>(obj))
+    return viewFromTuple(obj.cast<py::tuple>(), "workspace");
+  std::optional<Arg> arg = readTensor(obj);
+  if (!arg)
+    throw py::type_error("workspace must be a tensor or a raw tuple, got " +
+                         typeName(obj));
+  fa::TensorView view = arg->view();
+  if (!arg->dtype) {
+    if (arg->dtypeName != "uint8" && arg->dtypeName != "int8")
+      throw py::type_error("workspace must hold bytes (uint8), got " +
+                           arg->dtypeName);
+    view.dtype = fa::DType::I8;
+  }
+  return view;
+}
+
 /// A freshly made output (O, lse, dQ, ...): numpy array or tensor.
 fa::TensorView outputView(const py::handle &x, const char *name) {
   std::optional<Arg> arg = readTensor(x);
@@ -860,7 +921,7 @@ void runBackward(const fa::Kernel &kernel, const Inputs &in,
                  const py::handle &dq, const py::handle &dk,
                  const py::handle &dv, const py::handle &dbias,
                  int64_t dropoutSeed, uintptr_t stream,
-                 const py::object &captures) {
+                 const py::object &captures, const py::object &workspace) {
   if (!in.out || !in.dout || !in.lse)
     throw py::value_error("Inputs.check_grads was not called");
   const fa::AttentionSpec &spec = kernel.spec();
@@ -879,11 +940,12 @@ void runBackward(const fa::Kernel &kernel, const Inputs &in,
   if (!dbias.is_none())
     dBias = outputView(dbias, "dbias");
   std::vector<fa::TensorView> captureViews = toCaptureViews(captures);
+  std::optional<fa::TensorView> work = toWorkspace(workspace);
   py::gil_scoped_release release;
   kernel.backward(q, k, v, o, dO, lse, dQ, dK, dV, bias ? &*bias : nullptr,
                   slopes ? &*slopes : nullptr, dropoutSeed,
                   reinterpret_cast<void *>(stream), dBias ? &*dBias : nullptr,
-                  captureViews);
+                  captureViews, work ? &*work : nullptr);
 }
 
 py::object optionalArg(const std::optional<Arg> &arg) {
@@ -1043,11 +1105,13 @@ PYBIND11_MODULE(_C, m) {
            py::arg("dk"), py::arg("dv"), py::arg("bias") = py::none(),
            py::arg("alibi_slopes") = py::none(), py::arg("dropout_seed") = 0,
            py::arg("stream") = 0, py::arg("dbias") = py::none(),
-           py::arg("captures") = py::tuple(),
+           py::arg("captures") = py::tuple(), py::arg("workspace") = py::none(),
            "Gradients: dQ, dK, dV (and dBias) are written into `dq`, `dk`, "
            "`dv` (and `dbias`) from forward's inputs, its `out` and `lse`, "
            "and `dout` = dLoss/dO. The backward kernel is compiled on the "
-           "first call.")
+           "first call. A GPU kernel's `workspace` is at least "
+           "backward_workspace_bytes() bytes on q's device (None: "
+           "stream-ordered memory of the driver's).")
       .def("run", &run, py::arg("inputs"), py::arg("out"),
            py::arg("lse") = py::none(), py::arg("dropout_seed") = 0,
            py::arg("stream") = 0, py::arg("captures") = py::tuple(),
@@ -1056,9 +1120,20 @@ PYBIND11_MODULE(_C, m) {
       .def("run_backward", &runBackward, py::arg("inputs"), py::arg("dq"),
            py::arg("dk"), py::arg("dv"), py::arg("dbias") = py::none(),
            py::arg("dropout_seed") = 0, py::arg("stream") = 0,
-           py::arg("captures") = py::tuple(),
+           py::arg("captures") = py::tuple(), py::arg("workspace") = py::none(),
            "backward() on checked inputs (Inputs.check_grads done) into new "
            "`dq`, `dk`, `dv` (and `dbias`).")
+      .def(
+          "backward_workspace_bytes",
+          [](const fa::Kernel &kernel, int64_t batch, int64_t headsQ,
+             int64_t seqQ, bool dbias) {
+            py::gil_scoped_release release;
+            return kernel.backwardWorkspaceBytes(batch, headsQ, seqQ, dbias);
+          },
+          py::arg("batch"), py::arg("heads_q"), py::arg("seq_q"),
+          py::arg("dbias") = false,
+          "Bytes of the workspace backward() takes (0 for a host kernel); "
+          "compiles the backward on the first call.")
       .def_property_readonly("mlir", &fa::Kernel::mlir,
                              "The fa.attention the kernel was compiled from.")
       .def_property_readonly("target", &fa::Kernel::target)

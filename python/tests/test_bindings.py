@@ -112,7 +112,9 @@ def test_argument_errors() -> None:
         readonly.flags.writeable = False
         kernel.forward(x, x, x, readonly)
     with pytest.raises(
-        ValueError, match=r"^k: a raw tensor is a tuple \(data_ptr, dtype, shape, strides, device\)"
+        ValueError,
+        match=r"^k: a raw tensor is a tuple \(data_ptr, dtype, shape, strides, device"
+        r"\[, device_index\]\), got 2 items$",
     ):
         kernel.forward(x, (0, "f32"), x, x.copy())
     with pytest.raises(ValueError, match=r"^v: unsupported dtype 'c64'"):
@@ -149,3 +151,36 @@ def test_run_pipeline_and_version() -> None:
     lowered = _C.run_pipeline(kernel.mlir, "builtin.module(fa-decompose)")
     assert "fa.attention" not in lowered and "linalg" in lowered
     assert re.fullmatch(r"\d+\.\d+\.\d+", _C.version())
+
+
+def test_raw_tensors_carry_their_cuda_device() -> None:
+    """Raw tuples' "cuda:N", "cuda" (cuda:0) and (..., Device.cuda, N) reach the C++ API
+    as device N: a GPU kernel (compiled without a GPU) refuses a call on two
+    devices before touching one."""
+    kernel = _C.compile(spec(_C.DType.bf16, 64), "sm_90a")
+    shape = (1, 2, 16, 64)
+
+    def raw(address: int, *device: object) -> tuple[object, ...]:
+        return (address, "bf16", shape, None, *device)
+
+    q, o = raw(0x10000, "cuda"), raw(0x40000, "cuda:0")
+    with pytest.raises(
+        _C.FAError, match=r"^fa::Kernel::forward: k is on cuda:1 but q is on cuda:0$"
+    ):
+        kernel.forward(q, raw(0x20000, "cuda:1"), raw(0x30000, "cuda:0"), o)
+    with pytest.raises(
+        _C.FAError, match=r"^fa::Kernel::forward: v is on cuda:3 but q is on cuda:0$"
+    ):
+        kernel.forward(q, raw(0x20000, "cuda:0"), raw(0x30000, _C.Device.cuda, 3), o)
+    with pytest.raises(
+        _C.FAError, match=r"^fa::Kernel::forward: out is on cuda:2 but q is on cuda:0$"
+    ):
+        kernel.forward(q, q, q, raw(0x40000, "cuda:0", 2))
+    with pytest.raises(ValueError, match=r"^k: unsupported device 'cuda:x'$"):
+        kernel.forward(q, raw(0x20000, "cuda:x"), q, o)
+    workspace = (0x50000, "i8", (1 << 20,), None, "cuda:1")
+    with pytest.raises(
+        _C.FAError, match=r"^fa::Kernel::backward: workspace is on cuda:1 but q is on cuda:0$"
+    ):
+        lse = (0x60000, "f32", shape[:3], None, "cuda:0")
+        kernel.backward(q, q, q, q, q, lse, o, o, o, workspace=workspace)

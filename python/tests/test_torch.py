@@ -103,10 +103,12 @@ def test_fake_torch_checks(fake_torch: list[tuple[Any, ...]]) -> None:
     ):
         fa.attention(q64, q64, q64)
     gpu = FakeTensor(np.zeros((1, 2, 4, 8), np.float32), device="cuda:1")
-    with pytest.raises(
-        ValueError, match=r"^fa\.attention: k must be on the device of q \(cpu\), got cuda:1$"
-    ):
+    with pytest.raises(ValueError, match=r"^fa\.attention: k is on cuda:1 but q is on cpu$"):
         fa.attention(q, gpu, q)
+    # Two CUDA devices: named, before anything runs.
+    gpu0 = FakeTensor(np.zeros((1, 2, 4, 8), np.float32), device="cuda")
+    with pytest.raises(ValueError, match=r"^fa\.attention: v is on cuda:1 but q is on cuda:0$"):
+        fa.attention(gpu0, gpu0, gpu)
     assert fake_torch == []  # nothing allocated for calls that fail
 
 
