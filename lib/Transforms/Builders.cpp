@@ -84,7 +84,9 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
                            Value *derivative, Region *scoreModGrad,
                            bool wrtBias) {
   Type f32 = b.getF32Type();
-  Value s = arith::MulFOp::create(b, loc, dot, f32Const(b, loc, variant.scale));
+  Value s;
+  if (!variant.softcap)
+    s = arith::MulFOp::create(b, loc, dot, f32Const(b, loc, variant.scale));
   // d s / d dot, by the chain rule through each step that is not additive.
   // The bias is added after the scale and the softcap, so only score_mod
   // and the masks act on its derivative.
@@ -92,9 +94,13 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
   if (derivative)
     ds = f32Const(b, loc, wrtBias ? 1.0 : variant.scale);
   if (variant.softcap) {
-    Value cap = f32Const(b, loc, variant.softcap.getValueAsDouble());
-    Value t =
-        math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, s, cap));
+    // cap tanh(scale dot / cap): one multiply by scale / cap, no division.
+    double capValue = variant.softcap.getValueAsDouble();
+    Value cap = f32Const(b, loc, capValue);
+    Value t = math::TanhOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, dot,
+                              f32Const(b, loc, variant.scale / capValue)));
     s = arith::MulFOp::create(b, loc, cap, t);
     if (derivative && !wrtBias) {
       Value one = f32Const(b, loc, 1.0);

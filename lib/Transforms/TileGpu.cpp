@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Transforms/Builders.h"
 #include "fa/Transforms/GpuKernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -29,8 +30,10 @@ bool mlir::fa::hasKernelIRForward(AttentionOp op) {
   int64_t d = op.getQuery().getType().getDimSize(3);
   int64_t dv = op.getValue().getType().getDimSize(3);
   Type et = op.getElementType();
-  return !isScoredForward(op) && !op.getSoftcapAttr() && d == dv &&
-         (et.isF16() || et.isBF16()) &&
+  // Bias, ALiBi, dropout and captures (buffers the kernel frame does not
+  // bind yet) keep the builder.
+  return !op.getBias() && !op.getAlibiSlopes() && !op.getDropoutSeed() &&
+         op.getCaptures().empty() && d == dv && (et.isF16() || et.isBF16()) &&
          llvm::is_contained({32, 64, 96, 128, 256}, d);
 }
 
@@ -89,7 +92,15 @@ void KernelTiler::build() {
   CausalKindAttr causal = op.getCausalAttr();
   DenseI64ArrayAttr window = op.getWindowAttr();
   double negInf = -std::numeric_limits<double>::infinity();
-  double scaleLog2 = op.getScaleOrDefault() * M_LOG2E;
+  // The variant's score terms (softcap, score_mod, mask_mod) as the host
+  // route defines them (buildScore), on every tile; its causal and window
+  // masks are fagpu.mask's, on the tiles that cross an edge. Without terms
+  // the scale folds into the softmax's exponent.
+  ScoreVariant variant = ScoreVariant::get(op, op.getScaleOrDefault());
+  variant.causal = {};
+  variant.window = {};
+  bool scored = variant.softcap || variant.scoreMod || variant.maskMod;
+  double scaleLog2 = (scored ? 1.0 : op.getScaleOrDefault()) * M_LOG2E;
   bool qInRegisters = (blockQ / 64) * d <= 128;
 
   Type idx = b.getIndexType();
@@ -136,6 +147,21 @@ void KernelTiler::build() {
         fagpu::CopyOp::create(b, loc, v, batch, headKV, kv0, nk, sV, c0);
         Value s = fagpu::MmaOp::create(b, loc, accS, qA, sK, c0, Value(),
                                        /*b_transposed=*/true);
+        if (scored) {
+          auto map = fagpu::MapOp::create(b, loc, accS, ValueRange{s}, q0, kv0);
+          OpBuilder::InsertionGuard guard(b);
+          Block &body = map.getBody().front();
+          b.setInsertionPointToStart(&body);
+          Value i = body.getArgument(1), j = body.getArgument(2);
+          ScorePositions pos{
+              batch, head, i, j,
+              arith::AddIOp::create(b, loc, i,
+                                    arith::SubIOp::create(b, loc, nk, nq))};
+          Value x = buildScore(b, loc, variant, body.getArgument(0),
+                               /*bias=*/Value(), /*slope=*/Value(), pos);
+          fagpu::YieldOp::create(b, loc, x);
+          s = map.getResult();
+        }
         // Masks (keys past Nk, causal, window) only on tiles that cross an
         // edge: the test is the same for the whole CTA.
         Value cut =

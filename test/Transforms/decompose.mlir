@@ -190,15 +190,15 @@ func.func @window(%q: tensor<1x1x6x4xf32>, %k: tensor<1x1x9x4xf32>, %v: tensor<1
 
 // -----
 
-// Softcap after the scale: s = 30 * tanh(s / 30).
+// Softcap after the scale: s = 30 * tanh(s / 30), the scale and 1 / 30 in
+// one multiply.
 
 // CHECK-LABEL: func.func @softcap
 // CHECK: ^bb0(%[[X:[^:]+]]: f32):
-// CHECK-NEXT:   %[[SC:.+]] = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT:   %[[S:.+]] = arith.mulf %[[X]], %[[SC]] : f32
 // CHECK-NEXT:   %[[CAP:.+]] = arith.constant 3.000000e+01 : f32
-// CHECK-NEXT:   %[[DIV:.+]] = arith.divf %[[S]], %[[CAP]] : f32
-// CHECK-NEXT:   %[[T:.+]] = math.tanh %[[DIV]] : f32
+// CHECK-NEXT:   %[[SC:.+]] = arith.constant 0.0166666675 : f32
+// CHECK-NEXT:   %[[S:.+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[T:.+]] = math.tanh %[[S]] : f32
 // CHECK-NEXT:   %[[R:.+]] = arith.mulf %[[CAP]], %[[T]] : f32
 // CHECK-NEXT:   linalg.yield %[[R]] : f32
 func.func @softcap(%q: tensor<1x1x8x4xf32>, %k: tensor<1x1x8x4xf32>, %v: tensor<1x1x8x4xf32>) -> tensor<1x1x8x4xf32> {

@@ -74,16 +74,58 @@ func.func @window(%q: tensor<2x4x100x256xf16>, %k: tensor<2x4x300x256xf16>, %v: 
 
 // -----
 
-// Variants with per-score terms (here a bias) and softcap keep the
-// builder's kernel for now: the op stays in the kernel.
+// A bias (a buffer the kernel frame does not bind yet) keeps the builder's
+// kernel: the op stays in the kernel.
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-NOT: fagpu.
 // CHECK: fa.attention
-// CHECK-LABEL: gpu.func @fa_forward_1
-// CHECK-NOT: fagpu.
-// CHECK: fa.attention
-func.func @kept(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %bias: tensor<1x1x64x64xf32>) -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>) {
+func.func @kept(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %bias: tensor<1x1x64x64xf32>) -> tensor<1x2x64x64xbf16> {
   %o = fa.attention %q, %k, %v bias(%bias : tensor<1x1x64x64xf32>) : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
-  %o2 = fa.attention %q, %k, %v {softcap = 30.0 : f32} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
-  return %o, %o2 : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
+  return %o : tensor<1x2x64x64xbf16>
+}
+
+// -----
+
+// Softcap, score_mod and mask_mod, causal: the score terms as the host
+// route builds them (buildScore: cap tanh(dot scale / cap), then score_mod,
+// then mask_mod's -inf) in an fagpu.map on every tile, at the tile's query
+// and key offsets; the causal mask stays fagpu.mask's, on the edge tiles.
+// The scale is in the terms, so the exponent's factor is log2(e).
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: %[[B:[a-z0-9_]+]], %[[H:[a-z0-9_]+]], %{{.*}} = fagpu.block_coords {heavy_first}
+// CHECK: %[[Q0:[0-9]+]] = arith.muli
+// CHECK: %[[LOG2E:[a-z0-9_]+]] = arith.constant dense<1.44269502> : tensor<64x64xf32, #fagpu.acc<warps = 4>>
+// CHECK: scf.for %[[KV0:[a-z0-9]+]] =
+// CHECK: %[[S:[0-9]+]] = fagpu.mma
+// CHECK-NEXT: %[[T:[0-9]+]] = fagpu.map %[[S]] at [%[[Q0]], %[[KV0]]] : tensor<64x64xf32, #fagpu.acc<warps = 4>> -> tensor<64x64xf32, #fagpu.acc<warps = 4>> {
+// CHECK-NEXT: ^bb0(%[[X:[a-z0-9]+]]: f32, %[[I:[a-z0-9]+]]: index, %[[J:[a-z0-9]+]]: index):
+// CHECK: %[[XS:[0-9]+]] = arith.mulf %[[X]], %{{.*}} : f32
+// CHECK-NEXT: %[[TH:[0-9]+]] = math.tanh %[[XS]] : f32
+// CHECK-NEXT: %[[CAPPED:[0-9]+]] = arith.mulf %{{.*}}, %[[TH]] : f32
+// CHECK-NEXT: %[[D:[0-9]+]] = arith.subi %[[I]], %[[J]] : index
+// CHECK-NEXT: %[[DI:[0-9]+]] = arith.index_cast %[[D]] : index to i64
+// CHECK-NEXT: %[[DF:[0-9]+]] = arith.sitofp %[[DI]] : i64 to f32
+// CHECK-NEXT: %[[MOD:[0-9]+]] = arith.subf %[[CAPPED]], %[[DF]] : f32
+// CHECK-NEXT: %[[KEEP:[0-9]+]] = arith.cmpi ne, %[[H]], %[[J]] : index
+// CHECK-NEXT: %[[NINF:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: %[[SEL:[0-9]+]] = arith.select %[[KEEP]], %[[MOD]], %[[NINF]] : f32
+// CHECK-NEXT: fagpu.yield %[[SEL]] : f32
+// CHECK-NEXT: }
+// CHECK-NEXT: fagpu.tile_needs_mask [%[[Q0]], %[[KV0]]]
+// CHECK: fagpu.mask %[[T]] at [%[[Q0]], %[[KV0]]]
+// CHECK: math.fma %{{.*}}, %[[LOG2E]]
+func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>) -> tensor<1x2x?x64xbf16> {
+  %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>, softcap = 30.0 : f32} : tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16> -> tensor<1x2x?x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %i, %j : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %r = arith.subf %s, %df : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %ne = arith.cmpi ne, %h, %j : index
+    fa.yield %ne : i1
+  }
+  return %o : tensor<1x2x?x64xbf16>
 }

@@ -87,6 +87,7 @@ run "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128
 run "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64
 run "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
 run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
+run "$inputs/score-mod-relpos.mlir" --shape=2,4,2,190,333,64
 
 # Dropout (the scored path with Philox per probability; --check's reference
 # draws the same stream from --seed): ragged N, GQA, causal, window, with

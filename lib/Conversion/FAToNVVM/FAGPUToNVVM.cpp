@@ -137,6 +137,52 @@ struct ElementwiseLowering : public ConversionPattern {
   }
 };
 
+/// fagpu.map: the body once per value a thread holds, at that value's row
+/// and column. math.tanh becomes the builder's accurate tanh (NVPTX has no
+/// libcall for it).
+struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::MapOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    KernelBuilder kb(rewriter, loc, type.getElementType(), 0);
+    AccCoords at =
+        getAccCoords(kb, rewriter, loc, type,
+                     toI32(rewriter, loc, adaptor.getRowOffset()[0]),
+                     toI32(rewriter, loc, adaptor.getColOffset()[0]));
+    Block &body = op.getBody().front();
+    auto yield = cast<fagpu::YieldOp>(body.getTerminator());
+    unsigned numInputs = op.getInputs().size();
+    SmallVector<Value> values;
+    for (int64_t mt = 0; mt < at.mTiles; ++mt)
+      for (int64_t nt = 0; nt < at.nTiles; ++nt)
+        for (int64_t e = 0; e < 4; ++e) {
+          int64_t slot = (mt * at.nTiles + nt) * 4 + e;
+          IRMapping mapping;
+          for (unsigned i = 0; i < numInputs; ++i)
+            mapping.map(body.getArgument(i), adaptor.getInputs()[i][slot]);
+          mapping.map(body.getArgument(numInputs), kb.toIndex(at.row(mt, e)));
+          mapping.map(body.getArgument(numInputs + 1),
+                      kb.toIndex(at.col(nt, e)));
+          for (Operation &inner : body.without_terminator()) {
+            if (auto tanh = dyn_cast<math::TanhOp>(inner);
+                tanh && tanh.getType().isF32()) {
+              mapping.map(
+                  tanh.getResult(),
+                  kb.accurateTanh(mapping.lookupOrDefault(tanh.getOperand())));
+              continue;
+            }
+            rewriter.clone(inner, mapping);
+          }
+          values.push_back(mapping.lookupOrDefault(yield.getValue()));
+        }
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
 /// The prologue's place; rematerialized, the tile id is read again through
 /// an opaque mov, so nothing computed from it stays live across a loop.
 struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
@@ -203,7 +249,7 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseLowering>(converter, ctx);
+  patterns.add<ElementwiseLowering, MapLowering>(converter, ctx);
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering>(converter, ctx,
                                                                  binding);
 }

@@ -244,11 +244,10 @@ func.func @alibi_broadcast_batch(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %slop
 // CHECK-NEXT:   linalg.index 1
 // CHECK-NEXT:   arith.addi
 // CHECK-NEXT:   arith.addi
-// CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
 // CHECK-NEXT:   %[[CAP:[a-z0-9_]+]] = arith.constant 3.000000e+01 : f32
-// CHECK-NEXT:   %[[DIV:[a-z0-9_]+]] = arith.divf %[[S]], %[[CAP]] : f32
-// CHECK-NEXT:   %[[T:[a-z0-9_]+]] = math.tanh %[[DIV]] : f32
+// CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 0.0166666675 : f32
+// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[T:[a-z0-9_]+]] = math.tanh %[[S]] : f32
 // CHECK-NEXT:   %[[RES:[a-z0-9_]+]] = arith.mulf %[[CAP]], %[[T]] : f32
 // CHECK-NEXT:   linalg.yield %[[RES]] : f32
 func.func @softcap(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<?x?xf32> {
@@ -325,11 +324,10 @@ func.func @mods(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %b: index, %h: index, 
 // CHECK-NEXT:   %[[BV:[a-z0-9_]+]] = tensor.extract %[[BIAS]][%[[B]], %[[H]], %[[I]], %[[J]]] : tensor<2x4x?x?xf32>
 // CHECK-NEXT:   %[[Z:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT:   %[[SLOPE:[a-z0-9_]+]] = tensor.extract %[[SL]][%[[Z]], %[[H]]] : tensor<1x4xf32>
-// CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 1.250000e-01 : f32
-// CHECK-NEXT:   %[[S1:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
 // CHECK-NEXT:   %[[CAP:[a-z0-9_]+]] = arith.constant 2.000000e+01 : f32
-// CHECK-NEXT:   %[[DIV:[a-z0-9_]+]] = arith.divf %[[S1]], %[[CAP]] : f32
-// CHECK-NEXT:   %[[TANH:[a-z0-9_]+]] = math.tanh %[[DIV]] : f32
+// CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 6.250000e-03 : f32
+// CHECK-NEXT:   %[[S1:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[TANH:[a-z0-9_]+]] = math.tanh %[[S1]] : f32
 // CHECK-NEXT:   %[[S2:[a-z0-9_]+]] = arith.mulf %[[CAP]], %[[TANH]] : f32
 // CHECK-NEXT:   %[[DIST:[a-z0-9_]+]] = arith.subi %[[IA]], %[[J]] : index
 // CHECK-NEXT:   %[[D64:[a-z0-9_]+]] = arith.index_cast %[[DIST]] : index to i64

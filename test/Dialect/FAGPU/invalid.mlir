@@ -131,3 +131,48 @@ func.func @shared_element(%s: !fagpu.shared<1x64x64xf32>) {
 func.func @shared_rank(%s: !fagpu.shared<64x64xbf16>) {
   return
 }
+
+// -----
+
+func.func @map_result_layout(%s: tensor<64x32xf32, #fagpu.acc<warps = 4>>, %i: index) {
+  // expected-error @+1 {{result must be a tensor in #fagpu.acc layout (got 'tensor<64xf32, #fagpu.rows<warps = 4>>')}}
+  %t = fagpu.map %s at [%i, %i] : tensor<64x32xf32, #fagpu.acc<warps = 4>> -> tensor<64xf32, #fagpu.rows<warps = 4>> {
+  ^bb0(%x: f32, %r: index, %c: index):
+    fagpu.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_input_shape(%s: tensor<64x32xf32, #fagpu.acc<warps = 4>>, %u: tensor<64x64xf32, #fagpu.acc<warps = 4>>, %i: index) {
+  // expected-error @+1 {{input 'tensor<64x64xf32, #fagpu.acc<warps = 4>>' must have the result's type ('tensor<64x32xf32, #fagpu.acc<warps = 4>>')}}
+  %t = fagpu.map %s, %u at [%i, %i] : tensor<64x32xf32, #fagpu.acc<warps = 4>>, tensor<64x64xf32, #fagpu.acc<warps = 4>> -> tensor<64x32xf32, #fagpu.acc<warps = 4>> {
+  ^bb0(%x: f32, %y: f32, %r: index, %c: index):
+    fagpu.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_block_args(%s: tensor<64x32xf32, #fagpu.acc<warps = 4>>, %i: index) {
+  // expected-error @+1 {{body must take each input's element, then the row and column (index)}}
+  %t = fagpu.map %s at [%i, %i] : tensor<64x32xf32, #fagpu.acc<warps = 4>> -> tensor<64x32xf32, #fagpu.acc<warps = 4>> {
+  ^bb0(%x: f32, %r: index):
+    fagpu.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_yield_type(%s: tensor<64x32xf32, #fagpu.acc<warps = 4>>, %i: index) {
+  // expected-error @+1 {{body yields 'i1', the result holds 'f32'}}
+  %t = fagpu.map %s at [%i, %i] : tensor<64x32xf32, #fagpu.acc<warps = 4>> -> tensor<64x32xf32, #fagpu.acc<warps = 4>> {
+  ^bb0(%x: f32, %r: index, %c: index):
+    %b = arith.cmpi eq, %r, %c : index
+    fagpu.yield %b : i1
+  }
+  return
+}

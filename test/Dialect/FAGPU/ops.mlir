@@ -116,3 +116,31 @@ func.func @forward(%q: !qkv, %k: !qkv, %v: !qkv, %o: !qkv, %lse: !lse) {
   fagpu.store %l to %lse[%b2, %h2, %q02] bound %nq : tensor<128xf32, #rows>, !lse
   return
 }
+
+// A variant's score terms on a tile: softcap, and a mask_mod that keeps
+// keys of the same parity as the query.
+// CHECK-LABEL: func.func @score_terms
+// CHECK: fagpu.map %{{.*}} at [%{{.*}}, %{{.*}}] : tensor<64x32xf32, #fagpu.acc<warps = 4>> -> tensor<64x32xf32, #fagpu.acc<warps = 4>> {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK: math.tanh
+// CHECK: arith.select
+// CHECK-NEXT: fagpu.yield %{{.*}} : f32
+// CHECK-NEXT: }
+func.func @score_terms(%s: tensor<64x32xf32, #acc>, %q0: index, %k0: index) -> tensor<64x32xf32, #acc> {
+  %t = fagpu.map %s at [%q0, %k0] : tensor<64x32xf32, #acc> -> tensor<64x32xf32, #acc> {
+  ^bb0(%x: f32, %i: index, %j: index):
+    %cap = arith.constant 30.0 : f32
+    %inf = arith.constant 0xFF800000 : f32
+    %c2 = arith.constant 2 : index
+    %y = arith.divf %x, %cap : f32
+    %th = math.tanh %y : f32
+    %c = arith.mulf %th, %cap : f32
+    %d = arith.subi %i, %j : index
+    %r = arith.remui %d, %c2 : index
+    %c0 = arith.constant 0 : index
+    %same = arith.cmpi eq, %r, %c0 : index
+    %v = arith.select %same, %c, %inf : f32
+    fagpu.yield %v : f32
+  }
+  return %t : tensor<64x32xf32, #acc>
+}

@@ -121,6 +121,52 @@ LogicalResult MaskOp::verify() {
   return verifyWindow(*this, getWindow());
 }
 
+void MapOp::build(OpBuilder &b, OperationState &state, Type resultType,
+                  ValueRange inputs, Value rowOffset, Value colOffset) {
+  state.addOperands(inputs);
+  state.addOperands({rowOffset, colOffset});
+  state.addTypes(resultType);
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Value input : inputs)
+    block->addArgument(cast<RankedTensorType>(input.getType()).getElementType(),
+                       state.location);
+  block->addArguments({b.getIndexType(), b.getIndexType()},
+                      {state.location, state.location});
+}
+
+LogicalResult MapOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input tile");
+  auto result = cast<RankedTensorType>(getType());
+  if (failed(verifyRegisterTile(*this, result, Layout::Acc, "result")))
+    return failure();
+  for (Value input : getInputs()) {
+    if (failed(
+            verifyRegisterTile(*this, input.getType(), Layout::Acc, "input")))
+      return failure();
+    if (input.getType() != result)
+      return emitOpError("input ")
+             << input.getType() << " must have the result's type (" << result
+             << ")";
+  }
+  Block &block = getBody().front();
+  SmallVector<Type> expected(getInputs().size(), result.getElementType());
+  expected.append(2, IndexType::get(getContext()));
+  if (block.getArgumentTypes() != TypeRange(expected))
+    return emitOpError("body must take each input's element, then the row "
+                       "and column (index)");
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with fagpu.yield");
+  if (yield.getValue().getType() != result.getElementType())
+    return emitOpError("body yields ")
+           << yield.getValue().getType() << ", the result holds "
+           << result.getElementType();
+  return success();
+}
+
 LogicalResult CopyOp::verify() {
   return verifyCopy(*this, getSource().getType(),
                     cast<SharedType>(getDest().getType()));

@@ -107,6 +107,50 @@ def FAGPU_MaskOp : FAGPU_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]>
   let hasVerifier = 1;
 }
 
+def FAGPU_MapOp : FAGPU_Op<"map", [RecursiveMemoryEffects, SingleBlock]> {
+  let summary = "A scalar function of each element's value and position";
+  let description = [{
+    Applies `body` to each element of the accumulator tiles `inputs` (one
+    shape and layout): its block takes each input's element, then the
+    element's query row `row_offset + r` and key column `col_offset + c`
+    (index), and yields the result's element. This is how a variant's score
+    terms and `mask_mod` (the variant model's scalar definition, shared with
+    the host route) apply to a tile: each thread evaluates the body for the
+    elements it holds. The body may read values defined above it.
+
+    ```mlir
+    %t = fagpu.map %s at [%q0, %k0] : tensor<64x64xf32, #fagpu.acc<4>>
+        -> tensor<64x64xf32, #fagpu.acc<4>> {
+    ^bb0(%x: f32, %i: index, %j: index):
+      %c = math.tanh %x : f32
+      fagpu.yield %c : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<FAGPU_Register>:$inputs, Index:$row_offset,
+                       Index:$col_offset);
+  let results = (outs FAGPU_Register:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $inputs `at` ` ` `[` $row_offset `,` $col_offset `]` attr-dict `:`
+    type($inputs) `->` type($result) $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    // The body's block (each input's element type, then two indices) is
+    // created empty: fill it and end it with fagpu.yield.
+    OpBuilder<(ins "Type":$resultType, "ValueRange":$inputs,
+                   "Value":$rowOffset, "Value":$colOffset)>
+  ];
+}
+
+def FAGPU_YieldOp : FAGPU_Op<"yield", [Pure, Terminator, HasParent<"MapOp">]> {
+  let summary = "The element fagpu.map's body yields";
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
 //===----------------------------------------------------------------------===//
 // Shared memory and copies
 //===----------------------------------------------------------------------===//

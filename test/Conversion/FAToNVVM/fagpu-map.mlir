@@ -1,0 +1,30 @@
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-async-copy -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s
+
+// fagpu.map's body runs once per value a thread holds: a 64 x 64 tile over
+// 128 threads is 32 values each, so softcap's tanh (the builder's accurate
+// one: ex2, rcp, copysign; NVPTX has no tanh libcall) and mask_mod's
+// select appear 32 times per K/V tile, and no fagpu op or math.tanh is
+// left.
+
+// CHECK-LABEL: llvm.func @fa_forward_0(
+// CHECK-NOT: fagpu.
+// CHECK-NOT: math.tanh
+// CHECK: scf.for
+// CHECK-COUNT-32: llvm.intr.copysign
+// CHECK-NOT: llvm.intr.copysign
+// CHECK: llvm.return
+func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>) -> tensor<1x2x?x64xbf16> {
+  %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>, softcap = 30.0 : f32} : tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16> -> tensor<1x2x?x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %i, %j : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %r = arith.subf %s, %df : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %ne = arith.cmpi ne, %h, %j : index
+    fa.yield %ne : i1
+  }
+  return %o : tensor<1x2x?x64xbf16>
+}
