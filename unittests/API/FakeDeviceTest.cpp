@@ -320,9 +320,13 @@ int main(int argc, char **argv) {
         "FakeDeviceTest.d";
     std::error_code error;
     std::filesystem::create_directories(dir / "lib", error);
+    // Made beside, then renamed over: tests of this binary start in
+    // parallel (ctest -j).
     std::filesystem::path link = dir / "lib" / "libcuda.so.1";
-    std::filesystem::remove(link, error);
-    std::filesystem::create_symlink(fakeCudaPath(), link, error);
+    std::filesystem::path made = link.string() + "." + std::to_string(getpid());
+    std::filesystem::create_symlink(fakeCudaPath(), made, error);
+    if (!error)
+      std::filesystem::rename(made, link, error);
     if (error) {
       std::fprintf(stderr, "cannot link %s: %s\n", link.c_str(),
                    error.message().c_str());
