@@ -4,6 +4,8 @@
 #include "fa/Target/GpuTarget.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -125,4 +127,36 @@ AttentionOp mlir::fa::getOutlinedAttention(gpu::GPUFuncOp kernel) {
       found = attention;
     }
   return found;
+}
+
+bool mlir::fa::isKernelRegionOp(Operation *op) {
+  // A capture's element (the tensor is a trailing block argument).
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+    return isa<BlockArgument>(extract.getTensor()) &&
+           extract.getType().isIntOrFloat();
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (!t.isIntOrIndexOrFloat())
+      return false;
+  if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op))
+    return false;
+  if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
+    return op->getNumRegions() == 0;
+  if (!isa<math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
+           math::SinOp, math::CosOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp,
+           math::FmaOp, math::FloorOp, math::CeilOp>(op))
+    return false;
+  return llvm::all_of(op->getResultTypes(), [](Type t) { return t.isF32(); });
+}
+
+std::string mlir::fa::kernelRegionReason(Region &region, StringRef name) {
+  if (region.empty())
+    return "";
+  for (Operation &inner : region.front().without_terminator())
+    if (!isKernelRegionOp(&inner))
+      return (name + " op '" + inner.getName().getStringRef() +
+              "' is not supported on the GPU (arith and f32 math.tanh, exp, "
+              "exp2, log, log2, sin, cos, sqrt, rsqrt, absf, fma, floor, "
+              "ceil are)")
+          .str();
+  return "";
 }

@@ -32,6 +32,11 @@ bool mlir::fa::hasKernelIRForward(AttentionOp op) {
   Type et = op.getElementType();
   // Bias, ALiBi, dropout and captures (buffers the kernel frame does not
   // bind yet) keep the builder.
+  // Regions with ops no kernel lowers are left to convert-fa-to-nvvm,
+  // which names the op.
+  if (!kernelRegionReason(op.getScoreMod(), "score_mod").empty() ||
+      !kernelRegionReason(op.getMaskMod(), "mask_mod").empty())
+    return false;
   return !op.getBias() && !op.getAlibiSlopes() && !op.getDropoutSeed() &&
          op.getCaptures().empty() && d == dv && (et.isF16() || et.isBF16()) &&
          llvm::is_contained({32, 64, 96, 128, 256}, d);

@@ -74,14 +74,23 @@ func.func @window(%q: tensor<2x4x100x256xf16>, %k: tensor<2x4x300x256xf16>, %v: 
 
 // -----
 
-// A bias (a buffer the kernel frame does not bind yet) keeps the builder's
-// kernel: the op stays in the kernel.
+// A bias (a buffer the kernel frame does not bind yet), and a score_mod
+// with an op no kernel lowers (convert-fa-to-nvvm names it), keep the
+// builder's kernel: the op stays in the kernel.
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-NOT: fagpu.
 // CHECK: fa.attention
-func.func @kept(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %bias: tensor<1x1x64x64xf32>) -> tensor<1x2x64x64xbf16> {
+// CHECK-LABEL: gpu.func @fa_forward_1
+// CHECK-NOT: fagpu.
+// CHECK: fa.attention
+func.func @kept(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %bias: tensor<1x1x64x64xf32>) -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>) {
   %o = fa.attention %q, %k, %v bias(%bias : tensor<1x1x64x64xf32>) : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
-  return %o : tensor<1x2x64x64xbf16>
+  %o2 = fa.attention %q, %k, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %a = math.atan %s : f32
+    fa.yield %a : f32
+  }
+  return %o, %o2 : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
 }
 
 // -----

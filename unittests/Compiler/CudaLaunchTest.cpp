@@ -183,6 +183,8 @@ TEST_F(CudaLaunchTest, PlainForward) {
   mlir::FailureOr<mlir::fa::CudaKernelImage> image =
       mlir::fa::compileCudaKernel(op, "sm_90a");
   ASSERT_TRUE(mlir::succeeded(image));
+  // The kernel-level IR's kernel: its scale is a constant of the kernel, so
+  // its ABI has no scale parameter.
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(abi.name, "fa_forward_0");
   EXPECT_EQ(rt::printKernelAbi(abi),
@@ -193,7 +195,7 @@ TEST_F(CudaLaunchTest, PlainForward) {
             "stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, "
             "stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, "
             "stride(lse, 0) : i64, stride(lse, 1) : i64, Nq : i32, Nk : i32, "
-            "group : i32, Hq : i32, B : i32, scale_log2 : f32]");
+            "group : i32, Hq : i32, B : i32]");
   rt::Function function = load(image->ptx, abi);
 
   rt::KernelCall call = forwardCall(2, 8, 2, 300, 200, 64);
@@ -209,32 +211,11 @@ TEST_F(CudaLaunchTest, PlainForward) {
   EXPECT_EQ(l.grid[2], 2u);
   EXPECT_EQ(l.block[0], 128u);
   EXPECT_EQ(l.sharedBytes, 49152u);
-  expectParams(l, abi,
-               {0x10000,
-                0x20000,
-                0x30000,
-                0x40000,
-                0x50000,
-                8 * 300 * 64,
-                300 * 64,
-                64,
-                2 * 200 * 64,
-                200 * 64,
-                64,
-                2 * 200 * 64,
-                200 * 64,
-                64,
-                8 * 300 * 64,
-                300 * 64,
-                64,
-                8 * 300,
-                300,
-                300,
-                200,
-                4,
-                8,
-                2,
-                bitsOf(call.scaleLog2)});
+  expectParams(
+      l, abi, {0x10000,  0x20000, 0x30000,      0x40000,  0x50000, 8 * 300 * 64,
+               300 * 64, 64,      2 * 200 * 64, 200 * 64, 64,      2 * 200 * 64,
+               200 * 64, 64,      8 * 300 * 64, 300 * 64, 64,      8 * 300,
+               300,      300,     200,          4,        8,       2});
 
   // Nothing to do: nothing launched.
   launches->clear();

@@ -88,6 +88,16 @@ void setDynamicSharedBytes(gpu::LaunchFuncOp launch, int64_t bytes);
 /// builder for now.
 bool hasKernelIRForward(AttentionOp op);
 
+/// Whether `op`, inside a score_mod / mask_mod / score_mod_grad region, can
+/// be inlined into a kernel: arith on scalars (but the divisions
+/// arith-to-llvm leaves to arith-expand), a capture's element, and the f32
+/// math ops the kernels lower (KernelBuilder::lowerScalarMath).
+bool isKernelRegionOp(Operation *op);
+
+/// Why the ops of `region` (named `name`) cannot be inlined into a kernel,
+/// or an empty string.
+std::string kernelRegionReason(Region &region, StringRef name);
+
 /// fa-tile's GPU flavour: rewrites the outlined forward kernel `kernel`
 /// (fa-fuse's) into the CTA's program in fagpu ops, when hasKernelIRForward;
 /// leaves it alone otherwise.

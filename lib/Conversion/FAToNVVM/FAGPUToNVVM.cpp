@@ -138,8 +138,8 @@ struct ElementwiseLowering : public ConversionPattern {
 };
 
 /// fagpu.map: the body once per value a thread holds, at that value's row
-/// and column. math.tanh becomes the builder's accurate tanh (NVPTX has no
-/// libcall for it).
+/// and column; math ops become PTX instructions (KernelBuilder's, as in
+/// the builder's kernels: NVPTX has no libcalls for most of them).
 struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -167,14 +167,13 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
           mapping.map(body.getArgument(numInputs + 1),
                       kb.toIndex(at.col(nt, e)));
           for (Operation &inner : body.without_terminator()) {
-            if (auto tanh = dyn_cast<math::TanhOp>(inner);
-                tanh && tanh.getType().isF32()) {
-              mapping.map(
-                  tanh.getResult(),
-                  kb.accurateTanh(mapping.lookupOrDefault(tanh.getOperand())));
-              continue;
-            }
-            rewriter.clone(inner, mapping);
+            SmallVector<Value> operands;
+            for (Value operand : inner.getOperands())
+              operands.push_back(mapping.lookupOrDefault(operand));
+            if (Value r = kb.lowerScalarMath(&inner, operands))
+              mapping.map(inner.getResult(0), r);
+            else
+              rewriter.clone(inner, mapping);
           }
           values.push_back(mapping.lookupOrDefault(yield.getValue()));
         }

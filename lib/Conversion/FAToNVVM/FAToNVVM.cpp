@@ -80,15 +80,9 @@ std::string unsupportedForwardReason(AttentionOp op) {
     return reason;
   for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),
                               std::make_pair(&op.getMaskMod(), "mask_mod")}) {
-    if (region->empty())
-      continue;
-    for (Operation &inner : region->front().without_terminator())
-      if (!isKernelRegionOp(&inner))
-        return std::string(name) + " op '" +
-               inner.getName().getStringRef().str() +
-               "' is not supported on the GPU (arith and f32 math.tanh, exp, "
-               "exp2, log, log2, sin, cos, sqrt, rsqrt, absf, fma, floor, "
-               "ceil are)";
+    reason = kernelRegionReason(*region, name);
+    if (!reason.empty())
+      return reason;
   }
   return "";
 }

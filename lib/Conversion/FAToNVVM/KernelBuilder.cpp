@@ -716,33 +716,12 @@ Value KernelBuilder::inlineRegion(Region &region, ValueRange args) {
                                           /*isInvariant=*/true)
                   .getResult();
             })
-            .Case([&](math::TanhOp) { return accurateTanh(x(0)); })
-            .Case([&](math::ExpOp) { return exp2(fmul(x(0), cf(M_LOG2E))); })
-            .Case([&](math::Exp2Op) { return exp2(x(0)); })
-            .Case([&](math::LogOp) {
-              return fmul(approx("lg2.approx.f32", x(0)), cf(M_LN2));
-            })
-            .Case([&](math::Log2Op) { return approx("lg2.approx.f32", x(0)); })
-            .Case([&](math::SinOp) { return approx("sin.approx.f32", x(0)); })
-            .Case([&](math::CosOp) { return approx("cos.approx.f32", x(0)); })
-            .Case(
-                [&](math::RsqrtOp) { return approx("rsqrt.approx.f32", x(0)); })
-            .Case([&](math::SqrtOp) {
-              return LLVM::SqrtOp::create(b, loc, x(0)).getResult();
-            })
-            .Case([&](math::AbsFOp) {
-              return LLVM::FAbsOp::create(b, loc, x(0)).getResult();
-            })
-            .Case([&](math::FloorOp) {
-              return LLVM::FFloorOp::create(b, loc, x(0)).getResult();
-            })
-            .Case([&](math::CeilOp) {
-              return LLVM::FCeilOp::create(b, loc, x(0)).getResult();
-            })
-            .Case([&](math::FmaOp) {
-              return LLVM::FMAOp::create(b, loc, x(0), x(1), x(2)).getResult();
-            })
-            .Default([&](Operation *) { return Value(); });
+            .Default([&](Operation *op) {
+              SmallVector<Value> operands;
+              for (Value operand : op->getOperands())
+                operands.push_back(map.lookupOrDefault(operand));
+              return lowerScalarMath(op, operands);
+            });
     if (r)
       map.map(inner.getResult(0), r);
     else
@@ -751,34 +730,33 @@ Value KernelBuilder::inlineRegion(Region &region, ValueRange args) {
   return map.lookup(block.getTerminator()->getOperand(0));
 }
 
-bool mlir::fa::nvvm::isKernelRegionOp(Operation *op) {
-  // A capture's element (the tensor is a trailing block argument).
-  if (auto extract = dyn_cast<tensor::ExtractOp>(op))
-    return isa<BlockArgument>(extract.getTensor()) &&
-           extract.getType().isIntOrFloat();
-  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
-    if (!t.isIntOrIndexOrFloat())
-      return false;
-  if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op))
-    return false;
-  if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
-    return op->getNumRegions() == 0;
-  if (!isa<math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
-           math::SinOp, math::CosOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp,
-           math::FmaOp, math::FloorOp, math::CeilOp>(op))
-    return false;
-  return llvm::all_of(op->getResultTypes(), [](Type t) { return t.isF32(); });
-}
-
-std::string mlir::fa::nvvm::kernelRegionReason(Region &region, StringRef name) {
-  if (region.empty())
-    return "";
-  for (Operation &inner : region.front().without_terminator())
-    if (!isKernelRegionOp(&inner))
-      return (name + " op '" + inner.getName().getStringRef() +
-              "' is not supported on the GPU (arith and f32 math.tanh, exp, "
-              "exp2, log, log2, sin, cos, sqrt, rsqrt, absf, fma, floor, "
-              "ceil are)")
-          .str();
-  return "";
+Value KernelBuilder::lowerScalarMath(Operation *op, ValueRange x) {
+  // math ops as PTX instructions: NVPTX has no libcalls for most of them.
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](math::TanhOp) { return accurateTanh(x[0]); })
+      .Case([&](math::ExpOp) { return exp2(fmul(x[0], cf(M_LOG2E))); })
+      .Case([&](math::Exp2Op) { return exp2(x[0]); })
+      .Case([&](math::LogOp) {
+        return fmul(approx("lg2.approx.f32", x[0]), cf(M_LN2));
+      })
+      .Case([&](math::Log2Op) { return approx("lg2.approx.f32", x[0]); })
+      .Case([&](math::SinOp) { return approx("sin.approx.f32", x[0]); })
+      .Case([&](math::CosOp) { return approx("cos.approx.f32", x[0]); })
+      .Case([&](math::RsqrtOp) { return approx("rsqrt.approx.f32", x[0]); })
+      .Case([&](math::SqrtOp) {
+        return LLVM::SqrtOp::create(b, loc, x[0]).getResult();
+      })
+      .Case([&](math::AbsFOp) {
+        return LLVM::FAbsOp::create(b, loc, x[0]).getResult();
+      })
+      .Case([&](math::FloorOp) {
+        return LLVM::FFloorOp::create(b, loc, x[0]).getResult();
+      })
+      .Case([&](math::CeilOp) {
+        return LLVM::FCeilOp::create(b, loc, x[0]).getResult();
+      })
+      .Case([&](math::FmaOp) {
+        return LLVM::FMAOp::create(b, loc, x[0], x[1], x[2]).getResult();
+      })
+      .Default([&](Operation *) { return Value(); });
 }

@@ -18,6 +18,7 @@
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Runtime/KernelAbi.h"
+#include "fa/Transforms/GpuKernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -165,6 +166,9 @@ public:
   /// tanh(x) in f32 within a few units of f32 rounding (PTX's tanh.approx
   /// is off by up to 2^-11): softcap's and score_mod's tanh.
   Value accurateTanh(Value x);
+  /// The f32 math op `op` on `operands` as PTX instructions (NVPTX has no
+  /// libcalls for most of them), or null for any other op.
+  Value lowerScalarMath(Operation *op, ValueRange operands);
   /// `x` (i32) through a mov that LLVM may not move: what is computed from
   /// it stays where it is used instead of being hoisted out of a loop and
   /// kept live (in registers) across it.
@@ -434,16 +438,6 @@ template <typename OpT> bool hasScoreTerms(OpT op) {
   return op.getBias() || op.getAlibiSlopes() || !op.getScoreMod().empty() ||
          !op.getMaskMod().empty();
 }
-
-/// Whether `op`, inside a score_mod / mask_mod / score_mod_grad region, can
-/// be inlined into a kernel: arith on scalars (but the divisions
-/// arith-to-llvm leaves to arith-expand), and the f32 math ops
-/// KernelBuilder::inlineRegion knows.
-bool isKernelRegionOp(Operation *op);
-
-/// Why the ops of `region` (named `name`) cannot be inlined into a kernel,
-/// or an empty string.
-std::string kernelRegionReason(Region &region, StringRef name);
 
 /// Why `op` (fa.attention_grad; the forward has its own) cannot have a GPU
 /// kernel, or an empty string.
