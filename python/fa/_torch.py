@@ -241,6 +241,10 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tens
     ctx.options = inputs[5:13]
     ctx.layout = inputs[14] if len(inputs) > 14 else "bhsd"
     ctx.num_captures = len(captures)
+    # The dispatcher drops a trailing argument equal to its default (the
+    # layout "bhsd") before autograd sees the call, and torch 2.11 wants
+    # exactly one gradient per argument kept (2.15 takes either count).
+    ctx.num_inputs = 14 if len(inputs) < 15 or inputs[14] == "bhsd" else 15
     # The lse is saved for the backward but has no gradient of its own.
     ctx.mark_non_differentiable(lse)
 
@@ -270,7 +274,8 @@ def _backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:
     )
     # No gradients of the ALiBi slopes, the options, the captures and the layout.
     none = (None,) * (1 + len(ctx.options))
-    return (dq, dk, dv, dbias if bias_grad else None, *none, [None] * ctx.num_captures, None)
+    grads = (dq, dk, dv, dbias if bias_grad else None, *none, [None] * ctx.num_captures, None)
+    return grads[: ctx.num_inputs]
 
 
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -405,6 +410,13 @@ def _op_causal(causal: Any) -> str:
         return "top_left"
     if isinstance(causal, str):
         return causal  # "top_left", "bottom_right" (else the op says what is wrong)
+    if torch.compiler.is_compiling() and isinstance(causal, int):
+        # Under dynamic=True an int option is symbolic, and Dynamo (torch
+        # 2.11) cannot format it into the message.
+        raise TypeError(
+            "fa.attention: causal must be False, True (top-left), 'top_left' or "
+            "'bottom_right', got an int"
+        )
     return _core.check_causal("fa.attention", causal)
 
 
