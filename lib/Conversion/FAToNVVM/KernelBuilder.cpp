@@ -55,10 +55,7 @@ KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace(Value heads,
   b.setInsertionPointToStart(body);
   placeHeads = heads;
   std::tie(t.head, t.batch) = headAndBatchAgain();
-  t.warp = shr(t.tid, 5);
-  t.lane = andi(t.tid, 31);
-  t.g = shr(t.lane, 2);
-  t.tq = andi(t.lane, 3);
+  splitThreadId(t);
   return t;
 }
 
@@ -86,15 +83,19 @@ std::pair<Value, Value> KernelBuilder::headAndBatchAgain() {
   return {place.getResult(0), place.getResult(1)};
 }
 
+void KernelBuilder::splitThreadId(ThreadPlace &t) {
+  t.warp = shr(t.tid, 5);
+  t.lane = andi(t.tid, 31);
+  t.g = shr(t.lane, 2);
+  t.tq = andi(t.lane, 3);
+}
+
 KernelBuilder::ThreadPlace KernelBuilder::rebuildThreadPlace() {
   ThreadPlace t;
   t.tid = opaque(NVVM::ThreadIdXOp::create(b, loc, i32));
   t.tile = opaque(NVVM::BlockIdXOp::create(b, loc, i32));
   std::tie(t.head, t.batch) = headAndBatchAgain();
-  t.warp = shr(t.tid, 5);
-  t.lane = andi(t.tid, 31);
-  t.g = shr(t.lane, 2);
-  t.tq = andi(t.lane, 3);
+  splitThreadId(t);
   return t;
 }
 

@@ -110,6 +110,9 @@ public:
   /// instead of keeping the prologue's values in registers across it; head
   /// and batch are read again (headAndBatchAgain).
   ThreadPlace rebuildThreadPlace();
+  /// Sets t's warp, lane and the lane's mma.sync row group and quad
+  /// position from t.tid.
+  void splitThreadId(ThreadPlace &t);
   /// The head and batch of getThreadPlace, computed again (a uniform branch
   /// of its own), for code inside or after a loop: unfolded they are
   /// ctaid.y and ctaid.z, which ptxas rematerializes rather than keep in
