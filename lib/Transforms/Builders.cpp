@@ -111,8 +111,10 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
   }
   if (slope) {
     Value dist = arith::SubIOp::create(b, loc, pos.queryAligned, pos.key);
-    Value dist64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), dist);
-    Value distF = arith::SIToFPOp::create(b, loc, f32, dist64);
+    // |dist| < 2^31 (sequence lengths are 32-bit): i32 keeps the GPU's
+    // index arithmetic 32-bit.
+    Value dist32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), dist);
+    Value distF = arith::SIToFPOp::create(b, loc, f32, dist32);
     Value absDist = math::AbsFOp::create(b, loc, distF);
     Value penalty = arith::MulFOp::create(b, loc, slope, absDist);
     s = arith::SubFOp::create(b, loc, s, penalty);

@@ -30,15 +30,12 @@ bool mlir::fa::hasKernelIRForward(AttentionOp op) {
   int64_t d = op.getQuery().getType().getDimSize(3);
   int64_t dv = op.getValue().getType().getDimSize(3);
   Type et = op.getElementType();
-  // Bias, ALiBi, dropout and captures (buffers the kernel frame does not
-  // bind yet) keep the builder.
   // Regions with ops no kernel lowers are left to convert-fa-to-nvvm,
   // which names the op.
   if (!kernelRegionReason(op.getScoreMod(), "score_mod").empty() ||
       !kernelRegionReason(op.getMaskMod(), "mask_mod").empty())
     return false;
-  return !op.getBias() && !op.getAlibiSlopes() && !op.getDropoutSeed() &&
-         op.getCaptures().empty() && d == dv && (et.isF16() || et.isBF16()) &&
+  return d == dv && (et.isF16() || et.isBF16()) &&
          llvm::is_contained({32, 64, 96, 128, 256}, d);
 }
 
@@ -88,6 +85,39 @@ void KernelTiler::build() {
   Value q = entry.getArgument(0), k = entry.getArgument(1),
         v = entry.getArgument(2), o = entry.getArgument(3);
   Value lse = op.getLse() ? entry.getArgument(4) : Value();
+  // Each argument's role in the kernel's ABI; the bias, slopes and
+  // captures are the buffers their tensors were read from.
+  auto bufferOf = [](Value tensor) -> Value {
+    auto read = tensor ? tensor.getDefiningOp<bufferization::ToTensorOp>()
+                       : bufferization::ToTensorOp();
+    return read ? read.getBuffer() : Value();
+  };
+  Value bias = bufferOf(op.getBias()), slopes = bufferOf(op.getAlibiSlopes());
+  SmallVector<Value> captureBuffers;
+  for (Value capture : op.getCaptures())
+    captureBuffers.push_back(bufferOf(capture));
+  auto setRole = [&](Value buffer, StringRef role) {
+    auto arg = cast<BlockArgument>(buffer);
+    kernel.setArgAttr(arg.getArgNumber(), kAbiRoleAttrName,
+                      b.getStringAttr(role));
+  };
+  setRole(q, "q");
+  setRole(k, "k");
+  setRole(v, "v");
+  setRole(o, "o");
+  if (lse)
+    setRole(lse, "lse");
+  if (bias)
+    setRole(bias, "bias");
+  if (slopes)
+    setRole(slopes, "slopes");
+  for (auto [i, buffer] : llvm::enumerate(captureBuffers))
+    setRole(buffer, ("capture" + Twine(i)).str());
+  // Dropout's seed: an i64 argument.
+  Value seed = op.getDropoutSeed();
+  double dropoutP = seed ? op.getDropoutPAttr().getValueAsDouble() : 0.0;
+  if (seed)
+    setRole(seed, "seed");
   // The outlined op and its buffer traffic go; the CTA's program replaces
   // them.
   SmallVector<Operation *> old;
@@ -104,7 +134,8 @@ void KernelTiler::build() {
   ScoreVariant variant = ScoreVariant::get(op, op.getScaleOrDefault());
   variant.causal = {};
   variant.window = {};
-  bool scored = variant.softcap || variant.scoreMod || variant.maskMod;
+  bool scored =
+      variant.softcap || variant.scoreMod || variant.maskMod || bias || slopes;
   double scaleLog2 = (scored ? 1.0 : op.getScaleOrDefault()) * M_LOG2E;
   bool qInRegisters = (blockQ / 64) * d <= 128;
 
@@ -119,6 +150,25 @@ void KernelTiler::build() {
   Value q0 = arith::MulIOp::create(b, loc, coords.getTile(), cBlockQ);
   Value nq = memref::DimOp::create(b, loc, q, c2);
   Value nk = memref::DimOp::create(b, loc, k, c2);
+  // The regions read the captures as tensors.
+  variant.captures.clear();
+  for (Value buffer : captureBuffers)
+    variant.captures.push_back(bufferization::ToTensorOp::create(
+        b, loc, memref::getTensorTypeFromMemRefType(buffer.getType()), buffer,
+        /*restrict=*/true));
+  // A dim of static size 1 broadcasts: index 0.
+  auto broadcastIndex = [&](Value buffer, unsigned dim, Value index) {
+    return cast<MemRefType>(buffer.getType()).getDimSize(dim) == 1 ? c0 : index;
+  };
+  // ALiBi's slope of this head: [Hq] or [B, Hq].
+  Value slope;
+  if (slopes) {
+    SmallVector<Value> at;
+    if (cast<MemRefType>(slopes.getType()).getRank() == 2)
+      at.push_back(broadcastIndex(slopes, 0, batch));
+    at.push_back(head);
+    slope = memref::LoadOp::create(b, loc, slopes, at);
+  }
 
   // Shared memory: the Q tile, then one K and one V tile (fa-async-copy
   // makes rings of them).
@@ -158,12 +208,30 @@ void KernelTiler::build() {
           Block &body = map.getBody().front();
           b.setInsertionPointToStart(&body);
           Value i = body.getArgument(1), j = body.getArgument(2);
+          if (bias || !captureBuffers.empty()) {
+            // Rows and keys past Nq and Nk (of a ragged last tile) read the
+            // last one's bias and captures, never past the buffers; their
+            // scores are masked or not stored.
+            Value c1 = index(1);
+            i = arith::MinUIOp::create(b, loc, i,
+                                       arith::SubIOp::create(b, loc, nq, c1));
+            j = arith::MinUIOp::create(b, loc, j,
+                                       arith::SubIOp::create(b, loc, nk, c1));
+          }
           ScorePositions pos{
               batch, head, i, j,
               arith::AddIOp::create(b, loc, i,
                                     arith::SubIOp::create(b, loc, nk, nq))};
-          Value x = buildScore(b, loc, variant, body.getArgument(0),
-                               /*bias=*/Value(), /*slope=*/Value(), pos);
+          Value biasValue;
+          if (bias)
+            biasValue = memref::LoadOp::create(
+                b, loc, bias,
+                ValueRange{broadcastIndex(bias, 0, batch),
+                           broadcastIndex(bias, 1, head),
+                           broadcastIndex(bias, 2, i),
+                           broadcastIndex(bias, 3, j)});
+          Value x = buildScore(b, loc, variant, body.getArgument(0), biasValue,
+                               slope, pos);
           fagpu::YieldOp::create(b, loc, x);
           s = map.getResult();
         }
@@ -201,6 +269,27 @@ void KernelTiler::build() {
             b, loc, math::FmaOp::create(b, loc, s, scaleTile, negM));
         Value lNew =
             fagpu::UpdateRowSumOp::create(b, loc, partialT, l, alpha, p);
+        // Dropout after the row sum (l is undropped), before P is rounded
+        // for P V: Philox on (j, i, h, b). Kept values stay 1; the epilogue
+        // applies 1 / (1 - p) in f32.
+        if (seed) {
+          auto map = fagpu::MapOp::create(b, loc, accS, ValueRange{p}, q0, kv0);
+          OpBuilder::InsertionGuard guard(b);
+          Block &body = map.getBody().front();
+          b.setInsertionPointToStart(&body);
+          auto word = [&](Value position) -> Value {
+            return arith::IndexCastUIOp::create(b, loc, b.getI32Type(),
+                                                position);
+          };
+          Value keep = buildPhiloxDropout(b, loc, seed, dropoutP,
+                                          {word(body.getArgument(2)),
+                                           word(body.getArgument(1)),
+                                           word(head), word(batch)},
+                                          /*scaled=*/false);
+          fagpu::YieldOp::create(
+              b, loc, arith::MulFOp::create(b, loc, body.getArgument(0), keep));
+          p = map.getResult();
+        }
         Value rescaled = arith::MulFOp::create(
             b, loc, accIn, fagpu::BroadcastRowsOp::create(b, loc, accO, alpha));
         Value pA =
@@ -210,7 +299,8 @@ void KernelTiler::build() {
         scf::YieldOp::create(b, loc, ValueRange{mNew, lNew, accOut});
       });
 
-  // O = acc / l (0 for an empty row); lse = (m + log2 l) ln 2 (-inf there).
+  // O = acc / l (0 for an empty row), times dropout's 1 / (1 - p); lse =
+  // (m + log2 l) ln 2 (-inf there).
   // The CTA's place is read again: the prologue's would stay live across
   // the loop.
   auto again = fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx,
@@ -223,7 +313,7 @@ void KernelTiler::build() {
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroRows);
   Value inv = arith::SelectOp::create(
       b, loc, empty, zeroRows,
-      arith::DivFOp::create(b, loc, splat(rowT, 1.0), l));
+      arith::DivFOp::create(b, loc, splat(rowT, 1.0 / (1.0 - dropoutP)), l));
   Value out =
       arith::MulFOp::create(b, loc, loop.getResult(2),
                             fagpu::BroadcastRowsOp::create(b, loc, accO, inv));
@@ -265,6 +355,18 @@ LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
   // difference is found.
   int64_t d = op.getQuery().getType().getDimSize(3);
   if (blockQ.getInt() == 128 && 2 * d > 128)
+    return success();
+  // The bias, slopes and captures must be kernel arguments (fa-fuse's
+  // bufferization.to_tensor of each), and the seed one, to have a role in
+  // the ABI.
+  auto isArgument = [](Value tensor) {
+    auto read = tensor ? tensor.getDefiningOp<bufferization::ToTensorOp>()
+                       : bufferization::ToTensorOp();
+    return !tensor || (read && isa<BlockArgument>(read.getBuffer()));
+  };
+  if (!isArgument(op.getBias()) || !isArgument(op.getAlibiSlopes()) ||
+      !llvm::all_of(op.getCaptures(), isArgument) ||
+      (op.getDropoutSeed() && !isa<BlockArgument>(op.getDropoutSeed())))
     return success();
   KernelTiler(kernel, op, blockQ.getInt(), blockKV.getInt()).build();
   return success();

@@ -224,8 +224,8 @@ func.func @softcap(%q: tensor<1x1x8x4xf32>, %k: tensor<1x1x8x4xf32>, %v: tensor<
 // CHECK-NEXT:   arith.constant
 // CHECK-NEXT:   %[[S:.+]] = arith.mulf %[[X]]
 // CHECK-NEXT:   %[[DIST:.+]] = arith.subi %[[IA]], %[[J]] : index
-// CHECK-NEXT:   %[[D64:.+]] = arith.index_cast %[[DIST]] : index to i64
-// CHECK-NEXT:   %[[DF:.+]] = arith.sitofp %[[D64]] : i64 to f32
+// CHECK-NEXT:   %[[D32:.+]] = arith.index_cast %[[DIST]] : index to i32
+// CHECK-NEXT:   %[[DF:.+]] = arith.sitofp %[[D32]] : i32 to f32
 // CHECK-NEXT:   %[[ABS:.+]] = math.absf %[[DF]] : f32
 // CHECK-NEXT:   %[[PEN:.+]] = arith.mulf %[[SLOPEV]], %[[ABS]] : f32
 // CHECK-NEXT:   %[[R:.+]] = arith.subf %[[S]], %[[PEN]] : f32

@@ -7,7 +7,7 @@
 // Causal (bottom-right) GQA at D = 64, with the lse: 128 x 64 tiles, heavy
 // query tiles first, Q's fragments in registers.
 // CHECK-LABEL: gpu.func @fa_forward_0
-// CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x8x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[K:[a-z0-9]+]]: memref<?x2x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[V:[a-z0-9]+]]: memref<?x2x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[O:[a-z0-9]+]]: memref<?x8x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[LSE:[a-z0-9]+]]: memref<?x8x?xf32, strided<[?, ?, 1], offset: ?>>)
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x8x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> {fa.abi = "q"}, %[[K:[a-z0-9]+]]: memref<?x2x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> {fa.abi = "k"}, %[[V:[a-z0-9]+]]: memref<?x2x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> {fa.abi = "v"}, %[[O:[a-z0-9]+]]: memref<?x8x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> {fa.abi = "o"}, %[[LSE:[a-z0-9]+]]: memref<?x8x?xf32, strided<[?, ?, 1], offset: ?>> {fa.abi = "lse"})
 // CHECK-NOT: fa.attention
 // CHECK: %[[B:[a-z0-9_]+]], %[[H:[a-z0-9_]+]], %[[T:[a-z0-9_]+]] = fagpu.block_coords {heavy_first}
 // CHECK-NEXT: %[[HK:[0-9]+]] = fagpu.kv_head %[[H]] of %[[Q]], %[[K]]
@@ -74,23 +74,52 @@ func.func @window(%q: tensor<2x4x100x256xf16>, %k: tensor<2x4x300x256xf16>, %v: 
 
 // -----
 
-// A bias (a buffer the kernel frame does not bind yet), and a score_mod
-// with an op no kernel lowers (convert-fa-to-nvvm names it), keep the
-// builder's kernel: the op stays in the kernel.
+// A score_mod with an op no kernel lowers keeps the builder's kernel
+// (convert-fa-to-nvvm names the op): the op stays in the kernel.
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-NOT: fagpu.
 // CHECK: fa.attention
-// CHECK-LABEL: gpu.func @fa_forward_1
-// CHECK-NOT: fagpu.
-// CHECK: fa.attention
-func.func @kept(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %bias: tensor<1x1x64x64xf32>) -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>) {
-  %o = fa.attention %q, %k, %v bias(%bias : tensor<1x1x64x64xf32>) : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
-  %o2 = fa.attention %q, %k, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16> score_mod {
+func.func @kept(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16> score_mod {
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
     %a = math.atan %s : f32
     fa.yield %a : f32
   }
-  return %o, %o2 : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
+  return %o : tensor<1x2x64x64xbf16>
+}
+
+// -----
+
+// Dropout: the seed is an argument with its ABI role; after the row sum
+// takes P undropped, an fagpu.map multiplies each probability by Philox's
+// keep (1) or drop (0) on the counter (j, i, h, b) before P is rounded for
+// P V; the epilogue divides 1 / (1 - p) by l.
+// CHECK-LABEL: gpu.func @fa_forward_0(
+// CHECK-SAME: %[[SEED:arg4]]: i64 {fa.abi = "seed"})
+// CHECK: %[[B:batch]], %[[H:head]], %{{.*}} = fagpu.block_coords{{$}}
+// CHECK: scf.for %[[KV0:arg5]] =
+// CHECK: %[[P:[0-9]+]] = math.exp2 %{{.*}} : tensor<64x64xf32
+// CHECK-NEXT: fagpu.update_row_sum %{{.*}}, %{{.*}}, %[[P]]
+// CHECK-NEXT: %[[DROPPED:[0-9]+]] = fagpu.map %[[P]] at [%{{.*}}, %[[KV0]]]
+// CHECK-NEXT: ^bb0(%[[X:.+]]: f32, %[[I:.+]]: index, %[[J:.+]]: index):
+// CHECK-NEXT: arith.index_castui %[[J]] : index to i32
+// CHECK-NEXT: arith.index_castui %[[I]] : index to i32
+// CHECK-NEXT: arith.index_castui %[[H]] : index to i32
+// CHECK-NEXT: arith.index_castui %[[B]] : index to i32
+// CHECK-NEXT: arith.trunci %[[SEED]] : i64 to i32
+// CHECK-COUNT-20: arith.mului_extended
+// CHECK: %[[KEEP:.+]] = arith.cmpf oge, %{{.*}}, %cst_{{[0-9]+}} : f32
+// CHECK-NEXT: %cst_{{[0-9]+}} = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %cst_{{[0-9]+}} = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[Z:.+]] = arith.select %[[KEEP]]
+// CHECK-NEXT: %[[R:.+]] = arith.mulf %[[X]], %[[Z]] : f32
+// CHECK-NEXT: fagpu.yield %[[R]] : f32
+// CHECK: fagpu.to_operand %[[DROPPED]]
+// CHECK: arith.constant dense<1.11111116> : tensor<64xf32, #fagpu.rows<warps = 4>>
+// CHECK: gpu.return
+func.func @dropout(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %seed: i64) -> tensor<1x2x64x64xbf16> {
+  %o = fa.attention %q, %k, %v dropout_seed(%seed) {dropout_p = 1.000000e-01 : f32} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  return %o : tensor<1x2x64x64xbf16>
 }
 
 // -----
@@ -137,4 +166,40 @@ func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v:
     fa.yield %ne : i1
   }
   return %o : tensor<1x2x?x64xbf16>
+}
+
+// -----
+
+// A bias (its batch dim broadcasts), ALiBi slopes [Hq] and a capture the
+// score_mod reads: each buffer has its role in the ABI (fa.abi); the slope
+// is loaded once per CTA, the bias and the capture per element at the
+// position clamped into [0, Nq) x [0, Nk) (a ragged tile's rows and keys
+// past the ends read the last one's).
+// CHECK-LABEL: gpu.func @fa_forward_0(
+// CHECK-SAME: {fa.abi = "q"}
+// CHECK-SAME: %[[BIAS:[a-z0-9]+]]: memref<1x2x?x?xf32, strided<[?, ?, ?, ?], offset: ?>> {fa.abi = "bias"}
+// CHECK-SAME: %[[SL:[a-z0-9]+]]: memref<2xf32, strided<[1], offset: ?>> {fa.abi = "slopes"}
+// CHECK-SAME: %[[TAB:[a-z0-9]+]]: memref<?xf32, strided<[?], offset: ?>> {fa.abi = "capture0"}
+// CHECK: %{{.*}}, %[[H:[a-z0-9_]+]], %{{.*}} = fagpu.block_coords
+// CHECK: %[[NQ:[a-z0-9_]+]] = memref.dim
+// CHECK: %[[NK:[a-z0-9_]+]] = memref.dim
+// CHECK: %[[T:[0-9]+]] = bufferization.to_tensor %[[TAB]] restrict
+// CHECK: %[[SLOPE:[0-9]+]] = memref.load %[[SL]][%[[H]]]
+// CHECK: fagpu.map
+// CHECK-NEXT: ^bb0(%[[X:[a-z0-9]+]]: f32, %[[I:[a-z0-9]+]]: index, %[[J:[a-z0-9]+]]: index):
+// CHECK: %[[IC:[0-9]+]] = arith.minui %[[I]], %{{.*}} : index
+// CHECK: %[[JC:[0-9]+]] = arith.minui %[[J]], %{{.*}} : index
+// CHECK: %[[BV:[0-9]+]] = memref.load %[[BIAS]][%{{.*}}, %[[H]], %[[IC]], %[[JC]]]
+// CHECK: arith.mulf %[[SLOPE]]
+// CHECK: arith.addf %{{.*}}, %[[BV]] : f32
+// CHECK: tensor.extract %[[T]][%[[JC]]]
+// CHECK: fagpu.yield
+func.func @terms(%q: tensor<2x2x?x64xbf16>, %k: tensor<2x2x?x64xbf16>, %v: tensor<2x2x?x64xbf16>, %bias: tensor<1x2x?x?xf32>, %slopes: tensor<2xf32>, %table: tensor<?xf32>) -> tensor<2x2x?x64xbf16> {
+  %o = fa.attention %q, %k, %v bias(%bias : tensor<1x2x?x?xf32>) alibi_slopes(%slopes : tensor<2xf32>) captures(%table : tensor<?xf32>) : tensor<2x2x?x64xbf16>, tensor<2x2x?x64xbf16>, tensor<2x2x?x64xbf16> -> tensor<2x2x?x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<?xf32>):
+    %x = tensor.extract %t[%j] : tensor<?xf32>
+    %y = arith.addf %s, %x : f32
+    fa.yield %y : f32
+  }
+  return %o : tensor<2x2x?x64xbf16>
 }

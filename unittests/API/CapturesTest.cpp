@@ -266,15 +266,14 @@ TEST(CapturesTest, RejectsBadCaptureSpecs) {
 
 TEST(CapturesTest, CompilesForTheGpu) {
   // No device needed: the kernel takes each capture's pointer and strides
-  // after its own parameters (32 on the scored path: one pointer and one
-  // stride each).
+  // after its own 24 parameters (one pointer and one stride each).
   fa::AttentionSpec spec = captureSpec();
   spec.dtype = fa::DType::BF16;
   spec.headDim = 64;
   fa::Kernel kernel = fa::compile(spec, "sm_90a");
-  EXPECT_NE(kernel.ptx().find(".param .u64 fa_forward_0_param_35"),
+  EXPECT_NE(kernel.ptx().find(".param .u64 fa_forward_0_param_27"),
             std::string::npos);
-  EXPECT_EQ(kernel.ptx().find("fa_forward_0_param_36"), std::string::npos);
+  EXPECT_EQ(kernel.ptx().find("fa_forward_0_param_28"), std::string::npos);
   EXPECT_NE(kernel.ptx().find("ld.global.nc.b32"), std::string::npos);
 }
 

@@ -252,9 +252,10 @@ TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
   ASSERT_TRUE(mlir::succeeded(image));
   const rt::KernelAbi &abi = image->abi;
   std::string text = rt::printKernelAbi(abi);
-  // The plain parameters, then the scored path's, the seed and the
-  // captures' pointers and strides.
-  EXPECT_NE(text.find("scale_log2 : f32, bias : ptr, stride(bias, 0) : i64, "
+  // The plain parameters (the kernel-level IR carries the scale), then
+  // the bias's and slopes' pointers and strides, the seed and the captures'
+  // pointers and strides, in the kernel's argument order.
+  EXPECT_NE(text.find("B : i32, bias : ptr, stride(bias, 0) : i64, "
                       "stride(bias, 1) : i64, stride(bias, 2) : i64, "
                       "stride(bias, 3) : i64, slopes : ptr, "
                       "stride(slopes, 0) : i64, seed : i64, capture0 : ptr, "
@@ -282,45 +283,15 @@ TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
   EXPECT_EQ(l.grid[0], (100u + abi.grid.x.rows - 1) / abi.grid.x.rows);
   EXPECT_EQ(l.grid[1], 4u);
   EXPECT_EQ(l.grid[2], 3u);
-  expectParams(l, abi,
-               {0x10000,
-                0x20000,
-                0x30000,
-                0x40000,
-                0,
-                4 * 100 * 64,
-                100 * 64,
-                64,
-                2 * 130 * 64,
-                130 * 64,
-                64,
-                2 * 130 * 64,
-                130 * 64,
-                64,
-                4 * 100 * 64,
-                100 * 64,
-                64,
-                0,
-                0,
-                100,
-                130,
-                2,
-                4,
-                3,
-                bitsOf(call.scaleLog2),
-                0x60000,
-                0,
-                100 * 130,
-                130,
-                1,
-                0x70000,
-                0,
-                0x123456789,
-                0x80000,
-                1,
-                0x90000,
-                130,
-                1});
+  expectParams(
+      l, abi,
+      {0x10000,  0x20000,     0x30000,      0x40000,  0,       4 * 100 * 64,
+       100 * 64, 64,          2 * 130 * 64, 130 * 64, 64,      2 * 130 * 64,
+       130 * 64, 64,          4 * 100 * 64, 100 * 64, 64,      0,
+       0,        100,         130,          2,        4,       3,
+       0x60000,  0,           100 * 130,    130,      1,       0x70000,
+       0,        0x123456789, 0x80000,      1,        0x90000, 130,
+       1});
 
   // A call with a capture too few: a clear error, nothing launched.
   launches->clear();

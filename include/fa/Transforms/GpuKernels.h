@@ -29,6 +29,10 @@ inline constexpr llvm::StringLiteral kKVStagesAttr = "fa.kv_stages";
 /// On each kernel llvm.func convert-fa-to-nvvm emits: how to launch it
 /// (#fa.kernel_abi, include/fa/Runtime/KernelAbi.h).
 inline constexpr llvm::StringLiteral kKernelAbiAttrName = "fa.kernel_abi";
+/// On each argument of a kernel in the kernel-level IR (fa-tile's): the
+/// tensor of the ABI it is, "q", "k", "v", "o", "lse", "bias", "slopes" or
+/// "capture<i>" (KernelAbi.h).
+inline constexpr llvm::StringLiteral kAbiRoleAttrName = "fa.abi";
 /// Threads of a forward CTA (4 warps).
 inline constexpr int64_t kForwardThreads = 128;
 /// The deepest K/V pipeline the forward kernel builds.

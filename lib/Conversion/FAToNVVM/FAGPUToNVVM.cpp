@@ -11,11 +11,13 @@
 #include "FAGPUToNVVM.h"
 #include "fa/Transforms/GpuKernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <algorithm>
 
@@ -221,6 +223,64 @@ struct KVHeadLowering : public OpConversionPattern<fagpu::KVHeadOp> {
   const KernelBinding &binding;
 };
 
+/// An element of a bias, slopes or capture buffer: base + sum(index *
+/// stride), read-only for the kernel's lifetime (ld.global.nc). memref.load
+/// of the buffer, or tensor.extract of its bufferization.to_tensor (the
+/// captures a score_mod reads as tensors).
+Value loadElement(ConversionPatternRewriter &rewriter, Location loc,
+                  const KernelBinding::Buffer &buffer, Type type,
+                  ValueRange indices) {
+  KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+  Type i64 = rewriter.getI64Type();
+  Value offset;
+  for (auto [index, stride] : llvm::zip(indices, buffer.strides)) {
+    Value term = arith::MulIOp::create(
+        rewriter, loc, arith::IndexCastOp::create(rewriter, loc, i64, index),
+        stride);
+    offset = offset ? arith::AddIOp::create(rewriter, loc, offset, term) : term;
+  }
+  Value address = offset ? kb.gep(buffer.ptr, offset, type) : buffer.ptr;
+  return LLVM::LoadOp::create(rewriter, loc, type, address, /*alignment=*/0,
+                              /*isVolatile=*/false, /*isNonTemporal=*/false,
+                              /*isInvariant=*/true);
+}
+
+struct LoadLowering : public OpConversionPattern<memref::LoadOp> {
+  LoadLowering(const TypeConverter &converter, MLIRContext *ctx,
+               const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(memref::LoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!binding.elements.count(op.getMemRef()))
+      return rewriter.notifyMatchFailure(op, "not an element buffer");
+    rewriter.replaceOp(op, loadElement(rewriter, op.getLoc(),
+                                       binding.buffers.lookup(op.getMemRef()),
+                                       op.getType(), adaptor.getIndices()));
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+struct ExtractLowering : public OpConversionPattern<tensor::ExtractOp> {
+  ExtractLowering(const TypeConverter &converter, MLIRContext *ctx,
+                  const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(tensor::ExtractOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto toTensor = op.getTensor().getDefiningOp<bufferization::ToTensorOp>();
+    if (!toTensor || !binding.elements.count(toTensor.getBuffer()))
+      return rewriter.notifyMatchFailure(op, "not a bound buffer's element");
+    rewriter.replaceOp(op,
+                       loadElement(rewriter, op.getLoc(),
+                                   binding.buffers.lookup(toTensor.getBuffer()),
+                                   op.getType(), adaptor.getIndices()));
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
 /// The sizes of the kernel's buffers are its size parameters.
 struct DimLowering : public OpConversionPattern<memref::DimOp> {
   DimLowering(const TypeConverter &converter, MLIRContext *ctx,
@@ -249,8 +309,8 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ElementwiseLowering, MapLowering>(converter, ctx);
-  patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering>(converter, ctx,
-                                                                 binding);
+  patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
+               ExtractLowering>(converter, ctx, binding);
 }
 
 bool mlir::fa::nvvm::isFAGPUKernel(gpu::GPUFuncOp kernel) {
@@ -271,16 +331,30 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   Location loc = kernel.getLoc();
   Block &body = kernel.getBody().front();
   unsigned numBuffers = body.getNumArguments();
-  if ((numBuffers != 4 && numBuffers != 5) ||
-      !llvm::all_of(body.getArgumentTypes(),
-                    [](Type t) { return isa<MemRefType>(t); }))
+  // Each argument's role: its fa.abi attribute (fa-tile's), else q, k, v,
+  // o, lse in order.
+  SmallVector<std::string> roles;
+  for (unsigned i = 0; i < numBuffers; ++i) {
+    auto role = kernel.getArgAttrOfType<StringAttr>(i, kAbiRoleAttrName);
+    const char *positional[] = {"q", "k", "v", "o", "lse"};
+    roles.push_back(role ? role.str() : (i < 5 ? positional[i] : ""));
+  }
+  auto isValid = [&](unsigned i) {
+    Type type = body.getArgument(i).getType();
+    return roles[i] == "seed" ? type.isInteger(64) : isa<MemRefType>(type);
+  };
+  if (numBuffers < 4 || roles[0] != "q" || roles[1] != "k" || roles[2] != "v" ||
+      roles[3] != "o" || !llvm::all_of(llvm::seq(numBuffers), isValid))
     return kernel.emitOpError("convert-fa-to-nvvm: an fagpu kernel takes Q, "
-                              "K, V, O and optionally lse (memrefs)");
+                              "K, V, O and optionally lse, bias, slopes and "
+                              "captures (memrefs) and a seed (i64)");
   auto qType = cast<MemRefType>(body.getArgument(0).getType());
 
   // The forward kernel's ABI (FlashKernelBuilder's) but the scale, which
   // the IR carries: q, k, v, o, lse; strides (b, h, n) of q, k, v, o and
-  // (b, h) of lse; sizes.
+  // (b, h) of lse; sizes; then the bias and its strides, the slopes and
+  // their batch stride, and each capture's pointer and strides, where the
+  // kernel reads them.
   using namespace ::fa::runtime;
   auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
   if (!blockQ)
@@ -309,6 +383,50 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   for (AbiSize size :
        {AbiSize::Nq, AbiSize::Nk, AbiSize::Group, AbiSize::Hq, AbiSize::B})
     abi.params.push_back(KernelParam::ofSize(size));
+  // Where each further buffer's parameters are: the pointer, then one
+  // stride per dim (the slopes' head stride is 1).
+  struct Extra {
+    unsigned arg;
+    KernelParam pointer;
+    SmallVector<KernelParam, 4> strides;
+  };
+  SmallVector<Extra> extras;
+  std::optional<unsigned> seedArg;
+  for (unsigned i = 4; i < numBuffers; ++i) {
+    StringRef role = roles[i];
+    if (role == "lse")
+      continue;
+    if (role == "seed") {
+      seedArg = i;
+      abi.params.push_back(
+          KernelParam::ofScalar(AbiScalar::Seed, MachineType::I64));
+      continue;
+    }
+    auto type = cast<MemRefType>(body.getArgument(i).getType());
+    Extra extra{i, KernelParam::pointer(AbiTensor::Bias), {}};
+    if (role == "bias" && type.getRank() == 4) {
+      for (uint32_t dim = 0; dim < 4; ++dim)
+        extra.strides.push_back(KernelParam::stride(AbiTensor::Bias, dim));
+    } else if (role == "slopes" && type.getRank() <= 2) {
+      extra.pointer = KernelParam::pointer(AbiTensor::Slopes);
+      extra.strides.push_back(KernelParam::stride(AbiTensor::Slopes, 0));
+    } else if (role.starts_with("capture")) {
+      unsigned index = 0;
+      if (role.drop_front(7).getAsInteger(10, index))
+        return kernel.emitOpError("convert-fa-to-nvvm: bad argument role '")
+               << role << "'";
+      extra.pointer = KernelParam::capturePointer(index);
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        extra.strides.push_back(KernelParam::captureStride(index, dim));
+    } else {
+      return kernel.emitOpError("convert-fa-to-nvvm: argument ")
+             << i << " of the fagpu kernel has no role the ABI knows ('" << role
+             << "')";
+    }
+    abi.params.push_back(extra.pointer);
+    llvm::append_range(abi.params, extra.strides);
+    extras.push_back(std::move(extra));
+  }
 
   OpBuilder b(kernel);
   KernelBuilder kb(b, loc, qType.getElementType(), qType.getDimSize(3));
@@ -323,20 +441,49 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
       b, loc, LLVM::LLVMPointerType::get(ctx, kShared), "fa_smem");
   binding.group = args.size(AbiSize::Group);
   SmallVector<Operation *> casts;
-  for (unsigned i = 0; i < numBuffers; ++i) {
+  auto bind = [&](unsigned i, Value ptr) {
     BlockArgument old = body.getArgument(i);
-    auto cast = UnrealizedConversionCastOp::create(
-        b, loc, old.getType(), ValueRange{args.pointer(tensors[i])});
+    auto cast = UnrealizedConversionCastOp::create(b, loc, old.getType(),
+                                                   ValueRange{ptr});
     casts.push_back(cast);
     Value memref = cast.getResult(0);
     old.replaceAllUsesWith(memref);
-    KernelBinding::Buffer buffer{args.pointer(tensors[i]), {}};
-    for (uint32_t dim = 0; dim < (i == 4 ? 2u : 3u); ++dim)
-      buffer.strides.push_back(args.stride(tensors[i], dim));
+    return memref;
+  };
+  if (seedArg)
+    body.getArgument(*seedArg).replaceAllUsesWith(
+        args.get(KernelParam::ofScalar(AbiScalar::Seed, MachineType::I64)));
+  for (unsigned i = 0; i < numBuffers; ++i) {
+    if (i >= 4 && roles[i] != "lse")
+      continue;
+    AbiTensor t = i < 4 ? tensors[i] : AbiTensor::Lse;
+    Value memref = bind(i, args.pointer(t));
+    KernelBinding::Buffer buffer{args.pointer(t), {}};
+    for (uint32_t dim = 0; dim < (t == AbiTensor::Lse ? 2u : 3u); ++dim)
+      buffer.strides.push_back(args.stride(t, dim));
     binding.buffers[memref] = buffer;
     // Q, O and lse have Nq rows, K and V Nk.
-    bool keys = tensors[i] == AbiTensor::K || tensors[i] == AbiTensor::V;
+    bool keys = t == AbiTensor::K || t == AbiTensor::V;
     binding.sizes[{memref, 2}] = args.size(keys ? AbiSize::Nk : AbiSize::Nq);
+  }
+  for (const Extra &extra : extras) {
+    Value ptr = args.get(extra.pointer);
+    Value memref = bind(extra.arg, ptr);
+    KernelBinding::Buffer buffer{ptr, {}};
+    for (const KernelParam &stride : extra.strides)
+      buffer.strides.push_back(args.get(stride));
+    // Slopes: [Hq] (the head stride is 1) or [B, Hq] (the batch stride,
+    // then 1).
+    if (roles[extra.arg] == "slopes") {
+      Value one = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1);
+      auto rank = cast<MemRefType>(memref.getType()).getRank();
+      if (rank == 1)
+        buffer.strides.assign({one});
+      else
+        buffer.strides.push_back(one);
+    }
+    binding.buffers[memref] = buffer;
+    binding.elements.insert(memref);
   }
   // The prologue: CTAs past the folded grid's heads x batches return.
   KernelBuilder::ThreadPlace place =
@@ -377,12 +524,18 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   target.addLegalDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
   target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
       [&](Operation *op) { return converter.isLegal(op); });
-  target.addIllegalOp<memref::DimOp, gpu::BarrierOp>();
+  target.addIllegalOp<memref::DimOp, memref::LoadOp, tensor::ExtractOp,
+                      gpu::BarrierOp>();
   target.addLegalOp<UnrealizedConversionCastOp>();
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                        target);
   if (failed(applyPartialConversion(fn, target, std::move(patterns))))
     return failure();
+  // The captures' tensors, whose elements are loads now.
+  fn.walk([](bufferization::ToTensorOp op) {
+    if (op->use_empty())
+      op.erase();
+  });
   for (Operation *cast : casts) {
     if (!cast->use_empty())
       return cast->emitOpError("convert-fa-to-nvvm: a buffer of the fagpu "

@@ -33,6 +33,9 @@ struct KernelBinding {
   };
   /// Keyed by the memref value ops use.
   DenseMap<Value, Buffer> buffers;
+  /// Buffers read one element at a time (bias, slopes, captures): a stride
+  /// per dim, the last included.
+  DenseSet<Value> elements;
   /// (memref, dim) -> its size (i32).
   DenseMap<std::pair<Value, int64_t>, Value> sizes;
   /// Hq / Hkv (i32).

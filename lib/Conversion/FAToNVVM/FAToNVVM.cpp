@@ -974,10 +974,29 @@ struct ConvertFAToNVVMPass
     // Kernels in the kernel-level IR, lowered op by op.
     for (gpu::GPUFuncOp kernel : fagpuKernels) {
       std::string name = kernel.getName().str();
-      // fa-fuse's operands: Q, K, V, O and lse when there is one.
+      // fa-fuse's operands, by the role fa-tile gave each (fa.abi; else
+      // Q, K, V, O and lse in order).
       KernelArgs args;
       args.q = 0, args.k = 1, args.v = 2, args.o = 3;
-      args.lse = kernel.getNumArguments() > 4 ? 4 : -1;
+      for (unsigned i = 4; i < kernel.getNumArguments(); ++i) {
+        auto role = kernel.getArgAttrOfType<StringAttr>(i, kAbiRoleAttrName);
+        StringRef name = role ? role.getValue() : (i == 4 ? "lse" : "");
+        unsigned capture = 0;
+        if (name == "lse")
+          args.lse = i;
+        else if (name == "bias")
+          args.bias = i;
+        else if (name == "slopes")
+          args.slopes = i;
+        else if (name == "seed")
+          args.seed = i;
+        else if (name.consume_front("capture") &&
+                 !name.getAsInteger(10, capture)) {
+          if (args.captures.size() <= capture)
+            args.captures.resize(capture + 1, -1);
+          args.captures[capture] = i;
+        }
+      }
       ::fa::runtime::KernelAbi abi;
       FailureOr<LLVM::LLVMFuncOp> fn = lowerFAGPUKernel(kernel, name, abi);
       if (failed(fn))

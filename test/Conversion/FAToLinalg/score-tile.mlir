@@ -195,8 +195,8 @@ func.func @bias_full(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %bias: tensor<2x4
 // CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 1.250000e-01 : f32
 // CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
 // CHECK-NEXT:   %[[DIST:[a-z0-9_]+]] = arith.subi %[[IA]], %[[J]] : index
-// CHECK-NEXT:   %[[D64:[a-z0-9_]+]] = arith.index_cast %[[DIST]] : index to i64
-// CHECK-NEXT:   %[[DF:[a-z0-9_]+]] = arith.sitofp %[[D64]] : i64 to f32
+// CHECK-NEXT:   %[[D32:[a-z0-9_]+]] = arith.index_cast %[[DIST]] : index to i32
+// CHECK-NEXT:   %[[DF:[a-z0-9_]+]] = arith.sitofp %[[D32]] : i32 to f32
 // CHECK-NEXT:   %[[ABS:[a-z0-9_]+]] = math.absf %[[DF]] : f32
 // CHECK-NEXT:   %[[PEN:[a-z0-9_]+]] = arith.mulf %[[SLOPE]], %[[ABS]] : f32
 // CHECK-NEXT:   %[[RES:[a-z0-9_]+]] = arith.subf %[[S]], %[[PEN]] : f32
@@ -330,8 +330,8 @@ func.func @mods(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %b: index, %h: index, 
 // CHECK-NEXT:   %[[TANH:[a-z0-9_]+]] = math.tanh %[[S1]] : f32
 // CHECK-NEXT:   %[[S2:[a-z0-9_]+]] = arith.mulf %[[CAP]], %[[TANH]] : f32
 // CHECK-NEXT:   %[[DIST:[a-z0-9_]+]] = arith.subi %[[IA]], %[[J]] : index
-// CHECK-NEXT:   %[[D64:[a-z0-9_]+]] = arith.index_cast %[[DIST]] : index to i64
-// CHECK-NEXT:   %[[DF:[a-z0-9_]+]] = arith.sitofp %[[D64]] : i64 to f32
+// CHECK-NEXT:   %[[D32:[a-z0-9_]+]] = arith.index_cast %[[DIST]] : index to i32
+// CHECK-NEXT:   %[[DF:[a-z0-9_]+]] = arith.sitofp %[[D32]] : i32 to f32
 // CHECK-NEXT:   %[[ABS:[a-z0-9_]+]] = math.absf %[[DF]] : f32
 // CHECK-NEXT:   %[[PEN:[a-z0-9_]+]] = arith.mulf %[[SLOPE]], %[[ABS]] : f32
 // CHECK-NEXT:   %[[S3:[a-z0-9_]+]] = arith.subf %[[S2]], %[[PEN]] : f32

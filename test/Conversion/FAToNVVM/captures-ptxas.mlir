@@ -4,14 +4,16 @@
 // four element types, and for the backward at D = 64 document ids and a
 // per-head table), but for the dq kernel at D = 128 on sm_90a (BWD90).
 // REQUIRES: ptxas
+// The forward is the builder's scored kernel (kernel-ir=0; by default it
+// takes the kernel-level IR, fagpu-map.mlir).
 // RUN: split-file %s %t
-// RUN: fa-opt %t/fwd-bf16-128.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.fwd-bf16-128.ptx
+// RUN: fa-opt %t/fwd-bf16-128.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/80.fwd-bf16-128.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.fwd-bf16-128.ptx -o %t/80.fwd-bf16-128.cubin 2>&1 | FileCheck %s --check-prefix=FWD
-// RUN: fa-opt %t/fwd-bf16-128.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90a.fwd-bf16-128.ptx
+// RUN: fa-opt %t/fwd-bf16-128.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/90a.fwd-bf16-128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90a.fwd-bf16-128.ptx -o %t/90a.fwd-bf16-128.cubin 2>&1 | FileCheck %s --check-prefix=FWD
-// RUN: fa-opt %t/fwd-f16-64.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.fwd-f16-64.ptx
+// RUN: fa-opt %t/fwd-f16-64.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/80.fwd-f16-64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.fwd-f16-64.ptx -o %t/80.fwd-f16-64.cubin 2>&1 | FileCheck %s --check-prefix=FWD
-// RUN: fa-opt %t/fwd-f16-64.mlir -fa-pipeline-cuda=chip=sm_90a | %python %S/Inputs/ptx-of-binary.py > %t/90a.fwd-f16-64.ptx
+// RUN: fa-opt %t/fwd-f16-64.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/90a.fwd-f16-64.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90a.fwd-f16-64.ptx -o %t/90a.fwd-f16-64.cubin 2>&1 | FileCheck %s --check-prefix=FWD
 // RUN: fa-opt %t/bwd-bf16-128.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.bwd-bf16-128.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.bwd-bf16-128.ptx -o %t/80.bwd-bf16-128.cubin 2>&1 | FileCheck %s --check-prefix=BWD

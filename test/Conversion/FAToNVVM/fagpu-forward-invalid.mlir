@@ -3,7 +3,7 @@
 !m = memref<?x?x?x64xbf16>
 module attributes {gpu.container_module} {
   gpu.module @fa_kernels [#nvvm.target<chip = "sm_90a">] {
-    // expected-error @+1 {{convert-fa-to-nvvm: an fagpu kernel takes Q, K, V, O and optionally lse (memrefs)}}
+    // expected-error @+1 {{convert-fa-to-nvvm: an fagpu kernel takes Q, K, V, O and optionally lse, bias, slopes and captures (memrefs) and a seed (i64)}}
     gpu.func @k(%q: !m, %k: !m, %v: !m) kernel attributes {fa.block_q = 64 : i64} {
       %b, %h, %t = fagpu.block_coords
       gpu.return
@@ -36,6 +36,33 @@ module attributes {gpu.container_module} {
       %h = memref.dim %q, %c1 : !m
       %s = fagpu.alloc_shared {offset = 0} : !fagpu.shared<1x64x64xbf16>
       fagpu.copy %q[%h, %h, %h] bound %h to %s[%h] : !m to !fagpu.shared<1x64x64xbf16>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Dropout's seed is an i64.
+!m = memref<?x?x?x64xbf16>
+module attributes {gpu.container_module} {
+  gpu.module @fa_kernels [#nvvm.target<chip = "sm_90a">] {
+    // expected-error @+1 {{convert-fa-to-nvvm: an fagpu kernel takes Q, K, V, O and optionally lse, bias, slopes and captures (memrefs) and a seed (i64)}}
+    gpu.func @k(%q: !m, %k: !m, %v: !m, %o: !m, %seed: i32 {fa.abi = "seed"}) kernel attributes {fa.block_q = 64 : i64} {
+      %b, %h, %t = fagpu.block_coords
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+!m = memref<?x?x?x64xbf16>
+module attributes {gpu.container_module} {
+  gpu.module @fa_kernels [#nvvm.target<chip = "sm_90a">] {
+    // expected-error @+1 {{convert-fa-to-nvvm: argument 4 of the fagpu kernel has no role the ABI knows ('scale')}}
+    gpu.func @k(%q: !m, %k: !m, %v: !m, %o: !m, %x: memref<?xf32> {fa.abi = "scale"}) kernel attributes {fa.block_q = 64 : i64} {
+      %b, %h, %t = fagpu.block_coords
       gpu.return
     }
   }

@@ -21,10 +21,11 @@
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
 
-// The seed is the last parameter; Philox's 32 x 32 -> 64 multiplies.
+// The kernel-level IR: the seed is the last parameter (after the 24 of
+// the plain forward); Philox's 32 x 32 -> 64 multiplies.
 // PTX: .target sm_90a
 // PTX: .visible .entry fa_forward_0(
-// PTX: .param .u64 fa_forward_0_param_32
+// PTX: .param .u64 fa_forward_0_param_24
 // PTX-NEXT: )
 // PTX-DAG: mul.hi.u32
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
