@@ -185,7 +185,9 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
 };
 
 /// The prologue's place; rematerialized, the tile id is read again through
-/// an opaque mov, so nothing computed from it stays live across a loop.
+/// an opaque mov and the head and batch from ctaid.y and z (or the folded
+/// grid's linear index), so nothing computed from them stays live across a
+/// loop (4 registers of i64 head and batch spilled at D = 128).
 struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
   BlockCoordsLowering(const TypeConverter &converter, MLIRContext *ctx,
                       const KernelBinding &binding)
@@ -201,8 +203,11 @@ struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
                        : binding.tile;
     if (op.getHeavyFirst())
       tile = kb.lastTileFirst(tile, again);
-    rewriter.replaceOp(op, {kb.toIndex(binding.batch), kb.toIndex(binding.head),
-                            kb.toIndex(tile)});
+    Value head = binding.head, batch = binding.batch;
+    if (again)
+      std::tie(head, batch) = kb.headAndBatchAgain(binding.heads);
+    rewriter.replaceOp(op,
+                       {kb.toIndex(batch), kb.toIndex(head), kb.toIndex(tile)});
     return success();
   }
   const KernelBinding &binding;
@@ -491,6 +496,7 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   binding.batch = place.batch;
   binding.head = place.head;
   binding.tile = place.tile;
+  binding.heads = args.size(AbiSize::Hq);
   Block *start = b.getInsertionBlock();
   start->getOperations().splice(start->end(), body.getOperations());
   auto ret = cast<gpu::ReturnOp>(start->getTerminator());
@@ -531,6 +537,28 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
                                                        target);
   if (failed(applyPartialConversion(fn, target, std::move(patterns))))
     return failure();
+  // Loops count in i32 (positions are 32-bit, KernelAbi.h): an index
+  // counter and its bound would hold two registers each across the loop.
+  SmallVector<scf::ForOp> loops;
+  fn.walk([&](scf::ForOp loop) {
+    if (loop.getInductionVar().getType().isIndex())
+      loops.push_back(loop);
+  });
+  for (scf::ForOp loop : loops) {
+    OpBuilder lb(loop);
+    Location l = loop.getLoc();
+    auto narrow = [&](Value v) {
+      return arith::IndexCastOp::create(lb, l, lb.getI32Type(), v);
+    };
+    loop.getLowerBoundMutable().assign(narrow(loop.getLowerBound()));
+    loop.getUpperBoundMutable().assign(narrow(loop.getUpperBound()));
+    loop.getStepMutable().assign(narrow(loop.getStep()));
+    Value iv = loop.getInductionVar();
+    iv.setType(lb.getI32Type());
+    lb.setInsertionPointToStart(loop.getBody());
+    auto wide = arith::IndexCastOp::create(lb, l, lb.getIndexType(), iv);
+    iv.replaceAllUsesExcept(wide, wide);
+  }
   // The captures' tensors, whose elements are loads now.
   fn.walk([](bufferization::ToTensorOp op) {
     if (op->use_empty())

@@ -42,8 +42,8 @@ struct KernelBinding {
   Value group;
   /// The base of the dynamic shared memory (!llvm.ptr<3>).
   Value smem;
-  /// The CTA's place, from the kernel's prologue (i32).
-  Value batch, head, tile;
+  /// The CTA's place, from the kernel's prologue, and Hq (i32).
+  Value batch, head, tile, heads;
 };
 
 /// The calling thread's id, warp, lane, and the lane's row group (lane / 4)

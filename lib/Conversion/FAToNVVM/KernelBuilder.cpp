@@ -59,8 +59,10 @@ KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace(Value heads,
   return t;
 }
 
-std::pair<Value, Value> KernelBuilder::headAndBatchAgain() {
-  assert(placeHeads && "before the prologue's getThreadPlace");
+std::pair<Value, Value> KernelBuilder::headAndBatchAgain(Value heads) {
+  if (!heads)
+    heads = placeHeads;
+  assert(heads && "before the prologue's getThreadPlace");
   // Unfolded (nctaid.y is the heads): ctaid.y and ctaid.z themselves, which
   // ptxas rematerializes where registers are short. Folded: the linear
   // index's quotient and remainder by the heads. nctaid.y goes through
@@ -69,7 +71,7 @@ std::pair<Value, Value> KernelBuilder::headAndBatchAgain() {
   Value y = NVVM::BlockIdYOp::create(b, loc, i32);
   Value z = NVVM::BlockIdZOp::create(b, loc, i32);
   Value rows = opaque(NVVM::GridDimYOp::create(b, loc, i32));
-  Value unfolded = cmp(arith::CmpIPredicate::eq, rows, placeHeads);
+  Value unfolded = cmp(arith::CmpIPredicate::eq, rows, heads);
   auto place = scf::IfOp::create(b, loc, TypeRange{i32, i32}, unfolded, true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -77,8 +79,8 @@ std::pair<Value, Value> KernelBuilder::headAndBatchAgain() {
     scf::YieldOp::create(b, loc, ValueRange{y, z});
     b.setInsertionPointToStart(place.elseBlock());
     Value linear = add(mul(z, rows), y);
-    scf::YieldOp::create(
-        b, loc, ValueRange{remu(linear, placeHeads), divu(linear, placeHeads)});
+    scf::YieldOp::create(b, loc,
+                         ValueRange{remu(linear, heads), divu(linear, heads)});
   }
   return {place.getResult(0), place.getResult(1)};
 }

@@ -116,8 +116,9 @@ public:
   /// The head and batch of getThreadPlace, computed again (a uniform branch
   /// of its own), for code inside or after a loop: unfolded they are
   /// ctaid.y and ctaid.z, which ptxas rematerializes rather than keep in
-  /// registers across the loop, as it would the prologue's values.
-  std::pair<Value, Value> headAndBatchAgain();
+  /// registers across the loop, as it would the prologue's values. `heads`
+  /// is getThreadPlace's, by default the one this builder was given.
+  std::pair<Value, Value> headAndBatchAgain(Value heads = {});
   /// The tile of the CTA at `ctaid.x = x` when the grid's tiles are
   /// launched last one first: under a causal mask the last Q tiles have the
   /// most keys to visit, and starting them first leaves light CTAs, not
