@@ -21,6 +21,11 @@ using namespace mlir;
 // Host tiles: a 64 x 64 score tile and its Q/K/V rows stay in L1/L2.
 static constexpr int64_t kHostBlockQ = 64;
 static constexpr int64_t kHostBlockKV = 64;
+// Register blocks of the tile products: 6 x 16 f32 (12 of AVX2's 16 vector
+// registers hold the block, enough independent FMAs to cover their
+// latency on both FMA pipes).
+static constexpr int64_t kHostRegisterRows = 6;
+static constexpr int64_t kHostRegisterCols = 16;
 
 void mlir::fa::buildHostPipeline(OpPassManager &pm,
                                  const HostPipelineOptions &options) {
@@ -60,7 +65,13 @@ void mlir::fa::buildHostPipeline(OpPassManager &pm,
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
 
-  // Loops, then LLVM.
+  // The tile products as register-blocked micro-kernels, the rest as
+  // loops, then LLVM.
+  FAHostRegisterTileOptions registerTile;
+  registerTile.rows = kHostRegisterRows;
+  registerTile.cols = kHostRegisterCols;
+  pm.addNestedPass<func::FuncOp>(createFAHostRegisterTile(registerTile));
+  pm.addNestedPass<func::FuncOp>(createFAHostApproximateExp());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // Q tiles (and K/V tiles in the backward) on all cores: the runtime calls
   // the function once per thread. Foralls it leaves run sequentially.

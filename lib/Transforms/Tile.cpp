@@ -147,10 +147,14 @@ SmallVector<Value> Tiler::build() {
               Value diff = arith::SubFOp::create(nb, bl, args[1], m);
               return math::ExpOp::create(nb, bl, diff);
             });
+        // The row sum's order is free (an f32 sum of a tile's row, the
+        // same on every thread): let the host vectorize it across columns.
         Value sum = buildGeneric(
             lb, l, iters[0], p, {tileMap, rowMap}, reduceCols,
             [](OpBuilder &nb, Location bl, ValueRange args) -> Value {
-              return arith::AddFOp::create(nb, bl, args[0], args[1]);
+              auto reassoc = arith::FastMathFlagsAttr::get(
+                  nb.getContext(), arith::FastMathFlags::reassoc);
+              return arith::AddFOp::create(nb, bl, args[0], args[1], reassoc);
             });
         Value vTile = extractRows(b, loc, v, bi, hk, k0, cols);
         // Dropout acts on P V only; l sums the probabilities kept or not.

@@ -92,7 +92,7 @@
 // l' = l * alpha + row sum of p.
 // CHECK-NEXT:   %[[NL:[a-z0-9_]+]] = linalg.generic {indexing_maps = [#[[TILE]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[P]] : tensor<?x?xf32>) outs(%[[LS]] : tensor<?xf32>) {
 // CHECK-NEXT:   ^bb0(%[[SP:[a-z0-9_]+]]: f32, %[[SL:[a-z0-9_]+]]: f32):
-// CHECK-NEXT:     %[[SUM:[a-z0-9_]+]] = arith.addf %[[SP]], %[[SL]] : f32
+// CHECK-NEXT:     %[[SUM:[a-z0-9_]+]] = arith.addf %[[SP]], %[[SL]] fastmath<reassoc> : f32
 // CHECK-NEXT:     linalg.yield %[[SUM]] : f32
 // CHECK-NEXT:   } -> tensor<?xf32>
 // acc' = acc * alpha + p V.

@@ -84,7 +84,7 @@
 // l += row sum of p.
 // CHECK-NEXT:     %[[L:[a-z0-9_]+]] = linalg.generic {indexing_maps = [#[[TILE]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[P]] : tensor<?x?xf32>) outs(%[[LI]] : tensor<?xf32>) {
 // CHECK-NEXT:     ^bb0(%[[PV:[a-z0-9_]+]]: f32, %[[LV:[a-z0-9_]+]]: f32):
-// CHECK-NEXT:       %[[LS1:[a-z0-9_]+]] = arith.addf %[[PV]], %[[LV]] : f32
+// CHECK-NEXT:       %[[LS1:[a-z0-9_]+]] = arith.addf %[[PV]], %[[LV]] fastmath<reassoc> : f32
 // CHECK-NEXT:       linalg.yield %[[LS1]] : f32
 // CHECK-NEXT:     } -> tensor<?xf32>
 // acc += p V over (r, j, e), V read in bf16 and extended.

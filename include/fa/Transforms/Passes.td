@@ -168,6 +168,70 @@ def FAHostParallel : Pass<"fa-host-parallel", "::mlir::func::FuncOp"> {
   ];
 }
 
+def FAHostApproximateExp : Pass<"fa-host-approximate-exp"> {
+  let summary = "Rewrite f32 math.exp into a polynomial that vectorizes "
+                "(the host's softmax)";
+  let description = [{
+    Rewrites every f32 `math.exp` (scalar or vector) into MLIR's polynomial
+    approximation (`populateMathPolynomialApproximationPatterns`, Cephes'
+    exp: x = a + n ln 2 with n = round(x / ln 2), e^a by a degree-6
+    polynomial, 2^n from the exponent bits; relative error below 2^-22.5,
+    results below 2^-126 flushed to 0, exp(-inf) = 0, exp(0) = 1 exactly).
+    The host lowers math.exp to a call of `expf` per element, which LLVM
+    does not vectorize; the polynomial is arith and `math.fma` ops that
+    vectorize with the softmax loops. Other types and math ops are left as
+    they are.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def FAHostRegisterTile : Pass<"fa-host-register-tile", "::mlir::func::FuncOp"> {
+  let summary = "Compute the host's tile products (Q K^T, P V, the "
+                "backward's) with register-blocked vector FMAs";
+  let description = [{
+    On bufferized functions (memrefs): rewrites each `linalg.generic` that
+    is a contraction `C[m, n] += A . B` over one reduction dimension k (A
+    read at (m, k) or (k, m), B at (k, n) or (n, k), any float type up to
+    f32 extended to f32, C f32 with unit stride in its last dimension, the
+    body exactly `out + ext(a) * ext(b)`) into a GEMM micro-kernel. B is
+    packed into a new f32 [K, N] buffer: a vector at a time where its rows
+    are contiguous (checked at run time where the stride is dynamic; at
+    (n, k) with K a multiple of `lanes`, by `lanes` x `lanes` transposes
+    in registers), element by element otherwise. Each
+    block of `rows` x `cols` elements of C then stays in
+    `rows * cols / lanes` vector registers while the K loop broadcasts one
+    element of A per row and adds its product with `cols / lanes` vectors
+    of B (`vector.fma`). The rows and columns the blocks leave go in blocks
+    of fewer rows and vectors (half the block, then one). A `linalg.fill`
+    of C right before an in-order contraction becomes the blocks' initial
+    value.
+    Where N is not a multiple of `lanes` at run time, the fill and the
+    contraction run as they were (an `scf.if`). The sum over k is in order,
+    one fused multiply-add per term; where the sum is `reassoc` (Q K^T,
+    dO V^T), in chunks of 16 terms, each summed from zero and added to C in
+    order, which keeps its rounding error near that of the vectorized
+    reduction the loops had.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", /*default=*/"4",
+           "Rows of C per register block">,
+    Option<"cols", "cols", "int64_t", /*default=*/"16",
+           "Columns of C per register block (a multiple of lanes)">,
+    Option<"lanes", "lanes", "int64_t", /*default=*/"8",
+           "f32 lanes per vector (8: AVX2)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
   let summary = "Outline each fa.attention into one GPU kernel and its launch";
   let description = [{
