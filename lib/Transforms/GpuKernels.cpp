@@ -21,8 +21,9 @@ bool mlir::fa::isScoredForward(AttentionOp op) {
 // from shared memory feeds two mmas. D = 96: one m-tile and 64-key tiles
 // (128 keys spill). D = 128: with causal or window masks one m-tile and
 // 128-key tiles (half the loop trips and barriers of 64); without, two
-// m-tiles and 64-key tiles (with two stages, 4-8% faster although ptxas
-// spills 84 bytes on sm_90a). D = 256: one m-tile of 128 O registers,
+// m-tiles and 64-key tiles with two stages (1-3% faster than one stage,
+// 5-10% faster than 128 x 32 or 64 x 128, although ptxas spills 24 bytes
+// on sm_90a: docs/performance.md). D = 256: one m-tile of 128 O registers,
 // 64-key tiles. The scored path keeps one m-tile (its per-element terms,
 // bias loads, slope and region values, spill at two), and 32-key tiles
 // above D = 64.

@@ -349,13 +349,6 @@ LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
           unsupportedTileReason(blockQ.getInt(), blockKV.getInt());
       !why.empty())
     return kernel.emitOpError("fa-tile: ") << why;
-  // Two m-tiles per warp with Q read from shared memory (D = 128 without a
-  // mask) spill 60 bytes through this path where the builder's kernel
-  // spills none: they stay with convert-fa-to-nvvm's builder until the
-  // difference is found.
-  int64_t d = op.getQuery().getType().getDimSize(3);
-  if (blockQ.getInt() == 128 && 2 * d > 128)
-    return success();
   // The bias, slopes and captures must be kernel arguments (fa-fuse's
   // bufferization.to_tensor of each), and the seed one, to have a role in
   // the ABI.

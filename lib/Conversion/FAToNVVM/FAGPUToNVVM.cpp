@@ -65,6 +65,24 @@ AccCoords mlir::fa::nvvm::getAccCoords(KernelBuilder &kb, OpBuilder &b,
   return coords;
 }
 
+void RowwisePlacer::setInsertionPoint(OpBuilder &b, ValueRange operands) {
+  anchor = nullptr;
+  for (Value v : operands)
+    if (Operation *def = v.getDefiningOp())
+      if (Operation *inBlock = block->findAncestorOpInBlock(*def))
+        if (!anchor || anchor->isBeforeInBlock(inBlock))
+          anchor = inBlock;
+  if (!anchor)
+    return;
+  auto it = lastAfter.find(anchor);
+  b.setInsertionPointAfter(it == lastAfter.end() ? anchor : it->second);
+}
+
+void RowwisePlacer::placed(Operation *op) {
+  if (anchor)
+    lastAfter[anchor] = op;
+}
+
 void mlir::fa::nvvm::populateFAGPUTypeConversions(TypeConverter &converter) {
   converter.addConversion([](Type type) { return type; });
   converter.addConversion(
@@ -119,7 +137,20 @@ struct ElementwiseLowering : public ConversionPattern {
       for (ValueRange values : operands)
         if (int64_t(values.size()) != n)
           return rewriter.notifyMatchFailure(op, "mixed layouts");
+      // A tile scaled by row values (RowwisePlacer). A row value's own
+      // function (negf) stays where it is used.
+      bool rowwise = op->getNumOperands() > 1 &&
+                     llvm::any_of(op->getOperands(), [](Value v) {
+                       return v.getDefiningOp<fagpu::BroadcastRowsOp>();
+                     });
+      RowwisePlacer placer(rewriter.getInsertionBlock());
       for (int64_t i = 0; i < n; ++i) {
+        OpBuilder::InsertionGuard guard(rewriter);
+        SmallVector<Value> scalars;
+        for (ValueRange values : operands)
+          scalars.push_back(values[i]);
+        if (rowwise)
+          placer.setInsertionPoint(rewriter, scalars);
         // NVPTX has no libcall for log2: lg2.approx (2^-22 relative).
         if (isa<math::Log2Op>(op) && scalar.isF32()) {
           KernelBuilder kb(rewriter, op->getLoc(), scalar, 0);
@@ -127,11 +158,12 @@ struct ElementwiseLowering : public ConversionPattern {
           continue;
         }
         OperationState state(op->getLoc(), op->getName());
-        for (ValueRange values : operands)
-          state.addOperands(values[i]);
+        state.addOperands(scalars);
         state.addTypes(scalar);
         state.addAttributes(op->getAttrs());
-        results.push_back(rewriter.create(state)->getResult(0));
+        Operation *scalarOp = rewriter.create(state);
+        placer.placed(scalarOp);
+        results.push_back(scalarOp->getResult(0));
       }
     }
     rewriter.replaceOpWithMultiple(op, {results});
@@ -306,6 +338,49 @@ struct DimLowering : public OpConversionPattern<memref::DimOp> {
   }
   const KernelBinding &binding;
 };
+
+/// Moves each narrowed pair (KernelBuilder::pack: a two-element vector, its
+/// fptrunc and the bitcast to i32) to just before its first user in its
+/// block. to_operand lowers to every pack of P at once; rounded where each
+/// mma reads it instead, P's f32 and bf16 copies are not all live together
+/// and ptxas keeps two m-tiles of D = 128 at 128 x 64 in registers.
+void sinkPacksToFirstUse(Operation *fn) {
+  SmallVector<LLVM::BitcastOp> packs;
+  fn->walk([&](LLVM::BitcastOp cast) {
+    if (cast.getArg().getDefiningOp<LLVM::FPTruncOp>())
+      packs.push_back(cast);
+  });
+  for (LLVM::BitcastOp cast : packs) {
+    Block *block = cast->getBlock();
+    Operation *first = nullptr;
+    for (Operation *user : cast->getUsers()) {
+      Operation *inBlock = block->findAncestorOpInBlock(*user);
+      if (!inBlock) {
+        first = nullptr;
+        break;
+      }
+      if (!first || inBlock->isBeforeInBlock(first))
+        first = inBlock;
+    }
+    if (!first || first == cast->getNextNode())
+      continue;
+    // The pack's ops, each used only by the next: defined after its
+    // operands, so each can move down to `first`.
+    SmallVector<Operation *> chain{cast};
+    for (size_t i = 0; i < chain.size(); ++i)
+      for (Value operand : chain[i]->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && def->getBlock() == block && def->hasOneUse() &&
+            isa<LLVM::FPTruncOp, LLVM::InsertElementOp, LLVM::PoisonOp>(def))
+          chain.push_back(def);
+      }
+    llvm::sort(chain, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (Operation *op : chain)
+      op->moveBefore(first);
+  }
+}
 
 } // namespace
 
@@ -559,6 +634,7 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     auto wide = arith::IndexCastOp::create(lb, l, lb.getIndexType(), iv);
     iv.replaceAllUsesExcept(wide, wide);
   }
+  sinkPacksToFirstUse(fn);
   // The captures' tensors, whose elements are loads now.
   fn.walk([](bufferization::ToTensorOp op) {
     if (op->use_empty())

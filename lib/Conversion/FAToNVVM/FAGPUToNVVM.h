@@ -57,6 +57,27 @@ struct LaneIds {
 LaneIds getLaneIds(KernelBuilder &kb, OpBuilder &b, Location loc,
                    bool rebuilt = false);
 
+/// Places the per-row uses of row values (a rescale by alpha, the row sum's
+/// rescale) right after each row's value is computed, in the order they are
+/// asked for. The element-wise lowering would put them where the op is, all
+/// rows at once: with them row by row after their factor, ptxas keeps two
+/// m-tiles of D = 128 at 128 x 64 in registers (it spilled 24-48 bytes).
+class RowwisePlacer {
+public:
+  explicit RowwisePlacer(Block *block) : block(block) {}
+  /// Sets `b`'s insertion point after the last of `operands` computed in the
+  /// block (after what was placed there before); leaves it where it is
+  /// when none is.
+  void setInsertionPoint(OpBuilder &b, ValueRange operands);
+  /// Records `op` as the last placed after the same definition.
+  void placed(Operation *op);
+
+private:
+  Block *block;
+  Operation *anchor = nullptr;
+  DenseMap<Operation *, Operation *> lastAfter;
+};
+
 /// The converted types: a register tile's values (f32, i1, or i32 pairs of
 /// 16-bit operand elements), a shared tile's pointer, no value for a token.
 void populateFAGPUTypeConversions(TypeConverter &converter);

@@ -69,16 +69,20 @@ struct UpdateRowSumLowering
     ValueRange sum = adaptor.getSum(), scale = adaptor.getScale(),
                values = adaptor.getValues();
     SmallVector<Value> rows;
-    for (int64_t mt = 0; mt < int64_t(sum.size()) / 2; ++mt) {
-      Value partial[2] = {kb.cf(0.0), kb.cf(0.0)};
+    // Each sum is rescaled where its factor is computed (RowwisePlacer),
+    // and the values are added onto it.
+    RowwisePlacer placer(rewriter.getInsertionBlock());
+    for (int64_t i = 0; i < int64_t(sum.size()); ++i) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      placer.setInsertionPoint(rewriter, {sum[i], scale[i]});
+      rows.push_back(kb.fmul(sum[i], scale[i]));
+      placer.placed(rows.back().getDefiningOp());
+    }
+    for (int64_t mt = 0; mt < int64_t(sum.size()) / 2; ++mt)
       for (int64_t nt = 0; nt < nTiles; ++nt)
         for (int64_t e = 0; e < 4; ++e)
-          partial[e / 2] =
-              kb.fadd(partial[e / 2], values[(mt * nTiles + nt) * 4 + e]);
-      for (int64_t r = 0; r < 2; ++r)
-        rows.push_back(
-            kb.fadd(kb.fmul(sum[mt * 2 + r], scale[mt * 2 + r]), partial[r]));
-    }
+          rows[mt * 2 + e / 2] =
+              kb.fadd(rows[mt * 2 + e / 2], values[(mt * nTiles + nt) * 4 + e]);
     rewriter.replaceOpWithMultiple(op, {rows});
     return success();
   }

@@ -31,9 +31,20 @@
 // CHECK-NEXT: nvvm.barrier0
 // The row max across the quad: two butterfly shuffles per row.
 // CHECK: nvvm.shfl.sync  bfly
-// O += P V: V through ldmatrix.trans.
+// Each row's rescale factor, right after it the row's 16 O values and its
+// row sum (RowwisePlacer), then the next row's.
+// CHECK: [[ALPHA:%[0-9]+]] = math.exp2 %{{[0-9]+}} : f32
+// CHECK-NEXT: arith.mulf %arg{{[0-9]+}}, [[ALPHA]] : f32
+// CHECK-NEXT: arith.mulf %arg{{[0-9]+}}, [[ALPHA]] : f32
+// CHECK-COUNT-15: arith.mulf %arg{{[0-9]+}}, [[ALPHA]] : f32
+// CHECK-NEXT: math.exp2
+// O += P V: V through ldmatrix.trans; P's pairs are rounded to bf16 just
+// before the mma that reads them.
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
-// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK-COUNT-4: llvm.fptrunc {{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK-NEXT: [[P3:%[0-9]+]] = llvm.bitcast
+// CHECK-NEXT: nvvm.mma.sync A[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, [[P3]]]
+// CHECK-COUNT-63: nvvm.mma.sync
 // CHECK: scf.yield
 // The epilogue: O / l, lse = (m + lg2 l) ln 2.
 // CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;"
