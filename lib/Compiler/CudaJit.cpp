@@ -58,7 +58,6 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.blockQ = tile.blockQ;
   options.blockKV = tile.blockKV;
   options.kvStages = tile.kvStages;
-  options.kernelIR = tile.kernelIR;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -100,8 +99,6 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
               ";block-kv=" + std::to_string(tile.blockKV);
   if (tile.kvStages)
     target += ";kv-stages=" + std::to_string(tile.kvStages);
-  if (tile.kernelIR != kCudaKernelIRDefault)
-    target += std::string(";kernel-ir=") + (tile.kernelIR ? "1" : "0");
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

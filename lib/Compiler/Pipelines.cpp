@@ -96,10 +96,9 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   fuse.blockQ = options.blockQ;
   fuse.blockKV = options.blockKV;
   pm.addPass(createFAFuse(fuse));
-  // With kernel-ir, the kernel's CTA program in fagpu ops (the plain
-  // forward), whose copies fa-async-copy then rings.
-  if (options.kernelIR)
-    pm.addPass(createFATile());
+  // The kernel's CTA program in fagpu ops, whose copies fa-async-copy then
+  // rings.
+  pm.addPass(createFATile());
   FAAsyncCopyOptions asyncCopy;
   asyncCopy.stages = options.kvStages;
   pm.addPass(createFAAsyncCopy(asyncCopy));

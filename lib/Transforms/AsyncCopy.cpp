@@ -36,10 +36,12 @@ struct FAAsyncCopyPass
     // The shared memory each kernel now needs, for its launches.
     llvm::StringMap<int64_t> sharedBytes;
     for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
-      AttentionOp op = getOutlinedAttention(kernel);
+      // fa-tile's kernels, which copy synchronously (an outlined
+      // fa.attention fa-tile did not take is left to convert-fa-to-nvvm's
+      // error).
       bool synchronous = false;
       kernel.walk([&](fagpu::CopyOp) { synchronous = true; });
-      if (!op && !synchronous)
+      if (!synchronous)
         continue;
       auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
       auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);
@@ -55,13 +57,11 @@ struct FAAsyncCopyPass
         return signalPassFailure();
       }
       ForwardTile tile{blockQ.getInt(), blockKV.getInt()};
-      // fa-tile's kernels in fagpu ops take the plain path.
-      int64_t d =
-          op ? op.getQuery().getType().getDimSize(3)
-             : cast<MemRefType>(kernel.getArgumentTypes()[0]).getDimSize(3);
-      tile.kvStages = stages ? stages
-                             : defaultKVStages(op ? isScoredForward(op) : false,
-                                               d, tile.blockQ, tile.blockKV);
+      int64_t d = cast<MemRefType>(kernel.getArgumentTypes()[0]).getDimSize(3);
+      // The option, else the default fa-tile recorded for the variant.
+      auto recorded = kernel->getAttrOfType<IntegerAttr>(kKVStagesAttr);
+      tile.kvStages = stages ? int64_t(stages)
+                             : (recorded ? recorded.getInt() : int64_t(1));
       int64_t bytes = forwardSharedBytes(tile, d);
       if (maxShared && bytes > *maxShared) {
         kernel.emitOpError("fa-async-copy: ")
@@ -71,12 +71,10 @@ struct FAAsyncCopyPass
             << *maxShared;
         return signalPassFailure();
       }
-      if (!op) {
-        FailureOr<int64_t> ringed = ringForwardCopies(kernel, tile.kvStages);
-        if (failed(ringed))
-          return signalPassFailure();
-        bytes = *ringed;
-      }
+      FailureOr<int64_t> ringed = ringForwardCopies(kernel, tile.kvStages);
+      if (failed(ringed))
+        return signalPassFailure();
+      bytes = *ringed;
       kernel->setAttr(kKVStagesAttr,
                       Builder(&getContext()).getI64IntegerAttr(tile.kvStages));
       sharedBytes[kernel.getName()] = bytes;

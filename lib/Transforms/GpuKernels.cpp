@@ -50,17 +50,12 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op) {
 // still leave the CTAs per SM that registers allow. Elsewhere a second
 // stage costs a CTA per SM (64 x 128 at D = 128: 144 KB, 20% slower) or was
 // not faster.
-int64_t mlir::fa::defaultKVStages(bool scored, int64_t d, int64_t blockQ,
-                                  int64_t blockKV) {
-  bool twoStages = !scored && blockQ == 128 && blockKV == 64 && d <= 128;
-  return twoStages ? 2 : 1;
-}
-
 int64_t mlir::fa::defaultKVStages(AttentionOp op, int64_t blockQ,
                                   int64_t blockKV) {
-  return defaultKVStages(isScoredForward(op),
-                         op.getQuery().getType().getDimSize(3), blockQ,
-                         blockKV);
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  bool twoStages =
+      !isScoredForward(op) && blockQ == 128 && blockKV == 64 && d <= 128;
+  return twoStages ? 2 : 1;
 }
 
 std::string mlir::fa::unsupportedTileReason(int64_t blockQ, int64_t blockKV) {

@@ -333,6 +333,35 @@ void KernelTiler::build() {
     inner->erase();
 }
 
+/// Whether `op` reads Q, K and V from the kernel's arguments 0-2 and stores O
+/// and lse into 3 and 4 (fa-fuse's bufferization.to_tensor and
+/// materialize_in_destination), and reads its other operands (the bias,
+/// slopes and captures, the seed) from arguments too: each has a role in
+/// the ABI.
+bool isOutlinedAsFuse(gpu::GPUFuncOp kernel, AttentionOp op) {
+  Block &entry = kernel.getBody().front();
+  auto argument = [&](Value value) -> int64_t {
+    if (auto read = value.getDefiningOp<bufferization::ToTensorOp>())
+      value = read.getBuffer();
+    auto arg = dyn_cast<BlockArgument>(value);
+    return arg && arg.getOwner() == &entry ? int64_t(arg.getArgNumber()) : -1;
+  };
+  auto storedTo = [&](Value result) -> int64_t {
+    if (!result.hasOneUse())
+      return -1;
+    auto store = dyn_cast<bufferization::MaterializeInDestinationOp>(
+        *result.user_begin());
+    return store ? argument(store.getDest()) : -1;
+  };
+  auto isArgument = [&](Value value) { return !value || argument(value) >= 0; };
+  return argument(op.getQuery()) == 0 && argument(op.getKey()) == 1 &&
+         argument(op.getValue()) == 2 && storedTo(op.getOutput()) == 3 &&
+         (!op.getLse() || storedTo(op.getLse()) == 4) &&
+         isArgument(op.getBias()) && isArgument(op.getAlibiSlopes()) &&
+         isArgument(op.getDropoutSeed()) &&
+         llvm::all_of(op.getCaptures(), isArgument);
+}
+
 } // namespace
 
 LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
@@ -349,18 +378,18 @@ LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
           unsupportedTileReason(blockQ.getInt(), blockKV.getInt());
       !why.empty())
     return kernel.emitOpError("fa-tile: ") << why;
-  // The bias, slopes and captures must be kernel arguments (fa-fuse's
-  // bufferization.to_tensor of each), and the seed one, to have a role in
-  // the ABI.
-  auto isArgument = [](Value tensor) {
-    auto read = tensor ? tensor.getDefiningOp<bufferization::ToTensorOp>()
-                       : bufferization::ToTensorOp();
-    return !tensor || (read && isa<BlockArgument>(read.getBuffer()));
-  };
-  if (!isArgument(op.getBias()) || !isArgument(op.getAlibiSlopes()) ||
-      !llvm::all_of(op.getCaptures(), isArgument) ||
-      (op.getDropoutSeed() && !isa<BlockArgument>(op.getDropoutSeed())))
-    return success();
+  if (!isOutlinedAsFuse(kernel, op))
+    return op.emitOpError(
+        "fa-tile: the kernel's fa.attention must read its operands from the "
+        "kernel's arguments and store its results into them (Q, K, V, O and "
+        "lse first, as fa-fuse outlines it)");
+  // The variant's default K/V stages, for fa-async-copy (whose option
+  // overrides it).
+  if (!kernel->hasAttr(kKVStagesAttr))
+    kernel->setAttr(kKVStagesAttr,
+                    Builder(kernel.getContext())
+                        .getI64IntegerAttr(defaultKVStages(op, blockQ.getInt(),
+                                                           blockKV.getInt())));
   KernelTiler(kernel, op, blockQ.getInt(), blockKV.getInt()).build();
   return success();
 }

@@ -1,7 +1,9 @@
 // RUN: split-file %s %t
-// RUN: fa-opt %t/stages.mlir -fa-fuse -fa-async-copy=stages=5 -verify-diagnostics
-// RUN: fa-opt %t/shared.mlir -fa-fuse=chip=sm_80 -fa-async-copy=stages=3 -verify-diagnostics
-// RUN: fa-opt %t/untiled.mlir -fa-async-copy -verify-diagnostics
+// RUN: fa-opt %t/stages.mlir -fa-fuse -fa-tile -fa-async-copy=stages=5 -verify-diagnostics
+// RUN: fa-opt %t/shared.mlir -fa-fuse=chip=sm_80 -fa-tile -fa-async-copy=stages=3 -verify-diagnostics
+// A kernel of fa-tile's whose tile attributes were dropped.
+// RUN: fa-opt %t/stages.mlir -fa-fuse -fa-tile | sed -e 's/fa.block_kv = 64 : i64, //' | not fa-opt -fa-async-copy 2>&1 | FileCheck %s --check-prefix=UNTILED
+// UNTILED: error: 'gpu.func' op fa-async-copy: the kernel has no 'fa.block_q' and 'fa.block_kv' (outline it with fa-fuse)
 
 //--- stages.mlir
 func.func @f(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
@@ -16,18 +18,4 @@ func.func @f(%q: tensor<1x1x8x256xbf16>) -> tensor<1x1x8x256xbf16> {
   // expected-error @+1 {{'gpu.func' op fa-async-copy: 3 K/V stages of a 64 x 64 tile at D = 256 need 229376 bytes of shared memory; sm_80 gives a CTA 166912}}
   %o = fa.attention %q, %q, %q : tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16> -> tensor<1x1x8x256xbf16>
   return %o : tensor<1x1x8x256xbf16>
-}
-
-//--- untiled.mlir
-// A kernel written by hand, without fa-fuse's tile.
-module attributes {gpu.container_module} {
-  gpu.module @fa_kernels {
-    // expected-error @+1 {{'gpu.func' op fa-async-copy: the kernel has no 'fa.block_q' and 'fa.block_kv' (outline it with fa-fuse)}}
-    gpu.func @k(%q: memref<1x1x8x64xbf16>, %o: memref<1x1x8x64xbf16>) kernel {
-      %t = bufferization.to_tensor %q restrict : memref<1x1x8x64xbf16> to tensor<1x1x8x64xbf16>
-      %r = fa.attention %t, %t, %t : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
-      bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x1x8x64xbf16>, memref<1x1x8x64xbf16>) -> ()
-      gpu.return
-    }
-  }
 }

@@ -203,12 +203,6 @@ static cl::opt<int64_t> kvStagesOpt(
              "n + 1 .. n + 3 copied during tile n); 0: the tile's default (2 "
              "for the plain path's 128 x 64 tiles up to D = 128, else 1)"),
     cl::init(0), cl::cat(faCategory));
-static cl::opt<bool> kernelIROpt(
-    "kernel-ir",
-    cl::desc("On a GPU target, the forward kernel is written by fa-tile in "
-             "the kernel-level IR (fagpu) for the variants it takes; false: "
-             "by convert-fa-to-nvvm's builder (for A/Bs)"),
-    cl::init(mlir::fa::kCudaKernelIRDefault), cl::cat(faCategory));
 static cl::opt<bool> bwdPrefetchOpt(
     "bwd-prefetch",
     cl::desc("On a GPU target, --backward: the dK/dV kernel loads the next Q "
@@ -1062,8 +1056,8 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image = compileCudaKernel(
-        op, chip, {blockQOpt, blockKVOpt, kvStagesOpt, kernelIROpt});
+    FailureOr<CudaKernelImage> image =
+        compileCudaKernel(op, chip, {blockQOpt, blockKVOpt, kvStagesOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1317,9 +1311,8 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  std::shared_ptr<const rt::CachedKernel> cached =
-      getOrCompileCudaKernel(op, chip, compiledNow, error,
-                             {blockQOpt, blockKVOpt, kvStagesOpt, kernelIROpt});
+  std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
+      op, chip, compiledNow, error, {blockQOpt, blockKVOpt, kvStagesOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

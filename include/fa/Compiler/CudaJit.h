@@ -37,11 +37,9 @@ struct CudaKernelImage {
 };
 
 /// The forward kernel's tile and copy stages (fa-pipeline-cuda's block-q,
-/// block-kv and kv-stages; 0: the default for the op's D) and whether
-/// fa-tile writes it in the kernel-level IR (kernel-ir).
+/// block-kv and kv-stages; 0: the default for the op's D).
 struct CudaForwardTile {
   int64_t blockQ = 0, blockKV = 0, kvStages = 0;
-  bool kernelIR = kCudaKernelIRDefault;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

@@ -35,10 +35,6 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
 /// call them through ExecutionEngine.
 void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 
-/// Whether fa-pipeline-cuda writes the forward kernel in the kernel-level IR
-/// by default (its kernel-ir option, CudaForwardTile::kernelIR).
-inline constexpr bool kCudaKernelIRDefault = true;
-
 struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Target chip: sm_80, sm_90a, ..."),
@@ -59,12 +55,6 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "(FlashAttention-2's schedule) to 4 (tiles n + 1 .. "
                      "n + 3 copied during tile n); 0: the tile's default"),
       llvm::cl::init(0)};
-  Option<bool> kernelIR{
-      *this, "kernel-ir",
-      llvm::cl::desc("Forward kernel: written by fa-tile in the kernel-level "
-                     "IR (fagpu, docs/kernel-ir.md) for the variants it "
-                     "takes; false: convert-fa-to-nvvm's builder (for A/Bs)"),
-      llvm::cl::init(kCudaKernelIRDefault)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "

@@ -56,9 +56,6 @@ ForwardTile defaultForwardTile(AttentionOp op);
 /// The K/V stages a `blockQ x blockKV` tile of `op` gets unless told
 /// otherwise.
 int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV);
-/// The same for a kernel of head dim `d` on the scored path or not.
-int64_t defaultKVStages(bool scored, int64_t d, int64_t blockQ,
-                        int64_t blockKV);
 
 /// Why `blockQ x blockKV` is not a forward tile, or an empty string.
 std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);

@@ -4,16 +4,14 @@
 // four element types, and for the backward at D = 64 document ids and a
 // per-head table), but for the dq kernel at D = 128 on sm_90a (BWD90).
 // REQUIRES: ptxas
-// The forward is the builder's scored kernel (kernel-ir=0; by default it
-// takes the kernel-level IR, fagpu-map.mlir).
 // RUN: split-file %s %t
-// RUN: fa-opt %t/fwd-bf16-128.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/80.fwd-bf16-128.ptx
+// RUN: fa-opt %t/fwd-bf16-128.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/80.fwd-bf16-128.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.fwd-bf16-128.ptx -o %t/80.fwd-bf16-128.cubin 2>&1 | FileCheck %s --check-prefix=FWD
-// RUN: fa-opt %t/fwd-bf16-128.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/90a.fwd-bf16-128.ptx
+// RUN: fa-opt %t/fwd-bf16-128.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/90a.fwd-bf16-128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90a.fwd-bf16-128.ptx -o %t/90a.fwd-bf16-128.cubin 2>&1 | FileCheck %s --check-prefix=FWD
-// RUN: fa-opt %t/fwd-f16-64.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/80.fwd-f16-64.ptx
+// RUN: fa-opt %t/fwd-f16-64.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/80.fwd-f16-64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.fwd-f16-64.ptx -o %t/80.fwd-f16-64.cubin 2>&1 | FileCheck %s --check-prefix=FWD
-// RUN: fa-opt %t/fwd-f16-64.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/90a.fwd-f16-64.ptx
+// RUN: fa-opt %t/fwd-f16-64.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/90a.fwd-f16-64.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90a.fwd-f16-64.ptx -o %t/90a.fwd-f16-64.cubin 2>&1 | FileCheck %s --check-prefix=FWD
 // RUN: fa-opt %t/bwd-bf16-128.mlir -fa-pipeline-cuda=chip=sm_80 | %python %S/Inputs/ptx-of-binary.py > %t/80.bwd-bf16-128.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.bwd-bf16-128.ptx -o %t/80.bwd-bf16-128.cubin 2>&1 | FileCheck %s --check-prefix=BWD
@@ -46,13 +44,13 @@
 // BWD90-NEXT: Function properties
 // BWD90-NEXT: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
-// The captures follow the scored parameters (a pointer and a stride each,
-// two strides for the 2-D table); their elements are read through the
-// non-coherent cache (invariant loads).
+// The captures follow the plain forward's 24 parameters (a pointer and a
+// stride each, two strides for the 2-D table); their elements are read
+// through the non-coherent cache (invariant loads).
 // PTX: .visible .entry fa_forward_0(
-// PTX: .param .u64 .ptr .global .align 1 fa_forward_0_param_32,
-// PTX-NEXT: .param .u64 fa_forward_0_param_33,
-// PTX: .param .u64 fa_forward_0_param_40
+// PTX: .param .u64 .ptr .global .align 1 fa_forward_0_param_24,
+// PTX-NEXT: .param .u64 fa_forward_0_param_25,
+// PTX: .param .u64 fa_forward_0_param_32
 // PTX-NEXT: )
 // PTX-DAG: ld.global.nc.b32
 // PTX-DAG: ld.global.nc.b16

@@ -1,40 +1,33 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-async-copy -convert-fa-to-nvvm -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-async-copy -convert-fa-to-nvvm -split-input-file | FileCheck %s
 
 // Captures on the GPU: after the kernel's own parameters, per capture a
 // pointer and one i64 element stride per dim. tensor.extract in an inlined
-// region becomes address arithmetic and an invariant global load of the
-// element type; the regions' query and key arguments are clamped to
-// [0, Nq - 1] and [0, Nk - 1] first (ragged rows and keys read in bounds),
-// while the masks see the true key.
+// region (fagpu.map's body) becomes address arithmetic and an invariant
+// global load of the element type, at the region's query and key clamped
+// into [0, Nq - 1] and [0, Nk - 1] (ragged rows and keys read in bounds;
+// fagpu.mask masks the keys past Nk by their true position).
 
 // CHECK-LABEL: llvm.func @fa_forward_0(
-// The scored ABI's tail (slopes, batch stride), then doc (1-D) and tab (2-D).
-// CHECK-SAME: %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %[[DOC:[^:]+]]: !llvm.ptr<1>, %[[DS:[^:]+]]: i64, %[[TAB:[^:]+]]: !llvm.ptr<1>, %[[TS0:[^:]+]]: i64, %[[TS1:[^:]+]]: i64)
-// CHECK: %[[NQ1:.+]] = arith.subi %arg19, %{{.+}} : i32
-// CHECK: %[[NQM:.+]] = arith.maxsi %[[NQ1]], %{{.+}} : i32
-// CHECK: %[[LASTQ:.+]] = arith.index_cast %[[NQM]] : i32 to index
-// CHECK: %[[NK1:.+]] = arith.subi %arg20, %{{.+}} : i32
-// CHECK: %[[NKM:.+]] = arith.maxsi %[[NK1]], %{{.+}} : i32
-// CHECK: %[[LASTK:.+]] = arith.index_cast %[[NKM]] : i32 to index
+// The plain ABI (the kernel carries its scale), then doc (1-D) and tab (2-D).
+// CHECK-SAME: %{{.+}}: i32, %[[DOC:[^:]+]]: !llvm.ptr<1>, %[[DS:[^:]+]]: i64, %[[TAB:[^:]+]]: !llvm.ptr<1>, %[[TS0:[^:]+]]: i64, %[[TS1:[^:]+]]: i64)
 // CHECK: scf.for
+// CHECK: %[[I:.+]] = arith.minui %{{.+}}, %{{.+}} : index
+// CHECK: %[[J:.+]] = arith.minui %{{.+}}, %{{.+}} : index
 // score_mod: tab[h, j] (f16, extended by the region).
-// CHECK: %[[I:.+]] = arith.minsi %{{.+}}, %[[LASTQ]] : index
-// CHECK: %[[J:.+]] = arith.minsi %{{.+}}, %[[LASTK]] : index
-// CHECK: %[[H64:.+]] = arith.index_cast %{{.+}} : index to i64
-// CHECK: %[[O0:.+]] = arith.muli %[[H64]], %[[TS0]] : i64
+// CHECK: %[[O0:.+]] = arith.muli %{{.+}}, %[[TS0]] : i64
 // CHECK: %[[J64:.+]] = arith.index_cast %[[J]] : index to i64
 // CHECK: %[[O1:.+]] = arith.muli %[[J64]], %[[TS1]] : i64
 // CHECK: %[[OFF:.+]] = arith.addi %[[O0]], %[[O1]] : i64
 // CHECK: %[[P:.+]] = llvm.getelementptr %[[TAB]][%[[OFF]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
 // CHECK: %[[T:.+]] = llvm.load %[[P]] invariant : !llvm.ptr<1> -> f16
 // CHECK: arith.extf %[[T]] : f16 to f32
-// mask_mod: doc[i] == doc[j] (i32), and keys past Nk masked by the true key.
-// CHECK: arith.cmpi slt, %[[KEY:.+]], %arg20 : i32
-// CHECK: arith.minsi %{{.+}}, %[[LASTQ]] : index
-// CHECK: arith.minsi %{{.+}}, %[[LASTK]] : index
-// CHECK: arith.muli %{{.+}}, %[[DS]] : i64
-// CHECK: llvm.load %{{.+}} invariant : !llvm.ptr<1> -> i32
-// CHECK: llvm.load %{{.+}} invariant : !llvm.ptr<1> -> i32
+// mask_mod: doc[i] == doc[j] (i32).
+// CHECK: %[[I64:.+]] = arith.index_cast %[[I]] : index to i64
+// CHECK: %[[DI:.+]] = arith.muli %[[I64]], %[[DS]] : i64
+// CHECK: llvm.getelementptr %[[DOC]][%[[DI]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
+// CHECK: %[[DOCI:.+]] = llvm.load %{{.+}} invariant : !llvm.ptr<1> -> i32
+// CHECK: %[[DOCJ:.+]] = llvm.load %{{.+}} invariant : !llvm.ptr<1> -> i32
+// CHECK: arith.cmpi eq, %[[DOCI]], %[[DOCJ]] : i32
 func.func @forward(%q: tensor<?x8x?x64xbf16>, %doc: tensor<?xi32>, %tab: tensor<8x?xf16>) -> tensor<?x8x?x64xbf16> {
   %o = fa.attention %q, %q, %q captures(%doc, %tab : tensor<?xi32>, tensor<8x?xf16>) : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16> score_mod {
   ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, %cd: tensor<?xi32>, %ct: tensor<8x?xf16>):

@@ -1,20 +1,20 @@
-// fa-pipeline-cuda with kernel-ir: the forward kernels fa-tile writes in
+// fa-pipeline-cuda: the forward kernels fa-tile writes in
 // fagpu ops assemble with ptxas for sm_90a and sm_80 with no spills, at
 // the default tiles of D = 32, 64 (two stages), 96, 128 under a causal mask
 // and 256 with a window.
 // REQUIRES: ptxas
 // RUN: split-file %s %t
-// RUN: fa-opt %t/d32.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d32.ptx
+// RUN: fa-opt %t/d32.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d32.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d32.ptx -o %t/d32.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ptx
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d64.ptx -o %t/d64.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d64.80.ptx
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/d64.80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/d64.80.ptx -o %t/d64.80.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/d96.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d96.ptx
+// RUN: fa-opt %t/d96.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d96.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d96.ptx -o %t/d96.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/d128.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d128.ptx
+// RUN: fa-opt %t/d128.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d128.ptx -o %t/d128.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/d256.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=1" | %python %S/Inputs/ptx-of-binary.py > %t/d256.ptx
+// RUN: fa-opt %t/d256.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d256.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d256.ptx -o %t/d256.cubin 2>&1 | FileCheck %s
 // CHECK: Compiling entry function 'fa_forward_0'
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

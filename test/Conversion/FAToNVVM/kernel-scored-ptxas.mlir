@@ -1,24 +1,22 @@
 // The scored forward kernel (bias + ALiBi + score_mod; mask_mod) assembles
 // with ptxas for sm_80 and sm_90a at D = 64, 128 and 256 with no spills.
 // REQUIRES: ptxas
-// The builder's scored kernel (kernel-ir=0; by default these variants
-// take the kernel-level IR, fagpu-map.mlir).
 // RUN: split-file %s %t
-// RUN: fa-opt %t/bf16-128.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/90a.bf16-128.ptx
+// RUN: fa-opt %t/bf16-128.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/90a.bf16-128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90a.bf16-128.ptx -o %t/90a.bf16-128.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/bf16-128.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/80.bf16-128.ptx
+// RUN: fa-opt %t/bf16-128.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/80.bf16-128.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.bf16-128.ptx -o %t/80.bf16-128.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/f16-64.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/90a.f16-64.ptx
+// RUN: fa-opt %t/f16-64.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/90a.f16-64.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90a.f16-64.ptx -o %t/90a.f16-64.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/f16-64.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/80.f16-64.ptx
+// RUN: fa-opt %t/f16-64.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/80.f16-64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.f16-64.ptx -o %t/80.f16-64.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/f16-128-mask.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/90a.f16-128-mask.ptx
+// RUN: fa-opt %t/f16-128-mask.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/90a.f16-128-mask.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90a.f16-128-mask.ptx -o %t/90a.f16-128-mask.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/bf16-64-mask.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/80.bf16-64-mask.ptx
+// RUN: fa-opt %t/bf16-64-mask.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/80.bf16-64-mask.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.bf16-64-mask.ptx -o %t/80.bf16-64-mask.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/bf16-256.mlir -fa-pipeline-cuda="chip=sm_90a kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/90a.bf16-256.ptx
+// RUN: fa-opt %t/bf16-256.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/90a.bf16-256.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/90a.bf16-256.ptx -o %t/90a.bf16-256.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/bf16-256.mlir -fa-pipeline-cuda="chip=sm_80 kernel-ir=0" | %python %S/Inputs/ptx-of-binary.py > %t/80.bf16-256.ptx
+// RUN: fa-opt %t/bf16-256.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/80.bf16-256.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/80.bf16-256.ptx -o %t/80.bf16-256.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t/90a.bf16-128.ptx
 
@@ -26,11 +24,12 @@
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
 
-// The slope and bias loads, the score_mod's tanh, masks and the softmax.
+// The slope and bias loads (invariant: ld.global.nc), the score_mod's tanh,
+// masks and the softmax.
 // PTX: .target sm_90a
 // PTX: .visible .entry fa_forward_0(
-// PTX-DAG: ld.global.b32
-// PTX-DAG: ld.global.b16
+// PTX-DAG: ld.global.nc.b32
+// PTX-DAG: ld.global.nc.b16
 // PTX-DAG: rcp.approx.ftz.f32
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-DAG: ex2.approx
