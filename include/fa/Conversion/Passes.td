@@ -23,31 +23,26 @@ def ConvertFAToLinalg : Pass<"convert-fa-to-linalg"> {
 }
 
 def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
-  let summary = "Lower outlined fa.attention kernels and fa.attention_grad to "
-                "FA2-style mma.sync kernels (NVVM)";
+  let summary = "Lower fa-tile's forward kernels (fagpu ops) and "
+                "fa.attention_grad to NVVM";
   let description = [{
-    Replaces each forward kernel `fa-fuse` outlined (a `gpu.func` of
-    `gpu.module @fa_kernels` around one fa.attention) by an `llvm.func` of
-    the same name, and rewrites its launches' operands into that kernel's
-    ABI. The kernel: one CTA per (Q tile of `fa.block_q` rows, query head,
-    batch), 4 warps of 16 rows per m-tile (block-q / 64 m-tiles), K/V tiles
-    of `fa.block_kv` rows copied with cp.async into XOR-swizzled shared
-    memory in `fa.kv_stages` stages (1: FlashAttention-2's schedule, V(n)
-    during S and K(n + 1) during the softmax and P V; S > 1: a ring with
-    tiles n + 1 .. n + S - 1 in flight), ldmatrix + mma.sync m16n8k16 for
-    Q K^T and P V, and the online softmax on the accumulator fragments
-    (exp2, scale * log2(e) folded). Its ABI (`fa.kernel_abi`, a
+    Lowers each forward kernel `fa-tile` wrote in the kernel-level IR
+    (`fagpu` ops, docs/kernel-ir.md) op by op to an `llvm.func` of the same
+    name (cp.async, ldmatrix, mma.sync, shuffles), and rewrites its
+    launches' operands into that kernel's ABI (`fa.kernel_abi`, a
     `#fa.kernel_abi` on the llvm.func: include/fa/Runtime/KernelAbi.h): q,
     k, v, o, lse pointers; element strides (batch, head, row) of q, k, v, o
     and (batch, head) of lse (rows contiguous); Nq, Nk, Hq / Hkv, Hq, B
-    (i32); scale * log2(e) (f32); the scored path (ALiBi, bias, score_mod,
-    mask_mod, dropout) adds the bias pointer and strides (0 where it
-    broadcasts), the slopes pointer and batch stride, and the dropout seed;
-    then each capture's pointer and strides. Grid (tiles of Nq, Hq, B),
-    y and z folded where Hq or B exceeds 65535. The launches follow the
-    ABI: on the host, pointers come from
-    `memref.extract_aligned_pointer_as_index` plus the offset, strides from
-    `memref.extract_strided_metadata`, and the grid from the ABI's rule.
+    (i32); then, by the role `fa-tile` gave each further argument
+    (`fa.abi`), the bias pointer and strides (0 where it broadcasts), the
+    slopes pointer and batch stride, the dropout seed (i64), each capture's
+    pointer and strides. The kernel carries its scale. Grid (tiles of Nq,
+    Hq, B), y and z folded where Hq or B exceeds 65535. On the host,
+    pointers come from `memref.extract_aligned_pointer_as_index` plus the
+    offset, strides from `memref.extract_strided_metadata`, and the grid
+    from the ABI's rule. A kernel still holding its fa.attention is an
+    error: the reason where the GPU does not support the op, else that
+    `fa-tile` must run first.
 
     Each fa.attention_grad gets three kernels (FlashAttention-2's backward,
     deterministic, f32 accumulation), launched in this order with one ABI:
@@ -65,8 +60,8 @@ def ConvertFAToNVVM : Pass<"convert-fa-to-nvvm", "::mlir::ModuleOp"> {
     Supported, forward and backward: f16 and bf16; D = Dv in {32, 64, 96,
     128, 256} (at 256 the backward's dK/dV kernel makes two passes of 128
     columns); scale, causal (both alignments), window, softcap, GQA/MQA,
-    lse, and on the scored path ALiBi, bias (with dBias), dropout, score_mod
-    and mask_mod with captures. Anything else, or an fa.attention outside a
+    lse, ALiBi, bias (with dBias in the backward), dropout, score_mod and
+    mask_mod with captures. Anything else, or an fa.attention outside a
     kernel, is an error naming it.
   }];
   let options = [
