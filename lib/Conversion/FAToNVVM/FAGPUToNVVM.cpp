@@ -404,6 +404,16 @@ bool mlir::fa::nvvm::isFAGPUKernel(gpu::GPUFuncOp kernel) {
              .wasInterrupted();
 }
 
+SmallVector<std::string> mlir::fa::nvvm::getAbiRoles(gpu::GPUFuncOp kernel) {
+  SmallVector<std::string> roles;
+  for (unsigned i = 0, e = kernel.getNumArguments(); i < e; ++i) {
+    auto role = kernel.getArgAttrOfType<StringAttr>(i, kAbiRoleAttrName);
+    const char *positional[] = {"q", "k", "v", "o", "lse"};
+    roles.push_back(role ? role.str() : (i < 5 ? positional[i] : ""));
+  }
+  return roles;
+}
+
 FailureOr<LLVM::LLVMFuncOp>
 mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
                                  ::fa::runtime::KernelAbi &abi) {
@@ -411,14 +421,7 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   Location loc = kernel.getLoc();
   Block &body = kernel.getBody().front();
   unsigned numBuffers = body.getNumArguments();
-  // Each argument's role: its fa.abi attribute (fa-tile's), else q, k, v,
-  // o, lse in order.
-  SmallVector<std::string> roles;
-  for (unsigned i = 0; i < numBuffers; ++i) {
-    auto role = kernel.getArgAttrOfType<StringAttr>(i, kAbiRoleAttrName);
-    const char *positional[] = {"q", "k", "v", "o", "lse"};
-    roles.push_back(role ? role.str() : (i < 5 ? positional[i] : ""));
-  }
+  SmallVector<std::string> roles = getAbiRoles(kernel);
   auto isValid = [&](unsigned i) {
     Type type = body.getArgument(i).getType();
     return roles[i] == "seed" ? type.isInteger(64) : isa<MemRefType>(type);

@@ -97,6 +97,11 @@ void populateFAGPUElementwiseToNVVMPatterns(const TypeConverter &converter,
 /// Whether `kernel` is written in fagpu ops (and not an outlined fa.attention).
 bool isFAGPUKernel(gpu::GPUFuncOp kernel);
 
+/// Each argument's role in the kernel's ABI: its fa.abi attribute (fa-tile's:
+/// q, k, v, o, lse, bias, slopes, seed, capture<i>), else q, k, v, o, lse in
+/// order ("" past them).
+SmallVector<std::string> getAbiRoles(gpu::GPUFuncOp kernel);
+
 /// Lowers the fagpu kernel `kernel` (an attention forward: arguments Q, K,
 /// V, O and optionally lse) to the llvm.func `name`.nvvm; `abi` is its ABI
 /// (the forward's, less the scale, which the IR carries), `name` in its

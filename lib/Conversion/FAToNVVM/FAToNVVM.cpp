@@ -29,6 +29,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -328,24 +329,24 @@ struct ConvertFAToNVVMPass
     // Kernels in the kernel-level IR, lowered op by op.
     for (gpu::GPUFuncOp kernel : fagpuKernels) {
       std::string name = kernel.getName().str();
-      // fa-fuse's operands, by the role fa-tile gave each (fa.abi; else
-      // Q, K, V, O and lse in order).
+      // fa-fuse's operands, by the role fa-tile gave each.
       KernelArgs args;
-      args.q = 0, args.k = 1, args.v = 2, args.o = 3;
-      for (unsigned i = 4; i < kernel.getNumArguments(); ++i) {
-        auto role = kernel.getArgAttrOfType<StringAttr>(i, kAbiRoleAttrName);
-        StringRef name = role ? role.getValue() : (i == 4 ? "lse" : "");
+      for (auto [i, role] : llvm::enumerate(getAbiRoles(kernel))) {
+        StringRef r = role;
         unsigned capture = 0;
-        if (name == "lse")
-          args.lse = i;
-        else if (name == "bias")
-          args.bias = i;
-        else if (name == "slopes")
-          args.slopes = i;
-        else if (name == "seed")
-          args.seed = i;
-        else if (name.consume_front("capture") &&
-                 !name.getAsInteger(10, capture)) {
+        int64_t *slot = llvm::StringSwitch<int64_t *>(r)
+                            .Case("q", &args.q)
+                            .Case("k", &args.k)
+                            .Case("v", &args.v)
+                            .Case("o", &args.o)
+                            .Case("lse", &args.lse)
+                            .Case("bias", &args.bias)
+                            .Case("slopes", &args.slopes)
+                            .Case("seed", &args.seed)
+                            .Default(nullptr);
+        if (slot) {
+          *slot = i;
+        } else if (r.consume_front("capture") && !r.getAsInteger(10, capture)) {
           if (args.captures.size() <= capture)
             args.captures.resize(capture + 1, -1);
           args.captures[capture] = i;
