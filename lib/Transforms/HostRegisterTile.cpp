@@ -291,22 +291,20 @@ void MicroKernel::packElements(Value packed, Value k, Value n) {
 void MicroKernel::packRows(Value packed, Value rowsOfB, Value k, Value n) {
   Type elementType = cast<MemRefType>(c.b.getType()).getElementType();
   auto rowType = VectorType::get({lanes}, elementType);
-  scf::ForOp::create(b, loc, cst(0), k, cst(1), ValueRange{},
-                     [&](OpBuilder &ob, Location, Value kk, ValueRange) {
-                       scf::ForOp::create(
-                           ob, loc, cst(0), n, cst(lanes), ValueRange{},
-                           [&](OpBuilder &ib, Location, Value n0, ValueRange) {
-                             OpBuilder::InsertionGuard guard(b);
-                             b.setInsertionPoint(ib.getInsertionBlock(),
-                                                 ib.getInsertionPoint());
-                             Value row = toF32(vector::LoadOp::create(
-                                 b, loc, rowType, rowsOfB, ValueRange{kk, n0}));
-                             vector::StoreOp::create(b, loc, row, packed,
-                                                     ValueRange{kk, n0});
-                             scf::YieldOp::create(b, loc);
-                           });
-                       scf::YieldOp::create(ob, loc);
-                     });
+  // Row kk of B, lanes columns at a time, into row kk of the packed panel.
+  auto packRow = [&](OpBuilder &ob, Location, Value kk, ValueRange) {
+    auto copyChunk = [&](OpBuilder &ib, Location, Value n0, ValueRange) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+      Value row = toF32(
+          vector::LoadOp::create(b, loc, rowType, rowsOfB, ValueRange{kk, n0}));
+      vector::StoreOp::create(b, loc, row, packed, ValueRange{kk, n0});
+      scf::YieldOp::create(b, loc);
+    };
+    scf::ForOp::create(ob, loc, cst(0), n, cst(lanes), ValueRange{}, copyChunk);
+    scf::YieldOp::create(ob, loc);
+  };
+  scf::ForOp::create(b, loc, cst(0), k, cst(1), ValueRange{}, packRow);
 }
 
 void MicroKernel::packTransposed(Value packed, Value rowsOfB, Value k,
