@@ -144,6 +144,19 @@ bool mlir::fa::isKernelRegionOp(Operation *op) {
   return llvm::all_of(op->getResultTypes(), [](Type t) { return t.isF32(); });
 }
 
+std::string mlir::fa::unsupportedForwardReason(AttentionOp op) {
+  std::string reason = unsupportedShapeReason(op);
+  if (!reason.empty())
+    return reason;
+  for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),
+                              std::make_pair(&op.getMaskMod(), "mask_mod")}) {
+    reason = kernelRegionReason(*region, name);
+    if (!reason.empty())
+      return reason;
+  }
+  return "";
+}
+
 std::string mlir::fa::kernelRegionReason(Region &region, StringRef name) {
   if (region.empty())
     return "";

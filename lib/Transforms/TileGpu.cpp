@@ -26,19 +26,6 @@
 using namespace mlir;
 using namespace mlir::fa;
 
-bool mlir::fa::hasKernelIRForward(AttentionOp op) {
-  int64_t d = op.getQuery().getType().getDimSize(3);
-  int64_t dv = op.getValue().getType().getDimSize(3);
-  Type et = op.getElementType();
-  // Regions with ops no kernel lowers are left to convert-fa-to-nvvm,
-  // which names the op.
-  if (!kernelRegionReason(op.getScoreMod(), "score_mod").empty() ||
-      !kernelRegionReason(op.getMaskMod(), "mask_mod").empty())
-    return false;
-  return d == dv && (et.isF16() || et.isBF16()) &&
-         llvm::is_contained({32, 64, 96, 128, 256}, d);
-}
-
 namespace {
 
 class KernelTiler {
@@ -366,7 +353,9 @@ bool isOutlinedAsFuse(gpu::GPUFuncOp kernel, AttentionOp op) {
 
 LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
   AttentionOp op = getOutlinedAttention(kernel);
-  if (!op || !hasKernelIRForward(op))
+  // An op the GPU does not support is left to convert-fa-to-nvvm, which
+  // names the reason.
+  if (!op || !unsupportedForwardReason(op).empty())
     return success();
   auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
   auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);

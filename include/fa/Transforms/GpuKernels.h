@@ -13,6 +13,7 @@
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <optional>
 #include <string>
@@ -83,11 +84,32 @@ gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, StringRef chip);
 /// erasing the constant it replaces when nothing else uses it.
 void setDynamicSharedBytes(gpu::LaunchFuncOp launch, int64_t bytes);
 
-/// Whether fa-tile writes the forward kernel of `op` in the kernel-level IR
-/// (fagpu): the plain path (no per-score terms, softcap or dropout), f16 or
-/// bf16, D = Dv in 32, 64, 96, 128, 256. The others keep convert-fa-to-nvvm's
-/// builder for now.
-bool hasKernelIRForward(AttentionOp op);
+/// Why `op`'s element type and head dims (fa.attention or fa.attention_grad)
+/// have no GPU kernel, or an empty string. `dims`: the head dims its
+/// kernels take.
+template <typename OpT>
+std::string unsupportedShapeReason(OpT op, ArrayRef<int64_t> dims = {
+                                               32, 64, 96, 128, 256}) {
+  Type et = op.getElementType();
+  int64_t d = op.getQuery().getType().getDimSize(3);
+  int64_t dv = op.getValue().getType().getDimSize(3);
+  if (!et.isF16() && !et.isBF16())
+    return "element type must be f16 or bf16 on the GPU";
+  if (d != dv || !llvm::is_contained(dims, d)) {
+    std::string list;
+    for (int64_t x : dims)
+      list += (list.empty() ? "" : ", ") + std::to_string(x);
+    return "head dims must be equal and one of " + list +
+           " on the GPU (got D = " + std::to_string(d) +
+           ", Dv = " + std::to_string(dv) + ")";
+  }
+  return "";
+}
+
+/// Why `op` has no GPU forward kernel (its element type, head dims, or an
+/// op of its score_mod / mask_mod), or an empty string: fa-tile takes
+/// every other fa.attention, and convert-fa-to-nvvm reports this reason.
+std::string unsupportedForwardReason(AttentionOp op);
 
 /// Whether `op`, inside a score_mod / mask_mod / score_mod_grad region, can
 /// be inlined into a kernel: arith on scalars (but the divisions
@@ -100,8 +122,8 @@ bool isKernelRegionOp(Operation *op);
 std::string kernelRegionReason(Region &region, StringRef name);
 
 /// fa-tile's GPU flavour: rewrites the outlined forward kernel `kernel`
-/// (fa-fuse's) into the CTA's program in fagpu ops, when hasKernelIRForward;
-/// leaves it alone otherwise.
+/// (fa-fuse's) into the CTA's program in fagpu ops; leaves it alone where
+/// unsupportedForwardReason gives a reason.
 LogicalResult tileForwardKernel(gpu::GPUFuncOp kernel);
 
 /// fa-async-copy's ring: the synchronous tile copies of an fagpu forward

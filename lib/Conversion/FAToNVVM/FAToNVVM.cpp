@@ -44,20 +44,6 @@ using namespace mlir::fa::nvvm;
 
 namespace {
 
-/// Why the forward kernel cannot be built for `op`, or an empty string.
-std::string unsupportedForwardReason(AttentionOp op) {
-  std::string reason = unsupportedShapeReason(op);
-  if (!reason.empty())
-    return reason;
-  for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),
-                              std::make_pair(&op.getMaskMod(), "mask_mod")}) {
-    reason = kernelRegionReason(*region, name);
-    if (!reason.empty())
-      return reason;
-  }
-  return "";
-}
-
 /// Which argument of an outlined kernel each part of its fa.attention is
 /// (-1 when the op has none).
 struct KernelArgs {

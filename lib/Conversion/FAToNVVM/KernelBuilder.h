@@ -414,28 +414,6 @@ private:
   Value placeHeads;
 };
 
-/// Why `op`'s element type and head dims (fa.attention or fa.attention_grad)
-/// have no GPU kernel, or an empty string. `dims`: the head dims its
-/// kernels take.
-template <typename OpT>
-std::string unsupportedShapeReason(OpT op, ArrayRef<int64_t> dims = {
-                                               32, 64, 96, 128, 256}) {
-  Type et = op.getElementType();
-  int64_t d = op.getQuery().getType().getDimSize(3);
-  int64_t dv = op.getValue().getType().getDimSize(3);
-  if (!et.isF16() && !et.isBF16())
-    return "element type must be f16 or bf16 on the GPU";
-  if (d != dv || !llvm::is_contained(dims, d)) {
-    std::string list;
-    for (int64_t x : dims)
-      list += (list.empty() ? "" : ", ") + std::to_string(x);
-    return "head dims must be equal and one of " + list +
-           " on the GPU (got D = " + std::to_string(d) +
-           ", Dv = " + std::to_string(dv) + ")";
-  }
-  return "";
-}
-
 /// Whether `op` has per-score terms (ALiBi, bias, score_mod, mask_mod): the
 /// kernels' scored path.
 template <typename OpT> bool hasScoreTerms(OpT op) {
