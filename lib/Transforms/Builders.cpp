@@ -82,7 +82,7 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
                            const ScoreVariant &variant, Value dot, Value bias,
                            Value slope, const ScorePositions &pos,
                            Value *derivative, Region *scoreModGrad,
-                           bool wrtBias) {
+                           bool wrtBias, bool unscaled) {
   Type f32 = b.getF32Type();
   Value s;
   if (!variant.softcap)
@@ -92,7 +92,7 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
   // and the masks act on its derivative.
   Value ds;
   if (derivative)
-    ds = f32Const(b, loc, wrtBias ? 1.0 : variant.scale);
+    ds = f32Const(b, loc, wrtBias || unscaled ? 1.0 : variant.scale);
   if (variant.softcap) {
     // cap tanh(scale dot / cap): one multiply by scale / cap, no division.
     double capValue = variant.softcap.getValueAsDouble();

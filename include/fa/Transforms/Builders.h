@@ -102,11 +102,13 @@ struct ScorePositions {
 /// `variant.captures`. With `derivative`, also
 /// sets it to d score / d dot, or with `wrtBias` to d score / d bias (0
 /// where masked); a variant with a score_mod then needs `scoreModGrad`, the
-/// region of its derivative.
+/// region of its derivative. `unscaled` leaves the scale out of d score /
+/// d dot (d score / d (scale * dot)): the GPU kernels apply it once per
+/// output.
 Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
                  Value dot, Value bias, Value slope, const ScorePositions &pos,
                  Value *derivative = nullptr, Region *scoreModGrad = nullptr,
-                 bool wrtBias = false);
+                 bool wrtBias = false, bool unscaled = false);
 
 /// Dropout of probability (b, h, i, j): 0 when dropped, 1 / (1 - p) when
 /// kept (f32). Philox4x32-10 with key (seed low, seed high) on the counter

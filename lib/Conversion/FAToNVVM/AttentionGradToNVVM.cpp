@@ -52,6 +52,8 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -271,14 +273,27 @@ private:
   void maskScores(Tiles &s, Value needMask,
                   function_ref<Value(int64_t nt, int64_t e)> keep);
 
-  /// The scored path's terms of (batch, head): its slope (loaded here), the
-  /// bias's type, score_mod, the regions' index arguments.
+  /// The scored path's values of one (b, h): the f32 ALiBi slope (or null),
+  /// b and h as index (the regions' first arguments), Nk - Nq (i32 and
+  /// index).
+  struct ScoreTerms {
+    Value slope, idxB, idxH, diag, idxDiag;
+  };
+  /// The scored path's terms of (batch, head), its slope loaded here.
   ScoreTerms scoreTerms(const Args &a, Value batch, Value head);
+  /// One element's score as buildScore defines it (the host's and the
+  /// forward's definition), built once as a detached block for
+  /// inlineRegionValues to inline per element: arguments (dot, bias if any,
+  /// slope if any, Nk - Nq, b, h, i, j, captures...), positions as index;
+  /// yields the score and, where it is not 1, its derivative factor: with
+  /// `withSoftcap` d score / d (scale * dot) (the scale is applied once per
+  /// output), else d score / d bias (dBias). No masks: keepScored's.
+  std::unique_ptr<Region> buildScoreFunction(bool withSoftcap);
   /// Query and key (i32) of element (nt, e) of a score tile.
   using Place = function_ref<std::pair<Value, Value>(int64_t nt, int64_t e)>;
   /// The scored path: the dot products `s` become natural-domain scores
-  /// (KernelBuilder::scoredScore; the bias of element (nt, e) at query i and
-  /// key j read from `biasAddress(nt, e, i, j)`). Returns each score's
+  /// (buildScoreFunction; the bias of element (nt, e) at query i and key j
+  /// read from `biasAddress(nt, e, i, j)`). Returns each score's
   /// derivative factor, softcap's 1 - tanh^2 (`withSoftcap`) times
   /// score_mod_grad, or nothing when that is 1.
   Tiles scoreScored(
@@ -525,48 +540,90 @@ void GradKernelBuilder::storeRows(const Tiles &acc, Value base, Value rowStride,
   }
 }
 
-KernelBuilder::ScoreTerms
+GradKernelBuilder::ScoreTerms
 GradKernelBuilder::scoreTerms(const Args &a, Value batch, Value head) {
   ScoreTerms terms;
-  terms.scale = op.getScaleOrDefault();
-  terms.softcap = softcap;
   if (op.getAlibiSlopes()) {
     Value at = add(mul(ext64(batch), a.slopesStride), ext64(head));
     terms.slope = LLVM::LoadOp::create(b, loc, f32, gep(a.slopes, at, f32));
   }
-  terms.biasType = biasEt;
-  terms.scoreMod = op.getScoreMod().empty() ? nullptr : &op.getScoreMod();
   terms.idxB = toIndex(batch);
   terms.idxH = toIndex(head);
   terms.diag = sub(a.nk, a.nq);
+  terms.idxDiag = toIndex(terms.diag);
   return terms;
+}
+
+std::unique_ptr<Region>
+GradKernelBuilder::buildScoreFunction(bool withSoftcap) {
+  auto region = std::make_unique<Region>();
+  Block *block = new Block;
+  region->push_back(block);
+  Type index = b.getIndexType();
+  Value dot = block->addArgument(f32, loc);
+  Value bias, slope;
+  if (biasEt)
+    bias = block->addArgument(biasEt, loc);
+  if (op.getAlibiSlopes())
+    slope = block->addArgument(f32, loc);
+  Value diag = block->addArgument(index, loc);
+  // (b, h, i, j) last: inlineRegion clamps the final two (query, key) into
+  // range where there are captures. Ragged rows and keys then compute with
+  // the last one's ALiBi distance as well; their scores are masked or not
+  // stored (as in the forward's fagpu.map).
+  ScorePositions pos;
+  pos.batch = block->addArgument(index, loc);
+  pos.head = block->addArgument(index, loc);
+  pos.query = block->addArgument(index, loc);
+  pos.key = block->addArgument(index, loc);
+  ScoreVariant variant = ScoreVariant::get(op, op.getScaleOrDefault());
+  // The masks are keepScored's, on the tiles that need them.
+  variant.causal = {};
+  variant.window = {};
+  variant.maskMod = nullptr;
+  variant.captures.clear();
+  for (Type type : op.getCaptures().getTypes())
+    variant.captures.push_back(block->addArgument(type, loc));
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(block);
+  pos.queryAligned = arith::AddIOp::create(b, loc, pos.query, diag);
+  Region *scoreModGrad =
+      op.getScoreModGrad().empty() ? nullptr : &op.getScoreModGrad();
+  bool derivative = scoreModGrad || (withSoftcap && softcap);
+  Value ds;
+  Value s = buildScore(b, loc, variant, dot, bias, slope, pos,
+                       derivative ? &ds : nullptr, scoreModGrad,
+                       /*wrtBias=*/!withSoftcap, /*unscaled=*/true);
+  SmallVector<Value, 2> yielded = {s};
+  if (ds)
+    yielded.push_back(ds);
+  mlir::fa::YieldOp::create(b, loc, yielded);
+  return region;
 }
 
 KernelBuilder::Tiles GradKernelBuilder::scoreScored(
     Tiles &s, const ScoreTerms &terms, Place place,
     function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
     bool withSoftcap) {
-  bool capDeriv = withSoftcap && softcap;
-  bool modDeriv = !op.getScoreModGrad().empty();
-  Tiles deriv(capDeriv || modDeriv ? s.size() : 0);
+  std::unique_ptr<Region> score = buildScoreFunction(withSoftcap);
+  bool hasDerivative = score->front().getTerminator()->getNumOperands() == 2;
+  Tiles deriv(hasDerivative ? s.size() : 0);
   for (int64_t nt = 0; nt < int64_t(s.size()); ++nt)
     for (int64_t e = 0; e < 4; ++e) {
       auto [i, j] = place(nt, e);
-      Value th, pre;
-      s[nt][e] = scoredScore(
-          terms, s[nt][e], i, j, [&] { return biasAddress(nt, e, i, j); },
-          capDeriv ? &th : nullptr, modDeriv ? &pre : nullptr);
-      Value factor;
-      if (capDeriv)
-        factor = fsub(cf(1.0), fmul(th, th));
-      if (modDeriv) {
-        Value g =
-            inlineRegion(op.getScoreModGrad(),
-                         {pre, terms.idxB, terms.idxH, toIndex(i), toIndex(j)});
-        factor = factor ? fmul(factor, g) : g;
-      }
-      if (factor)
-        deriv[nt].push_back(factor);
+      SmallVector<Value, 8> args = {s[nt][e]};
+      if (biasEt)
+        args.push_back(
+            LLVM::LoadOp::create(b, loc, biasEt, biasAddress(nt, e, i, j)));
+      if (terms.slope)
+        args.push_back(terms.slope);
+      args.append(
+          {terms.idxDiag, terms.idxB, terms.idxH, toIndex(i), toIndex(j)});
+      SmallVector<Value, 2> values = inlineRegionValues(*score, args);
+      s[nt][e] = values[0];
+      if (hasDerivative)
+        deriv[nt].push_back(values[1]);
     }
   return deriv;
 }

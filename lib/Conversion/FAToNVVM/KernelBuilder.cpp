@@ -609,38 +609,6 @@ Value KernelBuilder::tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ,
                   : arith::ConstantIntOp::create(b, loc, 0, 1).getResult();
 }
 
-Value KernelBuilder::scoredScore(const ScoreTerms &terms, Value dot, Value row,
-                                 Value key, function_ref<Value()> biasAddress,
-                                 Value *tanh, Value *preMod) {
-  Value x = dot;
-  if (terms.softcap) {
-    Value th = accurateTanh(fmul(x, cf(terms.scale / *terms.softcap)));
-    if (tanh)
-      *tanh = th;
-    x = fmul(th, cf(*terms.softcap));
-  } else {
-    x = fmul(x, cf(terms.scale));
-  }
-  if (terms.slope) {
-    Value dist = sub(add(row, terms.diag), key);
-    dist = maxs(dist, sub(c32(0), dist));
-    Value distF = arith::SIToFPOp::create(b, loc, f32, dist);
-    x = fsub(x, fmul(terms.slope, distF));
-  }
-  if (terms.biasType) {
-    Value v = LLVM::LoadOp::create(b, loc, terms.biasType, biasAddress());
-    if (!terms.biasType.isF32())
-      v = arith::ExtFOp::create(b, loc, f32, v);
-    x = fadd(x, v);
-  }
-  if (preMod)
-    *preMod = x;
-  if (terms.scoreMod)
-    x = inlineRegion(*terms.scoreMod,
-                     {x, terms.idxB, terms.idxH, toIndex(row), toIndex(key)});
-  return x;
-}
-
 Value KernelBuilder::keepScored(const Masks &masks, Region *maskMod, Value idxB,
                                 Value idxH, Value row, Value key, Value nk,
                                 Value diag, bool checkBound) {
@@ -682,7 +650,8 @@ void KernelBuilder::bindCaptures(const AbiArgs &args, TypeRange captureTypes,
   lastKey = toIndex(maxs(sub(nk, c32(1)), c32(0)));
 }
 
-Value KernelBuilder::inlineRegion(Region &region, ValueRange args) {
+SmallVector<Value, 2> KernelBuilder::inlineRegionValues(Region &region,
+                                                        ValueRange args) {
   Block &block = region.front();
   IRMapping map;
   SmallVector<Value> given(args);
@@ -730,7 +699,10 @@ Value KernelBuilder::inlineRegion(Region &region, ValueRange args) {
     else
       b.clone(inner, map);
   }
-  return map.lookup(block.getTerminator()->getOperand(0));
+  SmallVector<Value, 2> values;
+  for (Value v : block.getTerminator()->getOperands())
+    values.push_back(map.lookup(v));
+  return values;
 }
 
 Value KernelBuilder::lowerScalarMath(Operation *op, ValueRange x) {

@@ -24,7 +24,6 @@
 #include "mlir/IR/Builders.h"
 
 #include <array>
-#include <optional>
 #include <string>
 
 namespace mlir::fa::nvvm {
@@ -337,28 +336,6 @@ public:
   /// so that the bounds' i32 arithmetic cannot overflow.
   Value windowSize(int64_t size);
 
-  /// The scored path's terms of one (b, h): what the forward and the
-  /// backward kernels add to each dot product, in the dialect's order.
-  struct ScoreTerms {
-    double scale = 1.0;
-    std::optional<double> softcap;
-    /// The f32 ALiBi slope of this (b, h), or null.
-    Value slope;
-    /// The bias's element type (f16, bf16, f32), or null without a bias.
-    Type biasType;
-    /// The op's score_mod region, or null.
-    Region *scoreMod = nullptr;
-    /// b and h as index (the regions' first arguments), and Nk - Nq (i32).
-    Value idxB, idxH, diag;
-  };
-  /// The score of `dot` for query `row` and key `key` (i32) in the natural
-  /// domain: scale (or softcap), ALiBi, bias (loaded from `biasAddress()`,
-  /// which the caller keeps in bounds), score_mod. `tanh` gets softcap's
-  /// tanh and `preMod` the score before score_mod, where asked for (the
-  /// backward's derivatives).
-  Value scoredScore(const ScoreTerms &terms, Value dot, Value row, Value key,
-                    function_ref<Value()> biasAddress, Value *tanh = nullptr,
-                    Value *preMod = nullptr);
   /// keepKey(...) and, with a mask_mod region, its value at (b, h, row, key).
   Value keepScored(const Masks &masks, Region *maskMod, Value idxB, Value idxH,
                    Value row, Value key, Value nk, Value diag, bool checkBound);
@@ -368,7 +345,11 @@ public:
   /// libcall-free lowering for become PTX instructions; tensor.extract on a
   /// capture becomes a load of the element bindCaptures bound (the regions'
   /// last two `args`, query and key, then clamped into range).
-  Value inlineRegion(Region &region, ValueRange args);
+  Value inlineRegion(Region &region, ValueRange args) {
+    return inlineRegionValues(region, args).front();
+  }
+  /// inlineRegion of a region that yields several values: all of them.
+  SmallVector<Value, 2> inlineRegionValues(Region &region, ValueRange args);
 
   /// The op's captures (`captures`: their tensor types) as kernel
   /// parameters, after the kernel's own: per capture its pointer and one

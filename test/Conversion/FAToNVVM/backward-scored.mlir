@@ -13,8 +13,9 @@
 // CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 0, params = {{\[}}{{.+}}, Nq : i32, Nk : i32, group : i32, Hq : i32, Hkv : i32, B : i32, scale_log2 : f32, scale : f32, bias : ptr, stride(bias, 0) : i64, stride(bias, 1) : i64, stride(bias, 2) : i64, stride(bias, 3) : i64, slopes : ptr, stride(slopes, 0) : i64, dbias : ptr, stride(dbias, 0) : i64, stride(dbias, 1) : i64, stride(dbias, 2) : i64, stride(dbias, 3) : i64]>
 
 // dkdv: Q tiles of 32 rows (the scored path at D = 64); the slope of each
-// query head of the group; S^T's scores in the natural domain: scale, ALiBi,
-// the bias at (query clamped to Nq - 1, key), score_mod; masks on tiles that
+// query head of the group; S^T's scores in the natural domain (buildScore's,
+// after the bias load at (query clamped to Nq - 1, key)): scale, ALiBi,
+// the bias, score_mod; masks on tiles that
 // cross Nq; P^T with log2(e) in the fma; dS^T takes score_mod_grad's value,
 // 0 where P is 0.
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
@@ -31,18 +32,20 @@
 // CHECK-COUNT-16: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: scf.if %{{.+}} -> (i32, i32,
-// CHECK: %[[SCALE:.+]] = arith.constant 1.250000e-01 : f32
-// CHECK: arith.mulf %{{.+}}, %[[SCALE]] : f32
-// CHECK: %[[DIST:.+]] = arith.sitofp %{{.+}} : i32 to f32
-// CHECK: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[DIST]] : f32
-// CHECK: arith.subf %{{.+}}, %[[ALIBI]] : f32
 // CHECK: arith.minsi
 // CHECK: arith.muli %{{.+}}, %[[SI]] : i64
 // CHECK: %[[B:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f16
+// CHECK: %[[SCALE:.+]] = arith.constant 1.250000e-01 : f32
+// CHECK: arith.mulf %{{.+}}, %[[SCALE]] : f32
+// CHECK: %[[DIST:.+]] = arith.sitofp %{{.+}} : i32 to f32
+// CHECK: %[[ABS:.+]] = llvm.intr.fabs(%[[DIST]]) : (f32) -> f32
+// CHECK: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[ABS]] : f32
+// CHECK: arith.subf %{{.+}}, %[[ALIBI]] : f32
 // CHECK: arith.extf %[[B]] : f16 to f32
 // CHECK: %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
 // CHECK: arith.mulf %{{.+}}, %[[HALF]] : f32
-// CHECK: %[[GRAD:.+]] = arith.constant 5.000000e-01 : f32
+// CHECK: %[[GRADC:.+]] = arith.constant 5.000000e-01 : f32
+// CHECK: %[[GRAD:.+]] = arith.mulf %{{.+}}, %[[GRADC]] : f32
 // CHECK: arith.select
 // CHECK: %[[LOG2E:.+]] = arith.constant 1.44269502 : f32
 // CHECK: math.fma %{{.+}}, %[[LOG2E]], %{{.+}} : f32
