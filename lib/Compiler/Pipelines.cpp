@@ -96,9 +96,10 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   fuse.blockQ = options.blockQ;
   fuse.blockKV = options.blockKV;
   pm.addPass(createFAFuse(fuse));
-  // The kernel's CTA program in fagpu ops, whose copies fa-async-copy then
-  // rings.
+  // The kernel's CTA program in fagpu ops, its softmax in one pass over
+  // K/V, whose copies fa-async-copy then rings.
   pm.addPass(createFATile());
+  pm.addPass(createFAOnlineSoftmax());
   FAAsyncCopyOptions asyncCopy;
   asyncCopy.stages = options.kvStages;
   pm.addPass(createFAAsyncCopy(asyncCopy));

@@ -11,6 +11,7 @@
 #include "fa/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::fa {
@@ -43,6 +44,14 @@ struct FAAsyncCopyPass
       kernel.walk([&](fagpu::CopyOp) { synchronous = true; });
       if (!synchronous)
         continue;
+      bool twoPass = false;
+      kernel.walk(
+          [&](scf::ForOp loop) { twoPass |= loop->hasAttr(kRowMaxLoopAttr); });
+      if (twoPass) {
+        kernel.emitOpError("fa-async-copy: the kernel still has fa-tile's "
+                           "two softmax loops (run fa-online-softmax first)");
+        return signalPassFailure();
+      }
       auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
       auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);
       if (!blockQ || !blockKV) {

@@ -124,7 +124,7 @@ SmallVector<Value> Tiler::build() {
             });
         scf::YieldOp::create(lb, l, m);
       });
-  maxLoop->setAttr(kRowMaxLoopAttr, b.getUnitAttr());
+  maxLoop->setAttr(kRowMaxLoopAttr, b.getStringAttr("exp"));
   Value rowMax = maxLoop.getResult(0);
 
   // Pass 2: l = sum_j exp(s - m), acc = sum_j exp(s - m) v_j.

@@ -5,14 +5,17 @@
 // query tile), the Q tile and each K/V tile copied into shared memory
 // (synchronously: fa-async-copy makes the copies asynchronous and rings the
 // buffers), S = Q K^T and O += P V on tensor cores, the variant's masks on
-// the tiles that cross a mask edge, the online softmax in the log2 domain
-// on the accumulator fragments, and the epilogue (O / l, lse).
+// the tiles that cross a mask edge, the softmax in the log2 domain on the
+// accumulator fragments as two passes over the K/V tiles (row max, then row
+// sum and P V: fa-online-softmax fuses them, as on the host), and the
+// epilogue (O / l, lse).
 //
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "fa/Transforms/Builders.h"
 #include "fa/Transforms/GpuKernels.h"
+#include "fa/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -179,83 +182,94 @@ void KernelTiler::build() {
   RankedTensorType accS = tile(blockKV, acc), accO = tile(d, acc);
   RankedTensorType rowT = rowsType(rows), partialT = rowsType(partial);
   Value ninf = splat(rowT, negInf), zeroRows = splat(rowT, 0.0);
-  Value inits[] = {ninf, splat(partialT, 0.0), splat(accO, 0.0)};
   Value scaleRows = splat(rowT, scaleLog2), scaleTile = splat(accS, scaleLog2);
-  auto loop = scf::ForOp::create(
-      b, loc, keys.getBegin(), keys.getEnd(), cBlockKV, inits,
+  // One K/V tile's scores (and its copies): the dot products, the score
+  // terms, then the masks. Marked for fa-online-softmax, which fuses the
+  // two loops below on it.
+  auto scoreTile = [&](Value kv0, bool withV) -> Value {
+    fagpu::CopyOp::create(b, loc, k, batch, headKV, kv0, nk, sK, c0);
+    if (withV)
+      fagpu::CopyOp::create(b, loc, v, batch, headKV, kv0, nk, sV, c0);
+    Value s = fagpu::MmaOp::create(b, loc, accS, qA, sK, c0, Value(),
+                                   /*b_transposed=*/true);
+    if (scored) {
+      auto map = fagpu::MapOp::create(b, loc, accS, ValueRange{s}, q0, kv0);
+      OpBuilder::InsertionGuard guard(b);
+      Block &body = map.getBody().front();
+      b.setInsertionPointToStart(&body);
+      Value i = body.getArgument(1), j = body.getArgument(2);
+      if (bias || !captureBuffers.empty()) {
+        // Rows and keys past Nq and Nk (of a ragged last tile) read the
+        // last one's bias and captures, never past the buffers; their
+        // scores are masked or not stored.
+        Value c1 = index(1);
+        i = arith::MinUIOp::create(b, loc, i,
+                                   arith::SubIOp::create(b, loc, nq, c1));
+        j = arith::MinUIOp::create(b, loc, j,
+                                   arith::SubIOp::create(b, loc, nk, c1));
+      }
+      ScorePositions pos{batch, head, i, j,
+                         arith::AddIOp::create(
+                             b, loc, i, arith::SubIOp::create(b, loc, nk, nq))};
+      Value biasValue;
+      if (bias)
+        biasValue = memref::LoadOp::create(
+            b, loc, bias,
+            ValueRange{broadcastIndex(bias, 0, batch),
+                       broadcastIndex(bias, 1, head),
+                       broadcastIndex(bias, 2, i), broadcastIndex(bias, 3, j)});
+      Value x = buildScore(b, loc, variant, body.getArgument(0), biasValue,
+                           slope, pos);
+      fagpu::YieldOp::create(b, loc, x);
+      s = map.getResult();
+    }
+    // Masks (keys past Nk, causal, window) only on tiles that cross an
+    // edge: the test is the same for the whole CTA.
+    Value cut =
+        fagpu::TileNeedsMaskOp::create(b, loc, b.getI1Type(), q0, kv0, nq, nk,
+                                       blockQ, blockKV, causal, window);
+    auto masked = scf::IfOp::create(b, loc, accS, cut, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(masked.thenBlock());
+    Value x =
+        fagpu::MaskOp::create(b, loc, accS, s, q0, kv0, nq, nk, causal, window);
+    scf::YieldOp::create(b, loc, x);
+    b.setInsertionPointToStart(masked.elseBlock());
+    scf::YieldOp::create(b, loc, s);
+    masked->setAttr(kSoftmaxScoresAttr, b.getUnitAttr());
+    return masked.getResult(0);
+  };
+
+  // The softmax in two passes over the K/V tiles, in the log2 domain:
+  // m = max_j c s (the scale c is positive, so it commutes with max), then
+  // p = exp2(c s - m) as one fma, l = sum_j p and acc = sum_j p V.
+  auto maxLoop = scf::ForOp::create(
+      b, loc, keys.getBegin(), keys.getEnd(), cBlockKV, ValueRange{ninf},
       [&](OpBuilder &, Location, Value kv0, ValueRange iters) {
-        Value m = iters[0], l = iters[1], accIn = iters[2];
-        fagpu::CopyOp::create(b, loc, k, batch, headKV, kv0, nk, sK, c0);
-        fagpu::CopyOp::create(b, loc, v, batch, headKV, kv0, nk, sV, c0);
-        Value s = fagpu::MmaOp::create(b, loc, accS, qA, sK, c0, Value(),
-                                       /*b_transposed=*/true);
-        if (scored) {
-          auto map = fagpu::MapOp::create(b, loc, accS, ValueRange{s}, q0, kv0);
-          OpBuilder::InsertionGuard guard(b);
-          Block &body = map.getBody().front();
-          b.setInsertionPointToStart(&body);
-          Value i = body.getArgument(1), j = body.getArgument(2);
-          if (bias || !captureBuffers.empty()) {
-            // Rows and keys past Nq and Nk (of a ragged last tile) read the
-            // last one's bias and captures, never past the buffers; their
-            // scores are masked or not stored.
-            Value c1 = index(1);
-            i = arith::MinUIOp::create(b, loc, i,
-                                       arith::SubIOp::create(b, loc, nq, c1));
-            j = arith::MinUIOp::create(b, loc, j,
-                                       arith::SubIOp::create(b, loc, nk, c1));
-          }
-          ScorePositions pos{
-              batch, head, i, j,
-              arith::AddIOp::create(b, loc, i,
-                                    arith::SubIOp::create(b, loc, nk, nq))};
-          Value biasValue;
-          if (bias)
-            biasValue = memref::LoadOp::create(
-                b, loc, bias,
-                ValueRange{broadcastIndex(bias, 0, batch),
-                           broadcastIndex(bias, 1, head),
-                           broadcastIndex(bias, 2, i),
-                           broadcastIndex(bias, 3, j)});
-          Value x = buildScore(b, loc, variant, body.getArgument(0), biasValue,
-                               slope, pos);
-          fagpu::YieldOp::create(b, loc, x);
-          s = map.getResult();
-        }
-        // Masks (keys past Nk, causal, window) only on tiles that cross an
-        // edge: the test is the same for the whole CTA.
-        Value cut =
-            fagpu::TileNeedsMaskOp::create(b, loc, b.getI1Type(), q0, kv0, nq,
-                                           nk, blockQ, blockKV, causal, window);
-        auto masked = scf::IfOp::create(b, loc, accS, cut, /*withElse=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(masked.thenBlock());
-          Value x = fagpu::MaskOp::create(b, loc, accS, s, q0, kv0, nq, nk,
-                                          causal, window);
-          scf::YieldOp::create(b, loc, x);
-          b.setInsertionPointToStart(masked.elseBlock());
-          scf::YieldOp::create(b, loc, s);
-        }
-        s = masked.getResult(0);
-        // m' = max(m, c rowmax(s)), alpha = exp2(m - m') with m' = 0 for a
-        // row still fully masked; p = exp2(c s - m') as one fma (the scale
-        // is positive, so it commutes with max).
+        Value s = scoreTile(kv0, /*withV=*/false);
         Value tileMax = fagpu::ReduceRowsOp::create(b, loc, rowT,
                                                     fagpu::ReduceKind::Max, s);
         tileMax = arith::MulFOp::create(b, loc, tileMax, scaleRows);
-        Value mNew = arith::MaximumFOp::create(b, loc, m, tileMax);
+        Value mNew = arith::MaximumFOp::create(b, loc, iters[0], tileMax);
+        scf::YieldOp::create(b, loc, mNew);
+      });
+  maxLoop->setAttr(kRowMaxLoopAttr, b.getStringAttr("exp2"));
+  Value rowMax = maxLoop.getResult(0);
+  Value inits[] = {splat(partialT, 0.0), splat(accO, 0.0)};
+  auto loop = scf::ForOp::create(
+      b, loc, keys.getBegin(), keys.getEnd(), cBlockKV, inits,
+      [&](OpBuilder &, Location, Value kv0, ValueRange iters) {
+        Value l = iters[0], accIn = iters[1];
+        Value s = scoreTile(kv0, /*withV=*/true);
+        // A row fully masked so far has m = -inf: use 0, p = 0.
         Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           mNew, ninf);
-        Value mSafe = arith::SelectOp::create(b, loc, none, zeroRows, mNew);
-        Value alpha = math::Exp2Op::create(
-            b, loc, arith::SubFOp::create(b, loc, m, mSafe));
+                                           rowMax, ninf);
+        Value mSafe = arith::SelectOp::create(b, loc, none, zeroRows, rowMax);
         Value negM = arith::NegFOp::create(
             b, loc, fagpu::BroadcastRowsOp::create(b, loc, accS, mSafe));
         Value p = math::Exp2Op::create(
             b, loc, math::FmaOp::create(b, loc, s, scaleTile, negM));
-        Value lNew =
-            fagpu::UpdateRowSumOp::create(b, loc, partialT, l, alpha, p);
+        Value lNew = fagpu::UpdateRowSumOp::create(b, loc, partialT, l, p);
         // Dropout after the row sum (l is undropped), before P is rounded
         // for P V: Philox on (j, i, h, b). Kept values stay 1; the epilogue
         // applies 1 / (1 - p) in f32.
@@ -277,14 +291,13 @@ void KernelTiler::build() {
               b, loc, arith::MulFOp::create(b, loc, body.getArgument(0), keep));
           p = map.getResult();
         }
-        Value rescaled = arith::MulFOp::create(
-            b, loc, accIn, fagpu::BroadcastRowsOp::create(b, loc, accO, alpha));
         Value pA =
             fagpu::ToOperandOp::create(b, loc, tile(blockKV, operand, et), p);
-        Value accOut = fagpu::MmaOp::create(b, loc, accO, pA, sV, c0, rescaled,
+        Value accOut = fagpu::MmaOp::create(b, loc, accO, pA, sV, c0, accIn,
                                             /*b_transposed=*/false);
-        scf::YieldOp::create(b, loc, ValueRange{mNew, lNew, accOut});
+        scf::YieldOp::create(b, loc, ValueRange{lNew, accOut});
       });
+  loop->setAttr(kRowSumLoopAttr, b.getUnitAttr());
 
   // O = acc / l (0 for an empty row), times dropout's 1 / (1 - p); lse =
   // (m + log2 l) ln 2 (-inf there).
@@ -295,21 +308,21 @@ void KernelTiler::build() {
                                             /*rematerialize=*/true);
   Value row0 = arith::MulIOp::create(b, loc, again.getTile(), cBlockQ);
   Value l = fagpu::ReduceRowsOp::create(b, loc, rowT, fagpu::ReduceKind::Sum,
-                                        loop.getResult(1));
+                                        loop.getResult(0));
   Value empty =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroRows);
   Value inv = arith::SelectOp::create(
       b, loc, empty, zeroRows,
       arith::DivFOp::create(b, loc, splat(rowT, 1.0 / (1.0 - dropoutP)), l));
   Value out =
-      arith::MulFOp::create(b, loc, loop.getResult(2),
+      arith::MulFOp::create(b, loc, loop.getResult(1),
                             fagpu::BroadcastRowsOp::create(b, loc, accO, inv));
   fagpu::StoreOp::create(b, loc, out, o, again.getBatch(), again.getHead(),
                          row0, nq);
   if (lse) {
     Value log2l = math::Log2Op::create(b, loc, l);
     Value value = arith::MulFOp::create(
-        b, loc, arith::AddFOp::create(b, loc, loop.getResult(0), log2l),
+        b, loc, arith::AddFOp::create(b, loc, rowMax, log2l),
         splat(rowT, M_LN2));
     value = arith::SelectOp::create(b, loc, empty, ninf, value);
     fagpu::StoreOp::create(b, loc, value, lse, again.getBatch(),

@@ -1,9 +1,13 @@
 // RUN: split-file %s %t
-// RUN: fa-opt %t/stages.mlir -fa-fuse -fa-tile -fa-async-copy=stages=5 -verify-diagnostics
-// RUN: fa-opt %t/shared.mlir -fa-fuse=chip=sm_80 -fa-tile -fa-async-copy=stages=3 -verify-diagnostics
+// RUN: fa-opt %t/stages.mlir -fa-fuse -fa-tile -fa-online-softmax -fa-async-copy=stages=5 -verify-diagnostics
+// RUN: fa-opt %t/shared.mlir -fa-fuse=chip=sm_80 -fa-tile -fa-online-softmax -fa-async-copy=stages=3 -verify-diagnostics
 // A kernel of fa-tile's whose tile attributes were dropped.
-// RUN: fa-opt %t/stages.mlir -fa-fuse -fa-tile | sed -e 's/fa.block_kv = 64 : i64, //' | not fa-opt -fa-async-copy 2>&1 | FileCheck %s --check-prefix=UNTILED
+// RUN: fa-opt %t/stages.mlir -fa-fuse -fa-tile -fa-online-softmax | sed -e 's/fa.block_kv = 64 : i64, //' | not fa-opt -fa-async-copy 2>&1 | FileCheck %s --check-prefix=UNTILED
 // UNTILED: error: 'gpu.func' op fa-async-copy: the kernel has no 'fa.block_q' and 'fa.block_kv' (outline it with fa-fuse)
+// A kernel whose softmax is still fa-tile's two passes: the ring is built
+// on the one loop over K/V tiles that fa-online-softmax leaves.
+// RUN: not fa-opt %t/stages.mlir -fa-fuse -fa-tile -fa-async-copy 2>&1 | FileCheck %s --check-prefix=TWOPASS
+// TWOPASS: error: 'gpu.func' op fa-async-copy: the kernel still has fa-tile's two softmax loops (run fa-online-softmax first)
 
 //--- stages.mlir
 func.func @f(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {

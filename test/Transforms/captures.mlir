@@ -46,7 +46,7 @@
 // TILE-NEXT: %[[DJ:.+]] = tensor.extract %[[D]][%[[J]]] : tensor<?xi32>
 // TILE-NEXT: %[[SAME:.+]] = arith.cmpi eq, %[[DI]], %[[DJ]] : i32
 // TILE-NEXT: fa.yield %[[SAME]] : i1
-// TILE: } {fa.softmax_row_max}
+// TILE: } {fa.softmax_row_max = "exp"}
 // TILE: fa.score_tile {{.+}} captures(%[[DOC]], %[[TAB]] : tensor<?xi32>, tensor<2xf32>) {scale = 0.353553385 : f32}
 // TILE: } {fa.softmax_row_sum}
 

@@ -3,7 +3,8 @@
 
 // fa-online-softmax: fa-tile's row-max and row-sum loops become one loop
 // carrying (m, l, acc). Per K/V tile, right after the scores:
-//   m' = max(m, rowmax(s)), alpha = exp(m - m') (1 while m' = -inf),
+//   m' = max(m, rowmax(s)), alpha = exp(m - m') (m' = 0 while -inf: alpha
+//   = 0 rescales a row's zero sum and accumulator),
 //   l *= alpha, acc *= alpha,
 // then the row-sum loop's body as is, reading m' instead of the final max:
 //   p = exp(s - m'), l' = l + rowsum(p), acc' = acc + p V.
@@ -53,17 +54,18 @@
 // CHECK-NEXT:     %[[MX:[a-z0-9_]+]] = arith.maximumf %[[X]], %[[Y]] : f32
 // CHECK-NEXT:     linalg.yield %[[MX]] : f32
 // CHECK-NEXT:   } -> tensor<?xf32>
-// m' = max(m, tile max) (in place of m) and alpha = exp(m - m'), 1 if m' = -inf.
+// m' = max(m, tile max) (in place of m) and alpha = exp(m - m'), with m' = 0
+// while it is -inf.
 // CHECK-NEXT:   %[[AL0:[a-z0-9_]+]] = tensor.empty(%[[R]]) : tensor<?xf32>
 // CHECK-NEXT:   %[[U:[a-z0-9_]+]]:2 = linalg.generic {indexing_maps = [#[[ID1]], #[[ID1]], #[[ID1]]], iterator_types = ["parallel"]} ins(%[[TM]] : tensor<?xf32>) outs(%[[M]], %[[AL0]] : tensor<?xf32>, tensor<?xf32>) {
 // CHECK-NEXT:   ^bb0(%[[TMV:[a-z0-9_]+]]: f32, %[[MV:[a-z0-9_]+]]: f32, %{{[a-z0-9_]+}}: f32):
 // CHECK-NEXT:     %[[NM:[a-z0-9_]+]] = arith.maximumf %[[MV]], %[[TMV]] : f32
 // CHECK-NEXT:     %[[NINF2:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
 // CHECK-NEXT:     %[[NONE:[a-z0-9_]+]] = arith.cmpf oeq, %[[NM]], %[[NINF2]] : f32
-// CHECK-NEXT:     %[[D:[a-z0-9_]+]] = arith.subf %[[MV]], %[[NM]] : f32
-// CHECK-NEXT:     %[[E:[a-z0-9_]+]] = math.exp %[[D]] : f32
-// CHECK-NEXT:     %[[ONE:[a-z0-9_]+]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT:     %[[ALPHA:[a-z0-9_]+]] = arith.select %[[NONE]], %[[ONE]], %[[E]] : f32
+// CHECK-NEXT:     %[[ZM:[a-z0-9_]+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:     %[[MSAFE:[a-z0-9_]+]] = arith.select %[[NONE]], %[[ZM]], %[[NM]] : f32
+// CHECK-NEXT:     %[[D:[a-z0-9_]+]] = arith.subf %[[MV]], %[[MSAFE]] : f32
+// CHECK-NEXT:     %[[ALPHA:[a-z0-9_]+]] = math.exp %[[D]] : f32
 // CHECK-NEXT:     linalg.yield %[[NM]], %[[ALPHA]] : f32, f32
 // CHECK-NEXT:   } -> (tensor<?xf32>, tensor<?xf32>)
 // l * alpha.
@@ -201,10 +203,10 @@ func.func @two_ops(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<
 // HAND-NEXT:     %[[NM:[a-z0-9_]+]] = arith.maximumf %[[MV]], %[[TMV]] : f32
 // HAND-NEXT:     %[[NINF2:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
 // HAND-NEXT:     %[[NONE:[a-z0-9_]+]] = arith.cmpf oeq, %[[NM]], %[[NINF2]] : f32
-// HAND-NEXT:     %[[D:[a-z0-9_]+]] = arith.subf %[[MV]], %[[NM]] : f32
-// HAND-NEXT:     %[[E:[a-z0-9_]+]] = math.exp %[[D]] : f32
-// HAND-NEXT:     %[[ONE:[a-z0-9_]+]] = arith.constant 1.000000e+00 : f32
-// HAND-NEXT:     %[[ALPHA:[a-z0-9_]+]] = arith.select %[[NONE]], %[[ONE]], %[[E]] : f32
+// HAND-NEXT:     %[[ZM:[a-z0-9_]+]] = arith.constant 0.000000e+00 : f32
+// HAND-NEXT:     %[[MSAFE:[a-z0-9_]+]] = arith.select %[[NONE]], %[[ZM]], %[[NM]] : f32
+// HAND-NEXT:     %[[D:[a-z0-9_]+]] = arith.subf %[[MV]], %[[MSAFE]] : f32
+// HAND-NEXT:     %[[ALPHA:[a-z0-9_]+]] = math.exp %[[D]] : f32
 // HAND-NEXT:     linalg.yield %[[NM]], %[[ALPHA]] : f32, f32
 // HAND-NEXT:   } -> (tensor<8xf32>, tensor<8xf32>)
 // HAND-NEXT:   %[[LS:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[U]]#1 : tensor<8xf32>) outs(%[[L]] : tensor<8xf32>) {
@@ -258,7 +260,7 @@ func.func @hand(%qt: tensor<8x4xf32>, %k: tensor<32x4xf32>, %v: tensor<32x2xf32>
       linalg.yield %r : f32
     } -> tensor<8xf32>
     scf.yield %mt : tensor<8xf32>
-  } {fa.softmax_row_max}
+  } {fa.softmax_row_max = "exp"}
   %l0 = linalg.fill ins(%zero : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
   %ea = tensor.empty() : tensor<8x2xf32>
   %a0 = linalg.fill ins(%zero : f32) outs(%ea : tensor<8x2xf32>) -> tensor<8x2xf32>

@@ -9,7 +9,7 @@
 // CHECK: scf.forall (%[[B:[a-z0-9_]+]], %[[H:[a-z0-9_]+]], %{{[a-z0-9_]+}})
 // CHECK: %[[Q0:[a-z0-9_]+]] = arith.muli
 // CHECK: scf.for %[[K0:[a-z0-9_]+]] =
-// CHECK: } {fa.softmax_row_max}
+// CHECK: } {fa.softmax_row_max = "exp"}
 // CHECK: scf.for %[[K1:[a-z0-9_]+]] =
 // CHECK: %[[P:[a-z0-9_]+]] = linalg.generic
 // CHECK: %[[L:[a-z0-9_]+]] = linalg.generic {{.*}} ins(%[[P]] : tensor<?x?xf32>)

@@ -20,31 +20,56 @@
 // CHECK-NEXT: fagpu.copy %[[Q]][%[[B]], %[[H]], %[[Q0]]] bound %[[NQ]] to %[[SQ]][%{{.*}}]
 // CHECK-NEXT: %[[QA:[0-9]+]] = fagpu.load_operand %[[SQ]][%{{.*}}] : !fagpu.shared<1x128x64xbf16> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
 // CHECK-NEXT: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = fagpu.visible_keys %[[Q0]] of [%[[NQ]], %[[NK]]] {block_kv = 64 : i64, block_q = 128 : i64, causal = #fa.causal<bottom_right>}
-// m = -inf, l = 0 (a partial sum), acc = 0; scale * log2(e) = 0.180336878.
+// The softmax as two passes over the K/V tiles (fa-online-softmax fuses
+// them), in the log2 domain: c = scale * log2(e) = 0.180336878.
 // CHECK: %[[NINF:[a-z0-9_]+]] = arith.constant dense<0xFF800000> : tensor<128xf32, #fagpu.rows<warps = 4>>
-// CHECK: %[[SCALE:[a-z0-9_]+]] = arith.constant dense<0.180336878> : tensor<128x64xf32, #fagpu.acc<warps = 4>>
-// CHECK: scf.for %[[KV0:[a-z0-9]+]] = %[[BEGIN]] to %[[END]] step %{{.*}} iter_args(%[[M:[a-z0-9]+]] = %[[NINF]], %[[L:[a-z0-9]+]] = %{{.*}}, %[[ACC:[a-z0-9]+]] = %{{.*}}) -> (tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<128x64xf32, #fagpu.acc<warps = 4>>)
+// CHECK-NEXT: %[[ZROWS:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<128xf32, #fagpu.rows<warps = 4>>
+// CHECK-NEXT: %[[CROWS:[a-z0-9_]+]] = arith.constant dense<0.180336878> : tensor<128xf32, #fagpu.rows<warps = 4>>
+// CHECK-NEXT: %[[SCALE:[a-z0-9_]+]] = arith.constant dense<0.180336878> : tensor<128x64xf32, #fagpu.acc<warps = 4>>
+// Pass 1: m = max_j c s from -inf, copying K only. The masked scores are
+// marked for fa-online-softmax.
+// CHECK-NEXT: %[[MAX:[0-9]+]] = scf.for %[[KV0:[a-z0-9]+]] = %[[BEGIN]] to %[[END]] step %{{.*}} iter_args(%[[M:[a-z0-9]+]] = %[[NINF]]) -> (tensor<128xf32, #fagpu.rows<warps = 4>>) {
 // CHECK-NEXT: fagpu.copy %[[K]][%[[B]], %[[HK]], %[[KV0]]] bound %[[NK]] to %[[SK]]
-// CHECK-NEXT: fagpu.copy %[[V]][%[[B]], %[[HK]], %[[KV0]]] bound %[[NK]] to %[[SV]]
 // CHECK-NEXT: %[[S:[0-9]+]] = fagpu.mma %[[QA]], %[[SK]][%{{.*}}] {b_transposed}
 // CHECK-NEXT: %[[CUT:[0-9]+]] = fagpu.tile_needs_mask [%[[Q0]], %[[KV0]]] of [%[[NQ]], %[[NK]]] {block_kv = 64 : i64, block_q = 128 : i64, causal = #fa.causal<bottom_right>}
 // CHECK-NEXT: %[[SM:[0-9]+]] = scf.if %[[CUT]]
-// CHECK-NEXT: fagpu.mask %[[S]] at [%[[Q0]], %[[KV0]]] of [%[[NQ]], %[[NK]]] {causal = #fa.causal<bottom_right>}
-// CHECK: fagpu.reduce_rows <max> %[[SM]]
-// CHECK: %[[MNEW:[0-9]+]] = arith.maximumf %[[M]]
-// CHECK: math.exp2
-// CHECK: math.fma %[[SM]], %[[SCALE]]
-// CHECK: %[[P:[0-9]+]] = math.exp2
-// CHECK: %[[LNEW:[0-9]+]] = fagpu.update_row_sum %[[L]], %{{.*}}, %[[P]]
-// CHECK: arith.mulf %[[ACC]]
-// CHECK: %[[PA:[0-9]+]] = fagpu.to_operand %[[P]] : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
-// CHECK-NEXT: %[[ACCNEW:[0-9]+]] = fagpu.mma %[[PA]], %[[SV]][%{{.*}}] acc
-// CHECK-NEXT: scf.yield %[[MNEW]], %[[LNEW]], %[[ACCNEW]]
+// CHECK-NEXT: %[[MASKED:[0-9]+]] = fagpu.mask %[[S]] at [%[[Q0]], %[[KV0]]] of [%[[NQ]], %[[NK]]] {causal = #fa.causal<bottom_right>}
+// CHECK-NEXT: scf.yield %[[MASKED]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %[[S]]
+// CHECK-NEXT: } {fa.softmax_scores}
+// CHECK-NEXT: %[[TMAX:[0-9]+]] = fagpu.reduce_rows <max> %[[SM]] : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128xf32, #fagpu.rows<warps = 4>>
+// CHECK-NEXT: %[[TMAXC:[0-9]+]] = arith.mulf %[[TMAX]], %[[CROWS]]
+// CHECK-NEXT: %[[MNEW:[0-9]+]] = arith.maximumf %[[M]], %[[TMAXC]]
+// CHECK-NEXT: scf.yield %[[MNEW]]
+// CHECK-NEXT: } {fa.softmax_row_max = "exp2"}
+// Pass 2: p = exp2(c s - m) as one fma (m = 0 for a row that is fully
+// masked), l += rowsum(p) (a partial sum), acc += P V.
+// CHECK-NEXT: %[[L0:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>
+// CHECK-NEXT: %[[ACC0:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #fagpu.acc<warps = 4>>
+// CHECK-NEXT: %[[SUM:[0-9]+]]:2 = scf.for %[[KV1:[a-z0-9]+]] = %[[BEGIN]] to %[[END]] step %{{.*}} iter_args(%[[L:[a-z0-9]+]] = %[[L0]], %[[ACC:[a-z0-9]+]] = %[[ACC0]]) -> (tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<128x64xf32, #fagpu.acc<warps = 4>>) {
+// CHECK-NEXT: fagpu.copy %[[K]][%[[B]], %[[HK]], %[[KV1]]] bound %[[NK]] to %[[SK]]
+// CHECK-NEXT: fagpu.copy %[[V]][%[[B]], %[[HK]], %[[KV1]]] bound %[[NK]] to %[[SV]]
+// CHECK-NEXT: fagpu.mma %[[QA]], %[[SK]][%{{.*}}] {b_transposed}
+// CHECK: %[[SM2:[0-9]+]] = scf.if
+// CHECK: } {fa.softmax_scores}
+// CHECK-NEXT: %[[NONE:[0-9]+]] = arith.cmpf oeq, %[[MAX]], %[[NINF]]
+// CHECK-NEXT: %[[MSAFE:[0-9]+]] = arith.select %[[NONE]], %[[ZROWS]], %[[MAX]]
+// CHECK-NEXT: %[[MB:[0-9]+]] = fagpu.broadcast_rows %[[MSAFE]] : tensor<128xf32, #fagpu.rows<warps = 4>> -> tensor<128x64xf32, #fagpu.acc<warps = 4>>
+// CHECK-NEXT: %[[NEGM:[0-9]+]] = arith.negf %[[MB]]
+// CHECK-NEXT: %[[E:[0-9]+]] = math.fma %[[SM2]], %[[SCALE]], %[[NEGM]]
+// CHECK-NEXT: %[[P:[0-9]+]] = math.exp2 %[[E]]
+// CHECK-NEXT: %[[LNEW:[0-9]+]] = fagpu.update_row_sum %[[L]], %[[P]] : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<128x64xf32, #fagpu.acc<warps = 4>>
+// CHECK-NEXT: %[[PA:[0-9]+]] = fagpu.to_operand %[[P]] : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
+// CHECK-NEXT: %[[ACCNEW:[0-9]+]] = fagpu.mma %[[PA]], %[[SV]][%{{.*}}] acc %[[ACC]]
+// CHECK-NEXT: scf.yield %[[LNEW]], %[[ACCNEW]]
+// CHECK-NEXT: } {fa.softmax_row_sum}
 // The epilogue reads the CTA's place again.
 // CHECK: %[[B2:[a-z0-9_]+]], %[[H2:[a-z0-9_]+]], %{{.*}} = fagpu.block_coords {heavy_first, rematerialize}
 // CHECK: fagpu.reduce_rows <sum> %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>> -> tensor<128xf32, #fagpu.rows<warps = 4>>
 // CHECK: fagpu.store %{{.*}} to %[[O]][%[[B2]], %[[H2]], %{{.*}}] bound %[[NQ]] : tensor<128x64xf32, #fagpu.acc<warps = 4>>
-// CHECK: math.log2
+// CHECK: %[[LOG2L:[0-9]+]] = math.log2
+// CHECK: arith.addf %[[MAX]], %[[LOG2L]]
 // CHECK: fagpu.store %{{.*}} to %[[LSE]][%[[B2]], %[[H2]], %{{.*}}] bound %[[NQ]] : tensor<128xf32, #fagpu.rows<warps = 4>>
 // CHECK-NEXT: gpu.return
 func.func @causal(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
@@ -99,7 +124,7 @@ func.func @kept(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tens
 // CHECK: %[[B:batch]], %[[H:head]], %{{.*}} = fagpu.block_coords{{$}}
 // CHECK: scf.for %[[KV0:arg5]] =
 // CHECK: %[[P:[0-9]+]] = math.exp2 %{{.*}} : tensor<64x64xf32
-// CHECK-NEXT: fagpu.update_row_sum %{{.*}}, %{{.*}}, %[[P]]
+// CHECK-NEXT: fagpu.update_row_sum %{{.*}}, %[[P]]
 // CHECK-NEXT: %[[DROPPED:[0-9]+]] = fagpu.map %[[P]] at [%{{.*}}, %[[KV0]]]
 // CHECK-NEXT: ^bb0(%[[X:.+]]: f32, %[[I:.+]]: index, %[[J:.+]]: index):
 // CHECK-NEXT: arith.index_castui %[[J]] : index to i32

@@ -56,7 +56,7 @@
 // CHECK-NEXT:       linalg.yield %[[MX]] : f32
 // CHECK-NEXT:     } -> tensor<?xf32>
 // CHECK-NEXT:     scf.yield %[[MT]] : tensor<?xf32>
-// CHECK-NEXT:   } {fa.softmax_row_max}
+// CHECK-NEXT:   } {fa.softmax_row_max = "exp"}
 // Pass 2: l = sum exp(s - m) and acc = exp(s - m) V, from 0.
 // CHECK-NEXT:   %[[LE0:[a-z0-9_]+]] = tensor.empty(%[[ROWS]]) : tensor<?xf32>
 // CHECK-NEXT:   %[[Z:[a-z0-9_]+]] = arith.constant 0.000000e+00 : f32
@@ -139,7 +139,7 @@
 // DEFAULT: arith.addi
 // DEFAULT-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 64 : index
 // DEFAULT: scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %[[NK]] step %[[STEP]] iter_args
-// DEFAULT: } {fa.softmax_row_max}
+// DEFAULT: } {fa.softmax_row_max = "exp"}
 // DEFAULT: scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %[[NK]] step %[[STEP]] iter_args
 // DEFAULT: } {fa.softmax_row_sum}
 func.func @mha(%q: tensor<2x4x100x32xbf16>, %k: tensor<2x4x40x32xbf16>, %v: tensor<2x4x40x16xbf16>) -> (tensor<2x4x100x16xbf16>, tensor<2x4x100xf32>) {
@@ -173,7 +173,7 @@ func.func @mha(%q: tensor<2x4x100x32xbf16>, %k: tensor<2x4x40x32xbf16>, %v: tens
 // CHECK: scf.for %[[K0:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %[[NK]] step
 // CHECK: %[[KT:[a-z0-9_]+]] = tensor.extract_slice %[[K]][%[[BI]], %[[HK]], %[[K0]], 0] [1, 1, %{{[a-z0-9_]+}}, 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x64xf32>
 // CHECK-NEXT: fa.score_tile %[[QT]], %[[KT]] at[%[[BI]], %[[H]], %[[Q0]], %[[K0]]] of[%[[NQ]], %[[NK]]] {scale = 1.250000e-01 : f32} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x?xf32>
-// CHECK: } {fa.softmax_row_max}
+// CHECK: } {fa.softmax_row_max = "exp"}
 // CHECK: scf.for %[[K1:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %[[NK]] step
 // CHECK: tensor.extract_slice %[[K]][%[[BI]], %[[HK]], %[[K1]], 0]
 // CHECK: tensor.extract_slice %[[V]][%[[BI]], %[[HK]], %[[K1]], 0] [1, 1, %{{[a-z0-9_]+}}, 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x64xf32>
@@ -233,7 +233,7 @@ func.func @dynamic_heads(%q: tensor<1x?x8x16xbf16>, %k: tensor<1x?x8x16xbf16>, %
 // CHECK-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 16 : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KV0]] to %[[KVEND]] step %[[STEP]]
 // CHECK: fa.score_tile {{.*}} of[%[[NQ]], %[[NK]]] {causal = #fa.causal<top_left>, scale = 5.000000e-01 : f32}
-// CHECK: } {fa.softmax_row_max}
+// CHECK: } {fa.softmax_row_max = "exp"}
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KV0]] to %[[KVEND]] step %[[STEP]]
 // CHECK: fa.score_tile {{.*}} {causal = #fa.causal<top_left>, scale = 5.000000e-01 : f32}
 // CHECK: } {fa.softmax_row_sum}
@@ -262,7 +262,7 @@ func.func @causal_top_left(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %v:
 // CHECK-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 16 : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KV0]] to %[[KVEND]] step %[[STEP]]
 // CHECK: fa.score_tile {{.*}} of[%[[NQ]], %[[NK]]] {causal = #fa.causal<bottom_right>, scale = 5.000000e-01 : f32}
-// CHECK: } {fa.softmax_row_max}
+// CHECK: } {fa.softmax_row_max = "exp"}
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KV0]] to %[[KVEND]] step %[[STEP]]
 // CHECK: } {fa.softmax_row_sum}
 func.func @causal_bottom_right(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %v: tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32> {
@@ -299,7 +299,7 @@ func.func @causal_bottom_right(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>,
 // CHECK-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 16 : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KVBEGIN]] to %[[KVEND]] step %[[STEP]]
 // CHECK: fa.score_tile {{.*}} of[%[[NQ]], %[[NK]]] {scale = 5.000000e-01 : f32, window = array<i64: 40, 3>}
-// CHECK: } {fa.softmax_row_max}
+// CHECK: } {fa.softmax_row_max = "exp"}
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KVBEGIN]] to %[[KVEND]] step %[[STEP]]
 // CHECK: } {fa.softmax_row_sum}
 func.func @window(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %v: tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32> {
@@ -349,7 +349,7 @@ func.func @window_causal(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %v: t
 // CHECK-NEXT:   %[[NE:[a-z0-9_]+]] = arith.cmpi ne, %[[I]], %[[J]] : index
 // CHECK-NEXT:   fa.yield %[[NE]] : i1
 // CHECK-NEXT: }
-// CHECK: } {fa.softmax_row_max}
+// CHECK: } {fa.softmax_row_max = "exp"}
 // CHECK: scf.for
 // CHECK: fa.score_tile {{.*}} bias(%[[BIAS]] : tensor<1x4x1x48xf16>) alibi_slopes(%[[SL]] : tensor<2x4xf32>) {scale = 2.500000e-01 : f32, softcap = 3.000000e+01 : f32} : tensor<?x8xf16>, tensor<?x8xf16> -> tensor<?x?xf32> score_mod {
 // CHECK-NEXT: ^bb0(%[[S2:[a-z0-9_]+]]: f32, %{{[a-z0-9_]+}}: index, %[[H2:[a-z0-9_]+]]: index, %{{[a-z0-9_]+}}: index, %{{[a-z0-9_]+}}: index):

@@ -25,9 +25,14 @@ namespace mlir::fa {
 #include "fa/Transforms/Passes.h.inc"
 
 /// Discardable attributes by which fa-tile marks the two softmax loops for
-/// fa-online-softmax.
+/// fa-online-softmax. The row-max loop's value names the exponential the
+/// row-sum loop takes of the scores minus the max: "exp" (the host) or
+/// "exp2" (the GPU kernels, whose max is in the log2 domain).
 inline constexpr llvm::StringLiteral kRowMaxLoopAttr = "fa.softmax_row_max";
 inline constexpr llvm::StringLiteral kRowSumLoopAttr = "fa.softmax_row_sum";
+/// Marks the op that yields a K/V tile's scores in each loop where it is not
+/// an fa.score_tile (the GPU kernels' masked tile).
+inline constexpr llvm::StringLiteral kSoftmaxScoresAttr = "fa.softmax_scores";
 
 /// Set by fa-host-parallel on a function whose loops concurrent calls share:
 /// the number of counters its last argument holds.

@@ -67,12 +67,17 @@ def FAOnlineSoftmax : Pass<"fa-online-softmax"> {
     Replaces each pair of `fa.softmax_row_max` / `fa.softmax_row_sum` loops
     by a single loop over K/V tiles carrying the running max m, the running
     sum l and the accumulator: per tile, `m' = max(m, rowmax(s))`,
-    `alpha = exp(m - m')` (1 while m' is still -inf), `p = exp(s - m')`,
-    `l' = alpha * l + rowsum(p)`, `acc' = alpha * acc + p V`. Scores are
-    computed once per tile instead of twice.
+    `alpha = e^(m - m')` (with m' = 0 while it is still -inf),
+    `p = e^(s - m')`, `l' = alpha * l + rowsum(p)`, `acc' = alpha * acc +
+    p V`. Scores are computed once per tile instead of twice. `e` is the
+    exponential the row-max loop's attribute names: `exp` on the host's
+    linalg tensors, `exp2` in the GPU kernels' fagpu register tiles (whose
+    max is in the log2 domain; there m' is the row-max loop's own update,
+    and `fagpu.scale_rows` rescales).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::fagpu::FAGPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",

@@ -66,24 +66,44 @@ struct UpdateRowSumLowering
     KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
     auto type = cast<RankedTensorType>(op.getValues().getType());
     int64_t nTiles = type.getDimSize(1) / 8;
-    ValueRange sum = adaptor.getSum(), scale = adaptor.getScale(),
-               values = adaptor.getValues();
-    SmallVector<Value> rows;
-    // Each sum is rescaled where its factor is computed (RowwisePlacer),
-    // and the values are added onto it.
-    RowwisePlacer placer(rewriter.getInsertionBlock());
-    for (int64_t i = 0; i < int64_t(sum.size()); ++i) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      placer.setInsertionPoint(rewriter, {sum[i], scale[i]});
-      rows.push_back(kb.fmul(sum[i], scale[i]));
-      placer.placed(rows.back().getDefiningOp());
-    }
-    for (int64_t mt = 0; mt < int64_t(sum.size()) / 2; ++mt)
+    ValueRange values = adaptor.getValues();
+    SmallVector<Value> rows(adaptor.getSum());
+    for (int64_t mt = 0; mt < int64_t(rows.size()) / 2; ++mt)
       for (int64_t nt = 0; nt < nTiles; ++nt)
         for (int64_t e = 0; e < 4; ++e)
           rows[mt * 2 + e / 2] =
               kb.fadd(rows[mt * 2 + e / 2], values[(mt * nTiles + nt) * 4 + e]);
     rewriter.replaceOpWithMultiple(op, {rows});
+    return success();
+  }
+};
+
+/// Each value times its row's factor, placed right after the factor
+/// (RowwisePlacer): a row's rescale then never waits for the other rows'.
+struct ScaleRowsLowering : public OpConversionPattern<fagpu::ScaleRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::ScaleRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
+    auto type = cast<RankedTensorType>(op.getType());
+    ValueRange source = adaptor.getSource(), factors = adaptor.getFactors();
+    // Row values hold one register per row; an accumulator tile's value
+    // (mt, nt, e) is in row mt * 2 + e / 2 of the thread's rows.
+    int64_t nTiles = type.getRank() == 2 ? type.getDimSize(1) / 8 : 0;
+    auto rowOf = [&](int64_t i) {
+      return nTiles ? (i / (nTiles * 4)) * 2 + (i % 4) / 2 : i;
+    };
+    RowwisePlacer placer(rewriter.getInsertionBlock());
+    SmallVector<Value> results;
+    for (int64_t i = 0; i < int64_t(source.size()); ++i) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      Value factor = factors[rowOf(i)];
+      placer.setInsertionPoint(rewriter, {source[i], factor});
+      results.push_back(kb.fmul(source[i], factor));
+      placer.placed(results.back().getDefiningOp());
+    }
+    rewriter.replaceOpWithMultiple(op, {results});
     return success();
   }
 };
@@ -246,8 +266,8 @@ void mlir::fa::nvvm::populateFAGPURowsToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ReduceRowsLowering, UpdateRowSumLowering, BroadcastRowsLowering,
-               MaskLowering, VisibleKeysLowering, TileNeedsMaskLowering>(
-      converter, ctx);
+  patterns.add<ReduceRowsLowering, UpdateRowSumLowering, ScaleRowsLowering,
+               BroadcastRowsLowering, MaskLowering, VisibleKeysLowering,
+               TileNeedsMaskLowering>(converter, ctx);
   patterns.add<StoreLowering>(converter, ctx, binding);
 }

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_80 -fa-tile -fa-async-copy -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_80 -fa-tile -fa-online-softmax -fa-async-copy -convert-fa-to-nvvm="chip=sm_80 bwd-prefetch=false" -split-input-file | FileCheck %s
 
 // bf16, D = 128, GQA 4:1, causal bottom-right: three kernels (dsum, dkdv,
 // dq) with the same parameters, each with its ABI (#fa.kernel_abi: the

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-async-copy -convert-fa-to-nvvm -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy -convert-fa-to-nvvm -split-input-file | FileCheck %s
 
 // Captures on the GPU: after the kernel's own parameters, per capture a
 // pointer and one i64 element stride per dim. tensor.extract in an inlined

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
 
 // Dropout on the kernel-level IR: the seed is the ABI's last parameter (an
 // i64 scalar). The thread's 32 probabilities (one m-tile, 64 keys) each get

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-async-copy -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy -convert-fa-to-nvvm=chip=sm_90a | FileCheck %s
 
 // fagpu.map's body runs once per value a thread holds: a 64 x 64 tile over
 // 128 threads is 32 values each, so softcap's tanh (the builder's accurate

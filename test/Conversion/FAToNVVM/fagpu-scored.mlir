@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
 
 // The score terms on the kernel-level IR, lowered (fagpu.map's body per
 // value): bf16, D = 64, softcap 20, ALiBi [B, Hq], an f16 bias

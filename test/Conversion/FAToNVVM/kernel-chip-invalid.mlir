@@ -1,5 +1,5 @@
-// RUN: not fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -convert-fa-to-nvvm=chip=sm_80 2>&1 | FileCheck %s
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -convert-fa-to-nvvm | FileCheck %s --check-prefix=INHERIT
+// RUN: not fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -convert-fa-to-nvvm=chip=sm_80 2>&1 | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -convert-fa-to-nvvm | FileCheck %s --check-prefix=INHERIT
 
 // The kernel module's chip, set by fa-fuse, is the one convert-fa-to-nvvm
 // uses when told none; a different one is refused.

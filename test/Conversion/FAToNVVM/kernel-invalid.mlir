@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse -fa-tile -fa-async-copy -convert-fa-to-nvvm -split-input-file -verify-diagnostics
+// RUN: fa-opt %s -fa-fuse -fa-tile -fa-online-softmax -fa-async-copy -convert-fa-to-nvvm -split-input-file -verify-diagnostics
 
 func.func @f32(%q: tensor<1x1x8x64xf32>) -> tensor<1x1x8x64xf32> {
   // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: element type must be f16 or bf16 on the GPU}}

@@ -1,4 +1,16 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s --dump-pass-pipeline --pass-pipeline="builtin.module(fa-pipeline-cuda{chip=sm_90a})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DUMP
+
+// fa-pipeline-cuda's passes, in order: the forward through fa-fuse, fa-tile,
+// fa-online-softmax and fa-async-copy before the conversion.
+// DUMP: builtin.module(
+// DUMP-NEXT: fa-differentiate-score-mod,
+// DUMP-NEXT: fa-fuse{block-kv=0 block-q=0 chip=sm_90a},
+// DUMP-NEXT: fa-tile{block-kv=64 block-q=64},
+// DUMP-NEXT: fa-online-softmax,
+// DUMP-NEXT: fa-async-copy{stages=0},
+// DUMP-NEXT: convert-fa-to-nvvm{{.*}}chip=sm_90a},
+// DUMP-NEXT: gpu.module(
 
 // The launch of a forward kernel after convert-fa-to-nvvm (rewriteLaunch):
 // its operands are the kernel's ABI (#fa.kernel_abi), its grid the ABI's

@@ -57,6 +57,38 @@ func.func @broadcast_partial(%l: tensor<64xf32, #fagpu.rows<warps = 4, partial =
 
 // -----
 
+func.func @scale_by_partial(%acc: tensor<64x64xf32, #fagpu.acc<warps = 4>>, %l: tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>) {
+  // expected-error @+1 {{factors must be full row values, not a partial sum}}
+  %s = fagpu.scale_rows %acc, %l : tensor<64x64xf32, #fagpu.acc<warps = 4>>, tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>
+  return
+}
+
+// -----
+
+func.func @scale_rows_mismatch(%acc: tensor<128x64xf32, #fagpu.acc<warps = 4>>, %a: tensor<64xf32, #fagpu.rows<warps = 4>>) {
+  // expected-error @+1 {{source and factors must have one row count and warps}}
+  %s = fagpu.scale_rows %acc, %a : tensor<128x64xf32, #fagpu.acc<warps = 4>>, tensor<64xf32, #fagpu.rows<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @scale_operand(%x: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %a: tensor<64xf32, #fagpu.rows<warps = 4>>) {
+  // expected-error @+1 {{source must be a tensor in #fagpu.acc or #fagpu.rows layout (got 'tensor<64x64xbf16, #fagpu.operand<warps = 4>>')}}
+  %s = fagpu.scale_rows %x, %a : tensor<64x64xbf16, #fagpu.operand<warps = 4>>, tensor<64xf32, #fagpu.rows<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @update_full_sum(%l: tensor<64xf32, #fagpu.rows<warps = 4>>, %p: tensor<64x64xf32, #fagpu.acc<warps = 4>>) {
+  // expected-error @+1 {{sum must be a partial row sum}}
+  %s = fagpu.update_row_sum %l, %p : tensor<64xf32, #fagpu.rows<warps = 4>>, tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
 func.func @store_partial(%l: tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, %lse: memref<?x?x?xf32>, %i: index) {
   // expected-error @+1 {{cannot store a partial row sum}}
   fagpu.store %l to %lse[%i, %i, %i] bound %i : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, memref<?x?x?xf32>

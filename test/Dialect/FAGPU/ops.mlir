@@ -96,11 +96,16 @@ func.func @forward(%q: !qkv, %k: !qkv, %v: !qkv, %o: !qkv, %lse: !lse) {
     %p = math.exp2 %y : tensor<128x64xf32, #acc>
     // CHECK: fagpu.reduce_rows <sum> %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>
     %ps = fagpu.reduce_rows #fagpu.reduce<sum> %p : tensor<128x64xf32, #acc> -> tensor<128xf32, #partial>
-    %l2 = arith.addf %l, %ps : tensor<128xf32, #partial>
+    // CHECK: fagpu.scale_rows %{{.*}}, %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<128xf32, #fagpu.rows<warps = 4>>
+    %ls = fagpu.scale_rows %l, %alpha : tensor<128xf32, #partial>, tensor<128xf32, #rows>
+    // CHECK: fagpu.update_row_sum %{{.*}}, %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<128x64xf32, #fagpu.acc<warps = 4>>
+    %l2 = fagpu.update_row_sum %ls, %p : tensor<128xf32, #partial>, tensor<128x64xf32, #acc>
+    // CHECK: fagpu.scale_rows %{{.*}}, %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4>>
+    %accs = fagpu.scale_rows %acc, %alpha : tensor<128x64xf32, #acc>, tensor<128xf32, #rows>
     // CHECK: fagpu.to_operand %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>
     %pa = fagpu.to_operand %p : tensor<128x64xf32, #acc> -> tensor<128x64xbf16, #a>
     // CHECK: fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] acc %{{.*}} : tensor<128x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16> -> tensor<128x64xf32, #fagpu.acc<warps = 4>>
-    %acc2 = fagpu.mma %pa, %sv[%c0] acc %acc : tensor<128x64xbf16, #a>, !fagpu.shared<1x64x64xbf16> -> tensor<128x64xf32, #acc>
+    %acc2 = fagpu.mma %pa, %sv[%c0] acc %accs : tensor<128x64xbf16, #a>, !fagpu.shared<1x64x64xbf16> -> tensor<128x64xf32, #acc>
     scf.yield %mnew, %l2, %acc2, %gk2 : tensor<128xf32, #rows>, tensor<128xf32, #partial>, tensor<128x64xf32, #acc>, !fagpu.token
   }
   // CHECK: fagpu.block_coords {heavy_first, rematerialize}

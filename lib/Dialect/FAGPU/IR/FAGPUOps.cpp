@@ -270,22 +270,38 @@ LogicalResult ReduceRowsOp::verify() {
 LogicalResult UpdateRowSumOp::verify() {
   if (failed(
           verifyRegisterTile(*this, getSum().getType(), Layout::Rows, "sum")) ||
-      failed(verifyRegisterTile(*this, getScale().getType(), Layout::Rows,
-                                "scale")) ||
       failed(verifyRegisterTile(*this, getValues().getType(), Layout::Acc,
                                 "values")))
     return failure();
-  if (!isPartial(getSum().getType()) || isPartial(getScale().getType()))
-    return emitOpError("sum must be a partial row sum and scale full row "
-                       "values");
+  if (!isPartial(getSum().getType()))
+    return emitOpError("sum must be a partial row sum");
   auto sum = cast<RankedTensorType>(getSum().getType());
   auto values = cast<RankedTensorType>(getValues().getType());
   if (sum.getDimSize(0) != values.getDimSize(0) ||
-      cast<RankedTensorType>(getScale().getType()).getDimSize(0) !=
-          sum.getDimSize(0) ||
       getLayoutWarps(sum) != getLayoutWarps(values))
-    return emitOpError("sum, scale and values must have one row count and "
-                       "warps");
+    return emitOpError("sum and values must have one row count and warps");
+  return success();
+}
+
+LogicalResult ScaleRowsOp::verify() {
+  auto source = dyn_cast<RankedTensorType>(getSource().getType());
+  Attribute encoding = source ? source.getEncoding() : Attribute();
+  if (!isa_and_nonnull<AccLayoutAttr, RowsLayoutAttr>(encoding))
+    return emitOpError("source must be a tensor in #fagpu.acc or #fagpu.rows "
+                       "layout (got ")
+           << getSource().getType() << ")";
+  bool rows = isa<RowsLayoutAttr>(encoding);
+  if (failed(verifyRegisterTile(*this, source,
+                                rows ? Layout::Rows : Layout::Acc, "source")) ||
+      failed(verifyRegisterTile(*this, getFactors().getType(), Layout::Rows,
+                                "factors")))
+    return failure();
+  auto factors = cast<RankedTensorType>(getFactors().getType());
+  if (isPartial(factors))
+    return emitOpError("factors must be full row values, not a partial sum");
+  if (source.getDimSize(0) != factors.getDimSize(0) ||
+      getLayoutWarps(source) != getLayoutWarps(factors))
+    return emitOpError("source and factors must have one row count and warps");
   return success();
 }
 

@@ -88,9 +88,9 @@ gpu.func @fa_forward_0(%q: !qkv, %k: !qkv, %v: !qkv, %o: !qkv, %lse: !lse) kerne
     %negm = arith.negf %mb : tensor<128x64xf32, #acc>
     %arg = math.fma %sm, %ct, %negm : tensor<128x64xf32, #acc>
     %p = math.exp2 %arg : tensor<128x64xf32, #acc>
-    %l2 = fagpu.update_row_sum %l, %alpha, %p : tensor<128xf32, #partial>, tensor<128xf32, #rows>, tensor<128x64xf32, #acc>
-    %ab = fagpu.broadcast_rows %alpha : tensor<128xf32, #rows> -> tensor<128x64xf32, #acc>
-    %accs = arith.mulf %acc, %ab : tensor<128x64xf32, #acc>
+    %ls = fagpu.scale_rows %l, %alpha : tensor<128xf32, #partial>, tensor<128xf32, #rows>
+    %accs = fagpu.scale_rows %acc, %alpha : tensor<128x64xf32, #acc>, tensor<128xf32, #rows>
+    %l2 = fagpu.update_row_sum %ls, %p : tensor<128xf32, #partial>, tensor<128x64xf32, #acc>
     %pa = fagpu.to_operand %p : tensor<128x64xf32, #acc> -> tensor<128x64xbf16, #a>
     %acc2 = fagpu.mma %pa, %sv[%c0] acc %accs : tensor<128x64xbf16, #a>, !skv -> tensor<128x64xf32, #acc>
     scf.yield %mnew, %l2, %acc2, %gk2 : tensor<128xf32, #rows>, tensor<128xf32, #partial>, tensor<128x64xf32, #acc>, !fagpu.token

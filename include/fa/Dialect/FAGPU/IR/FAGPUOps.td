@@ -300,19 +300,35 @@ def FAGPU_ReduceRowsOp : FAGPU_Op<"reduce_rows", [Pure]> {
 
 def FAGPU_UpdateRowSumOp : FAGPU_Op<"update_row_sum", [Pure,
     AllTypesMatch<["sum", "result"]>]> {
-  let summary = "The online softmax's row sum: sum * scale + rowsum(values)";
+  let summary = "A running row sum plus each row's sum of a tile";
   let description = [{
     `sum` and the result are partial row sums (`#fagpu.rows<partial>`):
     each thread adds its own values of a row, and the quad's reduction is
-    left to one `fagpu.reduce_rows` after the loop. `scale` (the rescale
-    factor of the new row max) is a full row value.
+    left to one `fagpu.reduce_rows` after the loop. The online softmax
+    rescales `sum` first (`fagpu.scale_rows`).
   }];
-  let arguments = (ins FAGPU_Register:$sum, FAGPU_Register:$scale,
-                       FAGPU_Register:$values);
+  let arguments = (ins FAGPU_Register:$sum, FAGPU_Register:$values);
   let results = (outs FAGPU_Register:$result);
   let assemblyFormat = [{
-    $sum `,` $scale `,` $values attr-dict `:` type($sum) `,` type($scale) `,`
-    type($values)
+    $sum `,` $values attr-dict `:` type($sum) `,` type($values)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_ScaleRowsOp : FAGPU_Op<"scale_rows", [Pure,
+    AllTypesMatch<["source", "result"]>]> {
+  let summary = "Each row times its factor";
+  let description = [{
+    Multiplies every value of row `i` of `source` (an accumulator tile, row
+    values or a partial row sum) by `factors[i]` (full row values): the
+    online softmax's rescale of its sum and accumulator when the row max
+    grows. The lowering places each row's multiplies right after that row's
+    factor is computed.
+  }];
+  let arguments = (ins FAGPU_Register:$source, FAGPU_Register:$factors);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = [{
+    $source `,` $factors attr-dict `:` type($source) `,` type($factors)
   }];
   let hasVerifier = 1;
 }
