@@ -3,9 +3,10 @@
 // The last step of the GPU route: each kernel of the gpu.module becomes an
 // llvm.func of NVVM ops, its launches take the kernel's ABI (KernelAbi.h).
 //
-//  - Forward kernels are in the kernel-level IR (fa-tile, fa-async-copy):
-//    FAGPUToNVVM.cpp lowers them op by op; rewriteLaunch passes each ABI
-//    parameter by the role fa-tile gave the kernel's arguments (fa.abi).
+//  - Forward kernels are in the kernel-level IR (fa-tile, fa-online-softmax,
+//    fa-async-copy): FAGPUToNVVM.cpp lowers them op by op; rewriteLaunch
+//    passes each ABI parameter by the role fa-tile gave the kernel's
+//    arguments (fa.abi).
 //  - fa.attention_grad becomes the backward's kernels (AttentionGradToNVVM).
 //
 // A forward kernel still holding its fa.attention is refused, with the
