@@ -242,8 +242,7 @@ Value SoftmaxOps::rescale(OpBuilder &b, Location loc, Value x,
   SmallVector<IteratorType> parallel(rank, IteratorType::parallel);
   return buildGeneric(
       b, loc, x, alpha,
-      {dimsMap(ctx, rank, {0}),
-       rank == 1 ? dimsMap(ctx, 1, {0}) : dimsMap(ctx, 2, {0, 1})},
+      {dimsMap(ctx, rank, {0}), AffineMap::getMultiDimIdentityMap(rank, ctx)},
       parallel, [](OpBuilder &nb, Location bl, ValueRange args) -> Value {
         return arith::MulFOp::create(nb, bl, args[1], args[0]);
       });

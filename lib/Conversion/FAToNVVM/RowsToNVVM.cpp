@@ -20,6 +20,13 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+/// Which of a thread's row values (two per m-tile) value `slot` of its
+/// accumulator tile of `nTiles` n-tiles lies in: slot (mt, nt, e) is in
+/// row mt * 2 + e / 2.
+int64_t rowOfSlot(int64_t slot, int64_t nTiles) {
+  return (slot / (nTiles * 4)) * 2 + (slot % 4) / 2;
+}
+
 struct ReduceRowsLowering : public OpConversionPattern<fagpu::ReduceRowsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -68,11 +75,10 @@ struct UpdateRowSumLowering
     int64_t nTiles = type.getDimSize(1) / 8;
     ValueRange values = adaptor.getValues();
     SmallVector<Value> rows(adaptor.getSum());
-    for (int64_t mt = 0; mt < int64_t(rows.size()) / 2; ++mt)
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        for (int64_t e = 0; e < 4; ++e)
-          rows[mt * 2 + e / 2] =
-              kb.fadd(rows[mt * 2 + e / 2], values[(mt * nTiles + nt) * 4 + e]);
+    for (auto [slot, value] : llvm::enumerate(values)) {
+      Value &row = rows[rowOfSlot(slot, nTiles)];
+      row = kb.fadd(row, value);
+    }
     rewriter.replaceOpWithMultiple(op, {rows});
     return success();
   }
@@ -88,17 +94,15 @@ struct ScaleRowsLowering : public OpConversionPattern<fagpu::ScaleRowsOp> {
     KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
     auto type = cast<RankedTensorType>(op.getType());
     ValueRange source = adaptor.getSource(), factors = adaptor.getFactors();
-    // Row values hold one register per row; an accumulator tile's value
-    // (mt, nt, e) is in row mt * 2 + e / 2 of the thread's rows.
-    int64_t nTiles = type.getRank() == 2 ? type.getDimSize(1) / 8 : 0;
-    auto rowOf = [&](int64_t i) {
-      return nTiles ? (i / (nTiles * 4)) * 2 + (i % 4) / 2 : i;
-    };
+    // Row values hold one register per row, an accumulator tile one per
+    // slot.
+    bool tile = type.getRank() == 2;
+    int64_t nTiles = tile ? type.getDimSize(1) / 8 : 0;
     RowwisePlacer placer(rewriter.getInsertionBlock());
     SmallVector<Value> results;
     for (int64_t i = 0; i < int64_t(source.size()); ++i) {
       OpBuilder::InsertionGuard guard(rewriter);
-      Value factor = factors[rowOf(i)];
+      Value factor = factors[tile ? rowOfSlot(i, nTiles) : i];
       placer.setInsertionPoint(rewriter, {source[i], factor});
       results.push_back(kb.fmul(source[i], factor));
       placer.placed(results.back().getDefiningOp());
@@ -118,10 +122,9 @@ struct BroadcastRowsLowering
     int64_t nTiles = type.getDimSize(1) / 8;
     ValueRange rows = adaptor.getSource();
     SmallVector<Value> values;
-    for (int64_t mt = 0; mt < int64_t(rows.size()) / 2; ++mt)
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        for (int64_t e = 0; e < 4; ++e)
-          values.push_back(rows[mt * 2 + e / 2]);
+    for (int64_t slot = 0, e = int64_t(rows.size()) / 2 * nTiles * 4; slot < e;
+         ++slot)
+      values.push_back(rows[rowOfSlot(slot, nTiles)]);
     rewriter.replaceOpWithMultiple(op, {values});
     return success();
   }
