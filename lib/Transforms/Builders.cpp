@@ -1,6 +1,7 @@
 //===- Builders.cpp - IR builders shared by FA's lowerings ----------------===//
 
 #include "fa/Transforms/Builders.h"
+#include "fa/Transforms/Masks.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -132,27 +133,17 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
     }
   }
 
+  // causal and window (on query + diag, which the caller has), then
+  // mask_mod.
   Value keep;
+  Masks masks{variant.causal, variant.window};
+  if (masks.any())
+    keep = MaskBuilder(b, loc, masks, pos.key.getType())
+               .keep(pos.query, pos.key, /*nk=*/Value(), /*diag=*/Value(),
+                     pos.queryAligned);
   auto addMask = [&](Value m) {
     keep = keep ? arith::AndIOp::create(b, loc, keep, m).getResult() : m;
   };
-  if (variant.causal) {
-    Value diag = variant.causal.getValue() == CausalKind::TopLeft
-                     ? pos.query
-                     : pos.queryAligned;
-    addMask(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, pos.key,
-                                  diag));
-  }
-  if (variant.window) {
-    Value left = arith::ConstantIndexOp::create(b, loc, variant.window[0]);
-    Value lo = arith::SubIOp::create(b, loc, pos.queryAligned, left);
-    addMask(
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, pos.key, lo));
-    Value right = arith::ConstantIndexOp::create(b, loc, variant.window[1]);
-    Value hi = arith::AddIOp::create(b, loc, pos.queryAligned, right);
-    addMask(
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, pos.key, hi));
-  }
   if (variant.maskMod) {
     SmallVector<Value> args = {pos.batch, pos.head, pos.query, pos.key};
     llvm::append_range(args, variant.captures);
@@ -315,74 +306,24 @@ ScoreTileOp mlir::fa::buildScoreTile(OpBuilder &b, Location loc,
   return tile;
 }
 
-static Value constIndex(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-/// Nk - Nq, where the bottom-right diagonal or a window needs it.
-static Value diagonalOffset(OpBuilder &b, Location loc, CausalKindAttr causal,
-                            DenseI64ArrayAttr window, Value seqQ, Value seqKV) {
-  if (window || (causal && causal.getValue() == CausalKind::BottomRight))
-    return arith::SubIOp::create(b, loc, seqKV, seqQ);
-  return Value();
-}
-
 std::pair<Value, Value>
 mlir::fa::buildVisibleKeys(OpBuilder &b, Location loc, CausalKindAttr causal,
                            DenseI64ArrayAttr window, Value q0, Value rows,
                            Value seqQ, Value seqKV, int64_t blockKV) {
-  Value begin = constIndex(b, loc, 0), end = seqKV;
+  MaskBuilder masks(b, loc, {causal, window}, b.getIndexType());
   Value qEnd = arith::AddIOp::create(b, loc, q0, rows);
-  Value off = diagonalOffset(b, loc, causal, window, seqQ, seqKV);
-  if (causal) {
-    Value last = causal.getValue() == CausalKind::TopLeft
-                     ? qEnd
-                     : arith::AddIOp::create(b, loc, qEnd, off);
-    end = arith::MinSIOp::create(b, loc, end, last);
-  }
-  if (window) {
-    // Sequenced so that the IR's order does not depend on the compiler's
-    // order of evaluating arguments.
-    Value left = constIndex(b, loc, window[0]);
-    Value first = arith::AddIOp::create(b, loc, q0, off);
-    Value lo = arith::SubIOp::create(b, loc, first, left);
-    Value right = constIndex(b, loc, window[1]);
-    Value last = arith::AddIOp::create(b, loc, qEnd, off);
-    Value hi = arith::AddIOp::create(b, loc, last, right);
-    begin = arith::MaxSIOp::create(b, loc, begin, lo);
-    end = arith::MinSIOp::create(b, loc, end, hi);
-    // Start on a tile boundary so K/V tiles are the same for every Q tile.
-    Value block = constIndex(b, loc, blockKV);
-    begin = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, begin, block), block);
-  }
-  return {begin, end};
+  Value diag = masks.diagonal(seqQ, seqKV);
+  RowRange keys = masks.visibleKeys(q0, qEnd, seqKV, diag, blockKV);
+  return {keys.begin, keys.end};
 }
 
 std::pair<Value, Value>
 mlir::fa::buildVisibleQueries(OpBuilder &b, Location loc, CausalKindAttr causal,
                               DenseI64ArrayAttr window, Value k0, Value cols,
                               Value seqQ, Value seqKV) {
-  // Query i sees key j when j <= i (+ off) and, with a window,
-  // i + off - left <= j <= i + off + right.
-  Value begin = constIndex(b, loc, 0), end = seqQ;
+  MaskBuilder masks(b, loc, {causal, window}, b.getIndexType());
   Value kEnd = arith::AddIOp::create(b, loc, k0, cols);
-  Value off = diagonalOffset(b, loc, causal, window, seqQ, seqKV);
-  if (causal) {
-    Value first = causal.getValue() == CausalKind::TopLeft
-                      ? k0
-                      : arith::SubIOp::create(b, loc, k0, off);
-    begin = arith::MaxSIOp::create(b, loc, begin, first);
-  }
-  if (window) {
-    Value right = constIndex(b, loc, window[1]);
-    Value first = arith::SubIOp::create(b, loc, k0, off);
-    Value lo = arith::SubIOp::create(b, loc, first, right);
-    Value left = constIndex(b, loc, window[0]);
-    Value last = arith::SubIOp::create(b, loc, kEnd, off);
-    Value hi = arith::AddIOp::create(b, loc, last, left);
-    begin = arith::MaxSIOp::create(b, loc, begin, lo);
-    end = arith::MinSIOp::create(b, loc, end, hi);
-  }
-  return {begin, end};
+  Value diag = masks.diagonal(seqQ, seqKV);
+  RowRange queries = masks.visibleQueries(k0, kEnd, seqQ, diag);
+  return {queries.begin, queries.end};
 }

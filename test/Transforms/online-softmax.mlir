@@ -144,8 +144,10 @@ func.func @mha(%q: tensor<1x2x64x16xf16>, %k: tensor<1x2x48x16xf16>, %v: tensor<
 // CHECK-NOT: fa.softmax_row
 // CHECK: %[[QEND:[a-z0-9_]+]] = arith.addi
 // CHECK-NEXT: %[[DIAG:[a-z0-9_]+]] = arith.subi
+// CHECK-NEXT: %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT: %[[LAST:[a-z0-9_]+]] = arith.addi %[[QEND]], %[[DIAG]] : index
-// CHECK-NEXT: %[[END1:[a-z0-9_]+]] = arith.minsi %{{[a-z0-9_]+}}, %[[LAST]] : index
+// CHECK-NEXT: %[[MIN1:[a-z0-9_]+]] = arith.minsi %{{[a-z0-9_]+}}, %[[LAST]] : index
+// CHECK-NEXT: %[[END1:[a-z0-9_]+]] = arith.maxsi %[[C0]], %[[MIN1]] : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %[[END1]] step %{{[a-z0-9_]+}} iter_args(%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x8xf32>) {
 // CHECK: fa.score_tile {{.*}} {causal = #fa.causal<bottom_right>, scale = 0.353553385 : f32}
 // CHECK-NOT: fa.score_tile

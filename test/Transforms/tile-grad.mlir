@@ -17,8 +17,8 @@
 // CHECK-NEXT: %[[KT:[a-z0-9_]+]] = tensor.extract_slice %[[K]][%[[B]], %[[HK]], %[[K0]], 0] [1, 1, %[[COLS]], 16]
 // CHECK-NEXT: %[[VT:[a-z0-9_]+]] = tensor.extract_slice %[[V]][%[[B]], %[[HK]], %[[K0]], 0] [1, 1, %[[COLS]], 16]
 // Causal top-left: queries from k0 on see this tile.
-// CHECK-NEXT: %[[Z:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT: arith.addi %[[K0]], %[[COLS]] : index
+// CHECK-NEXT: %[[Z:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT: %[[QBEGIN:[a-z0-9_]+]] = arith.maxsi %[[Z]], %[[K0]] : index
 // Over the two query heads of the group, then their Q tiles.
 // CHECK: scf.for %[[GI:[a-z0-9_]+]] = %{{.*}} to %[[G:[a-z0-9_]+]] step %{{.*}} iter_args
@@ -62,7 +62,9 @@
 // Step 3: dQ per (batch, query head, Q tile), over the K/V tiles it sees.
 // CHECK: %[[DQ:[a-z0-9_]+]] = scf.forall (%[[B2:[a-z0-9_]+]], %[[H2:[a-z0-9_]+]], %{{[a-z0-9_]+}}) in (%{{.*}}, %{{.*}}, %{{.*}}) shared_outs(%[[DQS:[a-z0-9_]+]] = %{{.*}}) -> (tensor<2x4x?x16xbf16>) {
 // CHECK: %[[QEND:[a-z0-9_]+]] = arith.addi
-// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.minsi %{{.*}}, %[[QEND]] : index
+// CHECK-NEXT: %[[Z2:[a-z0-9_]+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[KVMIN:[a-z0-9_]+]] = arith.minsi %{{.*}}, %[[QEND]] : index
+// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.maxsi %[[Z2]], %[[KVMIN]] : index
 // CHECK: scf.for %[[K02:[a-z0-9_]+]] = %{{.*}} to %[[KVEND]] step %{{.*}} iter_args(%[[DQA:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x16xf32>) {
 // CHECK: %[[KT2:[a-z0-9_]+]] = tensor.extract_slice %[[K]]
 // CHECK: fa.score_tile {{.*}} -> tensor<?x?xf32>, tensor<?x?xf32>
@@ -82,18 +84,18 @@ func.func @causal_gqa(%q: tensor<2x4x?x16xbf16>, %k: tensor<2x2x?x16xbf16>, %v: 
 // CHECK: scf.forall
 // CHECK: %[[K0:[a-z0-9_]+]] = arith.muli
 // CHECK: %[[COLS:[a-z0-9_]+]] = arith.minsi
-// CHECK: %[[Z:[a-z0-9_]+]] = arith.constant 0 : index
-// CHECK-NEXT: %[[KEND:[a-z0-9_]+]] = arith.addi %[[K0]], %[[COLS]] : index
+// CHECK: %[[KEND:[a-z0-9_]+]] = arith.addi %[[K0]], %[[COLS]] : index
 // CHECK-NEXT: %[[OFF:[a-z0-9_]+]] = arith.subi %[[NK:[a-z0-9_]+]], %[[NQ:[a-z0-9_]+]] : index
+// CHECK-NEXT: %[[Z:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT: %[[FIRST:[a-z0-9_]+]] = arith.subi %[[K0]], %[[OFF]] : index
 // CHECK-NEXT: %[[BEGIN0:[a-z0-9_]+]] = arith.maxsi %[[Z]], %[[FIRST]] : index
 // CHECK-NEXT: %[[RIGHT:[a-z0-9_]+]] = arith.constant 2 : index
 // CHECK-NEXT: %[[A:[a-z0-9_]+]] = arith.subi %[[K0]], %[[OFF]] : index
 // CHECK-NEXT: %[[LO:[a-z0-9_]+]] = arith.subi %[[A]], %[[RIGHT]] : index
+// CHECK-NEXT: %[[BEGIN:[a-z0-9_]+]] = arith.maxsi %[[BEGIN0]], %[[LO]] : index
 // CHECK-NEXT: %[[LEFT:[a-z0-9_]+]] = arith.constant 7 : index
 // CHECK-NEXT: %[[B:[a-z0-9_]+]] = arith.subi %[[KEND]], %[[OFF]] : index
 // CHECK-NEXT: %[[HI:[a-z0-9_]+]] = arith.addi %[[B]], %[[LEFT]] : index
-// CHECK-NEXT: %[[BEGIN:[a-z0-9_]+]] = arith.maxsi %[[BEGIN0]], %[[LO]] : index
 // CHECK-NEXT: %[[END:[a-z0-9_]+]] = arith.minsi %[[NQ]], %[[HI]] : index
 // CHECK: scf.for %{{.*}} = %[[BEGIN]] to %[[END]] step
 func.func @window_queries(%q: tensor<1x1x?x8xf16>, %k: tensor<1x1x?x8xf16>, %o: tensor<1x1x?x8xf16>, %lse: tensor<1x1x?xf32>) -> tensor<1x1x?x8xf16> {

@@ -37,8 +37,8 @@
 // CHECK-NEXT:   %[[HK:[a-z0-9_]+]] = arith.divui %[[H]], %[[G]] : index
 // CHECK-NEXT:   %[[QT:[a-z0-9_]+]] = tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[ROWS]], 32] [1, 1, 1, 1] : tensor<2x4x100x32xbf16> to tensor<?x32xbf16>
 // No mask: the K/V loops run over [0, Nk).
-// CHECK-NEXT:   %[[KV0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT:   arith.addi %[[Q0]], %[[ROWS]] : index
+// CHECK-NEXT:   %[[KV0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT:   %[[STEP:[a-z0-9_]+]] = arith.constant 16 : index
 // Pass 1: m = row max of the scores, from -inf.
 // CHECK-NEXT:   %[[ME:[a-z0-9_]+]] = tensor.empty(%[[ROWS]]) : tensor<?xf32>
@@ -137,8 +137,9 @@
 // DEFAULT: %[[BQ:[a-z0-9_]+]] = arith.constant 64 : index
 // DEFAULT-NEXT: arith.minsi %[[BQ]], %{{[a-z0-9_]+}} : index
 // DEFAULT: arith.addi
+// DEFAULT-NEXT: %[[KV0:[a-z0-9_]+]] = arith.constant 0 : index
 // DEFAULT-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 64 : index
-// DEFAULT: scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %[[NK]] step %[[STEP]] iter_args
+// DEFAULT: scf.for %{{[a-z0-9_]+}} = %[[KV0]] to %[[NK]] step %[[STEP]] iter_args
 // DEFAULT: } {fa.softmax_row_max = "exp"}
 // DEFAULT: scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %[[NK]] step %[[STEP]] iter_args
 // DEFAULT: } {fa.softmax_row_sum}
@@ -218,7 +219,7 @@ func.func @dynamic_heads(%q: tensor<1x?x8x16xbf16>, %k: tensor<1x?x8x16xbf16>, %
 // -----
 
 // Causal, top-left: the last row of the tile, q0 + rows - 1, sees keys up to
-// itself, so the K/V loops end at min(Nk, q0 + rows).
+// itself, so the K/V loops end at max(0, min(Nk, q0 + rows)).
 
 // CHECK-LABEL: func.func @causal_top_left
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x1x?x4xf32>, %[[K:[^:]+]]: tensor<1x1x?x4xf32>
@@ -227,9 +228,10 @@ func.func @dynamic_heads(%q: tensor<1x?x8x16xbf16>, %k: tensor<1x?x8x16xbf16>, %
 // CHECK: scf.forall
 // CHECK: %[[Q0:[a-z0-9_]+]] = arith.muli
 // CHECK: %[[ROWS:[a-z0-9_]+]] = arith.minsi
-// CHECK: %[[KV0:[a-z0-9_]+]] = arith.constant 0 : index
-// CHECK-NEXT: %[[QEND:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[ROWS]] : index
-// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[QEND]] : index
+// CHECK: %[[QEND:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[ROWS]] : index
+// CHECK-NEXT: %[[KV0:[a-z0-9_]+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[MIN:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[QEND]] : index
+// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.maxsi %[[KV0]], %[[MIN]] : index
 // CHECK-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 16 : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KV0]] to %[[KVEND]] step %[[STEP]]
 // CHECK: fa.score_tile {{.*}} of[%[[NQ]], %[[NK]]] {causal = #fa.causal<top_left>, scale = 5.000000e-01 : f32}
@@ -245,7 +247,7 @@ func.func @causal_top_left(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %v:
 // -----
 
 // Causal, bottom-right: the diagonal is shifted by Nk - Nq, the K/V loops
-// end at min(Nk, q0 + rows + Nk - Nq).
+// end at max(0, min(Nk, q0 + rows + Nk - Nq)).
 
 // CHECK-LABEL: func.func @causal_bottom_right
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x1x?x4xf32>, %[[K:[^:]+]]: tensor<1x1x?x4xf32>
@@ -254,11 +256,12 @@ func.func @causal_top_left(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %v:
 // CHECK: scf.forall
 // CHECK: %[[Q0:[a-z0-9_]+]] = arith.muli
 // CHECK: %[[ROWS:[a-z0-9_]+]] = arith.minsi
-// CHECK: %[[KV0:[a-z0-9_]+]] = arith.constant 0 : index
-// CHECK-NEXT: %[[QEND:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[ROWS]] : index
+// CHECK: %[[QEND:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[ROWS]] : index
 // CHECK-NEXT: %[[DIAG:[a-z0-9_]+]] = arith.subi %[[NK]], %[[NQ]] : index
+// CHECK-NEXT: %[[KV0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT: %[[LAST:[a-z0-9_]+]] = arith.addi %[[QEND]], %[[DIAG]] : index
-// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[LAST]] : index
+// CHECK-NEXT: %[[MIN:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[LAST]] : index
+// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.maxsi %[[KV0]], %[[MIN]] : index
 // CHECK-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 16 : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KV0]] to %[[KVEND]] step %[[STEP]]
 // CHECK: fa.score_tile {{.*}} of[%[[NQ]], %[[NK]]] {causal = #fa.causal<bottom_right>, scale = 5.000000e-01 : f32}
@@ -273,7 +276,7 @@ func.func @causal_bottom_right(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>,
 // -----
 
 // Window [40, 3]: keys from max(0, q0 + Nk - Nq - 40), rounded down to a
-// multiple of block-kv = 16, to min(Nk, q0 + rows + Nk - Nq + 3).
+// multiple of block-kv = 16, to max(0, min(Nk, q0 + rows + Nk - Nq + 3)).
 
 // CHECK-LABEL: func.func @window
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x1x?x4xf32>, %[[K:[^:]+]]: tensor<1x1x?x4xf32>
@@ -282,20 +285,21 @@ func.func @causal_bottom_right(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>,
 // CHECK: scf.forall
 // CHECK: %[[Q0:[a-z0-9_]+]] = arith.muli
 // CHECK: %[[ROWS:[a-z0-9_]+]] = arith.minsi
-// CHECK: %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
-// CHECK-NEXT: %[[QEND:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[ROWS]] : index
+// CHECK: %[[QEND:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[ROWS]] : index
 // CHECK-NEXT: %[[DIAG:[a-z0-9_]+]] = arith.subi %[[NK]], %[[NQ]] : index
+// CHECK-NEXT: %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT: %[[LEFT:[a-z0-9_]+]] = arith.constant 40 : index
 // CHECK-NEXT: %[[FIRST:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[DIAG]] : index
 // CHECK-NEXT: %[[LO:[a-z0-9_]+]] = arith.subi %[[FIRST]], %[[LEFT]] : index
+// CHECK-NEXT: %[[BKV:[a-z0-9_]+]] = arith.constant 16 : index
+// CHECK-NEXT: %[[BEGIN:[a-z0-9_]+]] = arith.maxsi %[[C0]], %[[LO]] : index
+// CHECK-NEXT: %[[NT:[a-z0-9_]+]] = arith.divui %[[BEGIN]], %[[BKV]] : index
+// CHECK-NEXT: %[[KVBEGIN:[a-z0-9_]+]] = arith.muli %[[NT]], %[[BKV]] : index
 // CHECK-NEXT: %[[RIGHT:[a-z0-9_]+]] = arith.constant 3 : index
 // CHECK-NEXT: %[[LAST:[a-z0-9_]+]] = arith.addi %[[QEND]], %[[DIAG]] : index
 // CHECK-NEXT: %[[HI:[a-z0-9_]+]] = arith.addi %[[LAST]], %[[RIGHT]] : index
-// CHECK-NEXT: %[[BEGIN:[a-z0-9_]+]] = arith.maxsi %[[C0]], %[[LO]] : index
-// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[HI]] : index
-// CHECK-NEXT: %[[BKV:[a-z0-9_]+]] = arith.constant 16 : index
-// CHECK-NEXT: %[[NT:[a-z0-9_]+]] = arith.divui %[[BEGIN]], %[[BKV]] : index
-// CHECK-NEXT: %[[KVBEGIN:[a-z0-9_]+]] = arith.muli %[[NT]], %[[BKV]] : index
+// CHECK-NEXT: %[[MIN:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[HI]] : index
+// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.maxsi %[[C0]], %[[MIN]] : index
 // CHECK-NEXT: %[[STEP:[a-z0-9_]+]] = arith.constant 16 : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KVBEGIN]] to %[[KVEND]] step %[[STEP]]
 // CHECK: fa.score_tile {{.*}} of[%[[NQ]], %[[NK]]] {scale = 5.000000e-01 : f32, window = array<i64: 40, 3>}
@@ -316,12 +320,15 @@ func.func @window(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %v: tensor<1
 // CHECK: %[[NK:[a-z0-9_]+]] = tensor.dim %[[K]], %{{[a-z0-9_]+}} : tensor<1x1x?x4xf32>
 // CHECK: %[[QEND:[a-z0-9_]+]] = arith.addi %[[Q0:[a-z0-9_]+]], %[[ROWS:[a-z0-9_]+]] : index
 // CHECK-NEXT: %[[DIAG:[a-z0-9_]+]] = arith.subi %[[NK]], %{{[a-z0-9_]+}} : index
-// CHECK-NEXT: %[[CEND:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[QEND]] : index
-// CHECK: %[[LAST:[a-z0-9_]+]] = arith.addi %[[QEND]], %[[DIAG]] : index
-// CHECK-NEXT: %[[HI:[a-z0-9_]+]] = arith.addi %[[LAST]], %{{[a-z0-9_]+}} : index
-// CHECK-NEXT: %[[BEGIN:[a-z0-9_]+]] = arith.maxsi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : index
-// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.minsi %[[CEND]], %[[HI]] : index
+// CHECK-NEXT: %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[CMIN:[a-z0-9_]+]] = arith.minsi %[[NK]], %[[QEND]] : index
+// CHECK-NEXT: %[[CEND:[a-z0-9_]+]] = arith.maxsi %[[C0]], %[[CMIN]] : index
 // CHECK: %[[KVBEGIN:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : index
+// CHECK-NEXT: %[[RIGHT:[a-z0-9_]+]] = arith.constant 3 : index
+// CHECK-NEXT: %[[LAST:[a-z0-9_]+]] = arith.addi %[[QEND]], %[[DIAG]] : index
+// CHECK-NEXT: %[[HI:[a-z0-9_]+]] = arith.addi %[[LAST]], %[[RIGHT]] : index
+// CHECK-NEXT: %[[MIN:[a-z0-9_]+]] = arith.minsi %[[CEND]], %[[HI]] : index
+// CHECK-NEXT: %[[KVEND:[a-z0-9_]+]] = arith.maxsi %[[C0]], %[[MIN]] : index
 // CHECK: scf.for %{{[a-z0-9_]+}} = %[[KVBEGIN]] to %[[KVEND]] step
 // CHECK: fa.score_tile {{.*}} {causal = #fa.causal<top_left>, scale = 5.000000e-01 : f32, window = array<i64: 40, 3>}
 func.func @window_causal(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %v: tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32> {

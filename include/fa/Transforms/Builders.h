@@ -11,6 +11,7 @@
 #define FA_TRANSFORMS_BUILDERS_H
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Transforms/Masks.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/Builders.h"
 
@@ -85,8 +86,7 @@ struct ScoreVariant {
   }
   /// Whether the bottom-right diagonal i + Nk - Nq is read.
   bool needsDiagonal() const {
-    return hasAlibi || window ||
-           (causal && causal.getValue() == CausalKind::BottomRight);
+    return hasAlibi || Masks{causal, window}.needsDiagonal();
   }
 };
 
@@ -158,8 +158,8 @@ ScoreTileOp buildScoreTile(OpBuilder &b, Location loc, Operation *attention,
                            ScoreDerivative derivative = ScoreDerivative::None);
 
 /// The K/V rows [begin, end) that some query of [q0, q0 + rows) may see under
-/// the causal/window masks (both null: every row); begin is a multiple of
-/// `blockKV` so that every Q tile sees the same K/V tiles.
+/// the causal/window masks (both null: every row): MaskBuilder::visibleKeys
+/// on index.
 std::pair<Value, Value> buildVisibleKeys(OpBuilder &b, Location loc,
                                          CausalKindAttr causal,
                                          DenseI64ArrayAttr window, Value q0,
@@ -167,7 +167,8 @@ std::pair<Value, Value> buildVisibleKeys(OpBuilder &b, Location loc,
                                          int64_t blockKV);
 
 /// The query rows [begin, end) that may see some key of [k0, k0 + cols) under
-/// the causal/window masks; begin >= end when none does.
+/// the causal/window masks (MaskBuilder::visibleQueries on index); begin >=
+/// end when none does.
 std::pair<Value, Value> buildVisibleQueries(OpBuilder &b, Location loc,
                                             CausalKindAttr causal,
                                             DenseI64ArrayAttr window, Value k0,

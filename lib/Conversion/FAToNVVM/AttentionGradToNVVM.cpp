@@ -929,21 +929,15 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     return r;
   };
 
-  // The queries that can see a key of [k0, kEnd): i >= j - diag (causal
-  // bottom-right; j top-left), j - diag - right <= i <= j - diag + left.
+  // The queries that can see a key of [k0, kEnd), and diag for the masks.
   Value diag, qBegin, qEnd;
   auto visibleQueries = [&] {
     diag = sub(a.nk, a.nq);
     Value kEnd = mins(add(k0, c32(kvRows)), a.nk);
-    qBegin = c32(0), qEnd = a.nq;
-    if (masks.causal)
-      qBegin = maxs(qBegin, masks.causal.getValue() == CausalKind::TopLeft
-                                ? k0
-                                : sub(k0, diag));
-    if (masks.window) {
-      qBegin = maxs(qBegin, sub(sub(k0, diag), windowSize(masks.window[1])));
-      qEnd = mins(qEnd, add(sub(kEnd, diag), windowSize(masks.window[0])));
-    }
+    RowRange queries =
+        MaskBuilder(b, loc, masks, i32).visibleQueries(k0, kEnd, a.nq, diag);
+    qBegin = queries.begin;
+    qEnd = queries.end;
   };
 
   copyTile(kvRows, sK, kBase, k0, a.nk, a.ks[2], tid);

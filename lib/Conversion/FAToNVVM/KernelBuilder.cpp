@@ -534,79 +534,29 @@ void KernelBuilder::wgmmaCommitAndWait(int64_t pending,
   }
 }
 
-Value KernelBuilder::windowSize(int64_t size) {
-  // Sequences stay below 2^30 rows; a wider window masks nothing more.
-  return c32(std::min<int64_t>(size, int64_t(1) << 30));
-}
-
 Value KernelBuilder::keepKey(const Masks &masks, Value row, Value key, Value nk,
                              Value diag, bool checkBound) {
-  Value keep;
-  auto both = [&](Value m) {
-    keep = keep ? arith::AndIOp::create(b, loc, keep, m) : m;
-  };
-  if (checkBound)
-    both(cmp(arith::CmpIPredicate::slt, key, nk));
-  if (masks.causal) {
-    Value lim =
-        masks.causal.getValue() == CausalKind::TopLeft ? row : add(row, diag);
-    both(cmp(arith::CmpIPredicate::sle, key, lim));
-  }
-  if (masks.window) {
-    Value aligned = add(row, diag);
-    both(cmp(arith::CmpIPredicate::sge, key,
-             sub(aligned, windowSize(masks.window[0]))));
-    both(cmp(arith::CmpIPredicate::sle, key,
-             add(aligned, windowSize(masks.window[1]))));
-  }
+  Value keep = MaskBuilder(b, loc, masks, i32)
+                   .keep(row, key, checkBound ? nk : Value(), diag);
   return keep ? keep : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
 }
 
 KernelBuilder::KeyRange KernelBuilder::visibleKeys(const Masks &masks, Value q0,
                                                    int64_t blockQ, Value nq,
                                                    Value nk, int64_t blockKV) {
-  Value begin = c32(0), end = nk;
   Value qEnd = add(q0, c32(blockQ));
   Value diag = sub(nk, nq);
-  if (masks.causal) {
-    Value last =
-        masks.causal.getValue() == CausalKind::TopLeft ? qEnd : add(qEnd, diag);
-    end = maxs(c32(0), mins(end, last));
-  }
-  if (masks.window) {
-    Value lo = sub(add(q0, diag), windowSize(masks.window[0]));
-    begin = mul(divu(maxs(c32(0), lo), c32(blockKV)), c32(blockKV));
-    end = maxs(c32(0),
-               mins(end, add(add(qEnd, diag), windowSize(masks.window[1]))));
-  }
-  return {begin, end, diag};
+  RowRange keys =
+      MaskBuilder(b, loc, masks, i32).visibleKeys(q0, qEnd, nk, diag, blockKV);
+  return {keys.begin, keys.end, diag};
 }
 
 Value KernelBuilder::tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ,
                                    Value kv0, int64_t blockKV, Value nk,
                                    Value diag) {
-  Value tileEnd = add(kv0, c32(blockKV));
-  Value needMask;
-  auto orMask = [&](Value m) {
-    needMask = needMask ? arith::OrIOp::create(b, loc, needMask, m) : m;
-  };
-  if (nk)
-    orMask(cmp(arith::CmpIPredicate::sgt, tileEnd, nk));
-  Value lastRow = add(q0, c32(blockQ - 1));
-  if (masks.causal) {
-    // The tile's first query row sees keys up to q0 (+ Nk - Nq).
-    Value lim =
-        masks.causal.getValue() == CausalKind::TopLeft ? q0 : add(q0, diag);
-    orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)), lim));
-  }
-  if (masks.window) {
-    orMask(cmp(arith::CmpIPredicate::slt, kv0,
-               sub(add(lastRow, diag), windowSize(masks.window[0]))));
-    orMask(cmp(arith::CmpIPredicate::sgt, sub(tileEnd, c32(1)),
-               add(add(q0, diag), windowSize(masks.window[1]))));
-  }
-  return needMask ? needMask
-                  : arith::ConstantIntOp::create(b, loc, 0, 1).getResult();
+  Value need = MaskBuilder(b, loc, masks, i32)
+                   .tileNeedsMask(q0, blockQ, kv0, blockKV, nk, diag);
+  return need ? need : arith::ConstantIntOp::create(b, loc, 0, 1).getResult();
 }
 
 Value KernelBuilder::keepScored(const Masks &masks, Region *maskMod, Value idxB,

@@ -3,7 +3,7 @@
 // The building blocks the forward and backward kernels share: constants and
 // i32 arithmetic, cp.async into XOR-swizzled shared tiles, ldmatrix(.trans),
 // mma.sync m16n8k16 (f16/bf16 -> f32), accumulator -> A-fragment repacking,
-// quad reductions, exp2 and the mask predicates of causal and window.
+// quad reductions, exp2 and the causal and window masks on i32 (Masks.h).
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16): lane = 4 * g + tq holds the
 // accumulator elements (row g, cols 2 tq, 2 tq + 1) and (row g + 8, same
@@ -19,6 +19,7 @@
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Runtime/KernelAbi.h"
 #include "fa/Transforms/GpuKernels.h"
+#include "fa/Transforms/Masks.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -37,12 +38,6 @@ constexpr int64_t kThreads = 32 * kWarps;
 /// Rows of the K/V tiles the forward and dQ kernels loop over.
 constexpr int64_t kBlockKV = 64;
 constexpr unsigned kGlobal = 1, kShared = 3;
-
-/// The variant's masks, as a kernel applies them (both optional).
-struct Masks {
-  CausalKindAttr causal;
-  DenseI64ArrayAttr window;
-};
 
 /// The arguments of a kernel created from its ABI (KernelBuilder::
 /// createKernel), found by what they are.
@@ -313,8 +308,10 @@ public:
   Value bRow(Value lane) { return add(andi(lane, 7), shl(shr(lane, 4), 3)); }
   Value bCol(Value lane) { return shl(andi(shr(lane, 3), 1), 3); }
 
+  // The masks are MaskBuilder's on i32 (the host route's definition).
+
   /// Whether query `row` keeps key `key` (key < nk when `checkBound`, then
-  /// causal and window, with diag = Nk - Nq).
+  /// causal and window, with diag = Nk - Nq); true when nothing is checked.
   Value keepKey(const Masks &masks, Value row, Value key, Value nk, Value diag,
                 bool checkBound);
   /// The key rows the queries [q0, q0 + blockQ) can see.
@@ -332,9 +329,6 @@ public:
   /// window edge (uniform across the CTA).
   Value tileNeedsMask(const Masks &masks, Value q0, int64_t blockQ, Value kv0,
                       int64_t blockKV, Value nk, Value diag);
-  /// A window size as an i32 constant; sizes beyond any sequence are capped
-  /// so that the bounds' i32 arithmetic cannot overflow.
-  Value windowSize(int64_t size);
 
   /// keepKey(...) and, with a mask_mod region, its value at (b, h, row, key).
   Value keepScored(const Masks &masks, Region *maskMod, Value idxB, Value idxH,

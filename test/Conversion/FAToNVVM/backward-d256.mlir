@@ -67,11 +67,11 @@
 // CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
 // CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // CHECK-NEXT: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
-// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[QEND]] : i32
 // CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[QEND]] : i32
 // CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
 // CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
-// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[C0]] : i32 to index
 // CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c32
 // CHECK-NEXT: %[[KV0:.+]] = arith.index_cast %{{.+}} : index to i32
 // CHECK: %[[PASTNK:.+]] = arith.cmpi sgt, %[[TEND:.+]], %[[NK]] : i32

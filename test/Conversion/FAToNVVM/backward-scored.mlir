@@ -153,13 +153,12 @@ func.func @full_bias(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: t
 // CHECK-SAME: %[[NQ:[^:]+]]: i32, %[[NK:[^:]+]]: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: f32, %{{[^:]+}}: f32,
 // CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %c{{[0-9]+}}_i32{{[_0-9]*}} : i32
 // CHECK: nvvm.barrier0
-// CHECK-NEXT: %[[BEGIN:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
 // CHECK-NEXT: %[[QEND:.+]] = arith.addi %[[Q0]], %[[C64]] : i32
 // CHECK-NEXT: %{{.+}} = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[BEGIN:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[QEND]] : i32
-// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
-// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
+// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[BEGIN]], %[[MIN]] : i32
 // CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
 // CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[BEGIN]] : i32 to index
 // CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c64

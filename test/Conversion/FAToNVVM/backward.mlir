@@ -126,14 +126,13 @@
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: nvvm.barrier0
 // The K/V loop: [0, max(0, min(Nk, q0 + 64 + Nk - Nq))).
-// CHECK-NEXT: %[[BEGIN:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : i32
 // CHECK-NEXT: %[[QEND:.+]] = arith.addi %[[Q0]], %[[C64]] : i32
 // CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[BEGIN:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[LIMIT:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
 // CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[LIMIT]] : i32
-// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
-// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
+// CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[BEGIN]], %[[MIN]] : i32
 // CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
 // CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[BEGIN]] : i32 to index
 // CHECK-NEXT: scf.for %{{.+}} = %[[BEGINIDX]] to %[[ENDIDX]] step %c64
@@ -274,10 +273,11 @@ func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tenso
 // CHECK-SAME: %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32, %{{[^:]+}}: i32)
 // CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), Hq, B], threads = 128, shared = 24576,
 // CHECK: %[[DIAG:.+]] = arith.subi %{{.+}}, %{{.+}} : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[LEFT:.+]] = arith.constant 100 : i32
 // CHECK-NEXT: %[[Q0D:.+]] = arith.addi %{{.+}}, %[[DIAG]] : i32
 // CHECK-NEXT: %[[LO:.+]] = arith.subi %[[Q0D]], %[[LEFT]] : i32
-// CHECK: arith.maxsi %{{.+}}, %[[LO]] : i32
+// CHECK: arith.maxsi %[[C0]], %[[LO]] : i32
 // CHECK: scf.for
 // CHECK: llvm.func @fa_backward_dsum_0(
 // CHECK: llvm.func @fa_backward_dkdv_0(
@@ -327,17 +327,18 @@ func.func @softcap(%q: tensor<2x4x?x64xf16>, %k: tensor<2x4x?x64xf16>, %v: tenso
 // CHECK-NEXT: %[[ROW:.+]] = arith.addi %[[QW]], %{{.+}} : i32
 // CHECK: %[[QEND:.+]] = arith.addi %[[Q0]], %{{.+}} : i32
 // CHECK-NEXT: %[[DIAG:.+]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[LEFT:.+]] = arith.constant 100 : i32
 // CHECK-NEXT: %[[Q0D:.+]] = arith.addi %[[Q0]], %[[DIAG]] : i32
 // CHECK-NEXT: %[[LO:.+]] = arith.subi %[[Q0D]], %[[LEFT]] : i32
-// CHECK: %[[LO0:.+]] = arith.maxsi %{{.+}}, %[[LO]] : i32
-// CHECK-NEXT: %[[LOT:.+]] = arith.divui %[[LO0]], %{{.+}} : i32
-// CHECK-NEXT: %[[BEGIN:.+]] = arith.muli %[[LOT]], %{{.+}} : i32
+// CHECK-NEXT: %[[BKV:.+]] = arith.constant 64 : i32
+// CHECK-NEXT: %[[LO0:.+]] = arith.maxsi %[[C0]], %[[LO]] : i32
+// CHECK-NEXT: %[[LOT:.+]] = arith.divui %[[LO0]], %[[BKV]] : i32
+// CHECK-NEXT: %[[BEGIN:.+]] = arith.muli %[[LOT]], %[[BKV]] : i32
 // CHECK-NEXT: %[[RIGHT:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[QENDD:.+]] = arith.addi %[[QEND]], %[[DIAG]] : i32
 // CHECK-NEXT: %[[HI:.+]] = arith.addi %[[QENDD]], %[[RIGHT]] : i32
 // CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[NK]], %[[HI]] : i32
-// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[END:.+]] = arith.maxsi %[[C0]], %[[MIN]] : i32
 // CHECK: %[[ENDIDX:.+]] = arith.index_cast %[[END]] : i32 to index
 // CHECK-NEXT: %[[BEGINIDX:.+]] = arith.index_cast %[[BEGIN]] : i32 to index
