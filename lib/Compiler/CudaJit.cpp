@@ -58,6 +58,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.blockQ = tile.blockQ;
   options.blockKV = tile.blockKV;
   options.kvStages = tile.kvStages;
+  options.fwdWgmma = tile.wgmma;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -99,6 +100,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
               ";block-kv=" + std::to_string(tile.blockKV);
   if (tile.kvStages)
     target += ";kv-stages=" + std::to_string(tile.kvStages);
+  if (!tile.wgmma)
+    target += ";fwd-wgmma=0";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

@@ -92,7 +92,7 @@ FailureOr<int64_t> mlir::fa::ringForwardCopies(gpu::GPUFuncOp kernel,
   int64_t qBytes = qType.getStageBytes(), kvBytes = kvType.getStageBytes();
   auto ringType =
       fagpu::SharedType::get(ctx, {stages, kvType.getRows(), kvType.getCols()},
-                             kvType.getElementType());
+                             kvType.getElementType(), kvType.getWgmma());
   Value kRing = fagpu::AllocSharedOp::create(b, loc, ringType, qBytes);
   Value vRing =
       fagpu::AllocSharedOp::create(b, loc, ringType, qBytes + stages * kvBytes);

@@ -41,10 +41,10 @@ MemRefType kernelMemRefType(RankedTensorType type, bool rowsContiguous) {
   return MemRefType::get(type.getShape(), type.getElementType(), layout);
 }
 
-/// Outlines `op` into the kernel `name` of `kernels` with `tile`, and
-/// launches it in its place.
+/// Outlines `op` into the kernel `name` of `kernels` with `tile` (and
+/// warpgroup MMAs with `wgmma`), and launches it in its place.
 void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
-             ForwardTile tile) {
+             ForwardTile tile, bool wgmma) {
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   OpBuilder b(op);
@@ -109,10 +109,13 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
       gpu::GPUFuncOp::create(kb, loc, name, kb.getFunctionType(argTypes, {}));
   SymbolTable(kernels).insert(kernel);
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), kb.getUnitAttr());
+  int64_t threads = forwardThreads(tile.blockQ, wgmma);
   kernel.setKnownBlockSizeAttr(
-      kb.getDenseI32ArrayAttr({static_cast<int32_t>(kForwardThreads), 1, 1}));
+      kb.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
   kernel->setAttr(kBlockQAttr, kb.getI64IntegerAttr(tile.blockQ));
   kernel->setAttr(kBlockKVAttr, kb.getI64IntegerAttr(tile.blockKV));
+  if (wgmma)
+    kernel->setAttr(kWgmmaAttr, kb.getUnitAttr());
   Block &entry = kernel.getBody().front();
   kb.setInsertionPointToStart(&entry);
   // The op's regions are isolated from above: only its operands change.
@@ -153,8 +156,7 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
         b, loc, b.getI32Type(), forwardSharedBytes(oneStage, d));
     Value one = index(1);
     gpu::LaunchFuncOp::create(b, loc, kernel, {tiles, heads, batch},
-                              {index(kForwardThreads), one, one}, shared,
-                              hostOperands);
+                              {index(threads), one, one}, shared, hostOperands);
   }
   SmallVector<Value> results;
   for (auto [alloc, result] : llvm::zip(allocs, op->getResults()))
@@ -177,8 +179,17 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
     });
     if (ops.empty())
       return;
+    // wgmma on the kernel module's chip where it has them; its 128-byte
+    // swizzle takes tiles of 64-column blocks.
+    const ::fa::target::GpuTarget *target = ::fa::target::lookupGpuTarget(
+        !getKernelChip(module).empty() ? getKernelChip(module) : chip);
+    bool chipHasWgmma =
+        wgmma && target && target->has(::fa::target::Feature::Wgmma);
+    auto usesWgmma = [&](AttentionOp op) {
+      return chipHasWgmma && op.getQuery().getType().getDimSize(3) % 64 == 0;
+    };
     auto tileOf = [&](AttentionOp op) {
-      ForwardTile tile = defaultForwardTile(op);
+      ForwardTile tile = defaultForwardTile(op, usesWgmma(op));
       if (blockQ)
         tile.blockQ = blockQ;
       if (blockKV)
@@ -208,7 +219,7 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
       do
         name = "fa_forward_" + std::to_string(next++);
       while (kernels.lookupSymbol(name));
-      outline(op, kernels, name, tileOf(op));
+      outline(op, kernels, name, tileOf(op), usesWgmma(op));
     }
   }
 };

@@ -27,11 +27,19 @@ bool mlir::fa::isScoredForward(AttentionOp op) {
 // 64-key tiles. The scored path keeps one m-tile (its per-element terms,
 // bias loads, slope and region values, spill at two), and 32-key tiles
 // above D = 64.
-ForwardTile mlir::fa::defaultForwardTile(AttentionOp op) {
+ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma) {
   int64_t d = op.getQuery().getType().getDimSize(3);
   bool masked = op.getCausalAttr() || op.getWindowAttr();
   ForwardTile tile;
-  if (d <= 64)
+  // With wgmma (H200 sweep, performance.md): D = 64 at 64 x 128, D = 128 at
+  // 128 x 128 (two warpgroups) or 64 x 64 under a mask, D = 256 at 64 x 64;
+  // the scored path keeps mma.sync's tiles.
+  if (wgmma && !isScoredForward(op)) {
+    tile = d <= 64   ? ForwardTile{64, 128}
+           : d > 128 ? ForwardTile{64, 64}
+           : masked  ? ForwardTile{64, 64}
+                     : ForwardTile{128, 128};
+  } else if (d <= 64)
     tile = isScoredForward(op) ? ForwardTile{64, 64} : ForwardTile{128, 64};
   else if (isScoredForward(op))
     tile = {64, 32};
@@ -41,7 +49,7 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op) {
     tile = masked ? ForwardTile{64, 128} : ForwardTile{128, 64};
   else
     tile = {64, 64};
-  tile.kvStages = defaultKVStages(op, tile.blockQ, tile.blockKV);
+  tile.kvStages = defaultKVStages(op, tile.blockQ, tile.blockKV, wgmma);
   return tile;
 }
 
@@ -51,11 +59,15 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op) {
 // stage costs a CTA per SM (64 x 128 at D = 128: 144 KB, 20% slower) or was
 // not faster.
 int64_t mlir::fa::defaultKVStages(AttentionOp op, int64_t blockQ,
-                                  int64_t blockKV) {
+                                  int64_t blockKV, bool wgmma) {
   int64_t d = op.getQuery().getType().getDimSize(3);
-  bool twoStages =
-      !isScoredForward(op) && blockQ == 128 && blockKV == 64 && d <= 128;
-  return twoStages ? 2 : 1;
+  if (isScoredForward(op))
+    return 1;
+  // wgmma: two stages at D = 64 and for 128 x 128 (160 KB at D = 128);
+  // one for 64 x 64 at D = 128 and 256 (two cost 5-30% there).
+  if (wgmma)
+    return d <= 64 || (blockQ == 128 && blockKV == 128 && d <= 128) ? 2 : 1;
+  return blockQ == 128 && blockKV == 64 && d <= 128 ? 2 : 1;
 }
 
 std::string mlir::fa::unsupportedTileReason(int64_t blockQ, int64_t blockKV) {

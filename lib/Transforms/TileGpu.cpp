@@ -36,11 +36,13 @@ public:
   KernelTiler(gpu::GPUFuncOp kernel, AttentionOp op, int64_t blockQ,
               int64_t blockKV)
       : b(kernel.getContext()), loc(op.getLoc()), kernel(kernel), op(op),
-        blockQ(blockQ), blockKV(blockKV),
+        blockQ(blockQ), blockKV(blockKV), wgmma(kernel->hasAttr(kWgmmaAttr)),
         d(op.getQuery().getType().getDimSize(3)), et(op.getElementType()),
         f32(b.getF32Type()) {
     MLIRContext *ctx = b.getContext();
-    unsigned warps = kForwardThreads / 32;
+    // fa-fuse's threads per CTA.
+    DenseI32ArrayAttr block = kernel.getKnownBlockSizeAttr();
+    unsigned warps = (block ? block[0] : kForwardThreads) / 32;
     acc = fagpu::AccLayoutAttr::get(ctx, warps);
     operand = fagpu::OperandLayoutAttr::get(ctx, warps);
     rows = fagpu::RowsLayoutAttr::get(ctx, warps, /*partial=*/false);
@@ -65,7 +67,10 @@ private:
   Location loc;
   gpu::GPUFuncOp kernel;
   AttentionOp op;
-  int64_t blockQ, blockKV, d;
+  int64_t blockQ, blockKV;
+  /// Warpgroup MMAs reading every tile from shared memory (fa.wgmma).
+  bool wgmma;
+  int64_t d;
   Type et, f32;
   Attribute acc, operand, rows, partial;
 };
@@ -127,7 +132,9 @@ void KernelTiler::build() {
   bool scored =
       variant.softcap || variant.scoreMod || variant.maskMod || bias || slopes;
   double scaleLog2 = (scored ? 1.0 : op.getScaleOrDefault()) * M_LOG2E;
-  bool qInRegisters = (blockQ / 64) * d <= 128;
+  // wgmma reads Q from shared memory as the tensor cores need it: no
+  // registers for its fragments.
+  bool qInRegisters = !wgmma && (blockQ / 64) * d <= 128;
 
   Type idx = b.getIndexType();
   Value c0 = index(0), c2 = index(2), cBlockQ = index(blockQ),
@@ -163,7 +170,7 @@ void KernelTiler::build() {
   // Shared memory: the Q tile, then one K and one V tile (fa-async-copy
   // makes rings of them).
   auto sharedType = [&](int64_t rowsOf) {
-    return fagpu::SharedType::get(b.getContext(), {1, rowsOf, d}, et);
+    return fagpu::SharedType::get(b.getContext(), {1, rowsOf, d}, et, wgmma);
   };
   int64_t qBytes = blockQ * d * 2, kvBytes = blockKV * d * 2;
   Value sQ = fagpu::AllocSharedOp::create(b, loc, sharedType(blockQ), 0);
@@ -191,7 +198,7 @@ void KernelTiler::build() {
     if (withV)
       fagpu::CopyOp::create(b, loc, v, batch, headKV, kv0, nk, sV, c0);
     Value s = fagpu::MmaOp::create(b, loc, accS, qA, sK, c0, Value(),
-                                   /*b_transposed=*/true);
+                                   /*b_transposed=*/true, wgmma);
     if (scored) {
       auto map = fagpu::MapOp::create(b, loc, accS, ValueRange{s}, q0, kv0);
       OpBuilder::InsertionGuard guard(b);
@@ -294,7 +301,7 @@ void KernelTiler::build() {
         Value pA =
             fagpu::ToOperandOp::create(b, loc, tile(blockKV, operand, et), p);
         Value accOut = fagpu::MmaOp::create(b, loc, accO, pA, sV, c0, accIn,
-                                            /*b_transposed=*/false);
+                                            /*b_transposed=*/false, wgmma);
         scf::YieldOp::create(b, loc, ValueRange{lNew, accOut});
       });
   loop->setAttr(kRowSumLoopAttr, b.getUnitAttr());
@@ -390,8 +397,9 @@ LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
   if (!kernel->hasAttr(kKVStagesAttr))
     kernel->setAttr(kKVStagesAttr,
                     Builder(kernel.getContext())
-                        .getI64IntegerAttr(defaultKVStages(op, blockQ.getInt(),
-                                                           blockKV.getInt())));
+                        .getI64IntegerAttr(defaultKVStages(
+                            op, blockQ.getInt(), blockKV.getInt(),
+                            kernel->hasAttr(kWgmmaAttr))));
   KernelTiler(kernel, op, blockQ.getInt(), blockKV.getInt()).build();
   return success();
 }

@@ -1,5 +1,5 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy=stages=1 | FileCheck %s --check-prefix=ONE
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy=stages=3 | FileCheck %s --check-prefix=THREE
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a wgmma=false" -fa-tile -fa-online-softmax -fa-async-copy=stages=1 | FileCheck %s --check-prefix=ONE
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a wgmma=false" -fa-tile -fa-online-softmax -fa-async-copy=stages=3 | FileCheck %s --check-prefix=THREE
 
 // fa-async-copy on fa-tile's kernel: the copies become asynchronous, into
 // rings of K and V tiles, with each wait naming the group it waits for.

@@ -1,5 +1,5 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy -split-input-file | FileCheck %s
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy=stages=3 -split-input-file | FileCheck %s --check-prefix=S3
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a wgmma=false" -fa-tile -fa-online-softmax -fa-async-copy -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a wgmma=false" -fa-tile -fa-online-softmax -fa-async-copy=stages=3 -split-input-file | FileCheck %s --check-prefix=S3
 
 // The plain path's 128 x 64 tile at D = 64 gets two stages by default:
 // (128 + 2 * 2 * 64) * 64 * 2 bytes, on the kernel and on its launch; three

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a wgmma=false" -split-input-file | FileCheck %s
 // RUN: fa-opt %s "-fa-fuse=block-q=64 block-kv=32" -split-input-file | FileCheck %s --check-prefix=TILE
 // Ops already outlined stay where they are: a second fa-fuse changes nothing.
 // RUN: fa-opt %s -fa-fuse -split-input-file > %t.once.mlir

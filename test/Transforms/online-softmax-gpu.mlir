@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a wgmma=false" -fa-tile -fa-online-softmax | FileCheck %s
 
 // fa-online-softmax on a GPU kernel: fa-tile's two passes over the K/V
 // tiles in fagpu register tiles (log2 domain, "exp2") become one loop that

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -split-input-file | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a wgmma=false" -fa-tile -split-input-file | FileCheck %s
 
 // fa-tile's GPU flavour: the kernel fa-fuse outlined becomes the CTA's
 // program in fagpu ops, with synchronous copies (fa-async-copy makes them

@@ -1,15 +1,18 @@
 // The GPU kernels assemble with ptxas for sm_80 and sm_90a, and the main
 // variants (D = 64 and 128, bf16 and f16, causal or not, each with its
-// default tile) use no local memory, but for the one below.
+// default tile; wgmma on sm_90a, mma.sync on sm_80 or with
+// --fwd-wgmma=false) use no local memory, but for the one below.
 // REQUIRES: ptxas
 // RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --causal=bottom-right --lse > %t.90.128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.ptx -o %t.cubin 2>&1 | FileCheck %s
-// D = 128 without a mask (two m-tiles, 128 x 64, two stages) spills 24
-// bytes on sm_90a, and is still 1-3% faster than one stage (which does not
-// spill) and 5-10% faster than the other tiles (docs/performance.md): a
-// change to the number is worth measuring again.
 // RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --lse > %t.90.128.plain.ptx
-// RUN: %ptxas -arch=sm_90a -v %t.90.128.plain.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=SPILL
+// RUN: %ptxas -arch=sm_90a -v %t.90.128.plain.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WGMMA < %t.90.128.plain.ptx
+// mma.sync's D = 128 without a mask (two m-tiles, 128 x 64, two stages)
+// spills 24 bytes on sm_90a, and is still 1-3% faster than one stage (which
+// does not spill) and 5-10% faster than its other tiles (docs/performance.md).
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --lse --fwd-wgmma=false > %t.90.128.mma.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.90.128.mma.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=SPILL
 // RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,16,16,1,1,128 --kv-stages=1 > %t.90.128.f16.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.f16.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,16,16,1,1,128 --lse > %t.80.128.plain.ptx
@@ -20,12 +23,21 @@
 // RUN: %ptxas -arch=sm_80 -v %t.80.128.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,8,8,1,1,64 --window=128,0 > %t.80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.80.64.ptx -o %t.cubin 2>&1 | FileCheck %s
-// RUN: FileCheck %s --check-prefix=PTX < %t.90.128.ptx
+// RUN: FileCheck %s --check-prefix=PTX < %t.90.128.mma.ptx
 // CHECK: Compiling entry function 'fa_forward_0'
 // CHECK: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
 // SPILL: Compiling entry function 'fa_forward_0'
 // SPILL: 24 bytes spill stores
+// wgmma's D = 128 kernel: two warpgroups of 64 rows, 128 x 128 tiles, Q and
+// K read from shared memory, P from registers.
+// WGMMA: .maxntid 256, 1, 1
+// WGMMA-DAG: fence.proxy.async.shared::cta
+// WGMMA-DAG: wgmma.fence.sync.aligned
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// WGMMA-DAG: wgmma.commit_group.sync.aligned
+// WGMMA-DAG: wgmma.wait_group.sync.aligned 0
 // PTX: .target sm_90a
 // PTX: .visible .entry fa_forward_0(
 // PTX-DAG: cp.async.cg.shared.global

@@ -196,6 +196,12 @@ static cl::opt<int64_t> blockKVOpt(
     cl::desc("Key/value rows per tile (0: default); on a GPU target, of the "
              "forward kernel: 32, 64 or 128"),
     cl::init(0), cl::cat(faCategory));
+static cl::opt<bool> fwdWgmmaOpt(
+    "fwd-wgmma",
+    cl::desc("On sm_90a, the forward kernel multiplies with warpgroup MMAs "
+             "(wgmma) where D is a multiple of 64 (default; false: "
+             "mma.sync)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<int64_t> kvStagesOpt(
     "kv-stages",
     cl::desc("On a GPU target, the forward kernel's K/V pipeline stages "
@@ -1056,8 +1062,8 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image =
-        compileCudaKernel(op, chip, {blockQOpt, blockKVOpt, kvStagesOpt});
+    FailureOr<CudaKernelImage> image = compileCudaKernel(
+        op, chip, {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1311,8 +1317,9 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
-      op, chip, compiledNow, error, {blockQOpt, blockKVOpt, kvStagesOpt});
+  std::shared_ptr<const rt::CachedKernel> cached =
+      getOrCompileCudaKernel(op, chip, compiledNow, error,
+                             {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

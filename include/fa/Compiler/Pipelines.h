@@ -55,6 +55,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "(FlashAttention-2's schedule) to 4 (tiles n + 1 .. "
                      "n + 3 copied during tile n); 0: the tile's default"),
       llvm::cl::init(0)};
+  Option<bool> fwdWgmma{
+      *this, "fwd-wgmma",
+      llvm::cl::desc("Forward kernel: multiply with warpgroup MMAs (wgmma) "
+                     "where the chip has them and D is a multiple of 64 "
+                     "(false: mma.sync)"),
+      llvm::cl::init(true)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "

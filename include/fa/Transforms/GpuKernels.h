@@ -27,6 +27,9 @@ inline constexpr llvm::StringLiteral kKernelModuleName = "fa_kernels";
 inline constexpr llvm::StringLiteral kBlockQAttr = "fa.block_q";
 inline constexpr llvm::StringLiteral kBlockKVAttr = "fa.block_kv";
 inline constexpr llvm::StringLiteral kKVStagesAttr = "fa.kv_stages";
+/// On an outlined forward kernel (unit): its products are warpgroup MMAs
+/// (sm_90a), so fa-tile lays its shared tiles out in wgmma's swizzle.
+inline constexpr llvm::StringLiteral kWgmmaAttr = "fa.wgmma";
 /// On each kernel llvm.func convert-fa-to-nvvm emits: how to launch it
 /// (#fa.kernel_abi, include/fa/Runtime/KernelAbi.h).
 inline constexpr llvm::StringLiteral kKernelAbiAttrName = "fa.kernel_abi";
@@ -36,6 +39,12 @@ inline constexpr llvm::StringLiteral kKernelAbiAttrName = "fa.kernel_abi";
 inline constexpr llvm::StringLiteral kAbiRoleAttrName = "fa.abi";
 /// Threads of a forward CTA (4 warps).
 inline constexpr int64_t kForwardThreads = 128;
+/// Threads of a forward CTA of `blockQ` query rows: 4 warps, or with
+/// wgmma one warp per 16 rows (a warpgroup per 64: each computes its own
+/// rows, so a thread holds one m-tile of S and O).
+inline int64_t forwardThreads(int64_t blockQ, bool wgmma) {
+  return wgmma ? blockQ / 16 * 32 : kForwardThreads;
+}
 /// The deepest K/V pipeline the forward kernel builds.
 inline constexpr int64_t kMaxKVStages = 4;
 
@@ -51,12 +60,14 @@ struct ForwardTile {
 /// terms, or dropout).
 bool isScoredForward(AttentionOp op);
 
-/// The tile `op` gets unless told otherwise (the fastest on the H100).
-ForwardTile defaultForwardTile(AttentionOp op);
+/// The tile `op` gets unless told otherwise (the fastest on the H100), with
+/// mma.sync or, with `wgmma`, warpgroup MMAs.
+ForwardTile defaultForwardTile(AttentionOp op, bool wgmma = false);
 
 /// The K/V stages a `blockQ x blockKV` tile of `op` gets unless told
 /// otherwise.
-int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV);
+int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV,
+                        bool wgmma = false);
 
 /// Why `blockQ x blockKV` is not a forward tile, or an empty string.
 std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);

@@ -269,7 +269,12 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
            "per warp); 0: the default for the variant">,
     Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
            "Rows of the K/V tiles the loop visits, 32, 64 or 128; 0: the "
-           "default for the variant">
+           "default for the variant">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"true",
+           "On a chip with wgmma (sm_90a), mark kernels whose head dim is a "
+           "multiple of 64 `fa.wgmma` (with their own default tiles and one "
+           "warp per 16 query rows): fa-tile then multiplies with warpgroup "
+           "MMAs. false: mma.sync everywhere">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -31,6 +31,18 @@ Value mlir::fa::nvvm::getStage(KernelBuilder &kb, OpBuilder &b, Location loc,
 
 namespace {
 
+/// cp.async writes shared memory through the generic proxy; wgmma reads it
+/// through the async proxy, which sees the writes only after this fence
+/// (and the barrier after it, for other threads' writes).
+void fenceToAsyncProxy(OpBuilder &b, Location loc,
+                       const KernelBinding &binding) {
+  if (binding.asyncProxyReads)
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+}
+
 struct AllocSharedLowering : public OpConversionPattern<fagpu::AllocSharedOp> {
   AllocSharedLowering(const TypeConverter &converter, MLIRContext *ctx,
                       const KernelBinding &binding)
@@ -60,6 +72,8 @@ LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
         "convert-fa-to-nvvm: the source is not a buffer of the kernel");
   const KernelBinding::Buffer &buffer = it->second;
   KernelBuilder kb(rewriter, loc, type.getElementType(), type.getCols());
+  kb.setWgmmaTiles(type.getWgmma());
+  kb.setThreads(binding.threads);
   Value tile = getStage(kb, rewriter, loc, dest, adaptor.getStage(), type);
   Value base = kb.headBase(buffer.ptr, toI32(rewriter, loc, adaptor.getBatch()),
                            toI32(rewriter, loc, adaptor.getHead()),
@@ -111,6 +125,7 @@ struct CopyLowering : public OpConversionPattern<fagpu::CopyOp> {
       return failure();
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
     NVVM::CpAsyncWaitGroupOp::create(rewriter, loc, 0);
+    fenceToAsyncProxy(rewriter, loc, binding);
     NVVM::Barrier0Op::create(rewriter, loc);
     rewriter.eraseOp(op);
     return success();
@@ -130,14 +145,18 @@ struct AsyncCommitLowering : public OpConversionPattern<fagpu::AsyncCommitOp> {
 };
 
 struct AsyncWaitLowering : public OpConversionPattern<fagpu::AsyncWaitOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AsyncWaitLowering(const TypeConverter &converter, MLIRContext *ctx,
+                    const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
   LogicalResult
   matchAndRewrite(fagpu::AsyncWaitOp op, OneToNOpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
     NVVM::CpAsyncWaitGroupOp::create(rewriter, op.getLoc(), op.getPending());
+    fenceToAsyncProxy(rewriter, op.getLoc(), binding);
     rewriter.eraseOp(op);
     return success();
   }
+  const KernelBinding &binding;
 };
 
 struct BarrierLowering : public OpConversionPattern<gpu::BarrierOp> {
@@ -156,8 +175,7 @@ void mlir::fa::nvvm::populateFAGPUCopyToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<AllocSharedLowering, AsyncCopyLowering, CopyLowering>(
-      converter, ctx, binding);
-  patterns.add<AsyncCommitLowering, AsyncWaitLowering, BarrierLowering>(
-      converter, ctx);
+  patterns.add<AllocSharedLowering, AsyncCopyLowering, CopyLowering,
+               AsyncWaitLowering>(converter, ctx, binding);
+  patterns.add<AsyncCommitLowering, BarrierLowering>(converter, ctx);
 }

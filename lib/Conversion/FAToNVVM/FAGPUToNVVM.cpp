@@ -447,7 +447,8 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   abi.name = name.str();
   abi.grid = {GridAxis::tilesNq(blockQ.getInt()), GridAxis::hq(),
               GridAxis::batch()};
-  abi.threads = kThreads;
+  DenseI32ArrayAttr block = kernel.getKnownBlockSizeAttr();
+  abi.threads = block ? uint32_t(block[0]) : uint32_t(kThreads);
   int64_t sharedBytes = 0;
   kernel.walk([&](fagpu::AllocSharedOp alloc) {
     auto type = cast<fagpu::SharedType>(alloc.getType());
@@ -513,6 +514,7 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
 
   OpBuilder b(kernel);
   KernelBuilder kb(b, loc, qType.getElementType(), qType.getDimSize(3));
+  kb.setThreads(abi.threads);
   LLVM::LLVMFuncOp fn =
       kb.createKernel(name.str() + ".nvvm", abi, /*flushDenormals=*/true);
   Block *entry = &fn.front();
@@ -523,6 +525,14 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   binding.smem = LLVM::AddressOfOp::create(
       b, loc, LLVM::LLVMPointerType::get(ctx, kShared), "fa_smem");
   binding.group = args.size(AbiSize::Group);
+  binding.threads = abi.threads;
+  binding.asyncProxyReads = kernel
+                                .walk([](fagpu::MmaOp mma) {
+                                  return mma.getWgmma()
+                                             ? WalkResult::interrupt()
+                                             : WalkResult::advance();
+                                })
+                                .wasInterrupted();
   SmallVector<Operation *> casts;
   auto bind = [&](unsigned i, Value ptr) {
     BlockArgument old = body.getArgument(i);

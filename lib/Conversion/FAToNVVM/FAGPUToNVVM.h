@@ -42,6 +42,11 @@ struct KernelBinding {
   Value group;
   /// The base of the dynamic shared memory (!llvm.ptr<3>).
   Value smem;
+  /// wgmma reads the shared tiles (the async proxy): a wait for copies
+  /// fences their writes to it before the barrier that publishes them.
+  bool asyncProxyReads = false;
+  /// Threads per CTA (the copies split tiles over them).
+  int64_t threads = kThreads;
   /// The CTA's place, from the kernel's prologue, and Hq (i32).
   Value batch, head, tile, heads;
 };

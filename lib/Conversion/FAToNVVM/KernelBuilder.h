@@ -185,6 +185,10 @@ public:
   /// `base + batch * strides[0] + head * strides[1]` in elements of `et`.
   Value headBase(Value base, Value batch, Value head, Value batchStride,
                  Value headStride);
+  /// Threads per CTA of the kernel being built (createKernel, copyTile).
+  void setThreads(int64_t n) { threads = n; }
+  /// Lays shared tiles out in wgmma's 128-byte swizzle (swizzled()) or not.
+  void setWgmmaTiles(bool on) { wgmmaTiles = on; }
   /// Byte offset of element (row, col) in a swizzled [rows][width] tile
   /// (width 0: d): 16-byte chunks XOR-ed with the row so the 8 rows one
   /// ldmatrix reads hit distinct banks. With `wgmmaTiles` and a width that

@@ -45,6 +45,7 @@ struct LoadOperandLowering : public OpConversionPattern<fagpu::LoadOperandOp> {
     auto shared = cast<fagpu::SharedType>(op.getSource().getType());
     auto type = cast<RankedTensorType>(op.getType());
     KernelBuilder kb(rewriter, loc, shared.getElementType(), shared.getCols());
+    kb.setWgmmaTiles(shared.getWgmma());
     Value tile = getStage(kb, rewriter, loc, adaptor.getSource(),
                           adaptor.getStage(), shared);
     SmallVector<Value> values;
@@ -57,11 +58,112 @@ struct LoadOperandLowering : public OpConversionPattern<fagpu::LoadOperandOp> {
   }
 };
 
+/// Bytes between the 8-row groups of a tile `cols` wide in wgmma's 128-byte
+/// swizzle ([rows / 8][cols / 64][8][64]).
+int64_t wgmmaGroupBytes(int64_t cols) { return 8 * cols * 2; }
+
+/// The byte offset of k-step `kk` (16 columns) in a K-major operand's rows:
+/// 32 bytes within a 128-byte row, 1024 past each block of 64 columns.
+int64_t wgmmaKMajorStep(int64_t kk) { return kk / 4 * 1024 + kk % 4 * 32; }
+
+/// `op` as warpgroup MMAs: per m-tile (its 64 rows are one warpgroup's) a
+/// chain of m64nNk16 wgmmas over K, B read by the tensor cores from its
+/// shared tile through descriptors (K-major when stored [n][k], else
+/// MN-major), A from registers or from its shared tile (K-major). The
+/// chain is committed and waited for here: the product is complete where
+/// the op is, as mma.sync's.
+SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
+                              Value bStage, ValueRange acc,
+                              ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getType());
+  auto bType = cast<fagpu::SharedType>(op.getB().getType());
+  bool bStoredNK = op.getBTransposed();
+  int64_t k = bStoredNK ? bType.getCols() : bType.getRows();
+  int64_t mTiles = mTilesOf(type), nTiles = type.getDimSize(1) / 8;
+  KernelBuilder kb(rewriter, loc, bType.getElementType(), bType.getCols());
+  kb.setWgmmaTiles(true);
+  Value bTile = getStage(kb, rewriter, loc, bBase, bStage, bType);
+  // B's descriptor: 8-row groups along N (K-major) or K (MN-major, whose
+  // 64-column blocks along N are 1024 bytes apart); a k-step of MN-major B
+  // is two groups of rows.
+  int64_t bGroup = wgmmaGroupBytes(bType.getCols());
+  Value bDesc = kb.wgmmaDesc(bTile, kb.c32(0), bStoredNK ? 16 : 1024, bGroup);
+  auto bStep = [&](int64_t kk) {
+    return bStoredNK ? wgmmaKMajorStep(kk) : kk * 2 * bGroup;
+  };
+  Value aDesc;
+  int64_t aGroup = 0;
+  SmallVector<Value> aRegs;
+  unsigned warps = fagpu::getLayoutWarps(type);
+  if (auto aType = dyn_cast<fagpu::SharedType>(op.getA().getType())) {
+    // This warpgroup's 64 rows of each m-tile's 16 x warps.
+    aGroup = wgmmaGroupBytes(aType.getCols());
+    LaneIds place = getLaneIds(kb, rewriter, loc);
+    Value rows = kb.mul(kb.shr(place.warp, 2), kb.c32(8 * aGroup));
+    aDesc = kb.wgmmaDesc(aValues.front(), rows, 16, aGroup);
+  } else {
+    aRegs.assign(aValues.begin(), aValues.end());
+  }
+  SmallVector<KernelBuilder::Tiles> c(mTiles);
+  SmallVector<Value> accIn(acc.begin(), acc.end());
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    c[mt].resize(nTiles);
+    for (int64_t nt = 0; nt < nTiles; ++nt)
+      if (!accIn.empty())
+        c[mt][nt].assign(accIn.begin() + (mt * nTiles + nt) * 4,
+                         accIn.begin() + (mt * nTiles + nt + 1) * 4);
+      else
+        c[mt][nt].assign(4, Value());
+  }
+  // Registers wgmma reads are written before the fence (the A fragments,
+  // a rescaled accumulator), not sunk past it.
+  kb.pinBefore(aRegs);
+  if (!accIn.empty()) {
+    kb.pinBefore(accIn);
+    for (int64_t mt = 0; mt < mTiles; ++mt)
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        c[mt][nt].assign(accIn.begin() + (mt * nTiles + nt) * 4,
+                         accIn.begin() + (mt * nTiles + nt + 1) * 4);
+  }
+  kb.wgmmaFence();
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    for (int64_t kk = 0; kk < k / 16; ++kk) {
+      ArrayRef<Value> a;
+      Value aAt;
+      if (aDesc)
+        aAt = kb.wgmmaDescAt(aDesc,
+                             mt * 2 * warps * aGroup + wgmmaKMajorStep(kk));
+      else
+        a = ArrayRef<Value>(aRegs).slice((mt * (k / 16) + kk) * 4, 4);
+      kb.wgmma(c[mt], a, aAt, kb.wgmmaDescAt(bDesc, bStep(kk)),
+               /*transA=*/false, /*transB=*/!bStoredNK,
+               /*accumulate=*/!accIn.empty() || kk > 0);
+    }
+  }
+  SmallVector<KernelBuilder::Tiles *> accs;
+  for (KernelBuilder::Tiles &tiles : c)
+    accs.push_back(&tiles);
+  kb.wgmmaCommitAndWait(0, accs);
+  SmallVector<Value> values;
+  for (auto &tiles : c)
+    for (auto &t : tiles)
+      values.append(t.begin(), t.end());
+  return values;
+}
+
 struct MmaLowering : public OpConversionPattern<fagpu::MmaOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(fagpu::MmaOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getWgmma()) {
+      SmallVector<Value> values =
+          lowerWgmma(op, adaptor.getA(), adaptor.getB().front(),
+                     adaptor.getBStage().front(), adaptor.getAcc(), rewriter);
+      rewriter.replaceOpWithMultiple(op, {values});
+      return success();
+    }
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     auto bType = cast<fagpu::SharedType>(op.getB().getType());

@@ -28,7 +28,7 @@
 // PTX: .param .u64 fa_forward_0_param_24
 // PTX-NEXT: )
 // PTX-DAG: mul.hi.u32
-// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.f16.f16
 
 //--- bf16-64.mlir
 func.func @f(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %seed: i64) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {

@@ -31,7 +31,7 @@
 // PTX-DAG: ld.global.nc.b32
 // PTX-DAG: ld.global.nc.b16
 // PTX-DAG: rcp.approx.ftz.f32
-// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
 // PTX-DAG: ex2.approx
 
 //--- bf16-128.mlir

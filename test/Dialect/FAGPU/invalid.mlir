@@ -208,3 +208,34 @@ func.func @map_yield_type(%s: tensor<64x32xf32, #fagpu.acc<warps = 4>>, %i: inde
   }
   return
 }
+
+// -----
+
+// expected-error @+1 {{a wgmma shared tile's rows must be a multiple of 8 and its columns of 64 (got 64 x 96)}}
+func.func @wgmma_tile_columns(%b: !fagpu.shared<1x64x96xbf16, wgmma>) {
+  return
+}
+
+// -----
+
+func.func @wgmma_needs_wgmma_tiles(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{wgmma reads shared tiles in wgmma's swizzle (!fagpu.shared<..., wgmma>)}}
+  %c = fagpu.mma %a, %b[%i] {b_transposed, wgmma} : tensor<64x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @wgmma_tiles_need_wgmma(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x64x64xbf16, wgmma>, %i: index) {
+  // expected-error @+1 {{tiles in wgmma's swizzle are read by wgmma only}}
+  %c = fagpu.mma %a, %b[%i] {b_transposed} : tensor<64x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16, wgmma> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @wgmma_warpgroups(%a: tensor<32x64xbf16, #fagpu.operand<warps = 2>>, %b: !fagpu.shared<1x64x64xbf16, wgmma>, %i: index) {
+  // expected-error @+1 {{wgmma needs the accumulator over whole warpgroups (a multiple of 4 warps), got 2}}
+  %c = fagpu.mma %a, %b[%i] {b_transposed, wgmma} : tensor<32x64xbf16, #fagpu.operand<warps = 2>>, !fagpu.shared<1x64x64xbf16, wgmma> -> tensor<32x64xf32, #fagpu.acc<warps = 2>>
+  return
+}

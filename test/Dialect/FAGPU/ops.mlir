@@ -149,3 +149,14 @@ func.func @score_terms(%s: tensor<64x32xf32, #acc>, %q0: index, %k0: index) -> t
   }
   return %t : tensor<64x32xf32, #acc>
 }
+
+// wgmma: tiles in wgmma's 128-byte swizzle, S from Q and K in shared memory,
+// P V with P from registers; 8 warps are two warpgroups.
+// CHECK-LABEL: func.func @wgmma
+func.func @wgmma(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shared<2x128x128xbf16, wgmma>, %p: tensor<128x128xbf16, #fagpu.operand<warps = 8>>, %acc: tensor<128x128xf32, #fagpu.acc<warps = 8>>, %i: index) -> tensor<128x128xf32, #fagpu.acc<warps = 8>> {
+  // CHECK: fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] {b_transposed, wgmma} : !fagpu.shared<1x128x128xbf16, wgmma>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  %s = fagpu.mma %q, %k[%i] {b_transposed, wgmma} : !fagpu.shared<1x128x128xbf16, wgmma>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  // CHECK: fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] acc %{{.*}} {wgmma} : tensor<128x128xbf16, #fagpu.operand<warps = 8>>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  %o = fagpu.mma %p, %k[%i] acc %acc {wgmma} : tensor<128x128xbf16, #fagpu.operand<warps = 8>>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  return %o : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+}

@@ -42,21 +42,33 @@ Type SharedType::parse(AsmParser &parser) {
   Type elementType;
   if (parser.parseLess() ||
       parser.parseDimensionList(shape, /*allowDynamic=*/false) ||
-      parser.parseType(elementType) || parser.parseGreater())
+      parser.parseType(elementType))
+    return {};
+  bool wgmma = false;
+  if (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseKeyword("wgmma"))
+      return {};
+    wgmma = true;
+  }
+  if (parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
-                    parser.getContext(), shape, elementType);
+                    parser.getContext(), shape, elementType, wgmma);
 }
 
 void SharedType::print(AsmPrinter &printer) const {
   printer << "<";
   for (int64_t size : getShape())
     printer << size << "x";
-  printer << getElementType() << ">";
+  printer << getElementType();
+  if (getWgmma())
+    printer << ", wgmma";
+  printer << ">";
 }
 
 LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 ArrayRef<int64_t> shape, Type elementType) {
+                                 ArrayRef<int64_t> shape, Type elementType,
+                                 bool wgmma) {
   if (shape.size() != 3)
     return emitError() << "a shared tile ring is stages x rows x columns (got "
                        << shape.size() << " dims)";
@@ -70,6 +82,11 @@ LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a shared tile's columns must be a multiple of 8 "
                           "(16-byte chunks; got "
                        << shape[2] << ")";
+  // The 128-byte swizzle repeats every 8 rows of 64 columns.
+  if (wgmma && (shape[1] % 8 != 0 || shape[2] % 64 != 0))
+    return emitError() << "a wgmma shared tile's rows must be a multiple of 8 "
+                          "and its columns of 64 (got "
+                       << shape[1] << " x " << shape[2] << ")";
   return success();
 }
 

@@ -228,6 +228,23 @@ LogicalResult MmaOp::verify() {
   if (k % 16 != 0 || bn % 16 != 0)
     return emitOpError("K and N must be multiples of 16 (got ")
            << k << ", " << bn << ")";
+  auto shared = dyn_cast<SharedType>(getA().getType());
+  if (!getWgmma()) {
+    if (b.getWgmma() || (shared && shared.getWgmma()))
+      return emitOpError("tiles in wgmma's swizzle are read by wgmma only");
+    return success();
+  }
+  // A warpgroup (4 warps) computes 64 rows: warp w of it the 16 rows that
+  // the accumulator layout gives it.
+  if (warps % 4 != 0)
+    return emitOpError("wgmma needs the accumulator over whole warpgroups "
+                       "(a multiple of 4 warps), got ")
+           << warps;
+  if (!b.getWgmma() || (shared && !shared.getWgmma()))
+    return emitOpError("wgmma reads shared tiles in wgmma's swizzle "
+                       "(!fagpu.shared<..., wgmma>)");
+  if (bn > 256)
+    return emitOpError("wgmma's N is at most 256 (got ") << bn << ")";
   return success();
 }
 

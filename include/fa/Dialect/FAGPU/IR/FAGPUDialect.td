@@ -44,10 +44,20 @@ class FAGPU_Type<string name, string typeMnemonic, list<Trait> traits = []>
 // `!fagpu.shared<2x64x128xbf16>`: a ring of 2 stages of 64 x 128 tiles in
 // shared memory, rows of 16-byte chunks XOR-swizzled with the row so that
 // the 8 rows one ldmatrix reads hit distinct banks.
+// `!fagpu.shared<2x64x128xbf16, wgmma>`: the same tiles in wgmma's 128-byte
+// swizzle, which the tensor cores read through descriptors: groups of 8 rows
+// as [columns / 64][8][64] (1024-byte blocks; the same bytes at 64 columns).
 def FAGPU_SharedType : FAGPU_Type<"Shared", "shared"> {
   let summary = "A ring of tiles in shared memory";
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
-                        "::mlir::Type":$elementType);
+                        "::mlir::Type":$elementType,
+                        DefaultValuedParameter<"bool", "false">:$wgmma);
+  let builders = [
+    TypeBuilder<(ins "::llvm::ArrayRef<int64_t>":$shape,
+                     "::mlir::Type":$elementType), [{
+      return $_get($_ctxt, shape, elementType, false);
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

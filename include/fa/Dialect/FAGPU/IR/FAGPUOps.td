@@ -255,9 +255,15 @@ def FAGPU_MmaOp : FAGPU_Op<"mma", [Pure,
     tile read per k-step. `B` is stage `b_stage` of a shared tile: `[K, N]`,
     or with `b_transposed` `[N, K]` (B^T as stored, e.g. K for Q K^T). The
     result is `[M, N]` f32 accumulator fragments, `acc` added when given.
+
+    With `wgmma` the product runs as warpgroup MMAs (sm_90a): each
+    warpgroup's 64 rows of an m-tile block, B (and a shared A) read by the
+    tensor cores from tiles in wgmma's swizzle, A fragments otherwise from
+    registers; the accumulator layout is the same.
   }];
   let arguments = (ins AnyType:$a, FAGPU_Shared:$b, Index:$b_stage,
-                       Optional<FAGPU_Register>:$acc, UnitAttr:$b_transposed);
+                       Optional<FAGPU_Register>:$acc, UnitAttr:$b_transposed,
+                       UnitAttr:$wgmma);
   let results = (outs FAGPU_Register:$result);
   let assemblyFormat = [{
     $a `,` $b `[` $b_stage `]` (`acc` $acc^)? attr-dict `:` qualified(type($a)) `,`

@@ -1,0 +1,21 @@
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy | FileCheck %s
+
+// fa-tile on a kernel fa-fuse marked fa.wgmma (sm_90a, D = 128, no mask):
+// 128 x 128 tiles over 8 warps (two warpgroups), every tile in wgmma's
+// swizzle, S read with Q and K both from shared memory (no Q fragments in
+// registers), P V with P from registers; fa-async-copy rings K and V in two
+// stages, which keep the swizzle.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.kv_stages = 2 : i64, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+// CHECK: %[[SQ:[0-9]+]] = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x128x128xbf16, wgmma>
+// CHECK-NEXT: %[[SK:[0-9]+]] = fagpu.alloc_shared {offset = 32768 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
+// CHECK-NEXT: %[[SV:[0-9]+]] = fagpu.alloc_shared {offset = 98304 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
+// CHECK-NOT: fagpu.load_operand
+// CHECK: scf.for {{.*}} -> (tensor<128xf32, #fagpu.rows<warps = 8>>, tensor<128xf32, #fagpu.rows<warps = 8, partial = true>>, tensor<128x128xf32, #fagpu.acc<warps = 8>>, !fagpu.token)
+// CHECK: %[[S:[0-9]+]] = fagpu.mma %[[SQ]], %[[SK]][%[[STAGE:[0-9]+]]] {b_transposed, wgmma} : !fagpu.shared<1x128x128xbf16, wgmma>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+// CHECK: %[[P:[0-9]+]] = fagpu.to_operand %{{[0-9]+}} : tensor<128x128xf32, #fagpu.acc<warps = 8>> -> tensor<128x128xbf16, #fagpu.operand<warps = 8>>
+// CHECK-NEXT: fagpu.mma %[[P]], %[[SV]][%[[STAGE]]] acc %{{[0-9]+}} {wgmma} : tensor<128x128xbf16, #fagpu.operand<warps = 8>>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+func.func @d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
+}
