@@ -184,11 +184,12 @@ TEST_F(CudaLaunchTest, PlainForward) {
       mlir::fa::compileCudaKernel(op, "sm_90a");
   ASSERT_TRUE(mlir::succeeded(image));
   // The kernel-level IR's kernel: its scale is a constant of the kernel, so
-  // its ABI has no scale parameter.
+  // its ABI has no scale parameter. On sm_90a it is the wgmma kernel: 64 x
+  // 128 tiles at D = 64, two K/V stages.
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(abi.name, "fa_forward_0");
   EXPECT_EQ(rt::printKernelAbi(abi),
-            "grid = [tiles(Nq, 128), Hq, B], threads = 128, shared = 49152, "
+            "grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 73728, "
             "params = [q : ptr, k : ptr, v : ptr, o : ptr, lse : ptr, "
             "stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, "
             "stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, "
@@ -205,12 +206,12 @@ TEST_F(CudaLaunchTest, PlainForward) {
   ASSERT_EQ(all.size(), 1u);
   const FaFakeLaunch &l = all[0];
   EXPECT_STREQ(l.name, "fa_forward_0");
-  // (ceil(300 / 128), Hq, B).
-  EXPECT_EQ(l.grid[0], 3u);
+  // (ceil(300 / 64), Hq, B).
+  EXPECT_EQ(l.grid[0], 5u);
   EXPECT_EQ(l.grid[1], 8u);
   EXPECT_EQ(l.grid[2], 2u);
   EXPECT_EQ(l.block[0], 128u);
-  EXPECT_EQ(l.sharedBytes, 49152u);
+  EXPECT_EQ(l.sharedBytes, 73728u);
   expectParams(
       l, abi, {0x10000,  0x20000, 0x30000,      0x40000,  0x50000, 8 * 300 * 64,
                300 * 64, 64,      2 * 200 * 64, 200 * 64, 64,      2 * 200 * 64,
@@ -473,7 +474,7 @@ TEST_F(CudaLaunchTest, SeventyThousandHeadsFold) {
     ASSERT_TRUE(status.ok()) << status.getMessage();
     std::vector<FaFakeLaunch> all = launches->all();
     ASSERT_EQ(all.size(), 1u);
-    EXPECT_EQ(all[0].grid[0], 2u);
+    EXPECT_EQ(all[0].grid[0], 3u); // ceil(130 / 64)
     EXPECT_EQ(all[0].grid[1], s.y) << s.b << " x " << s.hq;
     EXPECT_EQ(all[0].grid[2], s.z) << s.b << " x " << s.hq;
   }
@@ -514,7 +515,7 @@ TEST_F(CudaLaunchTest, SeventyThousandHeadsFold) {
       mlir::fa::launchCudaKernel(forward->abi, forwardFn, tooLong, nullptr);
   ASSERT_TRUE(status.failed());
   EXPECT_NE(status.getMessage().find("kernel fa_forward_0: grid x is "
-                                     "tiles(Nq, 128) = 8589934592 CTAs, "
+                                     "tiles(Nq, 64) = 17179869184 CTAs, "
                                      "above CUDA's limit of 2147483647"),
             std::string::npos)
       << status.getMessage();
