@@ -105,8 +105,13 @@ SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
   } else {
     aRegs.assign(aValues.begin(), aValues.end());
   }
-  SmallVector<KernelBuilder::Tiles> c(mTiles);
+  // Registers wgmma reads are written before the fence (the A fragments,
+  // a rescaled accumulator), not sunk past it.
   SmallVector<Value> accIn(acc.begin(), acc.end());
+  kb.pinBefore(aRegs);
+  kb.pinBefore(accIn);
+  // Without an accumulator the first k-step writes fresh registers.
+  SmallVector<KernelBuilder::Tiles> c(mTiles);
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     c[mt].resize(nTiles);
     for (int64_t nt = 0; nt < nTiles; ++nt)
@@ -115,16 +120,6 @@ SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
                          accIn.begin() + (mt * nTiles + nt + 1) * 4);
       else
         c[mt][nt].assign(4, Value());
-  }
-  // Registers wgmma reads are written before the fence (the A fragments,
-  // a rescaled accumulator), not sunk past it.
-  kb.pinBefore(aRegs);
-  if (!accIn.empty()) {
-    kb.pinBefore(accIn);
-    for (int64_t mt = 0; mt < mTiles; ++mt)
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        c[mt][nt].assign(accIn.begin() + (mt * nTiles + nt) * 4,
-                         accIn.begin() + (mt * nTiles + nt + 1) * 4);
   }
   kb.wgmmaFence();
   for (int64_t mt = 0; mt < mTiles; ++mt) {
