@@ -133,7 +133,8 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
 void mlir::fa::registerPipelines() {
   PassPipelineRegistration<CudaPipelineOptions>(
       "fa-pipeline-cuda",
-      "Lower fa.attention to PTX: an FA2-style mma.sync kernel per op",
+      "Lower fa ops to PTX kernels launched from the host (mma.sync; wgmma "
+      "for the sm_90a forward and, where it can, the backward's dK/dV)",
       buildCudaPipeline);
   PassPipelineRegistration<HostPipelineOptions>(
       "fa-pipeline-host",

@@ -79,6 +79,26 @@ Value mlir::fa::buildGeneric(OpBuilder &b, Location loc, Value init,
       .getResult(0);
 }
 
+Value mlir::fa::buildSoftcap(OpBuilder &b, Location loc, double cap,
+                             double scale, Value dot, Value *derivative,
+                             double factor,
+                             function_ref<Value(Value)> makeTanh) {
+  // One op per statement: the IR's order must not depend on argument
+  // evaluation.
+  Value capFactor = f32Const(b, loc, cap * factor);
+  Value ratio = f32Const(b, loc, scale / cap);
+  Value x = arith::MulFOp::create(b, loc, dot, ratio);
+  Value t =
+      makeTanh ? makeTanh(x) : math::TanhOp::create(b, loc, x).getResult();
+  Value s = arith::MulFOp::create(b, loc, capFactor, t);
+  if (derivative) {
+    Value one = f32Const(b, loc, 1.0);
+    Value t2 = arith::MulFOp::create(b, loc, t, t);
+    *derivative = arith::SubFOp::create(b, loc, one, t2);
+  }
+  return s;
+}
+
 Value mlir::fa::buildScore(OpBuilder &b, Location loc,
                            const ScoreVariant &variant, Value dot, Value bias,
                            Value slope, const ScorePositions &pos,
@@ -95,20 +115,11 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
   if (derivative)
     ds = f32Const(b, loc, wrtBias || unscaled ? 1.0 : variant.scale);
   if (variant.softcap) {
-    // cap tanh(scale dot / cap): one multiply by scale / cap, no division.
-    double capValue = variant.softcap.getValueAsDouble();
-    Value cap = f32Const(b, loc, capValue);
-    Value t = math::TanhOp::create(
-        b, loc,
-        arith::MulFOp::create(b, loc, dot,
-                              f32Const(b, loc, variant.scale / capValue)));
-    s = arith::MulFOp::create(b, loc, cap, t);
-    if (derivative && !wrtBias) {
-      Value one = f32Const(b, loc, 1.0);
-      Value t2 = arith::MulFOp::create(b, loc, t, t);
-      ds = arith::MulFOp::create(b, loc, ds,
-                                 arith::SubFOp::create(b, loc, one, t2));
-    }
+    Value capDerivative;
+    s = buildSoftcap(b, loc, variant.softcap.getValueAsDouble(), variant.scale,
+                     dot, derivative && !wrtBias ? &capDerivative : nullptr);
+    if (capDerivative)
+      ds = arith::MulFOp::create(b, loc, ds, capDerivative);
   }
   if (slope) {
     Value dist = arith::SubIOp::create(b, loc, pos.queryAligned, pos.key);

@@ -110,6 +110,17 @@ Value buildScore(OpBuilder &b, Location loc, const ScoreVariant &variant,
                  Value *derivative = nullptr, Region *scoreModGrad = nullptr,
                  bool wrtBias = false, bool unscaled = false);
 
+/// Softcap's step of the score, cap * tanh(scale * dot / cap) (one multiply
+/// by scale / cap, no division), times `factor` folded into the multiply by
+/// the cap (a kernel scoring in the log2 domain passes log2(e)). With
+/// `derivative`, also sets it to 1 - tanh^2 from the same tanh: d step /
+/// d (scale * dot), over `factor`. `makeTanh` builds the tanh (math.tanh
+/// when null). buildScore's softcap; the GPU backward's plain path calls it
+/// directly.
+Value buildSoftcap(OpBuilder &b, Location loc, double cap, double scale,
+                   Value dot, Value *derivative = nullptr, double factor = 1.0,
+                   function_ref<Value(Value)> makeTanh = nullptr);
+
 /// Dropout of probability (b, h, i, j): 0 when dropped, 1 / (1 - p) when
 /// kept (f32). Philox4x32-10 with key (seed low, seed high) on the counter
 /// (j, i, h, b) (each truncated to 32 bits); the probability is kept when

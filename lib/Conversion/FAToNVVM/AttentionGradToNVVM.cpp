@@ -265,8 +265,9 @@ private:
   };
   QuadRows getQuadRows(const Args &a);
 
-  /// Applies the softcap to the scores (into the log2 domain) and returns
-  /// its derivative factor 1 - tanh^2 per score; empty without a softcap.
+  /// Applies the softcap to the scores (buildSoftcap, into the log2 domain)
+  /// and returns its derivative factor 1 - tanh^2 per score; empty without
+  /// a softcap.
   Tiles applySoftcap(Tiles &s);
   /// s = keep(nt, e) ? s : -inf, inside a branch on `needMask` (uniform
   /// across the CTA, so the branch is), or on every tile when it is null.
@@ -475,13 +476,15 @@ KernelBuilder::Tiles GradKernelBuilder::applySoftcap(Tiles &s) {
   if (!softcap)
     return deriv;
   deriv.resize(s.size());
+  auto makeTanh = [&](Value x) { return accurateTanh(x); };
   for (auto [t, dt] : llvm::zip(s, deriv))
     for (Value &x : t) {
-      // softcap * tanh(x * scale / softcap), then * log2(e); d/dx of the
-      // score is scale * (1 - tanh^2).
-      Value th = accurateTanh(fmul(x, cf(op.getScaleOrDefault() / *softcap)));
-      x = fmul(th, cf(*softcap * M_LOG2E));
-      dt.push_back(fsub(cf(1.0), fmul(th, th)));
+      // buildScore's softcap with log2(e) folded into the multiply by the
+      // cap; d/dx of the score is scale * (1 - tanh^2), from the same tanh.
+      Value capDerivative;
+      x = buildSoftcap(b, loc, *softcap, op.getScaleOrDefault(), x,
+                       &capDerivative, M_LOG2E, makeTanh);
+      dt.push_back(capDerivative);
     }
   return deriv;
 }

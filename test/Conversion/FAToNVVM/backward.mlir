@@ -189,9 +189,11 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // CHECK: scf.for
 // CHECK-COUNT-32: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NOT: nvvm.mma.sync
-// Softcap 30 on a score (D = 64: scale = 0.125), into the log2 domain:
-// tanh(s * 0.125 / 30) * (30 * log2(e)); its derivative's 1 - tanh^2.
-// CHECK: %[[INV:.+]] = arith.constant 0.00416666688 : f32
+// Softcap 30 on a score (D = 64: scale = 0.125), into the log2 domain
+// (buildSoftcap): (30 * log2(e)) * tanh(s * 0.125 / 30); its derivative's
+// 1 - tanh^2.
+// CHECK: %[[CAP:.+]] = arith.constant 43.2808495 : f32
+// CHECK-NEXT: %[[INV:.+]] = arith.constant 0.00416666688 : f32
 // CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
 // tanh to f32 accuracy: 1 - 2 / (e^(2|x|) + 1) with x's sign, x - x^3 / 3
 // below 2^-5.
@@ -206,10 +208,9 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // CHECK-NEXT: %[[LIMIT:.+]] = arith.constant 3.125000e-02 : f32
 // CHECK-NEXT: %[[ISSMALL:.+]] = arith.cmpf olt, %[[AX]], %[[LIMIT]] : f32
 // CHECK-NEXT: %[[TH:.+]] = arith.select %[[ISSMALL]], %[[SMALL]], %[[LARGE]] : f32
-// CHECK-NEXT: %[[CAP:.+]] = arith.constant 43.2808495 : f32
-// CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
-// CHECK-NEXT: %[[TH2:.+]] = arith.mulf %[[TH]], %[[TH]] : f32
+// CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[CAP]], %[[TH]] : f32
 // CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[TH2:.+]] = arith.mulf %[[TH]], %[[TH]] : f32
 // CHECK-NEXT: %[[DCAP:.+]] = arith.subf %[[ONE]], %[[TH2]] : f32
 // P^T = exp2(S^T - lse * log2(e)) from the capped score, unmasked; the
 // derivative's factor scales it for dS.
@@ -227,7 +228,8 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // CHECK-COUNT-32: nvvm.mma.sync
 // The same softcap in dq; the capped score is what the key-bound mask
 // selects and what the unmasked branch yields.
-// CHECK: %[[INV:.+]] = arith.constant 0.00416666688 : f32
+// CHECK: %[[CAP:.+]] = arith.constant 43.2808495 : f32
+// CHECK-NEXT: %[[INV:.+]] = arith.constant 0.00416666688 : f32
 // CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[INV]] : f32
 // tanh to f32 accuracy: 1 - 2 / (e^(2|x|) + 1) with x's sign, x - x^3 / 3
 // below 2^-5.
@@ -242,8 +244,7 @@ func.func @causal_gqa(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v
 // CHECK-NEXT: %[[LIMIT:.+]] = arith.constant 3.125000e-02 : f32
 // CHECK-NEXT: %[[ISSMALL:.+]] = arith.cmpf olt, %[[AX]], %[[LIMIT]] : f32
 // CHECK-NEXT: %[[TH:.+]] = arith.select %[[ISSMALL]], %[[SMALL]], %[[LARGE]] : f32
-// CHECK-NEXT: %[[CAP:.+]] = arith.constant 43.2808495 : f32
-// CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
+// CHECK-NEXT: %[[S0:.+]] = arith.mulf %[[CAP]], %[[TH]] : f32
 // CHECK: scf.if %{{.+}} -> (f32,
 // CHECK: %[[INNK:.+]] = arith.cmpi slt, %{{.+}}, %[[NK]] : i32
 // CHECK-NEXT: arith.select %[[INNK]], %[[S0]], %{{.+}} : f32
