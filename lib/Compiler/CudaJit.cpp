@@ -59,6 +59,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.blockKV = tile.blockKV;
   options.kvStages = tile.kvStages;
   options.fwdWgmma = tile.wgmma;
+  options.fwdOverlap = tile.overlap;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -102,6 +103,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";kv-stages=" + std::to_string(tile.kvStages);
   if (!tile.wgmma)
     target += ";fwd-wgmma=0";
+  if (!tile.overlap)
+    target += ";fwd-overlap=0";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

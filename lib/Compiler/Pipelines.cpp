@@ -104,6 +104,9 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   FAAsyncCopyOptions asyncCopy;
   asyncCopy.stages = options.kvStages;
   pm.addPass(createFAAsyncCopy(asyncCopy));
+  // With wgmma, each tile's softmax under the previous tile's P V.
+  if (options.fwdOverlap)
+    pm.addPass(createFAOverlapSoftmax());
   ConvertFAToNVVMOptions toNVVM;
   toNVVM.chip = options.chip;
   toNVVM.bwdPrefetch = options.bwdPrefetch;

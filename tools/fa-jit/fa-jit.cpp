@@ -202,6 +202,12 @@ static cl::opt<bool> fwdWgmmaOpt(
              "(wgmma) where D is a multiple of 64 (default; false: "
              "mma.sync)"),
     cl::init(true), cl::cat(faCategory));
+static cl::opt<bool> fwdOverlapOpt(
+    "fwd-overlap",
+    cl::desc("On sm_90a, a wgmma forward kernel with two or more K/V stages "
+             "runs each tile's softmax under the previous tile's P V "
+             "(fa-overlap-softmax; default; false: in turn)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<int64_t> kvStagesOpt(
     "kv-stages",
     cl::desc("On a GPU target, the forward kernel's K/V pipeline stages "
@@ -1063,7 +1069,8 @@ bool Driver::emit() {
       return true;
     }
     FailureOr<CudaKernelImage> image = compileCudaKernel(
-        op, chip, {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt});
+        op, chip,
+        {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1317,9 +1324,9 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  std::shared_ptr<const rt::CachedKernel> cached =
-      getOrCompileCudaKernel(op, chip, compiledNow, error,
-                             {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt});
+  std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
+      op, chip, compiledNow, error,
+      {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

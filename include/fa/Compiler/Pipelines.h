@@ -61,6 +61,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "where the chip has them and D is a multiple of 64 "
                      "(false: mma.sync)"),
       llvm::cl::init(true)};
+  Option<bool> fwdOverlap{
+      *this, "fwd-overlap",
+      llvm::cl::desc("Forward wgmma kernel with two or more K/V stages: run "
+                     "each tile's softmax under the previous tile's P V "
+                     "(fa-overlap-softmax)"),
+      llvm::cl::init(true)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "

@@ -317,4 +317,30 @@ def FAAsyncCopy : Pass<"fa-async-copy", "::mlir::ModuleOp"> {
   ];
 }
 
+def FAOverlapSoftmax : Pass<"fa-overlap-softmax", "::mlir::ModuleOp"> {
+  let summary = "Run each K/V tile's softmax under the previous tile's P V "
+                "(wgmma forward kernels)";
+  let description = [{
+    Rotates the K/V loop of every forward kernel that multiplies with wgmma
+    and rings its copies in two or more stages (after `fa-async-copy`), as
+    FlashAttention-3's intra-warpgroup overlap: iteration n starts
+    S(n) = Q K(n)^T and P(n - 1) V(n - 1) as `async` products, waits for
+    S(n) alone (`fagpu.mma_wait` with one product pending), computes tile
+    n's masks and softmax while the tensor cores run P V, then waits for
+    P V and rescales the accumulator. Tile 0's scores and softmax are
+    peeled before the loop (all under a test that there is a tile), the last
+    P V follows it, and V's copies run one tile behind K's (tile n's group
+    holds K(n) and V(n - 1)), so that V(n - 1)'s stage is refilled only
+    after every thread has waited for its P V.
+
+    Kernels with one K/V stage, and mma.sync kernels, are left as they are.
+  }];
+  let dependentDialects = [
+    "::mlir::fagpu::FAGPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect"
+  ];
+}
+
 #endif // FA_TRANSFORMS_PASSES_TD

@@ -520,9 +520,16 @@ void KernelBuilder::pinBefore(MutableArrayRef<Value> values) {
     values[i] = LLVM::ExtractValueOp::create(b, loc, res, i);
 }
 
+void KernelBuilder::wgmmaCommit() { ptx("wgmma.commit_group.sync.aligned;"); }
+
+void KernelBuilder::wgmmaWait(int64_t pending, MutableArrayRef<Value> values) {
+  ptx("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";");
+  pinBefore(values);
+}
+
 void KernelBuilder::wgmmaCommitAndWait(int64_t pending,
                                        ArrayRef<Tiles *> accs) {
-  ptx("wgmma.commit_group.sync.aligned;");
+  wgmmaCommit();
   ptx("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";");
   for (Tiles *acc : accs) {
     SmallVector<Value> flat;

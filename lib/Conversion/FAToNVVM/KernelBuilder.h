@@ -294,6 +294,11 @@ public:
   /// computed before what follows (a wgmmaFence), not sunk to their uses,
   /// and not read before what precedes (a wgmma wait).
   void pinBefore(MutableArrayRef<Value> values);
+  /// Closes the wgmmas issued since the last commit into one group.
+  void wgmmaCommit();
+  /// Waits until at most `pending` groups are in flight, then pins `values`
+  /// (an async product's registers) after the wait.
+  void wgmmaWait(int64_t pending, MutableArrayRef<Value> values);
   /// Commits the wgmmas issued since the last commit, waits until at most
   /// `pending` groups are in flight and then hands `accs` on: their values
   /// pass through an empty asm after the wait, so nothing reads them early.

@@ -70,8 +70,9 @@ int64_t wgmmaKMajorStep(int64_t kk) { return kk / 4 * 1024 + kk % 4 * 32; }
 /// chain of m64nNk16 wgmmas over K, B read by the tensor cores from its
 /// shared tile through descriptors (K-major when stored [n][k], else
 /// MN-major), A from registers or from its shared tile (K-major). The
-/// chain is committed and waited for here: the product is complete where
-/// the op is, as mma.sync's.
+/// chain is committed as one group and, unless the op is `async`, waited
+/// for here: the product is complete where the op is, as mma.sync's. An
+/// async product's registers are read at its fagpu.mma_wait.
 SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
                               Value bStage, ValueRange acc,
                               ConversionPatternRewriter &rewriter) {
@@ -136,10 +137,14 @@ SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
                /*accumulate=*/!accIn.empty() || kk > 0);
     }
   }
-  SmallVector<KernelBuilder::Tiles *> accs;
-  for (KernelBuilder::Tiles &tiles : c)
-    accs.push_back(&tiles);
-  kb.wgmmaCommitAndWait(0, accs);
+  if (op.getAsync()) {
+    kb.wgmmaCommit();
+  } else {
+    SmallVector<KernelBuilder::Tiles *> accs;
+    for (KernelBuilder::Tiles &tiles : c)
+      accs.push_back(&tiles);
+    kb.wgmmaCommitAndWait(0, accs);
+  }
   SmallVector<Value> values;
   for (auto &tiles : c)
     for (auto &t : tiles)
@@ -226,6 +231,23 @@ struct MmaLowering : public OpConversionPattern<fagpu::MmaOp> {
   }
 };
 
+/// The wait for an async wgmma: its group, and those started before it,
+/// complete; the registers are pinned after the wait so that no read of
+/// them moves above it.
+struct MmaWaitLowering : public OpConversionPattern<fagpu::MmaWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::MmaWaitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF32Type(), 0);
+    SmallVector<Value> values(adaptor.getSource().begin(),
+                              adaptor.getSource().end());
+    kb.wgmmaWait(op.getPending(), values);
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
 struct ToOperandLowering : public OpConversionPattern<fagpu::ToOperandOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -253,6 +275,6 @@ struct ToOperandLowering : public OpConversionPattern<fagpu::ToOperandOp> {
 
 void mlir::fa::nvvm::populateFAGPUMmaToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<LoadOperandLowering, MmaLowering, ToOperandLowering>(
-      converter, patterns.getContext());
+  patterns.add<LoadOperandLowering, MmaLowering, MmaWaitLowering,
+               ToOperandLowering>(converter, patterns.getContext());
 }

@@ -239,3 +239,28 @@ func.func @wgmma_warpgroups(%a: tensor<32x64xbf16, #fagpu.operand<warps = 2>>, %
   %c = fagpu.mma %a, %b[%i] {b_transposed, wgmma} : tensor<32x64xbf16, #fagpu.operand<warps = 2>>, !fagpu.shared<1x64x64xbf16, wgmma> -> tensor<32x64xf32, #fagpu.acc<warps = 2>>
   return
 }
+
+// -----
+
+func.func @mma_async_not_wgmma(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{only a wgmma product runs asynchronously}}
+  %c = fagpu.mma %a, %b[%i] {async} : tensor<64x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @mma_async_read_early(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x64x64xbf16, wgmma>, %i: index) -> tensor<64x64xf32, #fagpu.acc<warps = 4>> {
+  // expected-error @+1 {{an async product's result is read only through fagpu.mma_wait}}
+  %c = fagpu.mma %a, %b[%i] {async, wgmma} : tensor<64x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16, wgmma> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return %c : tensor<64x64xf32, #fagpu.acc<warps = 4>>
+}
+
+// -----
+
+func.func @mma_wait_sync(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x64x64xbf16, wgmma>, %i: index) {
+  %c = fagpu.mma %a, %b[%i] {wgmma} : tensor<64x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16, wgmma> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  // expected-error @+1 {{source must be the result of an async fagpu.mma}}
+  %w = fagpu.mma_wait %c {pending = 0 : i64} : tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}

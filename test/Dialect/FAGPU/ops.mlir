@@ -160,3 +160,18 @@ func.func @wgmma(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shared<2x1
   %o = fagpu.mma %p, %k[%i] acc %acc {wgmma} : tensor<128x128xbf16, #fagpu.operand<warps = 8>>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
   return %o : tensor<128x128xf32, #fagpu.acc<warps = 8>>
 }
+
+// Async products and their waits: S and P V in flight together, S waited
+// for with P V still pending.
+// CHECK-LABEL: func.func @wgmma_async
+func.func @wgmma_async(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shared<2x128x128xbf16, wgmma>, %p: tensor<128x128xbf16, #fagpu.operand<warps = 8>>, %acc: tensor<128x128xf32, #fagpu.acc<warps = 8>>, %i: index) -> (tensor<128x128xf32, #fagpu.acc<warps = 8>>, tensor<128x128xf32, #fagpu.acc<warps = 8>>) {
+  // CHECK: %[[S:.*]] = fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] {async, b_transposed, wgmma}
+  %s = fagpu.mma %q, %k[%i] {async, b_transposed, wgmma} : !fagpu.shared<1x128x128xbf16, wgmma>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  // CHECK: %[[O:.*]] = fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] acc %{{.*}} {async, wgmma}
+  %o = fagpu.mma %p, %k[%i] acc %acc {async, wgmma} : tensor<128x128xbf16, #fagpu.operand<warps = 8>>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  // CHECK: fagpu.mma_wait %[[S]] {pending = 1 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  %sw = fagpu.mma_wait %s {pending = 1 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  // CHECK: fagpu.mma_wait %[[O]] {pending = 0 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  %ow = fagpu.mma_wait %o {pending = 0 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  return %sw, %ow : tensor<128x128xf32, #fagpu.acc<warps = 8>>, tensor<128x128xf32, #fagpu.acc<warps = 8>>
+}

@@ -229,6 +229,15 @@ LogicalResult MmaOp::verify() {
     return emitOpError("K and N must be multiples of 16 (got ")
            << k << ", " << bn << ")";
   auto shared = dyn_cast<SharedType>(getA().getType());
+  if (getAsync()) {
+    if (!getWgmma())
+      return emitOpError("only a wgmma product runs asynchronously");
+    // In-flight registers are read only once waited for.
+    for (Operation *user : getResult().getUsers())
+      if (!isa<MmaWaitOp>(user))
+        return emitOpError("an async product's result is read only through "
+                           "fagpu.mma_wait");
+  }
   if (!getWgmma()) {
     if (b.getWgmma() || (shared && shared.getWgmma()))
       return emitOpError("tiles in wgmma's swizzle are read by wgmma only");
@@ -245,6 +254,13 @@ LogicalResult MmaOp::verify() {
                        "(!fagpu.shared<..., wgmma>)");
   if (bn > 256)
     return emitOpError("wgmma's N is at most 256 (got ") << bn << ")";
+  return success();
+}
+
+LogicalResult MmaWaitOp::verify() {
+  auto mma = getSource().getDefiningOp<MmaOp>();
+  if (!mma || !mma.getAsync())
+    return emitOpError("source must be the result of an async fagpu.mma");
   return success();
 }
 

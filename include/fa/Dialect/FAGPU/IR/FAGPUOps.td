@@ -260,15 +260,34 @@ def FAGPU_MmaOp : FAGPU_Op<"mma", [Pure,
     warpgroup's 64 rows of an m-tile block, B (and a shared A) read by the
     tensor cores from tiles in wgmma's swizzle, A fragments otherwise from
     registers; the accumulator layout is the same.
+
+    With `async` (wgmma only) the product is started, not waited for: its
+    result is read through the `fagpu.mma_wait` that names it, so that other
+    work runs on the tensor cores' time (fa-overlap-softmax).
   }];
   let arguments = (ins AnyType:$a, FAGPU_Shared:$b, Index:$b_stage,
                        Optional<FAGPU_Register>:$acc, UnitAttr:$b_transposed,
-                       UnitAttr:$wgmma);
+                       UnitAttr:$wgmma, UnitAttr:$async);
   let results = (outs FAGPU_Register:$result);
   let assemblyFormat = [{
     $a `,` $b `[` $b_stage `]` (`acc` $acc^)? attr-dict `:` qualified(type($a)) `,`
     qualified(type($b)) `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_MmaWaitOp : FAGPU_Op<"mma_wait",
+    [AllTypesMatch<["source", "result"]>]> {
+  let summary = "Waits for an asynchronous product";
+  let description = [{
+    `source` is the result of an `async` fagpu.mma; it is returned once that
+    product has completed. Products complete in the order they started: the
+    `pending` asynchronous products started after this one may still run.
+  }];
+  let arguments = (ins FAGPU_Register:$source,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = "$source attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,284 @@
+//===- OverlapSoftmax.cpp - Softmax under the tensor cores' P V -----------===//
+//
+// fa-async-copy's forward loop computes, per K/V tile n: S(n) = Q K(n)^T,
+// its softmax, then P(n) V(n), each product waited for before what reads
+// it, so the tensor cores idle during the softmax. With warpgroup MMAs,
+// which run asynchronously, the loop is rotated by one product (FA3's
+// intra-warpgroup overlap): iteration n starts S(n) and then P(n - 1)
+// V(n - 1), waits for S(n) only, computes the softmax of tile n while
+// P V runs, and waits for P V before rescaling the accumulator. Tile 0's
+// scores and softmax are peeled before the loop and the last P V after it.
+//
+// V(n - 1) is read during iteration n, so V's copies run one tile behind
+// K's: tile n's group holds K(n) and V(n - 1), and the stage tile n - 1's
+// P V frees is refilled only once every thread waited for it, at the next
+// iteration's barrier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Transforms/GpuKernels.h"
+#include "fa/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FAOVERLAPSOFTMAX
+#include "fa/Transforms/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// The parts of fa-async-copy's ringed K/V loop the rotation moves.
+struct RingedLoop {
+  scf::ForOp loop;
+  fagpu::MmaOp scores, pv;
+  /// acc * alpha, the accumulator P V adds to.
+  fagpu::ScaleRowsOp rescale;
+  unsigned accIndex = 0;
+  fagpu::AsyncCopyOp vCopy;
+  /// V's copies before the loop, tile 0 first.
+  SmallVector<fagpu::AsyncCopyOp> vPrologue;
+  int64_t stages = 0;
+};
+
+FailureOr<RingedLoop> matchRingedLoop(gpu::GPUFuncOp kernel) {
+  auto fail = [&](const Twine &why) {
+    return kernel.emitOpError("fa-overlap-softmax: ") << why;
+  };
+  RingedLoop r;
+  Block &entry = kernel.getBody().front();
+  for (auto loop : entry.getOps<scf::ForOp>()) {
+    r.loop = loop;
+    break;
+  }
+  if (!r.loop)
+    return fail("expected the forward kernel's loop over K/V tiles");
+  Block *body = r.loop.getBody();
+  for (Operation &op : *body) {
+    if (auto mma = dyn_cast<fagpu::MmaOp>(op))
+      (mma.getBTransposed() ? r.scores : r.pv) = mma;
+    else if (isa<fagpu::CopyOp>(op))
+      return fail("the K/V copies are synchronous (run fa-async-copy first)");
+  }
+  if (!r.scores || !r.pv || !r.scores.getWgmma() || !r.pv.getWgmma() ||
+      r.scores.getAsync() || r.pv.getAsync())
+    return fail("expected one wgmma product S = Q K^T and one O += P V in the "
+                "loop");
+  r.rescale = r.pv.getAcc() ? r.pv.getAcc().getDefiningOp<fagpu::ScaleRowsOp>()
+                            : fagpu::ScaleRowsOp();
+  auto accArg = r.rescale ? dyn_cast<BlockArgument>(r.rescale.getSource())
+                          : BlockArgument();
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  if (!accArg || accArg.getOwner() != body || !accArg.hasOneUse() ||
+      !r.rescale->hasOneUse() || r.rescale->getBlock() != body ||
+      !r.pv->hasOneUse() || *r.pv->user_begin() != yield ||
+      r.pv.getBStage() != r.scores.getBStage())
+    return fail("expected P V to add to the carried accumulator, rescaled "
+                "(fa-online-softmax's loop), and to read the stage S reads");
+  r.accIndex = accArg.getArgNumber() - 1;
+  if (yield.getOperand(r.accIndex) != r.pv.getResult())
+    return fail("expected the loop to carry P V's result");
+  Value kRing = r.scores.getB(), vRing = r.pv.getB();
+  r.stages = cast<fagpu::SharedType>(vRing.getType()).getStages();
+  for (Operation *user : vRing.getUsers()) {
+    auto copy = dyn_cast<fagpu::AsyncCopyOp>(user);
+    if (!copy)
+      continue;
+    if (copy->getParentOp() == r.loop)
+      r.vCopy = copy;
+    else if (copy->getBlock() == &entry)
+      r.vPrologue.push_back(copy);
+  }
+  llvm::sort(r.vPrologue, [](fagpu::AsyncCopyOp a, fagpu::AsyncCopyOp b) {
+    return a->isBeforeInBlock(b);
+  });
+  if (!r.vCopy || int64_t(r.vPrologue.size()) != r.stages - 1 ||
+      r.stages != cast<fagpu::SharedType>(kRing.getType()).getStages())
+    return fail("expected a ring of K/V stages from fa-async-copy (one V copy "
+                "per stage ahead before the loop, one in it)");
+  return r;
+}
+
+/// Tile n's group holds K(n) and V(n - 1): each V copy moves one tile back.
+void skewValueCopies(RingedLoop &r) {
+  // Before the loop: the copy of tile t takes tile t - 1's place; tile 0's
+  // goes.
+  for (size_t t = r.vPrologue.size() - 1; t > 0; --t) {
+    fagpu::AsyncCopyOp to = r.vPrologue[t], from = r.vPrologue[t - 1];
+    to.getRowMutable().assign(from.getRow());
+    to.getStageMutable().assign(from.getStage());
+    if (from.getPredicate())
+      to.getPredicateMutable().assign(from.getPredicate());
+  }
+  fagpu::AsyncCopyOp first = r.vPrologue.front();
+  for (Operation *user : llvm::to_vector(first.getToken().getUsers())) {
+    auto commit = cast<fagpu::AsyncCommitOp>(user);
+    SmallVector<Value> tokens;
+    for (Value token : commit.getTokens())
+      if (token != first.getToken())
+        tokens.push_back(token);
+    commit->setOperands(tokens);
+  }
+  first.erase();
+  // In the loop: tile n + S - 2 into stage (n + S - 2) mod S, where it
+  // issued tile n + S - 1 into stage (n - 1) mod S.
+  OpBuilder b(r.vCopy);
+  Location loc = r.vCopy.getLoc();
+  scf::ForOp loop = r.loop;
+  Value step = loop.getStep(), kv0 = loop.getInductionVar();
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value row =
+      r.stages == 2
+          ? kv0
+          : Value(arith::AddIOp::create(
+                b, loc, kv0,
+                arith::MulIOp::create(b, loc, step, cst(r.stages - 2))));
+  Value stage = r.scores.getBStage();
+  if (r.stages > 2)
+    stage = arith::RemUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, stage, cst(r.stages - 2)),
+        cst(r.stages));
+  r.vCopy.getRowMutable().assign(row);
+  r.vCopy.getStageMutable().assign(stage);
+  // Tile n itself is in range; later ones may not be.
+  if (r.stages == 2)
+    r.vCopy.getPredicateMutable().clear();
+  else
+    r.vCopy.getPredicateMutable().assign(arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::slt, row, loop.getUpperBound()));
+}
+
+/// The rotated loop, guarded by "there is a tile", in place of `r.loop`.
+void rotate(RingedLoop &r) {
+  scf::ForOp loop = r.loop;
+  Location loc = loop.getLoc();
+  Block *body = loop.getBody();
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  OpBuilder b(loop);
+  Value begin = loop.getLowerBound(), end = loop.getUpperBound(),
+        step = loop.getStep();
+  Value any =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, begin, end);
+  auto guard =
+      scf::IfOp::create(b, loc, loop.getResultTypes(), any, /*withElse=*/true);
+  b.setInsertionPointToStart(guard.elseBlock());
+  scf::YieldOp::create(b, loc, loop.getInitArgs());
+
+  // Tile 0: everything but P V.
+  b.setInsertionPointToStart(guard.thenBlock());
+  IRMapping peel;
+  peel.map(loop.getInductionVar(), begin);
+  peel.map(loop.getRegionIterArgs(), loop.getInitArgs());
+  for (Operation &op : body->without_terminator())
+    if (&op != r.pv.getOperation())
+      b.clone(op, peel);
+  // The rotated loop carries acc * alpha (not yet plus P V), P and the
+  // stage P V reads.
+  SmallVector<Value> inits;
+  for (auto [i, value] : llvm::enumerate(yield.getOperands()))
+    inits.push_back(i == r.accIndex ? peel.lookup(r.rescale.getResult())
+                                    : peel.lookupOrDefault(value));
+  inits.push_back(peel.lookup(r.pv.getA()));
+  inits.push_back(peel.lookupOrDefault(r.pv.getBStage()));
+  Value second = arith::AddIOp::create(b, loc, begin, step);
+  auto rotated = scf::ForOp::create(b, loc, second, end, step, inits);
+  rotated->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
+  unsigned n = yield.getNumOperands();
+  {
+    OpBuilder::InsertionGuard g(b);
+    Block *newBody = rotated.getBody();
+    b.setInsertionPointToStart(newBody);
+    ValueRange args = rotated.getRegionIterArgs();
+    Value pPrev = args[n], stagePrev = args[n + 1], accPrev = args[r.accIndex];
+    IRMapping map;
+    map.map(loop.getInductionVar(), rotated.getInductionVar());
+    for (unsigned i = 0; i < n; ++i)
+      if (i != r.accIndex)
+        map.map(loop.getRegionIterArgs()[i], args[i]);
+    Value pv;
+    for (Operation &op : body->without_terminator()) {
+      if (&op == r.pv.getOperation() || &op == r.rescale.getOperation())
+        continue;
+      Operation *clone = b.clone(op, map);
+      if (&op != r.scores.getOperation())
+        continue;
+      // S(n) starts, then P(n - 1) V(n - 1); the softmax waits for S only.
+      clone->setAttr(r.scores.getAsyncAttrName(), b.getUnitAttr());
+      pv = fagpu::MmaOp::create(b, loc, r.pv.getType(), pPrev, r.pv.getB(),
+                                stagePrev, accPrev, /*b_transposed=*/false,
+                                /*wgmma=*/true, /*async=*/true);
+      Value s = fagpu::MmaWaitOp::create(b, loc, r.scores.getType(),
+                                         clone->getResult(0), 1);
+      map.map(r.scores.getResult(), s);
+    }
+    // P V is waited for last, right before the rescale that reads it.
+    Value acc = fagpu::MmaWaitOp::create(b, loc, pv.getType(), pv, 0);
+    map.map(r.rescale.getSource(), acc);
+    Value rescaled = b.clone(*r.rescale, map)->getResult(0);
+    SmallVector<Value> next;
+    for (auto [i, value] : llvm::enumerate(yield.getOperands()))
+      next.push_back(i == r.accIndex ? rescaled : map.lookupOrDefault(value));
+    next.push_back(map.lookup(r.pv.getA()));
+    next.push_back(map.lookupOrDefault(r.pv.getBStage()));
+    scf::YieldOp::create(b, loc, next);
+  }
+
+  // The last tile's P V, once its V has landed (the first group the loop
+  // left in flight holds it).
+  ValueRange results = rotated.getResults();
+  Value group;
+  for (Value result : results.take_front(n))
+    if (isa<fagpu::TokenType>(result.getType())) {
+      group = result;
+      break;
+    }
+  fagpu::AsyncWaitOp::create(b, loc, group, r.stages - 2);
+  gpu::BarrierOp::create(b, loc);
+  Value acc = fagpu::MmaOp::create(
+      b, loc, r.pv.getType(), results[n], r.pv.getB(), results[n + 1],
+      results[r.accIndex], /*b_transposed=*/false, /*wgmma=*/true);
+  SmallVector<Value> out(results.take_front(n));
+  out[r.accIndex] = acc;
+  scf::YieldOp::create(b, loc, out);
+  loop.replaceAllUsesWith(guard.getResults());
+  loop.erase();
+}
+
+struct FAOverlapSoftmaxPass
+    : public mlir::fa::impl::FAOverlapSoftmaxBase<FAOverlapSoftmaxPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    auto kernels =
+        getOperation().lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+    if (!kernels)
+      return;
+    for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
+      // fa-tile's wgmma forward kernels with a ring of K/V stages; one
+      // stage (FlashAttention-2's schedule) has no buffer for V(n - 1).
+      // A kernel already rotated (it waits for async products) stays so.
+      auto stages = kernel->getAttrOfType<IntegerAttr>(kKVStagesAttr);
+      bool tiled = false, rotated = false;
+      kernel.walk([&](fagpu::MmaOp) { tiled = true; });
+      kernel.walk([&](fagpu::MmaWaitOp) { rotated = true; });
+      if (!tiled || rotated || !kernel->hasAttr(kWgmmaAttr) || !stages ||
+          stages.getInt() < 2)
+        continue;
+      FailureOr<RingedLoop> ringed = matchRingedLoop(kernel);
+      if (failed(ringed))
+        return signalPassFailure();
+      skewValueCopies(*ringed);
+      rotate(*ringed);
+    }
+  }
+};
+
+} // namespace
