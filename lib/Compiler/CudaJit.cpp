@@ -103,8 +103,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";kv-stages=" + std::to_string(tile.kvStages);
   if (!tile.wgmma)
     target += ";fwd-wgmma=0";
-  if (!tile.overlap)
-    target += ";fwd-overlap=0";
+  if (tile.overlap)
+    target += ";fwd-overlap=1";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

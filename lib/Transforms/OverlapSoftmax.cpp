@@ -41,6 +41,8 @@ struct RingedLoop {
   fagpu::MmaOp scores, pv;
   /// acc * alpha, the accumulator P V adds to.
   fagpu::ScaleRowsOp rescale;
+  /// P rounded into P V's A operand.
+  fagpu::ToOperandOp pack;
   unsigned accIndex = 0;
   fagpu::AsyncCopyOp vCopy;
   /// V's copies before the loop, tile 0 first.
@@ -82,6 +84,10 @@ FailureOr<RingedLoop> matchRingedLoop(gpu::GPUFuncOp kernel) {
       r.pv.getBStage() != r.scores.getBStage())
     return fail("expected P V to add to the carried accumulator, rescaled "
                 "(fa-online-softmax's loop), and to read the stage S reads");
+  r.pack = r.pv.getA().getDefiningOp<fagpu::ToOperandOp>();
+  if (!r.pack || r.pack->getBlock() != body || !r.pack->hasOneUse())
+    return fail("expected P V's A operand to be P rounded in the loop "
+                "(fagpu.to_operand)");
   r.accIndex = accArg.getArgNumber() - 1;
   if (yield.getOperand(r.accIndex) != r.pv.getResult())
     return fail("expected the loop to carry P V's result");
@@ -204,32 +210,56 @@ void rotate(RingedLoop &r) {
     for (unsigned i = 0; i < n; ++i)
       if (i != r.accIndex)
         map.map(loop.getRegionIterArgs()[i], args[i]);
-    Value pv;
-    for (Operation &op : body->without_terminator()) {
-      if (&op == r.pv.getOperation() || &op == r.rescale.getOperation())
-        continue;
-      Operation *clone = b.clone(op, map);
-      if (&op != r.scores.getOperation())
-        continue;
-      // S(n) starts, then P(n - 1) V(n - 1); the softmax waits for S only.
-      clone->setAttr(r.scores.getAsyncAttrName(), b.getUnitAttr());
-      pv = fagpu::MmaOp::create(b, loc, r.pv.getType(), pPrev, r.pv.getB(),
-                                stagePrev, accPrev, /*b_transposed=*/false,
-                                /*wgmma=*/true, /*async=*/true);
-      Value s = fagpu::MmaWaitOp::create(b, loc, r.scores.getType(),
-                                         clone->getResult(0), 1);
-      map.map(r.scores.getResult(), s);
-    }
-    // P V is waited for last, right before the rescale that reads it.
-    Value acc = fagpu::MmaWaitOp::create(b, loc, pv.getType(), pv, 0);
-    map.map(r.rescale.getSource(), acc);
-    Value rescaled = b.clone(*r.rescale, map)->getResult(0);
-    SmallVector<Value> next;
-    for (auto [i, value] : llvm::enumerate(yield.getOperands()))
-      next.push_back(i == r.accIndex ? rescaled : map.lookupOrDefault(value));
-    next.push_back(map.lookup(r.pv.getA()));
-    next.push_back(map.lookupOrDefault(r.pv.getBStage()));
-    scf::YieldOp::create(b, loc, next);
+    // The copies and their waits, as they are.
+    Block::iterator tail = r.scores->getIterator();
+    for (Operation &op : llvm::make_range(body->begin(), tail))
+      b.clone(op, map);
+    // The rest of the iteration: S(n) and P(n - 1) V(n - 1) start, S alone
+    // is waited for, then the masks and softmax; P V is waited for last,
+    // right before the rescale that reads it, with the softmax's results
+    // (the row state, P) computed before that wait.
+    auto emitTail = [&](OpBuilder &tb, IRMapping map) {
+      Value pv;
+      for (Operation &op : llvm::make_range(tail, std::prev(body->end()))) {
+        if (&op == r.pv.getOperation() || &op == r.rescale.getOperation() ||
+            &op == r.pack.getOperation())
+          continue;
+        Operation *clone = tb.clone(op, map);
+        if (&op != r.scores.getOperation())
+          continue;
+        clone->setAttr(r.scores.getAsyncAttrName(), tb.getUnitAttr());
+        pv = fagpu::MmaOp::create(tb, loc, r.pv.getType(), pPrev, r.pv.getB(),
+                                  stagePrev, accPrev, /*b_transposed=*/false,
+                                  /*wgmma=*/true, /*async=*/true);
+        Value s = fagpu::MmaWaitOp::create(tb, loc, clone->getResult(0),
+                                           Value(), ValueRange(), 1)
+                      .getResult();
+        map.map(r.scores.getResult(), s);
+      }
+      SmallVector<Value> next;
+      SmallVector<unsigned> readyAt;
+      SmallVector<Value> ready;
+      for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
+        next.push_back(map.lookupOrDefault(value));
+        if (i != r.accIndex && isa<RankedTensorType>(value.getType())) {
+          readyAt.push_back(i);
+          ready.push_back(next.back());
+        }
+      }
+      // P in f32; it is rounded into P V's A registers after the wait, as
+      // those of P(n - 1) are read until then.
+      ready.push_back(map.lookup(r.pack.getSource()));
+      auto wait = fagpu::MmaWaitOp::create(tb, loc, pv, pPrev, ready, 0);
+      for (auto [i, value] : llvm::zip(readyAt, wait.getReadyResults()))
+        next[i] = value;
+      map.map(r.pack.getSource(), wait.getReadyResults().back());
+      next.push_back(tb.clone(*r.pack, map)->getResult(0));
+      next.push_back(map.lookupOrDefault(r.pv.getBStage()));
+      map.map(r.rescale.getSource(), wait.getResult());
+      next[r.accIndex] = tb.clone(*r.rescale, map)->getResult(0);
+      return next;
+    };
+    scf::YieldOp::create(b, loc, emitTail(b, map));
   }
 
   // The last tile's P V, once its V has landed (the first group the loop

@@ -6,7 +6,8 @@
 // 128 x 128 tiles): tile 0's scores and softmax are peeled under "there is a
 // tile"; the loop from tile 1 starts S(n) and P(n - 1) V(n - 1) as async
 // products, waits for S(n) alone (one product pending), computes the
-// softmax, then waits for P V and rescales the accumulator; the last P V
+// softmax, then waits for P V, rounds P and rescales the accumulator; the
+// last P V
 // follows the loop once its V has landed. V's copies run one tile behind
 // K's: tile 0's group holds K(0) alone, iteration n's K(n + 1) and V(n).
 // CHECK-LABEL: gpu.func @fa_forward_0
@@ -37,17 +38,20 @@
 // CHECK-NEXT: %[[GN:[0-9]+]] = fagpu.async_commit %[[KN]], %[[VN]]
 // CHECK-NEXT: %[[S:[0-9]+]] = fagpu.mma %{{[0-9]+}}, %[[SK]][%[[STN]]] {async, b_transposed, wgmma}
 // CHECK-NEXT: %[[PV:[0-9]+]] = fagpu.mma %[[P]], %[[SV]][%[[ST]]] acc %[[ACC]] {async, wgmma}
-// CHECK-NEXT: %[[SW:[0-9]+]] = fagpu.mma_wait %[[S]] {pending = 1 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+// CHECK-NEXT: %[[SW:[a-z0-9_]+]] = fagpu.mma_wait %[[S]] {pending = 1 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
 // CHECK-NEXT: fagpu.tile_needs_mask
 // CHECK-NEXT: scf.if
 // CHECK-NEXT: fagpu.mask %[[SW]]
 // CHECK: %[[MN:[0-9]+]] = arith.maximumf %[[M]]
 // CHECK: %[[ALPHA:[0-9]+]] = math.exp2
-// CHECK: %[[LN:[0-9]+]] = fagpu.update_row_sum
-// CHECK-NEXT: %[[PN:[0-9]+]] = fagpu.to_operand
-// CHECK-NEXT: %[[PVW:[0-9]+]] = fagpu.mma_wait %[[PV]] {pending = 0 : i64}
+// CHECK: %[[PF:[0-9]+]] = math.exp2
+// CHECK-NEXT: %[[LN:[0-9]+]] = fagpu.update_row_sum
+// P V's wait keeps P(n - 1)'s registers until it and has m, l and P (f32)
+// computed before it; P is rounded into P V's A operand after it.
+// CHECK-NEXT: %[[PVW:[a-z0-9_]+]], %[[RDY:[a-z0-9_]+]]:3 = fagpu.mma_wait %[[PV]] reads %[[P]] : tensor<128x128xbf16, #fagpu.operand<warps = 8>> after %[[MN]], %[[LN]], %[[PF]] : tensor<128xf32, #fagpu.rows<warps = 8>>, tensor<128xf32, #fagpu.rows<warps = 8, partial = true>>, tensor<128x128xf32, #fagpu.acc<warps = 8>> {pending = 0 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+// CHECK-NEXT: %[[PN:[0-9]+]] = fagpu.to_operand %[[RDY]]#2
 // CHECK-NEXT: %[[ACCN:[0-9]+]] = fagpu.scale_rows %[[PVW]], %[[ALPHA]]
-// CHECK-NEXT: scf.yield %[[MN]], %[[LN]], %[[ACCN]], %[[GN]], %[[PN]], %[[STN]]
+// CHECK-NEXT: scf.yield %[[RDY]]#0, %[[RDY]]#1, %[[ACCN]], %[[GN]], %[[PN]], %[[STN]]
 // CHECK-NEXT: }
 // CHECK-NEXT: fagpu.async_wait %[[F]]#3 {pending = 0 : i64}
 // CHECK-NEXT: gpu.barrier

@@ -65,8 +65,9 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       *this, "fwd-overlap",
       llvm::cl::desc("Forward wgmma kernel with two or more K/V stages: run "
                      "each tile's softmax under the previous tile's P V "
-                     "(fa-overlap-softmax)"),
-      llvm::cl::init(true)};
+                     "(fa-overlap-softmax; off: measured no faster, see "
+                     "docs/performance.md)"),
+      llvm::cl::init(false)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "

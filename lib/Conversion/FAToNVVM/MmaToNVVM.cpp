@@ -240,10 +240,23 @@ struct MmaWaitLowering : public OpConversionPattern<fagpu::MmaWaitOp> {
   matchAndRewrite(fagpu::MmaWaitOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF32Type(), 0);
-    SmallVector<Value> values(adaptor.getSource().begin(),
-                              adaptor.getSource().end());
-    kb.wgmmaWait(op.getPending(), values);
-    rewriter.replaceOpWithMultiple(op, {values});
+    // The `after` values first: each through an asm placed before the
+    // wait's, so that what computes them cannot sink below the wait.
+    SmallVector<SmallVector<Value>> results(1);
+    for (ValueRange ready : adaptor.getReady()) {
+      results.emplace_back(ready.begin(), ready.end());
+      kb.pinBefore(results.back());
+    }
+    results.front().assign(adaptor.getSource().begin(),
+                           adaptor.getSource().end());
+    kb.wgmmaWait(op.getPending(), results.front());
+    // The A registers the product read stay live up to here: no value
+    // computed while it ran takes their place.
+    SmallVector<Value> reads(adaptor.getReads().begin(),
+                             adaptor.getReads().end());
+    kb.pinBefore(reads);
+    SmallVector<ValueRange> replacements(results.begin(), results.end());
+    rewriter.replaceOpWithMultiple(op, replacements);
     return success();
   }
 };

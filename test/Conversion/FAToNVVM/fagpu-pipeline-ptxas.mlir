@@ -8,6 +8,12 @@
 // RUN: %ptxas -arch=sm_90a -v %t/d32.ptx -o %t/d32.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d64.ptx -o %t/d64.cubin 2>&1 | FileCheck %s
+// With fa-overlap-softmax (D = 64 and 128, two stages): no spills, and no
+// wgmma serialized by ptxas.
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a fwd-overlap=true" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ov.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d64.ov.ptx -o %t/d64.ov.cubin 2>&1 | FileCheck %s --check-prefixes=CHECK,OVERLAP
+// RUN: fa-opt %t/d128.mlir -fa-pipeline-cuda="chip=sm_90a fwd-overlap=true kv-stages=2" | %python %S/Inputs/ptx-of-binary.py > %t/d128.ov.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d128.ov.ptx -o %t/d128.ov.cubin 2>&1 | FileCheck %s --check-prefixes=CHECK,OVERLAP
 // RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/d64.80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/d64.80.ptx -o %t/d64.80.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d96.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d96.ptx
@@ -17,6 +23,7 @@
 // RUN: fa-opt %t/d256.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d256.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d256.ptx -o %t/d256.cubin 2>&1 | FileCheck %s
 // CHECK: Compiling entry function 'fa_forward_0'
+// OVERLAP-NOT: Potential Performance Loss
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
 //--- d32.mlir

@@ -264,3 +264,12 @@ func.func @mma_wait_sync(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %b: 
   %w = fagpu.mma_wait %c {pending = 0 : i64} : tensor<64x64xf32, #fagpu.acc<warps = 4>>
   return
 }
+
+// -----
+
+func.func @mma_wait_reads(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %x: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %b: !fagpu.shared<1x64x64xbf16, wgmma>, %i: index) {
+  %c = fagpu.mma %a, %b[%i] {async, wgmma} : tensor<64x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x64xbf16, wgmma> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  // expected-error @+1 {{reads must be the product's A operand}}
+  %w = fagpu.mma_wait %c reads %x : tensor<64x64xbf16, #fagpu.operand<warps = 4>> {pending = 0 : i64} : tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}

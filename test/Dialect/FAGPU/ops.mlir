@@ -171,7 +171,8 @@ func.func @wgmma_async(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shar
   %o = fagpu.mma %p, %k[%i] acc %acc {async, wgmma} : tensor<128x128xbf16, #fagpu.operand<warps = 8>>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
   // CHECK: fagpu.mma_wait %[[S]] {pending = 1 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
   %sw = fagpu.mma_wait %s {pending = 1 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
-  // CHECK: fagpu.mma_wait %[[O]] {pending = 0 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
-  %ow = fagpu.mma_wait %o {pending = 0 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
-  return %sw, %ow : tensor<128x128xf32, #fagpu.acc<warps = 8>>, tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  // P V's wait: its A registers kept until it, S computed before it.
+  // CHECK: fagpu.mma_wait %[[O]] reads %{{.*}} : tensor<128x128xbf16, #fagpu.operand<warps = 8>> after %{{.*}} : tensor<128x128xf32, #fagpu.acc<warps = 8>> {pending = 0 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  %ow, %s2 = fagpu.mma_wait %o reads %p : tensor<128x128xbf16, #fagpu.operand<warps = 8>> after %sw : tensor<128x128xf32, #fagpu.acc<warps = 8>> {pending = 0 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  return %s2, %ow : tensor<128x128xf32, #fagpu.acc<warps = 8>>, tensor<128x128xf32, #fagpu.acc<warps = 8>>
 }

@@ -257,10 +257,25 @@ LogicalResult MmaOp::verify() {
   return success();
 }
 
+LogicalResult
+MmaWaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                            ValueRange operands, DictionaryAttr attributes,
+                            OpaqueProperties properties, RegionRange regions,
+                            SmallVectorImpl<Type> &inferred) {
+  // The waited product, then each `after` value as it is.
+  Adaptor adaptor(operands, attributes, properties, regions);
+  inferred.push_back(adaptor.getSource().getType());
+  for (Value ready : adaptor.getReady())
+    inferred.push_back(ready.getType());
+  return success();
+}
+
 LogicalResult MmaWaitOp::verify() {
   auto mma = getSource().getDefiningOp<MmaOp>();
   if (!mma || !mma.getAsync())
     return emitOpError("source must be the result of an async fagpu.mma");
+  if (getReads() && getReads() != mma.getA())
+    return emitOpError("reads must be the product's A operand");
   return success();
 }
 

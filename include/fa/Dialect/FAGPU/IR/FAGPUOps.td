@@ -6,6 +6,7 @@
 include "fa/Dialect/FA/IR/FAAttrs.td"
 include "fa/Dialect/FAGPU/IR/FAGPUAttrs.td"
 include "fa/Dialect/FAGPU/IR/FAGPUDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 defvar FAGPU_Token = FAGPU_TokenType;
@@ -277,17 +278,32 @@ def FAGPU_MmaOp : FAGPU_Op<"mma", [Pure,
 }
 
 def FAGPU_MmaWaitOp : FAGPU_Op<"mma_wait",
-    [AllTypesMatch<["source", "result"]>]> {
+    [AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Waits for an asynchronous product";
   let description = [{
     `source` is the result of an `async` fagpu.mma; it is returned once that
     product has completed. Products complete in the order they started: the
     `pending` asynchronous products started after this one may still run.
+
+    `reads` is the product's A operand where it is in registers: the tensor
+    cores read those registers while the product runs, so they are kept as
+    they are until the wait (nothing else may be given their place).
+
+    The `after` values are computed before the wait and returned as they
+    are: the work that produces them runs while the product does, instead
+    of being scheduled past the wait.
   }];
   let arguments = (ins FAGPU_Register:$source,
+                       Optional<FAGPU_Register>:$reads,
+                       Variadic<FAGPU_Register>:$ready,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
-  let results = (outs FAGPU_Register:$result);
-  let assemblyFormat = "$source attr-dict `:` type($result)";
+  let results = (outs FAGPU_Register:$result,
+                      Variadic<FAGPU_Register>:$ready_results);
+  let assemblyFormat = [{
+    $source (`reads` $reads^ `:` type($reads))? (`after` $ready^ `:`
+    type($ready))? attr-dict `:` type($source)
+  }];
   let hasVerifier = 1;
 }
 
