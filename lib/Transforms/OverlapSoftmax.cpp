@@ -6,7 +6,8 @@
 // which run asynchronously, the loop is rotated by one product (FA3's
 // intra-warpgroup overlap): iteration n starts S(n) and then P(n - 1)
 // V(n - 1), waits for S(n) only, computes the softmax of tile n while
-// P V runs, and waits for P V before rescaling the accumulator. Tile 0's
+// P V runs, and waits for P V before rounding P and rescaling the
+// accumulator (P(n - 1)'s registers are the tensor cores' until then). Tile 0's
 // scores and softmax are peeled before the loop and the last P V after it.
 //
 // V(n - 1) is read during iteration n, so V's copies run one tile behind
@@ -218,48 +219,45 @@ void rotate(RingedLoop &r) {
     // is waited for, then the masks and softmax; P V is waited for last,
     // right before the rescale that reads it, with the softmax's results
     // (the row state, P) computed before that wait.
-    auto emitTail = [&](OpBuilder &tb, IRMapping map) {
-      Value pv;
-      for (Operation &op : llvm::make_range(tail, std::prev(body->end()))) {
-        if (&op == r.pv.getOperation() || &op == r.rescale.getOperation() ||
-            &op == r.pack.getOperation())
-          continue;
-        Operation *clone = tb.clone(op, map);
-        if (&op != r.scores.getOperation())
-          continue;
-        clone->setAttr(r.scores.getAsyncAttrName(), tb.getUnitAttr());
-        pv = fagpu::MmaOp::create(tb, loc, r.pv.getType(), pPrev, r.pv.getB(),
-                                  stagePrev, accPrev, /*b_transposed=*/false,
-                                  /*wgmma=*/true, /*async=*/true);
-        Value s = fagpu::MmaWaitOp::create(tb, loc, clone->getResult(0),
-                                           Value(), ValueRange(), 1)
-                      .getResult();
-        map.map(r.scores.getResult(), s);
+    Value pv;
+    for (Operation &op : llvm::make_range(tail, std::prev(body->end()))) {
+      if (&op == r.pv.getOperation() || &op == r.rescale.getOperation() ||
+          &op == r.pack.getOperation())
+        continue;
+      Operation *clone = b.clone(op, map);
+      if (&op != r.scores.getOperation())
+        continue;
+      clone->setAttr(r.scores.getAsyncAttrName(), b.getUnitAttr());
+      pv = fagpu::MmaOp::create(b, loc, r.pv.getType(), pPrev, r.pv.getB(),
+                                stagePrev, accPrev, /*b_transposed=*/false,
+                                /*wgmma=*/true, /*async=*/true);
+      Value s = fagpu::MmaWaitOp::create(b, loc, clone->getResult(0), Value(),
+                                         ValueRange(), 1)
+                    .getResult();
+      map.map(r.scores.getResult(), s);
+    }
+    SmallVector<Value> next;
+    SmallVector<unsigned> readyAt;
+    SmallVector<Value> ready;
+    for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
+      next.push_back(map.lookupOrDefault(value));
+      if (i != r.accIndex && isa<RankedTensorType>(value.getType())) {
+        readyAt.push_back(i);
+        ready.push_back(next.back());
       }
-      SmallVector<Value> next;
-      SmallVector<unsigned> readyAt;
-      SmallVector<Value> ready;
-      for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
-        next.push_back(map.lookupOrDefault(value));
-        if (i != r.accIndex && isa<RankedTensorType>(value.getType())) {
-          readyAt.push_back(i);
-          ready.push_back(next.back());
-        }
-      }
-      // P in f32; it is rounded into P V's A registers after the wait, as
-      // those of P(n - 1) are read until then.
-      ready.push_back(map.lookup(r.pack.getSource()));
-      auto wait = fagpu::MmaWaitOp::create(tb, loc, pv, pPrev, ready, 0);
-      for (auto [i, value] : llvm::zip(readyAt, wait.getReadyResults()))
-        next[i] = value;
-      map.map(r.pack.getSource(), wait.getReadyResults().back());
-      next.push_back(tb.clone(*r.pack, map)->getResult(0));
-      next.push_back(map.lookupOrDefault(r.pv.getBStage()));
-      map.map(r.rescale.getSource(), wait.getResult());
-      next[r.accIndex] = tb.clone(*r.rescale, map)->getResult(0);
-      return next;
-    };
-    scf::YieldOp::create(b, loc, emitTail(b, map));
+    }
+    // P in f32; it is rounded into P V's A registers after the wait, as
+    // those of P(n - 1) are read until then.
+    ready.push_back(map.lookup(r.pack.getSource()));
+    auto wait = fagpu::MmaWaitOp::create(b, loc, pv, pPrev, ready, 0);
+    for (auto [i, value] : llvm::zip(readyAt, wait.getReadyResults()))
+      next[i] = value;
+    map.map(r.pack.getSource(), wait.getReadyResults().back());
+    next.push_back(b.clone(*r.pack, map)->getResult(0));
+    next.push_back(map.lookupOrDefault(r.pv.getBStage()));
+    map.map(r.rescale.getSource(), wait.getResult());
+    next[r.accIndex] = b.clone(*r.rescale, map)->getResult(0);
+    scf::YieldOp::create(b, loc, next);
   }
 
   // The last tile's P V, once its V has landed (the first group the loop
