@@ -530,7 +530,7 @@ void KernelBuilder::wgmmaWait(int64_t pending, MutableArrayRef<Value> values) {
 void KernelBuilder::wgmmaCommitAndWait(int64_t pending,
                                        ArrayRef<Tiles *> accs) {
   wgmmaCommit();
-  ptx("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";");
+  wgmmaWait(pending, {});
   for (Tiles *acc : accs) {
     SmallVector<Value> flat;
     for (auto &tile : *acc)
