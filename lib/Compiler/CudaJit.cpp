@@ -60,6 +60,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.kvStages = tile.kvStages;
   options.fwdWgmma = tile.wgmma;
   options.fwdOverlap = tile.overlap;
+  options.fwdWarpSpecialize = tile.warpSpecialize;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -105,6 +106,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-wgmma=0";
   if (tile.overlap)
     target += ";fwd-overlap=1";
+  if (tile.warpSpecialize)
+    target += ";fwd-warp-specialize=1";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

@@ -101,6 +101,13 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   // K/V, whose copies fa-async-copy then rings.
   pm.addPass(createFATile());
   pm.addPass(createFAOnlineSoftmax());
+  // With wgmma, optionally a producer warpgroup for the copies (the ring
+  // is then its own; fa-async-copy leaves the kernel alone).
+  if (options.fwdWarpSpecialize) {
+    FAWarpSpecializeOptions specialize;
+    specialize.stages = options.kvStages;
+    pm.addPass(createFAWarpSpecialize(specialize));
+  }
   FAAsyncCopyOptions asyncCopy;
   asyncCopy.stages = options.kvStages;
   pm.addPass(createFAAsyncCopy(asyncCopy));

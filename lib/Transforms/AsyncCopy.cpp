@@ -33,7 +33,6 @@ struct FAAsyncCopyPass
     if (!kernels)
       return;
     std::string chip = getKernelChip(module);
-    std::optional<int64_t> maxShared = maxSharedBytesPerBlock(chip);
     // The shared memory each kernel now needs, for its launches.
     llvm::StringMap<int64_t> sharedBytes;
     for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
@@ -44,49 +43,16 @@ struct FAAsyncCopyPass
       kernel.walk([&](fagpu::CopyOp) { synchronous = true; });
       if (!synchronous)
         continue;
-      bool twoPass = false;
-      kernel.walk(
-          [&](scf::ForOp loop) { twoPass |= loop->hasAttr(kRowMaxLoopAttr); });
-      if (twoPass) {
-        kernel.emitOpError("fa-async-copy: the kernel still has fa-tile's "
-                           "two softmax loops (run fa-online-softmax first)");
+      FailureOr<ForwardTile> tile =
+          chooseKVStages(kernel, stages, chip, "fa-async-copy");
+      if (failed(tile))
         return signalPassFailure();
-      }
-      auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
-      auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);
-      if (!blockQ || !blockKV) {
-        kernel.emitOpError("fa-async-copy: the kernel has no '")
-            << kBlockQAttr << "' and '" << kBlockKVAttr
-            << "' (outline it with fa-fuse)";
-        return signalPassFailure();
-      }
-      if (stages < 0 || stages > kMaxKVStages) {
-        kernel.emitOpError("fa-async-copy: stages must be 1 to ")
-            << kMaxKVStages << " (got " << int64_t(stages) << ")";
-        return signalPassFailure();
-      }
-      ForwardTile tile{blockQ.getInt(), blockKV.getInt()};
-      int64_t d = cast<MemRefType>(kernel.getArgumentTypes()[0]).getDimSize(3);
-      // The option, else the default fa-tile recorded for the variant.
-      auto recorded = kernel->getAttrOfType<IntegerAttr>(kKVStagesAttr);
-      tile.kvStages = stages ? int64_t(stages)
-                             : (recorded ? recorded.getInt() : int64_t(1));
-      int64_t bytes = forwardSharedBytes(tile, d);
-      if (maxShared && bytes > *maxShared) {
-        kernel.emitOpError("fa-async-copy: ")
-            << tile.kvStages << " K/V stages of a " << tile.blockQ << " x "
-            << tile.blockKV << " tile at D = " << d << " need " << bytes
-            << " bytes of shared memory; " << chip << " gives a CTA "
-            << *maxShared;
-        return signalPassFailure();
-      }
-      FailureOr<int64_t> ringed = ringForwardCopies(kernel, tile.kvStages);
+      FailureOr<int64_t> ringed = ringForwardCopies(kernel, tile->kvStages);
       if (failed(ringed))
         return signalPassFailure();
-      bytes = *ringed;
       kernel->setAttr(kKVStagesAttr,
-                      Builder(&getContext()).getI64IntegerAttr(tile.kvStages));
-      sharedBytes[kernel.getName()] = bytes;
+                      Builder(&getContext()).getI64IntegerAttr(tile->kvStages));
+      sharedBytes[kernel.getName()] = *ringed;
     }
     module.walk([&](gpu::LaunchFuncOp launch) {
       if (launch.getKernelModuleName() != kKernelModuleName)

@@ -2,9 +2,11 @@
 
 #include "fa/Transforms/GpuKernels.h"
 #include "fa/Target/GpuTarget.h"
+#include "fa/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
@@ -180,4 +182,40 @@ std::string mlir::fa::kernelRegionReason(Region &region, StringRef name) {
               "ceil are)")
           .str();
   return "";
+}
+
+FailureOr<ForwardTile> mlir::fa::chooseKVStages(gpu::GPUFuncOp kernel,
+                                                int64_t stages, StringRef chip,
+                                                StringRef pass,
+                                                int64_t extraBytes) {
+  bool twoPass = false;
+  kernel.walk(
+      [&](scf::ForOp loop) { twoPass |= loop->hasAttr(kRowMaxLoopAttr); });
+  if (twoPass)
+    return kernel.emitOpError(pass)
+           << ": the kernel still has fa-tile's two softmax loops (run "
+              "fa-online-softmax first)";
+  auto blockQ = kernel->getAttrOfType<IntegerAttr>(kBlockQAttr);
+  auto blockKV = kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr);
+  if (!blockQ || !blockKV)
+    return kernel.emitOpError(pass)
+           << ": the kernel has no '" << kBlockQAttr << "' and '"
+           << kBlockKVAttr << "' (outline it with fa-fuse)";
+  if (stages < 0 || stages > kMaxKVStages)
+    return kernel.emitOpError(pass) << ": stages must be 1 to " << kMaxKVStages
+                                    << " (got " << stages << ")";
+  ForwardTile tile{blockQ.getInt(), blockKV.getInt()};
+  int64_t d = cast<MemRefType>(kernel.getArgumentTypes()[0]).getDimSize(3);
+  // The option, else the default fa-tile recorded for the variant.
+  auto recorded = kernel->getAttrOfType<IntegerAttr>(kKVStagesAttr);
+  tile.kvStages = stages ? stages : (recorded ? recorded.getInt() : int64_t(1));
+  int64_t bytes = forwardSharedBytes(tile, d) + extraBytes;
+  std::optional<int64_t> maxShared = maxSharedBytesPerBlock(chip);
+  if (maxShared && bytes > *maxShared)
+    return kernel.emitOpError(pass)
+           << ": " << tile.kvStages << " K/V stages of a " << tile.blockQ
+           << " x " << tile.blockKV << " tile at D = " << d << " need " << bytes
+           << " bytes of shared memory; " << chip << " gives a CTA "
+           << *maxShared;
+  return tile;
 }

@@ -294,9 +294,11 @@ struct FAOverlapSoftmaxPass
       // stage (FlashAttention-2's schedule) has no buffer for V(n - 1).
       // A kernel already rotated (it waits for async products) stays so.
       auto stages = kernel->getAttrOfType<IntegerAttr>(kKVStagesAttr);
+      // Warp-specialized kernels have no ring of cp.async groups to rotate.
       bool tiled = false, rotated = false;
       kernel.walk([&](fagpu::MmaOp) { tiled = true; });
       kernel.walk([&](fagpu::MmaWaitOp) { rotated = true; });
+      kernel.walk([&](fagpu::WarpSpecializeOp) { rotated = true; });
       if (!tiled || rotated || !kernel->hasAttr(kWgmmaAttr) || !stages ||
           stages.getInt() < 2)
         continue;

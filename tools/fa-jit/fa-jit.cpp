@@ -208,6 +208,11 @@ static cl::opt<bool> fwdOverlapOpt(
              "runs each tile's softmax under the previous tile's P V "
              "(fa-overlap-softmax; off by default: measured no faster)"),
     cl::init(false), cl::cat(faCategory));
+static cl::opt<bool> fwdWarpSpecializeOpt(
+    "fwd-warp-specialize",
+    cl::desc("On sm_90a, a wgmma forward kernel's K/V copies run in a "
+             "producer warpgroup of their own (fa-warp-specialize)"),
+    cl::init(false), cl::cat(faCategory));
 static cl::opt<int64_t> kvStagesOpt(
     "kv-stages",
     cl::desc("On a GPU target, the forward kernel's K/V pipeline stages "
@@ -1068,9 +1073,10 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image = compileCudaKernel(
-        op, chip,
-        {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt});
+    FailureOr<CudaKernelImage> image =
+        compileCudaKernel(op, chip,
+                          {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt,
+                           fwdOverlapOpt, fwdWarpSpecializeOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1324,9 +1330,10 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
-      op, chip, compiledNow, error,
-      {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt});
+  std::shared_ptr<const rt::CachedKernel> cached =
+      getOrCompileCudaKernel(op, chip, compiledNow, error,
+                             {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt,
+                              fwdOverlapOpt, fwdWarpSpecializeOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

@@ -38,12 +38,14 @@ struct CudaKernelImage {
 
 /// The forward kernel's tile and copy stages (fa-pipeline-cuda's block-q,
 /// block-kv and kv-stages; 0: the default for the op's D), and whether it
-/// multiplies with wgmma where the chip has it (fwd-wgmma) and overlaps its
-/// softmax with P V there (fwd-overlap, off by default).
+/// multiplies with wgmma where the chip has it (fwd-wgmma), overlaps its
+/// softmax with P V there (fwd-overlap, off by default) and copies in a
+/// producer warpgroup (fwd-warp-specialize, off by default).
 struct CudaForwardTile {
   int64_t blockQ = 0, blockKV = 0, kvStages = 0;
   bool wgmma = true;
   bool overlap = false;
+  bool warpSpecialize = false;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

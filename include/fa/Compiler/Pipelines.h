@@ -68,6 +68,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "(fa-overlap-softmax; off: measured no faster, see "
                      "docs/performance.md)"),
       llvm::cl::init(false)};
+  Option<bool> fwdWarpSpecialize{
+      *this, "fwd-warp-specialize",
+      llvm::cl::desc("Forward wgmma kernel: a producer warpgroup copies the "
+                     "K/V tiles into mbarrier-guarded rings while the "
+                     "kernel's warpgroups compute (fa-warp-specialize)"),
+      llvm::cl::init(false)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "

@@ -47,6 +47,9 @@ inline int64_t forwardThreads(int64_t blockQ, bool wgmma) {
 }
 /// The deepest K/V pipeline the forward kernel builds.
 inline constexpr int64_t kMaxKVStages = 4;
+/// The producer of a warp-specialized kernel (fa-warp-specialize): one
+/// warpgroup after the consumers'.
+inline constexpr int64_t kProducerThreads = 128;
 
 /// The forward kernel's tiling.
 struct ForwardTile {
@@ -81,6 +84,15 @@ inline int64_t forwardSharedBytes(ForwardTile tile, int64_t d) {
 /// The most dynamic shared memory one CTA may use on `chip` (the target
 /// model's), or nothing for a chip it does not know.
 std::optional<int64_t> maxSharedBytesPerBlock(StringRef chip);
+
+/// The K/V stages of fa-tile's forward `kernel` (online softmax) for
+/// `pass`: `stages` when positive, else what fa-tile recorded for the
+/// variant; an error (in `pass`'s name) when out of range, when the kernel
+/// still has two softmax loops, or when its tiles and `extraBytes` exceed
+/// the shared memory `chip` gives a CTA.
+FailureOr<ForwardTile> chooseKVStages(gpu::GPUFuncOp kernel, int64_t stages,
+                                      StringRef chip, StringRef pass,
+                                      int64_t extraBytes = 0);
 
 /// The chip of `module`'s kernel module's NVVM target, or an empty string.
 std::string getKernelChip(ModuleOp module);

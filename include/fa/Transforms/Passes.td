@@ -317,6 +317,36 @@ def FAAsyncCopy : Pass<"fa-async-copy", "::mlir::ModuleOp"> {
   ];
 }
 
+def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
+  let summary = "Give each wgmma forward kernel's K/V copies a producer "
+                "warpgroup of its own";
+  let description = [{
+    FlashAttention-3's warp specialization, on fa-tile's forward kernels
+    that multiply with wgmma (before `fa-async-copy`, which then leaves
+    them alone): a `fagpu.warp_specialize` whose producer (one more
+    warpgroup, few registers) copies Q and then K(n), V(n) of every tile
+    into rings of `stages` buffers, and whose consumers (the kernel's own
+    warpgroups, the registers the producer gave up) run the loop. Each
+    stage has mbarriers: K and V "full" (the producer's copies signal them)
+    and K and V "empty" (every consumer thread arrives after the last
+    product that reads the stage); the producer waits for "empty" before
+    refilling a stage, the consumers for "full" before reading it. Neither
+    role passes a CTA barrier.
+
+    Kernels that multiply with mma.sync are left as they are.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "K/V stages, 1 to 4; 0: the default for the kernel's tile">
+  ];
+  let dependentDialects = [
+    "::mlir::fagpu::FAGPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect"
+  ];
+}
+
 def FAOverlapSoftmax : Pass<"fa-overlap-softmax", "::mlir::ModuleOp"> {
   let summary = "Run each K/V tile's softmax under the previous tile's P V "
                 "(wgmma forward kernels)";

@@ -31,6 +31,16 @@ Value mlir::fa::nvvm::getStage(KernelBuilder &kb, OpBuilder &b, Location loc,
 
 namespace {
 
+/// Barrier `stage` of a ring (8 bytes each).
+Value barrierAt(OpBuilder &b, Location loc, Value ring, Value stage) {
+  std::optional<int64_t> constant = getConstantIntValue(stage);
+  if (constant && *constant == 0)
+    return ring;
+  KernelBuilder kb(b, loc, b.getF16Type(), 0);
+  return kb.smemAt(ring, constant ? kb.c32(8 * *constant)
+                                  : kb.mul(toI32(b, loc, stage), kb.c32(8)));
+}
+
 /// cp.async writes shared memory through the generic proxy; wgmma reads it
 /// through the async proxy, which sees the writes only after this fence
 /// (and the barrier after it, for other threads' writes).
@@ -79,6 +89,11 @@ LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
                            toI32(rewriter, loc, adaptor.getHead()),
                            buffer.strides[0], buffer.strides[1]);
   Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+  if (binding.producerOps.contains(op)) {
+    // The producer warpgroup's threads, numbered from 0.
+    kb.setThreads(kProducerThreads);
+    tid = kb.sub(tid, kb.c32(binding.threads));
+  }
   kb.copyTile(type.getRows(), tile, base,
               toI32(rewriter, loc, adaptor.getRow()),
               toI32(rewriter, loc, adaptor.getBound()), buffer.strides[2], tid,
@@ -104,10 +119,97 @@ struct AsyncCopyLowering : public OpConversionPattern<fagpu::AsyncCopyOp> {
                                 adaptor.getDest()))) {
       return failure();
     }
+    // Each thread's copies arrive on the barrier once they land (noinc:
+    // the barrier's arrivals count them).
+    if (Value barriers = adaptor.getBarriers())
+      NVVM::CpAsyncMBarrierArriveOp::create(
+          rewriter, op.getLoc(),
+          barrierAt(rewriter, op.getLoc(), barriers, adaptor.getBarrierStage()),
+          /*noinc=*/true);
     rewriter.replaceOpWithMultiple(op, {ValueRange{}});
     return success();
   }
   const KernelBinding &binding;
+};
+
+/// Thread 0 initializes each barrier of the ring; the CTA barrier the IR
+/// has after the allocation publishes them.
+struct AllocBarriersLowering
+    : public OpConversionPattern<fagpu::AllocBarriersOp> {
+  AllocBarriersLowering(const TypeConverter &converter, MLIRContext *ctx,
+                        const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::AllocBarriersOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    Value ring = kb.smemAt(binding.smem, kb.c32(op.getOffset()));
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        tid, kb.c32(0));
+    auto ifOp = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      Value arrivals = kb.c32(op.getArrivals());
+      for (int64_t i = 0; i < op.getType().getStages(); ++i)
+        NVVM::MBarrierInitOp::create(
+            rewriter, loc, i ? kb.smemAt(ring, kb.c32(8 * i)) : ring, arrivals,
+            /*predicate=*/Value());
+    }
+    rewriter.replaceOp(op, ring);
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+/// mbarrier.try_wait.parity until the phase completes; a consumer's wait
+/// also fences the generic proxy's writes it acquired (cp.async's) to
+/// wgmma's reads.
+struct BarrierWaitLowering : public OpConversionPattern<fagpu::BarrierWaitOp> {
+  BarrierWaitLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::BarrierWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value barrier =
+        barrierAt(rewriter, loc, adaptor.getBarriers(), adaptor.getStage());
+    // The suspend-time hint CUTLASS uses (ns).
+    Value ticks = arith::ConstantIntOp::create(rewriter, loc, 0x989680, 32);
+    NVVM::MBarrierTryWaitParityOp::create(
+        rewriter, loc, barrier, toI32(rewriter, loc, adaptor.getParity()),
+        ticks);
+    if (!binding.producerOps.contains(op))
+      fenceToAsyncProxy(rewriter, loc, binding);
+    rewriter.eraseOp(op);
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+struct BarrierArriveLowering
+    : public OpConversionPattern<fagpu::BarrierArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::BarrierArriveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        kb.andi(tid, 127), kb.c32(0));
+    auto ifOp = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+    rewriter.setInsertionPointToStart(ifOp.thenBlock());
+    NVVM::MBarrierArriveOp::create(
+        rewriter, loc, Type(),
+        barrierAt(rewriter, loc, adaptor.getBarriers(), adaptor.getStage()),
+        /*count=*/Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
 };
 
 /// A synchronous copy: everyone is done with the stage, the copy lands, and
@@ -176,6 +278,8 @@ void mlir::fa::nvvm::populateFAGPUCopyToNVVMPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<AllocSharedLowering, AsyncCopyLowering, CopyLowering,
-               AsyncWaitLowering>(converter, ctx, binding);
-  patterns.add<AsyncCommitLowering, BarrierLowering>(converter, ctx);
+               AsyncWaitLowering, AllocBarriersLowering, BarrierWaitLowering>(
+      converter, ctx, binding);
+  patterns.add<AsyncCommitLowering, BarrierLowering, BarrierArriveLowering>(
+      converter, ctx);
 }

@@ -101,6 +101,9 @@ void mlir::fa::nvvm::populateFAGPUTypeConversions(TypeConverter &converter) {
   converter.addConversion([](fagpu::SharedType type) -> Type {
     return LLVM::LLVMPointerType::get(type.getContext(), kShared);
   });
+  converter.addConversion([](fagpu::BarriersType type) -> Type {
+    return LLVM::LLVMPointerType::get(type.getContext(), kShared);
+  });
 }
 
 namespace {
@@ -384,11 +387,54 @@ void sinkPacksToFirstUse(Operation *fn) {
 
 } // namespace
 
+namespace {
+
+/// The roles by thread id: the consumers keep the ids [0, consumers) they
+/// had without the producer; each role sets its registers per thread
+/// first. The producer's copies land before it exits.
+struct WarpSpecializeLowering
+    : public OpConversionPattern<fagpu::WarpSpecializeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::WarpSpecializeOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    Value consumer =
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, tid,
+                              arith::ConstantIntOp::create(
+                                  rewriter, loc, op.getConsumerThreads(), 32));
+    auto ifOp = scf::IfOp::create(rewriter, loc, consumer, /*withElse=*/true);
+    auto fill = [&](Block *block, Region &region, int64_t registers,
+                    NVVM::SetMaxRegisterAction action) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(block);
+      NVVM::SetMaxRegisterOp::create(rewriter, loc, registers, action);
+      Operation *yield = block->getTerminator();
+      rewriter.inlineBlockBefore(&region.front(), yield);
+      if (action == NVVM::SetMaxRegisterAction::decrease) {
+        rewriter.setInsertionPoint(yield);
+        NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
+        NVVM::CpAsyncWaitGroupOp::create(rewriter, loc, 0);
+      }
+    };
+    fill(ifOp.thenBlock(), op.getConsumers(), op.getConsumerRegisters(),
+         NVVM::SetMaxRegisterAction::increase);
+    fill(ifOp.elseBlock(), op.getProducer(), op.getProducerRegisters(),
+         NVVM::SetMaxRegisterAction::decrease);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
 void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseLowering, MapLowering>(converter, ctx);
+  patterns.add<ElementwiseLowering, MapLowering, WarpSpecializeLowering>(
+      converter, ctx);
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
                ExtractLowering>(converter, ctx, binding);
 }
@@ -455,6 +501,10 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     sharedBytes =
         std::max(sharedBytes, int64_t(alloc.getOffset()) +
                                   type.getStages() * type.getStageBytes());
+  });
+  kernel.walk([&](fagpu::AllocBarriersOp alloc) {
+    sharedBytes = std::max(sharedBytes, int64_t(alloc.getOffset()) +
+                                            8 * alloc.getType().getStages());
   });
   abi.sharedBytes = sharedBytes;
   const AbiTensor tensors[5] = {AbiTensor::Q, AbiTensor::K, AbiTensor::V,
@@ -526,6 +576,15 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
       b, loc, LLVM::LLVMPointerType::get(ctx, kShared), "fa_smem");
   binding.group = args.size(AbiSize::Group);
   binding.threads = abi.threads;
+  kernel.walk([&](fagpu::WarpSpecializeOp op) {
+    // The launch's registers per thread, which setmaxnreg then moves
+    // between the roles.
+    fn->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+                b.getI32IntegerAttr(op.getLaunchRegisters()));
+    binding.threads = op.getConsumerThreads();
+    op.getProducer().walk(
+        [&](Operation *inner) { binding.producerOps.insert(inner); });
+  });
   binding.asyncProxyReads = kernel
                                 .walk([](fagpu::MmaOp mma) {
                                   return mma.getWgmma()

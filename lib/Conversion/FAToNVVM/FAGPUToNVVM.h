@@ -45,8 +45,12 @@ struct KernelBinding {
   /// wgmma reads the shared tiles (the async proxy): a wait for copies
   /// fences their writes to it before the barrier that publishes them.
   bool asyncProxyReads = false;
-  /// Threads per CTA (the copies split tiles over them).
+  /// Threads per CTA (the copies split tiles over them); with warp
+  /// specialization, the consumers' threads.
   int64_t threads = kThreads;
+  /// The ops of a `fagpu.warp_specialize`'s producer region, which run on
+  /// threads [threads, threads + 128): its copies split tiles over those.
+  DenseSet<Operation *> producerOps;
   /// The CTA's place, from the kernel's prologue, and Hq (i32).
   Value batch, head, tile, heads;
 };

@@ -8,6 +8,18 @@
 // RUN: %ptxas -arch=sm_90a -v %t/d32.ptx -o %t/d32.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d64.ptx -o %t/d64.cubin 2>&1 | FileCheck %s
+// With fa-warp-specialize (D = 64: two CTAs an SM, D = 128 and 256: one):
+// no spills, registers moved between the roles.
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=1" | %python %S/Inputs/ptx-of-binary.py > %t/d64-ws.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d64-ws.ptx -o %t/d64-ws.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WS64 < %t/d64-ws.ptx
+// RUN: fa-opt %t/d128.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=1" | %python %S/Inputs/ptx-of-binary.py > %t/d128-ws.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d128-ws.ptx -o %t/d128-ws.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d256.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=1" | %python %S/Inputs/ptx-of-binary.py > %t/d256-ws.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d256-ws.ptx -o %t/d256-ws.cubin 2>&1 | FileCheck %s
+// WS64: .maxnreg 128
+// WS64: setmaxnreg.inc.sync.aligned.u32 216;
+// WS64: setmaxnreg.dec.sync.aligned.u32 40;
 // With fa-overlap-softmax (D = 64 and 128, two stages): no spills, and no
 // wgmma serialized by ptxas.
 // RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a fwd-overlap=true" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ov.ptx

@@ -273,3 +273,75 @@ func.func @mma_wait_reads(%a: tensor<64x64xbf16, #fagpu.operand<warps = 4>>, %x:
   %w = fagpu.mma_wait %c reads %x : tensor<64x64xbf16, #fagpu.operand<warps = 4>> {pending = 0 : i64} : tensor<64x64xf32, #fagpu.acc<warps = 4>>
   return
 }
+
+// -----
+
+func.func @barriers_offset() {
+  // expected-error @+1 {{offset 12 is not a multiple of 8 (an mbarrier's size)}}
+  %b = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 12 : i64} : !fagpu.barriers<2>
+  return
+}
+
+// -----
+
+func.func @barriers_stages() {
+  // expected-error @+1 {{a barrier ring needs at least one stage (got 0)}}
+  %b = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 0 : i64} : !fagpu.barriers<0>
+  return
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @roles_block() kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    // expected-error @+1 {{the kernel's known_block_size must be the consumers' threads plus the producer's 128 (384)}}
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      %a = arith.constant 0 : index
+    } consumers {
+      %b = arith.constant 0 : index
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @roles_registers() kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    // expected-error @+1 {{the consumers' 2 x 240 and the producer's 40 registers per thread exceed the 3 x 168 of the launch (1 CTAs an SM)}}
+    fagpu.warp_specialize attributes {consumer_registers = 240 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      %a = arith.constant 0 : index
+    } consumers {
+      %b = arith.constant 0 : index
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @roles_setmaxnreg() kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    // expected-error @+1 {{registers per thread must be a multiple of 8 in [24, 256] (setmaxnreg; got 20)}}
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 20 : i64} producer {
+      %a = arith.constant 0 : index
+    } consumers {
+      %b = arith.constant 0 : index
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @roles_cta_barrier() kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    // expected-error @+1 {{a role may not pass a CTA barrier (gpu.barrier): the roles synchronize through mbarriers}}
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      %a = arith.constant 0 : index
+    } consumers {
+      gpu.barrier
+    }
+    gpu.return
+  }
+}

@@ -176,3 +176,28 @@ func.func @wgmma_async(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shar
   %ow, %s2 = fagpu.mma_wait %o reads %p : tensor<128x128xbf16, #fagpu.operand<warps = 8>> after %sw : tensor<128x128xf32, #fagpu.acc<warps = 8>> {pending = 0 : i64} : tensor<128x128xf32, #fagpu.acc<warps = 8>>
   return %s2, %ow : tensor<128x128xf32, #fagpu.acc<warps = 8>>, tensor<128x128xf32, #fagpu.acc<warps = 8>>
 }
+
+// mbarrier rings and a warp-specialized kernel's roles.
+// CHECK-LABEL: gpu.func @roles
+// CHECK: %[[F:.*]] = fagpu.alloc_barriers {arrivals = 128 : i64, offset = 32768 : i64} : !fagpu.barriers<2>
+// CHECK: fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+// CHECK: fagpu.barrier_wait %{{.*}}[%{{.*}}] parity %{{.*}} : !fagpu.barriers<2>
+// CHECK: fagpu.async_copy %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] bound %{{.*}} to %{{.*}}[%{{.*}}] signal %[[F]][%{{.*}}] : memref<?x8x?x64xbf16> to !fagpu.shared<2x128x64xbf16, wgmma>, !fagpu.barriers<2>
+// CHECK: } consumers {
+// CHECK: fagpu.barrier_arrive %{{.*}}[%{{.*}}] : !fagpu.barriers<2>
+gpu.module @m {
+  gpu.func @roles(%k: memref<?x8x?x64xbf16>, %i: index) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x64xbf16, wgmma>
+    %full = fagpu.alloc_barriers {arrivals = 128 : i64, offset = 32768 : i64} : !fagpu.barriers<2>
+    %empty = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 32784 : i64} : !fagpu.barriers<2>
+    gpu.barrier
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      fagpu.barrier_wait %empty[%i] parity %i : !fagpu.barriers<2>
+      %t = fagpu.async_copy %k[%i, %i, %i] bound %i to %s[%i] signal %full[%i] : memref<?x8x?x64xbf16> to !fagpu.shared<2x128x64xbf16, wgmma>, !fagpu.barriers<2>
+    } consumers {
+      fagpu.barrier_wait %full[%i] parity %i : !fagpu.barriers<2>
+      fagpu.barrier_arrive %empty[%i] : !fagpu.barriers<2>
+    }
+    gpu.return
+  }
+}

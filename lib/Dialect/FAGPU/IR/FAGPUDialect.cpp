@@ -90,6 +90,14 @@ LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult BarriersType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t stages) {
+  if (stages < 1)
+    return emitError() << "a barrier ring needs at least one stage (got "
+                       << stages << ")";
+  return success();
+}
+
 int64_t SharedType::getStageBytes() const {
   return getRows() * getCols() * getElementType().getIntOrFloatBitWidth() / 8;
 }

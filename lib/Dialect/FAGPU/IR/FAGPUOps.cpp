@@ -1,6 +1,7 @@
 //===- FAGPUOps.cpp - FA's kernel-level ops -------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -173,8 +174,60 @@ LogicalResult CopyOp::verify() {
 }
 
 LogicalResult AsyncCopyOp::verify() {
+  if (bool(getBarriers()) != bool(getBarrierStage()))
+    return emitOpError("signal needs both the barriers and the stage");
   return verifyCopy(*this, getSource().getType(),
                     cast<SharedType>(getDest().getType()));
+}
+
+LogicalResult AllocBarriersOp::verify() {
+  if (getOffset() % 8 != 0)
+    return emitOpError("offset ")
+           << getOffset() << " is not a multiple of 8 (an mbarrier's size)";
+  return success();
+}
+
+int64_t WarpSpecializeOp::getLaunchRegisters() {
+  int64_t threads = int64_t(getConsumerThreads()) + 128;
+  int64_t perThread = 65536 / (int64_t(getCtasPerSm()) * threads);
+  return std::min<int64_t>(248, perThread / 8 * 8);
+}
+
+LogicalResult WarpSpecializeOp::verify() {
+  for (int64_t registers : {getProducerRegisters(), getConsumerRegisters()})
+    if (registers < 24 || registers > 256 || registers % 8 != 0)
+      return emitOpError("registers per thread must be a multiple of 8 in "
+                         "[24, 256] (setmaxnreg; got ")
+             << registers << ")";
+  if (getConsumerThreads() % 128 != 0)
+    return emitOpError("consumer threads (")
+           << getConsumerThreads() << ") must be whole warpgroups of 128";
+  if (auto kernel = (*this)->getParentOfType<gpu::GPUFuncOp>()) {
+    DenseI32ArrayAttr block = kernel.getKnownBlockSizeAttr();
+    if (!block || int64_t(block[0]) != int64_t(getConsumerThreads()) + 128)
+      return emitOpError("the kernel's known_block_size must be the "
+                         "consumers' threads plus the producer's 128 (")
+             << getConsumerThreads() + 128 << ")";
+  }
+  // What the launch gives every thread must cover the roles' shares.
+  int64_t warpgroups = getConsumerThreads() / 128;
+  int64_t launch = getLaunchRegisters();
+  if (warpgroups * int64_t(getConsumerRegisters()) +
+          int64_t(getProducerRegisters()) >
+      (warpgroups + 1) * launch)
+    return emitOpError("the consumers' ")
+           << warpgroups << " x " << getConsumerRegisters()
+           << " and the producer's " << getProducerRegisters()
+           << " registers per thread exceed the " << warpgroups + 1 << " x "
+           << launch << " of the launch (" << getCtasPerSm() << " CTAs an SM)";
+  // A CTA barrier waits for threads of the other role, which never reach
+  // it.
+  WalkResult barrier =
+      walk([](gpu::BarrierOp) { return WalkResult::interrupt(); });
+  if (barrier.wasInterrupted())
+    return emitOpError("a role may not pass a CTA barrier (gpu.barrier): "
+                       "the roles synchronize through mbarriers");
+  return success();
 }
 
 LogicalResult LoadOperandOp::verify() {

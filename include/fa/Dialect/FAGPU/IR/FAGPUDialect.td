@@ -75,4 +75,13 @@ def FAGPU_TokenType : FAGPU_Type<"Token", "token"> {
   let summary = "Completion of asynchronous copies";
 }
 
+// `!fagpu.barriers<2>`: a ring of 2 mbarriers in shared memory, one per stage
+// of the tiles they guard (8 bytes each).
+def FAGPU_BarriersType : FAGPU_Type<"Barriers", "barriers"> {
+  let summary = "A ring of mbarriers in shared memory";
+  let parameters = (ins "int64_t":$stages);
+  let assemblyFormat = "`<` $stages `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // FA_DIALECT_FAGPU_IR_FAGPUDIALECT_TD

@@ -11,6 +11,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 defvar FAGPU_Token = FAGPU_TokenType;
 defvar FAGPU_Shared = FAGPU_SharedType;
+defvar FAGPU_Barriers = FAGPU_BarriersType;
 // A [B, H, N, D] (or [B, H, N] for row values) buffer in global memory.
 def FAGPU_Global : RankedOrUnrankedMemRefOf<[AnyType]>;
 def FAGPU_Register : RankedTensorOf<[AnyType]>;
@@ -189,24 +190,42 @@ def FAGPU_CopyOp : FAGPU_CopyBase<"copy"> {
   }];
 }
 
-def FAGPU_AsyncCopyOp : FAGPU_CopyBase<"async_copy"> {
+def FAGPU_AsyncCopyOp : FAGPU_CopyBase<"async_copy", [AttrSizedOperandSegments]> {
   let summary = "Starts copying rows of a head into a shared tile";
   let description = [{
     `fagpu.copy` without waiting: the tile may be read once a wait on the
     commit of the returned token has returned and the CTA has passed a
-    barrier after it. (cp.async on sm_80; TMA on sm_90a later.) With `if`,
-    nothing is copied where the predicate is false (the token completes at
-    once), so that a commit after it closes a group on every path.
+    barrier after it, or, with `signal`, once a `barrier_wait` on the
+    signalled barrier's phase has returned. (cp.async on sm_80 and sm_90a;
+    TMA later.) With `if`, nothing is copied where the predicate is false
+    (the token completes at once), so that a commit after it closes a group
+    on every path. With `signal %b[%s]`, the copy's completion arrives on
+    barrier `s` of `b`: once per thread that issues it (cp.async's
+    `mbarrier.arrive.noinc`), which the barrier's `arrivals` count.
   }];
   let arguments = (ins FAGPU_Global:$source, Index:$batch, Index:$head,
                        Index:$row, Index:$bound, FAGPU_Shared:$dest,
-                       Index:$stage, Optional<I1>:$predicate);
+                       Index:$stage, Optional<I1>:$predicate,
+                       Optional<FAGPU_Barriers>:$barriers,
+                       Optional<Index>:$barrierStage);
   let results = (outs FAGPU_Token:$token);
   let assemblyFormat = [{
     $source `[` $batch `,` $head `,` $row `]` `bound` $bound `to` $dest `[`
-    $stage `]` (`if` $predicate^)? attr-dict `:` type($source) `to`
-    qualified(type($dest))
+    $stage `]` (`if` $predicate^)? (`signal` $barriers^ `[` $barrierStage `]`)?
+    attr-dict `:` type($source) `to` qualified(type($dest))
+    (`,` qualified(type($barriers))^)?
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$token, "::mlir::Value":$source,
+                   "::mlir::Value":$batch, "::mlir::Value":$head,
+                   "::mlir::Value":$row, "::mlir::Value":$bound,
+                   "::mlir::Value":$dest, "::mlir::Value":$stage,
+                   "::mlir::Value":$predicate), [{
+      build($_builder, $_state, token, source, batch, head, row, bound, dest,
+            stage, predicate, /*barriers=*/::mlir::Value(),
+            /*barrierStage=*/::mlir::Value());
+    }]>
+  ];
 }
 
 def FAGPU_AsyncCommitOp : FAGPU_Op<"async_commit"> {
@@ -231,6 +250,90 @@ def FAGPU_AsyncWaitOp : FAGPU_Op<"async_wait"> {
   let arguments = (ins FAGPU_Token:$group,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
   let assemblyFormat = "$group attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// mbarriers and warp specialization
+//===----------------------------------------------------------------------===//
+
+def FAGPU_AllocBarriersOp : FAGPU_Op<"alloc_barriers"> {
+  let summary = "A ring of mbarriers at a fixed offset of the shared memory";
+  let description = [{
+    `offset` bytes (a multiple of 8) into the kernel's dynamic shared memory,
+    one mbarrier per stage, each initialized to phase 0 expecting `arrivals`
+    arrive-ons per phase. Thread 0 initializes them: a `gpu.barrier` must
+    separate this op from their first use.
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$offset,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$arrivals);
+  let results = (outs FAGPU_Barriers:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def FAGPU_BarrierWaitOp : FAGPU_Op<"barrier_wait"> {
+  let summary = "Waits for a phase of an mbarrier";
+  let description = [{
+    Returns once the phase of barrier `stage` of `barriers` whose parity
+    (0 or 1) is `parity` has completed; what was written before the
+    arrive-ons that completed it (copies that signalled it included) is
+    visible after it, to the generic proxy and to wgmma's reads. A barrier
+    in phase 0 that has not completed it passes a wait on parity 1 (the
+    phase before it), so a ring's producer waits for "stage free" with the
+    parity of its consumers' last round.
+  }];
+  let arguments = (ins FAGPU_Barriers:$barriers, Index:$stage, Index:$parity);
+  let assemblyFormat = [{
+    $barriers `[` $stage `]` `parity` $parity attr-dict `:`
+    qualified(type($barriers))
+  }];
+}
+
+def FAGPU_BarrierArriveOp : FAGPU_Op<"barrier_arrive"> {
+  let summary = "Arrives on an mbarrier";
+  let description = [{
+    One arrive-on per warpgroup that executes it, on barrier `stage` of
+    `barriers`, by the warpgroup's first thread (release: what that thread
+    read and wrote before it happens before a wait that sees the phase
+    complete). The warpgroup's wgmma products are the warpgroup's as a
+    whole: once the first thread waited for one, its reads of shared
+    memory are done, which is what a consumer's release needs.
+  }];
+  let arguments = (ins FAGPU_Barriers:$barriers, Index:$stage);
+  let assemblyFormat = [{
+    $barriers `[` $stage `]` attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def FAGPU_WarpSpecializeOp : FAGPU_Op<"warp_specialize", [
+    NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "Splits the CTA into a producer and consumer warpgroups";
+  let description = [{
+    The CTA's last warpgroup (`known_block_size` minus the consumers'
+    threads, 128) runs `producer` (the copies); the others, threads
+    [0, consumer_threads), run `consumers` (the products, the softmax and
+    the epilogue) with the thread ids they would have without the producer.
+    The launch gives every thread the registers that let `ctas_per_sm`
+    CTAs share an SM's 65536 (`.maxnreg`); each role then sets its own
+    (`setmaxnreg`): `producer_registers` down, `consumer_registers` up, so
+    that the consumers get the registers the producer does not need. The
+    roles synchronize only through mbarriers (no CTA barrier inside
+    either).
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntPositive]>:$consumer_threads,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$producer_registers,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$consumer_registers,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$ctas_per_sm);
+  let extraClassDeclaration = [{
+    /// Registers per thread at launch (`.maxnreg`): the SM's share of a
+    /// thread of `ctas_per_sm` CTAs, in multiples of 8, at most 248.
+    int64_t getLaunchRegisters();
+  }];
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumers);
+  let assemblyFormat = [{
+    attr-dict-with-keyword `producer` $producer `consumers` $consumers
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

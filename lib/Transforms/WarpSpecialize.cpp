@@ -1,0 +1,312 @@
+//===- WarpSpecialize.cpp - A producer warpgroup for the K/V copies -------===//
+//
+// fa-tile's forward kernel copies Q before its K/V loop and K(n), V(n) at the
+// top of iteration n, every thread sharing the copies and waiting for them
+// at CTA barriers. Here the copies move to a producer warpgroup of their
+// own (FlashAttention-3's warp specialization): it fills rings of `stages`
+// K and V tiles, each stage guarded by two mbarriers, "full" (the copy
+// landed) and "empty" (every consumer is done reading it); the consumer
+// warpgroups, the kernel's original threads, wait for a stage to be full,
+// compute, and release it. Nothing in either role passes a CTA barrier, so
+// the consumers' products are never held up by another warp's copies.
+//
+// K and V have barriers of their own: S = Q K(n)^T starts once K(n) lands,
+// and K(n)'s stage is refilled while the softmax and P V(n) run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Transforms/GpuKernels.h"
+#include "fa/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FAWARPSPECIALIZE
+#include "fa/Transforms/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// The most the mbarriers take: Q's, and four per stage.
+constexpr int64_t kBarrierBytes = 8 * (1 + 4 * kMaxKVStages);
+
+/// setmaxnreg's split of the registers the launch gives each warpgroup
+/// (`launch` per thread): the consumers as many as leave the producer 40
+/// (its copies' addresses; at 24 or 32 ptxas spills them), at most 256,
+/// and the producer what remains, at most the launch's (FA3: 24 and 240
+/// for two consumers).
+std::pair<int64_t, int64_t> registerSplit(int64_t consumerWarpgroups,
+                                          int64_t launch) {
+  int64_t total = (consumerWarpgroups + 1) * launch;
+  int64_t consumer =
+      std::min<int64_t>(256, (total - 40) / consumerWarpgroups / 8 * 8);
+  int64_t producer = std::min<int64_t>(
+      launch, (total - consumerWarpgroups * consumer) / 8 * 8);
+  return {producer, consumer};
+}
+
+/// The next (stage, parity) of a ring of `stages`: the parity flips where
+/// the stage wraps.
+std::pair<Value, Value> advance(OpBuilder &b, Location loc, Value stage,
+                                Value parity, int64_t stages) {
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value next = arith::AddIOp::create(b, loc, stage, cst(1));
+  Value wrap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, next,
+                                     cst(stages));
+  Value flipped = arith::XOrIOp::create(b, loc, parity, cst(1));
+  return {arith::SelectOp::create(b, loc, wrap, cst(0), next),
+          arith::SelectOp::create(b, loc, wrap, flipped, parity)};
+}
+
+struct Rings {
+  Value k, v;
+  Value qFull, kFull, vFull, kEmpty, vEmpty;
+};
+
+/// The producer: Q, then K(n) and V(n) of every tile into stage n % S, each
+/// once its stage is empty.
+void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
+                   fagpu::CopyOp kCopy, fagpu::CopyOp vCopy, const Rings &rings,
+                   int64_t stages) {
+  Location loc = loop.getLoc();
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Type token = fagpu::TokenType::get(b.getContext());
+  Value c0 = cst(0);
+  fagpu::AsyncCopyOp::create(b, qCopy.getLoc(), token, qCopy.getSource(),
+                             qCopy.getBatch(), qCopy.getHead(), qCopy.getRow(),
+                             qCopy.getBound(), qCopy.getDest(),
+                             qCopy.getStage(), Value(), rings.qFull, c0);
+  scf::ForOp::create(
+      b, loc, loop.getLowerBound(), loop.getUpperBound(), loop.getStep(),
+      ValueRange{c0, c0},
+      [&](OpBuilder &lb, Location, Value row, ValueRange args) {
+        Value stage = args[0], parity = args[1];
+        // The consumers' last round of this stage has the other parity (a
+        // fresh barrier passes it).
+        Value released = arith::XOrIOp::create(lb, loc, parity, cst(1));
+        auto fill = [&](fagpu::CopyOp copy, Value ring, Value empty,
+                        Value full) {
+          fagpu::BarrierWaitOp::create(lb, loc, empty, stage, released);
+          fagpu::AsyncCopyOp::create(lb, copy.getLoc(), token, copy.getSource(),
+                                     copy.getBatch(), copy.getHead(), row,
+                                     copy.getBound(), ring, stage, Value(),
+                                     full, stage);
+        };
+        fill(kCopy, rings.k, rings.kEmpty, rings.kFull);
+        fill(vCopy, rings.v, rings.vEmpty, rings.vFull);
+        auto [nextStage, nextParity] = advance(lb, loc, stage, parity, stages);
+        scf::YieldOp::create(lb, loc, ValueRange{nextStage, nextParity});
+      });
+}
+
+LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages,
+                         int64_t &sharedBytes) {
+  auto fail = [&](const Twine &why) {
+    return kernel.emitOpError("fa-warp-specialize: ") << why;
+  };
+  Block &entry = kernel.getBody().front();
+  fagpu::CopyOp qCopy;
+  scf::ForOp loop;
+  for (Operation &op : entry) {
+    if (auto copy = dyn_cast<fagpu::CopyOp>(op); copy && !qCopy)
+      qCopy = copy;
+    else if (auto forOp = dyn_cast<scf::ForOp>(op); forOp && !loop)
+      loop = forOp;
+  }
+  fagpu::CopyOp kCopy, vCopy;
+  if (loop) {
+    kCopy = dyn_cast<fagpu::CopyOp>(loop.getBody()->front());
+    vCopy =
+        kCopy ? dyn_cast<fagpu::CopyOp>(kCopy->getNextNode()) : fagpu::CopyOp();
+  }
+  auto allocOf = [](fagpu::CopyOp copy) {
+    return copy ? copy.getDest().getDefiningOp<fagpu::AllocSharedOp>()
+                : fagpu::AllocSharedOp();
+  };
+  fagpu::AllocSharedOp qAlloc = allocOf(qCopy), kAlloc = allocOf(kCopy),
+                       vAlloc = allocOf(vCopy);
+  if (!qAlloc || !kAlloc || !vAlloc || qCopy->isBeforeInBlock(qAlloc) ||
+      !qCopy->isBeforeInBlock(loop) ||
+      loop.getInductionVar() != kCopy.getRow() ||
+      loop.getInductionVar() != vCopy.getRow())
+    return fail("expected fa-tile's forward kernel: a copy of Q, then a loop "
+                "over K/V tiles that starts with their copies");
+  DenseI32ArrayAttr block = kernel.getKnownBlockSizeAttr();
+  if (!block || block[0] % 128 != 0)
+    return fail("the kernel's threads (known_block_size) must be whole "
+                "warpgroups");
+  int64_t consumers = block[0];
+  MLIRContext *ctx = kernel.getContext();
+  Location loc = loop.getLoc();
+  OpBuilder b(kAlloc);
+  auto qType = cast<fagpu::SharedType>(qAlloc.getType());
+  auto kvType = cast<fagpu::SharedType>(kAlloc.getType());
+  int64_t qBytes = qType.getStageBytes(), kvBytes = kvType.getStageBytes();
+  auto ringType =
+      fagpu::SharedType::get(ctx, {stages, kvType.getRows(), kvType.getCols()},
+                             kvType.getElementType(), kvType.getWgmma());
+  Rings rings;
+  rings.k = fagpu::AllocSharedOp::create(b, loc, ringType, qBytes);
+  rings.v =
+      fagpu::AllocSharedOp::create(b, loc, ringType, qBytes + stages * kvBytes);
+  int64_t offset = qBytes + 2 * stages * kvBytes;
+  auto barriers = [&](int64_t count, int64_t arrivals) {
+    auto type = fagpu::BarriersType::get(ctx, count);
+    Value ring = fagpu::AllocBarriersOp::create(b, loc, type, offset, arrivals);
+    offset += 8 * count;
+    return ring;
+  };
+  // Full: each producer thread's copies arrive once; empty: each consumer
+  // warpgroup once.
+  rings.qFull = barriers(1, kProducerThreads);
+  rings.kFull = barriers(stages, kProducerThreads);
+  rings.vFull = barriers(stages, kProducerThreads);
+  rings.kEmpty = barriers(stages, consumers / 128);
+  rings.vEmpty = barriers(stages, consumers / 128);
+  sharedBytes = offset;
+  gpu::BarrierOp::create(b, loc);
+  kAlloc.getResult().replaceAllUsesWith(rings.k);
+  vAlloc.getResult().replaceAllUsesWith(rings.v);
+  kAlloc.erase();
+  vAlloc.erase();
+
+  b.setInsertionPoint(loop);
+  // One consumer warpgroup whose shared memory leaves room for a second
+  // CTA gets it (the SM's 228 KB, 1 KB of it per CTA for the system), up
+  // to D = 128: ptxas compiles each instruction within the launch's
+  // registers, and a 64 x 256 wgmma accumulator does not fit half an SM's.
+  int64_t warpgroups = consumers / 128;
+  int64_t d = qType.getCols();
+  int64_t ctas =
+      warpgroups == 1 && d <= 128 && 2 * (sharedBytes + 1024) <= 233472 ? 2 : 1;
+  auto specialized =
+      fagpu::WarpSpecializeOp::create(b, loc, consumers, 0, 0, ctas);
+  auto [producerRegisters, consumerRegisters] =
+      registerSplit(warpgroups, specialized.getLaunchRegisters());
+  specialized.setProducerRegisters(producerRegisters);
+  specialized.setConsumerRegisters(consumerRegisters);
+  Block *producer = b.createBlock(&specialized.getProducer());
+  Block *consumer = b.createBlock(&specialized.getConsumers());
+
+  b.setInsertionPointToStart(producer);
+  buildProducer(b, qCopy, loop, kCopy, vCopy, rings, stages);
+
+  // The consumers: everything from the loop on, after Q has landed.
+  Operation *terminator = entry.getTerminator();
+  consumer->getOperations().splice(consumer->end(), entry.getOperations(),
+                                   Block::iterator(loop),
+                                   Block::iterator(terminator));
+  b.setInsertionPointToStart(consumer);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  fagpu::BarrierWaitOp::create(b, loc, rings.qFull, c0, c0);
+  // Q's fragments (mma.sync's form) load once it is there.
+  for (Operation *user : llvm::to_vector(qAlloc->getUsers()))
+    if (isa<fagpu::LoadOperandOp>(user) && user->getBlock() == &entry)
+      user->moveBefore(consumer, consumer->end());
+  qCopy.erase();
+
+  IRRewriter rewriter(ctx);
+  rewriter.setInsertionPoint(loop);
+  auto yields = [&](OpBuilder &yb, Location,
+                    ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+    Value stage = args[0], parity = args[1];
+    OpBuilder lb(kCopy);
+    fagpu::BarrierWaitOp::create(lb, loc, rings.kFull, stage, parity);
+    kCopy.erase();
+    vCopy.erase();
+    for (auto [ring, full, empty] :
+         {std::tuple(rings.k, rings.kFull, rings.kEmpty),
+          std::tuple(rings.v, rings.vFull, rings.vEmpty)}) {
+      // The products that read the ring: the first waits for the stage
+      // (V(n) where P V(n) reads it), the last releases it.
+      SmallVector<fagpu::MmaOp> readers;
+      for (Operation &op : *loop.getBody())
+        if (auto mma = dyn_cast<fagpu::MmaOp>(op); mma && mma.getB() == ring)
+          readers.push_back(mma);
+      if (readers.empty())
+        continue;
+      for (fagpu::MmaOp mma : readers)
+        mma.getBStageMutable().assign(stage);
+      if (ring == rings.v) {
+        lb.setInsertionPoint(readers.front());
+        fagpu::BarrierWaitOp::create(lb, loc, full, stage, parity);
+      }
+      lb.setInsertionPointAfter(readers.back());
+      fagpu::BarrierArriveOp::create(lb, loc, empty, stage);
+    }
+    OpBuilder eb(loop.getBody()->getTerminator());
+    auto [nextStage, nextParity] = advance(eb, loc, stage, parity, stages);
+    return {nextStage, nextParity};
+  };
+  FailureOr<LoopLikeOpInterface> specializedLoop =
+      cast<LoopLikeOpInterface>(loop.getOperation())
+          .replaceWithAdditionalYields(rewriter, ValueRange{c0, c0},
+                                       /*replaceInitOperandUsesInLoop=*/false,
+                                       yields);
+  if (failed(specializedLoop))
+    return fail("could not add the ring's stage to the K/V loop");
+  kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
+      ctx, {int32_t(consumers + kProducerThreads), 1, 1}));
+  return success();
+}
+
+struct FAWarpSpecializePass
+    : public mlir::fa::impl::FAWarpSpecializeBase<FAWarpSpecializePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+    if (!kernels)
+      return;
+    std::string chip = getKernelChip(module);
+    llvm::StringMap<int64_t> sharedBytes;
+    for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
+      // fa-tile's wgmma forward kernels, before fa-async-copy (which
+      // leaves a specialized kernel alone: it has no synchronous copy).
+      bool synchronous = false;
+      kernel.walk([&](fagpu::CopyOp) { synchronous = true; });
+      if (!synchronous || !kernel->hasAttr(kWgmmaAttr))
+        continue;
+      FailureOr<ForwardTile> tile = chooseKVStages(
+          kernel, stages, chip, "fa-warp-specialize", kBarrierBytes);
+      if (failed(tile))
+        return signalPassFailure();
+      int64_t bytes = 0;
+      if (failed(specialize(kernel, tile->kvStages, bytes)))
+        return signalPassFailure();
+      kernel->setAttr(kKVStagesAttr,
+                      Builder(&getContext()).getI64IntegerAttr(tile->kvStages));
+      sharedBytes[kernel.getName()] = bytes;
+    }
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      if (launch.getKernelModuleName() != kKernelModuleName)
+        return;
+      auto it = sharedBytes.find(launch.getKernelName());
+      if (it == sharedBytes.end())
+        return;
+      setDynamicSharedBytes(launch, it->second);
+      // The producer's warpgroup.
+      auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(it->first());
+      OpBuilder b(launch);
+      Value old = launch.getBlockSizeX();
+      launch.getBlockSizeXMutable().assign(arith::ConstantIndexOp::create(
+          b, launch.getLoc(), kernel.getKnownBlockSizeAttr()[0]));
+      if (Operation *def = old.getDefiningOp(); def && def->use_empty())
+        def->erase();
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,48 @@
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
+
+// fa-warp-specialize on a wgmma kernel (sm_90a, D = 128, 128 x 128 tiles,
+// two consumer warpgroups, two K/V stages): rings of K and V, mbarriers
+// (Q full; K, V full and empty per stage) after them, initialized before
+// a CTA barrier; a producer warpgroup (the 384 threads' last) copies Q and
+// then K(n), V(n) into stage n % 2 once the stage is empty, each copy
+// signalling its full barrier; the consumers wait for Q, for K(n) before
+// S and V(n) before P V, and release each stage after its product.
+// fa-async-copy leaves the kernel alone.
+// The launch: 384 threads and the barriers' shared memory.
+// CHECK: %[[SMEM:.*]] = arith.constant 163912 : i32
+// CHECK: %[[T:.*]] = arith.constant 384 : index
+// CHECK: gpu.launch_func @fa_kernels::@fa_forward_0 {{.*}} threads in (%[[T]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[SMEM]]
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-SAME: fa.kv_stages = 2 : i64, fa.wgmma, known_block_size = array<i32: 384, 1, 1>
+// CHECK: %[[SK:[0-9]+]] = fagpu.alloc_shared {offset = 32768 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
+// CHECK-NEXT: %[[SV:[0-9]+]] = fagpu.alloc_shared {offset = 98304 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
+// CHECK-NEXT: %[[QF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163840 : i64} : !fagpu.barriers<1>
+// CHECK-NEXT: %[[KF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163848 : i64} : !fagpu.barriers<2>
+// CHECK-NEXT: %[[VF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163864 : i64} : !fagpu.barriers<2>
+// CHECK-NEXT: %[[KE:[0-9]+]] = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 163880 : i64} : !fagpu.barriers<2>
+// CHECK-NEXT: %[[VE:[0-9]+]] = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 163896 : i64} : !fagpu.barriers<2>
+// CHECK-NEXT: gpu.barrier
+// CHECK: fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+// CHECK: fagpu.async_copy %arg0[%batch, %head, %{{.*}}] bound %{{.*}} to %{{.*}}[%{{.*}}] signal %[[QF]][%{{.*}}] :
+// CHECK: scf.for %[[ROW:.*]] = %begin to %end step %{{.*}} iter_args(%[[ST:.*]] = %{{.*}}, %[[PAR:.*]] = %{{.*}}) -> (index, index) {
+// CHECK: %[[FREE:[0-9]+]] = arith.xori %[[PAR]], %{{.*}} : index
+// CHECK-NEXT: fagpu.barrier_wait %[[KE]][%[[ST]]] parity %[[FREE]]
+// CHECK-NEXT: fagpu.async_copy %arg1[%batch, %{{.*}}, %[[ROW]]] bound %{{.*}} to %[[SK]][%[[ST]]] signal %[[KF]][%[[ST]]]
+// CHECK-NEXT: fagpu.barrier_wait %[[VE]][%[[ST]]] parity %[[FREE]]
+// CHECK-NEXT: fagpu.async_copy %arg2[%batch, %{{.*}}, %[[ROW]]] bound %{{.*}} to %[[SV]][%[[ST]]] signal %[[VF]][%[[ST]]]
+// CHECK: } consumers {
+// CHECK: fagpu.barrier_wait %[[QF]][%[[C0:.*]]] parity %[[C0]]
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[CST:[a-z0-9]+]] = %{{.*}}, %[[CPAR:[a-z0-9]+]] = %{{.*}})
+// CHECK-NEXT: fagpu.barrier_wait %[[KF]][%[[CST]]] parity %[[CPAR]]
+// CHECK-NEXT: fagpu.mma %{{.*}}, %[[SK]][%[[CST]]] {b_transposed, wgmma}
+// CHECK-NEXT: fagpu.barrier_arrive %[[KE]][%[[CST]]]
+// CHECK: fagpu.barrier_wait %[[VF]][%[[CST]]] parity %[[CPAR]]
+// CHECK-NEXT: fagpu.mma %{{.*}}, %[[SV]][%[[CST]]] acc %{{.*}} {wgmma}
+// CHECK-NEXT: fagpu.barrier_arrive %[[VE]][%[[CST]]]
+// CHECK: fagpu.store
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.return
+func.func @d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
+}
