@@ -7,6 +7,7 @@
 #include "fa/Runtime/Cuda.h"
 #include "fa/Target/GpuTarget.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -688,4 +689,47 @@ Expected<PointerInfo> fa::runtime::queryPointer(uint64_t pointer,
                                pointer),
       "cuPointerGetAttribute(DEVICE_ORDINAL)"));
   return info;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor maps
+//===----------------------------------------------------------------------===//
+
+Status fa::runtime::encodeTensorMap(const TensorMapRequest &request,
+                                    void *map) {
+  return encodeTensorMap(request, map, Driver::get());
+}
+
+Status fa::runtime::encodeTensorMap(const TensorMapRequest &request, void *map,
+                                    Driver &driver) {
+  FA_RETURN_IF_ERROR(driver.checkAvailable());
+  auto list = [](const auto &values) {
+    std::string text;
+    for (const auto &value : values)
+      text += (text.empty() ? "" : ", ") + std::to_string(value);
+    return "(" + text + ")";
+  };
+  char address[32];
+  std::snprintf(address, sizeof(address), "0x%llx",
+                static_cast<unsigned long long>(request.data));
+  std::string what = std::string("the tensor map of ") + address +
+                     " with dims " + list(request.dims) + ", byte strides " +
+                     list(request.strides) + ", box " + list(request.box);
+  if (reinterpret_cast<uintptr_t>(map) % 64 != 0)
+    return Status::error("cuTensorMapEncodeTiled needs a 64-byte aligned map "
+                         "for " +
+                         what);
+  const uint32_t elementStrides[5] = {1, 1, 1, 1, 1};
+  cu::Result result = driver.api().cuTensorMapEncodeTiled(
+      static_cast<cu::TensorMap *>(map), cu::CU_TENSOR_MAP_DATA_TYPE_UINT16, 5,
+      reinterpret_cast<void *>(static_cast<uintptr_t>(request.data)),
+      request.dims, request.strides, request.box, elementStrides,
+      cu::CU_TENSOR_MAP_INTERLEAVE_NONE, cu::CU_TENSOR_MAP_SWIZZLE_128B,
+      cu::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      cu::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != cu::CUDA_SUCCESS)
+    return Status::error(
+        driver.check(result, "cuTensorMapEncodeTiled").getMessage() +
+        " encoding " + what);
+  return Status::success();
 }

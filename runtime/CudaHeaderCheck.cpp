@@ -17,6 +17,9 @@
 
 namespace {
 
+template <typename T>
+constexpr bool kIntegerLike = std::is_integral_v<T> || std::is_enum_v<T>;
+
 template <typename A, typename B> constexpr bool compatible() {
   if constexpr (std::is_same_v<A, B>)
     return true;
@@ -25,8 +28,7 @@ template <typename A, typename B> constexpr bool compatible() {
                       std::remove_cv_t<std::remove_pointer_t<B>>>() &&
            std::is_const_v<std::remove_pointer_t<A>> ==
                std::is_const_v<std::remove_pointer_t<B>>;
-  else if constexpr ((std::is_integral_v<A> || std::is_enum_v<A>) &&
-                     (std::is_integral_v<B> || std::is_enum_v<B>))
+  else if constexpr (kIntegerLike<A> && kIntegerLike<B>)
     return sizeof(A) == sizeof(B);
   else
     return false;
@@ -60,6 +62,15 @@ static_assert(std::is_same_v<Stream, ::CUstream>);
 static_assert(std::is_same_v<Event, ::CUevent>);
 static_assert(std::is_same_v<Device, ::CUdevice>);
 static_assert(std::is_same_v<DevicePtr, ::CUdeviceptr>);
+static_assert(std::is_same_v<TensorMap, ::CUtensorMap>);
+// ParamBuffer (KernelAbi.h) stores maps as 128 bytes, 128-byte aligned.
+static_assert(sizeof(::CUtensorMap) == 128 && alignof(::CUtensorMap) <= 128);
+static_assert(sizeof(TensorMapDataType) == sizeof(::CUtensorMapDataType));
+static_assert(sizeof(TensorMapInterleave) == sizeof(::CUtensorMapInterleave));
+static_assert(sizeof(TensorMapSwizzle) == sizeof(::CUtensorMapSwizzle));
+static_assert(sizeof(TensorMapL2Promotion) == sizeof(::CUtensorMapL2promotion));
+static_assert(sizeof(TensorMapFloatOOBFill) ==
+              sizeof(::CUtensorMapFloatOOBfill));
 static_assert(sizeof(Result) == sizeof(::CUresult));
 static_assert(sizeof(JitOption) == sizeof(::CUjit_option));
 
@@ -105,6 +116,11 @@ FA_CHECK_VALUE(CU_MEMORYTYPE_UNIFIED)
 FA_CHECK_VALUE(CU_EVENT_DEFAULT)
 FA_CHECK_VALUE(CU_EVENT_BLOCKING_SYNC)
 FA_CHECK_VALUE(CU_EVENT_DISABLE_TIMING)
+FA_CHECK_VALUE(CU_TENSOR_MAP_DATA_TYPE_UINT16)
+FA_CHECK_VALUE(CU_TENSOR_MAP_INTERLEAVE_NONE)
+FA_CHECK_VALUE(CU_TENSOR_MAP_SWIZZLE_128B)
+FA_CHECK_VALUE(CU_TENSOR_MAP_L2_PROMOTION_L2_128B)
+FA_CHECK_VALUE(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
 #undef FA_CHECK_VALUE
 
 } // namespace fa::runtime::cu

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
+#include <utility>
 
 using namespace fa::runtime;
 
@@ -66,6 +69,17 @@ KernelParam KernelParam::ofScalar(AbiScalar scalar, MachineType type) {
   return p;
 }
 
+KernelParam KernelParam::tensorMap(AbiTensor tensor, uint32_t columns,
+                                   uint32_t boxRows) {
+  KernelParam p;
+  p.kind = Kind::TensorMap;
+  p.type = MachineType::TensorMap;
+  p.tensor = tensor;
+  p.dim = columns;
+  p.boxRows = boxRows;
+  return p;
+}
+
 bool KernelParam::sameValue(const KernelParam &other) const {
   if (kind != other.kind)
     return false;
@@ -78,6 +92,9 @@ bool KernelParam::sameValue(const KernelParam &other) const {
     return size == other.size;
   case Kind::Scalar:
     return scalar == other.scalar;
+  case Kind::TensorMap:
+    return tensor == other.tensor && dim == other.dim &&
+           boxRows == other.boxRows;
   }
   return false;
 }
@@ -163,12 +180,24 @@ const char *fa::runtime::getName(MachineType type) {
     return "f32";
   case MachineType::Ptr:
     return "ptr";
+  case MachineType::TensorMap:
+    return "tmap";
   }
   return "?";
 }
 
 size_t fa::runtime::getByteSize(MachineType type) {
-  return type == MachineType::I32 || type == MachineType::F32 ? 4 : 8;
+  switch (type) {
+  case MachineType::I32:
+  case MachineType::F32:
+    return 4;
+  case MachineType::I64:
+  case MachineType::Ptr:
+    return 8;
+  case MachineType::TensorMap:
+    return 128;
+  }
+  return 0;
 }
 
 unsigned fa::runtime::getRank(AbiTensor tensor) {
@@ -186,6 +215,30 @@ unsigned fa::runtime::getRank(AbiTensor tensor) {
 }
 
 namespace {
+/// Whether a tensor map may be of `tensor`: the [B, H, N, D] tensors of 2-byte
+/// elements.
+bool isTensorMapTensor(AbiTensor tensor) {
+  switch (tensor) {
+  case AbiTensor::Q:
+  case AbiTensor::K:
+  case AbiTensor::V:
+  case AbiTensor::O:
+  case AbiTensor::DO:
+  case AbiTensor::DQ:
+  case AbiTensor::DK:
+  case AbiTensor::DV:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Whether `tensor` (of isTensorMapTensor) has the queries' rows and heads.
+bool isQueryTensor(AbiTensor tensor) {
+  return tensor == AbiTensor::Q || tensor == AbiTensor::O ||
+         tensor == AbiTensor::DO || tensor == AbiTensor::DQ;
+}
+
 /// The name of the tensor of a pointer or stride parameter ("capture2").
 std::string tensorName(const KernelParam &p) {
   std::string name = getName(p.tensor);
@@ -211,6 +264,10 @@ std::string fa::runtime::printKernelParam(const KernelParam &p) {
     break;
   case KernelParam::Kind::Scalar:
     value = getName(p.scalar);
+    break;
+  case KernelParam::Kind::TensorMap:
+    value = "tensor_map(" + tensorName(p) + ", " + std::to_string(p.dim) +
+            ", " + std::to_string(p.boxRows) + ")";
     break;
   }
   return value + " : " + getName(p.type);
@@ -306,6 +363,23 @@ Status fa::runtime::verifyKernelAbi(const KernelAbi &abi) {
           (p.scalar == AbiScalar::Seed ? MachineType::I64 : MachineType::F32))
         return error(what + ": " + getName(p.scalar) + " is passed as " +
                      (p.scalar == AbiScalar::Seed ? "i64" : "f32"));
+      break;
+    case KernelParam::Kind::TensorMap:
+      if (p.type != MachineType::TensorMap)
+        return error(what + ": a tensor map is passed as tmap");
+      if (!isTensorMapTensor(p.tensor))
+        return error(what + ": a tensor map is of q, k, v, o, do, dq, dk or "
+                            "dv");
+      if (p.dim == 0 || p.dim % 64 != 0 || p.dim / 64 > 256)
+        return error(what +
+                     ": a tensor map's columns must be a positive "
+                     "multiple of 64, at most 16384, got " +
+                     std::to_string(p.dim));
+      if (p.boxRows < 1 || p.boxRows > 256)
+        return error(what +
+                     ": a tensor map's box rows must be 1 to 256, "
+                     "got " +
+                     std::to_string(p.boxRows));
       break;
     }
     if (capture && (p.kind == KernelParam::Kind::Pointer ||
@@ -505,7 +579,20 @@ Expected<GridAxis> parseAxis(AbiLexer &lex) {
 Expected<KernelParam> parseParam(AbiLexer &lex) {
   KernelParam p;
   std::string_view word = lex.next();
-  if (word == "stride") {
+  if (word == "tensor_map") {
+    FA_ABI_TRY(lex.expect("("));
+    p.kind = KernelParam::Kind::TensorMap;
+    if (!parseTensor(lex.next(), p.tensor, p.capture))
+      return Status::error("kernel ABI: unknown tensor in tensor_map(...)");
+    for (uint32_t *field : {&p.dim, &p.boxRows}) {
+      FA_ABI_TRY(lex.expect(","));
+      Expected<uint32_t> value = lex.integer();
+      if (value.failed())
+        return value.getStatus();
+      *field = *value;
+    }
+    FA_ABI_TRY(lex.expect(")"));
+  } else if (word == "stride") {
     FA_ABI_TRY(lex.expect("("));
     p.kind = KernelParam::Kind::Stride;
     if (!parseTensor(lex.next(), p.tensor, p.capture))
@@ -548,8 +635,8 @@ Expected<KernelParam> parseParam(AbiLexer &lex) {
   FA_ABI_TRY(lex.expect(":"));
   std::string_view type = lex.next();
   bool found = false;
-  for (MachineType t :
-       {MachineType::I32, MachineType::I64, MachineType::F32, MachineType::Ptr})
+  for (MachineType t : {MachineType::I32, MachineType::I64, MachineType::F32,
+                        MachineType::Ptr, MachineType::TensorMap})
     if (type == getName(t)) {
       p.type = t;
       found = true;
@@ -708,8 +795,79 @@ Expected<GridSize> fa::runtime::getLaunchGrid(const GridRule &rule,
   return grid;
 }
 
+namespace {
+/// The sizes of a tensor map's tensor: its rows N, heads H and batch B.
+struct TensorMapSizes {
+  int64_t rows, heads, batch;
+  bool empty() const { return !rows || !heads || !batch; }
+};
+TensorMapSizes getTensorMapSizes(const KernelParam &p, const KernelCall &call) {
+  bool query = isQueryTensor(p.tensor);
+  return {query ? call.seqQ : call.seqKV, query ? call.headsQ : call.headsKV,
+          call.batch};
+}
+} // namespace
+
+Expected<TensorMapRequest>
+fa::runtime::getTensorMapRequest(const KernelParam &param,
+                                 const KernelCall &call) {
+  if (param.kind != KernelParam::Kind::TensorMap ||
+      !isTensorMapTensor(param.tensor) || param.dim == 0 ||
+      param.dim % 64 != 0 || param.boxRows == 0)
+    return Status::error(printKernelParam(param) + " is not a tensor map");
+  TensorMapSizes sizes = getTensorMapSizes(param, call);
+  bool query = isQueryTensor(param.tensor);
+  for (auto [value, name] :
+       {std::pair<int64_t, const char *>{sizes.rows, query ? "Nq" : "Nk"},
+        {sizes.heads, query ? "Hq" : "Hkv"},
+        {sizes.batch, "B"}})
+    if (value < 0)
+      return Status::error(std::string(name) + " = " + std::to_string(value) +
+                           " is negative");
+  const KernelCall::Tensor &t = call[param.tensor];
+  if (t.data % 16 != 0) {
+    char address[32];
+    std::snprintf(address, sizeof(address), "0x%llx",
+                  static_cast<unsigned long long>(t.data));
+    return Status::error(std::string(getName(param.tensor)) + "'s data at " +
+                         address + " is not 16-byte aligned, as TMA needs");
+  }
+  TensorMapRequest request;
+  request.data = t.data;
+  uint64_t panels = param.dim / 64;
+  uint64_t dims[5] = {64, uint64_t(sizes.rows), panels, uint64_t(sizes.heads),
+                      uint64_t(sizes.batch)};
+  uint32_t box[5] = {64, param.boxRows, uint32_t(panels), 1, 1};
+  std::copy(std::begin(dims), std::end(dims), request.dims);
+  std::copy(std::begin(box), std::end(box), request.box);
+  // The byte strides of dims 1 to 4: rows, panels (128 bytes), heads, batch.
+  constexpr int64_t kMaxStride = int64_t(1) << 40;
+  const int tensorDims[4] = {2, -1, 1, 0};
+  for (int i = 0; i < 4; ++i) {
+    if (tensorDims[i] < 0) {
+      request.strides[i] = 128;
+      continue;
+    }
+    int64_t elements = t.strides[tensorDims[i]];
+    std::string stride = "stride(" + std::string(getName(param.tensor)) + ", " +
+                         std::to_string(tensorDims[i]) +
+                         ") = " + std::to_string(elements);
+    if (elements < 0 || elements >= kMaxStride / 2)
+      return Status::error(stride +
+                           " elements is negative or 2^40 bytes or more, "
+                           "which TMA cannot stride");
+    if (elements * 2 % 16 != 0)
+      return Status::error(stride + " elements is " +
+                           std::to_string(elements * 2) +
+                           " bytes, not a multiple of 16, as TMA needs");
+    request.strides[i] = uint64_t(elements) * 2;
+  }
+  return request;
+}
+
 Expected<ParamBuffer> ParamBuffer::build(const KernelAbi &abi,
-                                         const KernelCall &call) {
+                                         const KernelCall &call,
+                                         TensorMapEncoder encoder) {
   // The captures first: a count or rank that differs is the clearest error.
   std::vector<uint32_t> ranks = getCaptureRanks(abi);
   bool same = ranks.size() == call.captures.size();
@@ -733,6 +891,13 @@ Expected<ParamBuffer> ParamBuffer::build(const KernelAbi &abi,
   }
   ParamBuffer buffer;
   buffer.slots.reserve(abi.params.size());
+  buffer.mapIndex.assign(abi.params.size(), -1);
+  int32_t numMaps = 0;
+  for (size_t i = 0; i < abi.params.size(); ++i)
+    if (abi.params[i].kind == KernelParam::Kind::TensorMap)
+      buffer.mapIndex[i] = numMaps++;
+  // Zero bytes, for maps of tensors without data.
+  buffer.maps.resize(size_t(numMaps), TensorMapBytes{});
   for (size_t i = 0; i < abi.params.size(); ++i) {
     const KernelParam &p = abi.params[i];
     auto bad = [&](const std::string &why) {
@@ -775,7 +940,31 @@ Expected<ParamBuffer> ParamBuffer::build(const KernelAbi &abi,
         isInteger = false;
       }
       break;
+    case KernelParam::Kind::TensorMap: {
+      if (p.type != MachineType::TensorMap)
+        return bad("a tensor map is passed as tmap");
+      TensorMapSizes sizes = getTensorMapSizes(p, call);
+      if (sizes.empty() && sizes.rows >= 0 && sizes.heads >= 0 &&
+          sizes.batch >= 0) {
+        // No data: the kernel reads nothing from the map.
+        buffer.slots.push_back(0);
+        continue;
+      }
+      if (!encoder)
+        return bad("a tensor map needs the CUDA driver's encoder");
+      Expected<TensorMapRequest> request = getTensorMapRequest(p, call);
+      if (request.failed())
+        return bad(request.getMessage());
+      Status encoded =
+          encoder(*request, &buffer.maps[size_t(buffer.mapIndex[i])]);
+      if (encoded.failed())
+        return bad(encoded.getMessage());
+      buffer.slots.push_back(0);
+      continue;
     }
+    }
+    if (p.type == MachineType::TensorMap)
+      return bad("only a tensor map is passed as tmap");
     if (isInteger) {
       switch (p.type) {
       case MachineType::I32:
@@ -790,13 +979,18 @@ Expected<ParamBuffer> ParamBuffer::build(const KernelAbi &abi,
         break;
       case MachineType::F32:
         return bad("an integer passed as f32");
+      case MachineType::TensorMap:
+        break; // Returned above.
       }
     } else if (p.type != MachineType::F32) {
       return bad("a float passed as " + std::string(getName(p.type)));
     }
     buffer.slots.push_back(bits);
   }
-  for (uint64_t &slot : buffer.slots)
-    buffer.args.push_back(&slot);
+  for (size_t i = 0; i < buffer.slots.size(); ++i)
+    buffer.args.push_back(
+        buffer.mapIndex[i] >= 0
+            ? static_cast<void *>(&buffer.maps[size_t(buffer.mapIndex[i])])
+            : &buffer.slots[i]);
   return buffer;
 }

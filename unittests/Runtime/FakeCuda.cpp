@@ -18,6 +18,14 @@
 //   A kernel launched while another device's context is current than the one
 //   its module was loaded in fails with CUDA_ERROR_INVALID_HANDLE.
 // - The calls of every entry point are counted (FakeCudaLaunches.h).
+// - cuTensorMapEncodeTiled keeps its arguments (FakeCudaLaunches.h) and
+//   writes into the 128-byte map the words 0xFA7E9A9000000000 + rank, the
+//   global address, the 5 dims, the 4 byte strides and the 5 box dims
+//   (zero past the rank). Like the driver, it fails with
+//   CUDA_ERROR_INVALID_VALUE for a rank outside 1 to 5, a map that is not
+//   64-byte aligned, an address that is not 16-byte aligned, a stride that
+//   is not a multiple of 16 or is 2^40 or more, or a box dim outside 1 to
+//   256.
 // - cuMemAllocAsync / cuMemFreeAsync allocate and free at once, as
 //   cuMemAlloc / cuMemFree do (there is nothing to order).
 // - Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when the
@@ -81,6 +89,8 @@ std::vector<FaFakeLaunch> launches;
 
 std::mutex callsMutex;
 std::map<std::string, int> calls; // Entry point -> calls since the clear.
+bool tensorMapCalled = false;     // Under callsMutex, as the next.
+FaFakeTensorMapCall lastTensorMap;
 
 void countCall(const char *name) {
   std::lock_guard<std::mutex> lock(callsMutex);
@@ -235,6 +245,16 @@ faFakeCudaCallCount(const char *name) {
 __attribute__((visibility("default"))) void faFakeCudaClearCalls() {
   std::lock_guard<std::mutex> lock(callsMutex);
   calls.clear();
+  tensorMapCalled = false;
+}
+
+__attribute__((visibility("default"))) int
+faFakeCudaGetTensorMapCall(FaFakeTensorMapCall *call) {
+  std::lock_guard<std::mutex> lock(callsMutex);
+  if (!tensorMapCalled)
+    return 0;
+  *call = lastTensorMap;
+  return 1;
 }
 
 #define FA_FAKE_API __attribute__((visibility("default"))) cu::Result
@@ -576,6 +596,56 @@ FA_FAKE_API cuPointerGetAttribute(void *data, cu::PointerAttribute attribute,
   default:
     return cu::CUDA_ERROR_INVALID_VALUE;
   }
+}
+
+FA_FAKE_API cuTensorMapEncodeTiled(
+    cu::TensorMap *tensorMap, cu::TensorMapDataType dataType, uint32_t rank,
+    void *globalAddress, const uint64_t *globalDim,
+    const uint64_t *globalStrides, const uint32_t *boxDim,
+    const uint32_t *elementStrides, cu::TensorMapInterleave interleave,
+    cu::TensorMapSwizzle swizzle, cu::TensorMapL2Promotion l2Promotion,
+    cu::TensorMapFloatOOBFill oobFill) {
+  countCall("cuTensorMapEncodeTiled");
+  FaFakeTensorMapCall call{};
+  call.map = reinterpret_cast<uintptr_t>(tensorMap);
+  call.dataType = dataType;
+  call.rank = rank;
+  call.globalAddress = reinterpret_cast<uintptr_t>(globalAddress);
+  for (uint32_t i = 0; i < rank && i < 5; ++i) {
+    call.globalDim[i] = globalDim[i];
+    if (i > 0)
+      call.globalStrides[i - 1] = globalStrides[i - 1];
+    call.boxDim[i] = boxDim[i];
+    call.elementStrides[i] = elementStrides[i];
+  }
+  call.interleave = interleave;
+  call.swizzle = swizzle;
+  call.l2Promotion = l2Promotion;
+  call.oobFill = oobFill;
+  {
+    std::lock_guard<std::mutex> lock(callsMutex);
+    lastTensorMap = call;
+    tensorMapCalled = true;
+  }
+  if (rank < 1 || rank > 5 || call.map % 64 != 0 ||
+      call.globalAddress % 16 != 0)
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  for (uint32_t i = 0; i + 1 < rank; ++i)
+    if (call.globalStrides[i] % 16 != 0 ||
+        call.globalStrides[i] >= (uint64_t(1) << 40))
+      return cu::CUDA_ERROR_INVALID_VALUE;
+  for (uint32_t i = 0; i < rank; ++i)
+    if (call.boxDim[i] < 1 || call.boxDim[i] > 256)
+      return cu::CUDA_ERROR_INVALID_VALUE;
+  uint64_t words[16] = {0xFA7E9A9000000000ull + rank, call.globalAddress};
+  for (int i = 0; i < 5; ++i) {
+    words[2 + i] = call.globalDim[i];
+    words[11 + i] = call.boxDim[i];
+  }
+  for (int i = 0; i < 4; ++i)
+    words[7 + i] = call.globalStrides[i];
+  std::memcpy(tensorMap, words, sizeof(words));
+  return 0;
 }
 
 } // extern "C"

@@ -6,7 +6,8 @@
 // libfa-fake-cuda.so) to check the grid, the parameter buffer and the
 // context of a launch. It also counts the calls of each entry point
 // (faFakeCudaCallCount, faFakeCudaClearCalls), so that tests can check that
-// a path allocates or synchronizes nothing.
+// a path allocates or synchronizes nothing. The arguments of its last
+// cuTensorMapEncodeTiled are kept too (faFakeCudaGetTensorMapCall).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,5 +42,22 @@ using FaFakeCudaClearLaunchesFn = void (*)();
 using FaFakeCudaCallCountFn = int (*)(const char *name);
 /// Forgets the counted calls.
 using FaFakeCudaClearCallsFn = void (*)();
+
+/// The arguments of one cuTensorMapEncodeTiled (the first `rank`, at most 5,
+/// of each array).
+struct FaFakeTensorMapCall {
+  uint64_t map;
+  int dataType;
+  unsigned rank;
+  uint64_t globalAddress;
+  uint64_t globalDim[5];
+  uint64_t globalStrides[4];
+  uint32_t boxDim[5];
+  uint32_t elementStrides[5];
+  int interleave, swizzle, l2Promotion, oobFill;
+};
+/// Copies the last cuTensorMapEncodeTiled's arguments into `call`; 0 when
+/// there was none since the last clear (faFakeCudaClearCalls clears it).
+using FaFakeCudaGetTensorMapCallFn = int (*)(FaFakeTensorMapCall *call);
 
 #endif // FA_UNITTESTS_RUNTIME_FAKECUDALAUNCHES_H

@@ -6,11 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCudaLaunches.h"
 #include "TestSupport.h"
 #include "fa/Runtime/Cuda.h"
+#include "fa/Runtime/KernelAbi.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <optional>
@@ -275,6 +279,118 @@ TEST(FakeDriver, KernelsRunInTheirModulesContext) {
   ASSERT_TRUE(first.makeCurrent().ok());
   Status status = launch(addOne, {1, 1, 1}, {1, 1, 1}, 0, nullptr, args);
   EXPECT_TRUE(status.ok()) << status.getMessage();
+}
+
+/// encodeTensorMap passes the request and FA's constants to the driver's
+/// cuTensorMapEncodeTiled, into the caller's 128 bytes.
+TEST(FakeDriver, EncodesTensorMaps) {
+  std::unique_ptr<Driver> driver = Driver::load(fakeCudaPath());
+  ASSERT_TRUE(driver->available()) << driver->unavailableReason();
+  void *handle = dlopen(fakeCudaPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr);
+  auto getCall = reinterpret_cast<FaFakeCudaGetTensorMapCallFn>(
+      dlsym(handle, "faFakeCudaGetTensorMapCall"));
+  auto clearCalls = reinterpret_cast<FaFakeCudaClearCallsFn>(
+      dlsym(handle, "faFakeCudaClearCalls"));
+  auto callCount = reinterpret_cast<FaFakeCudaCallCountFn>(
+      dlsym(handle, "faFakeCudaCallCount"));
+  ASSERT_TRUE(getCall && clearCalls && callCount);
+  clearCalls();
+  FaFakeTensorMapCall call{};
+  EXPECT_EQ(getCall(&call), 0);
+
+  // k of [B = 2, Hkv = 2, Nk = 200, D = 128], rows padded to 136.
+  TensorMapRequest request;
+  request.data = 0x7f0000020000;
+  const uint64_t dims[5] = {64, 200, 2, 2, 2};
+  const uint64_t strides[4] = {272, 128, 54400, 108800};
+  const uint32_t box[5] = {64, 8, 2, 1, 1};
+  std::copy(dims, dims + 5, request.dims);
+  std::copy(strides, strides + 4, request.strides);
+  std::copy(box, box + 5, request.box);
+  struct alignas(128) {
+    uint64_t words[16];
+  } map = {};
+  Status status = encodeTensorMap(request, &map, *driver);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  EXPECT_EQ(callCount("cuTensorMapEncodeTiled"), 1);
+  ASSERT_EQ(getCall(&call), 1);
+  EXPECT_EQ(call.map, reinterpret_cast<uintptr_t>(&map));
+  EXPECT_EQ(call.dataType, 1); // CU_TENSOR_MAP_DATA_TYPE_UINT16
+  EXPECT_EQ(call.rank, 5u);
+  EXPECT_EQ(call.globalAddress, 0x7f0000020000u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(call.globalDim[i], dims[i]) << i;
+    EXPECT_EQ(call.boxDim[i], box[i]) << i;
+    EXPECT_EQ(call.elementStrides[i], 1u) << i;
+  }
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(call.globalStrides[i], strides[i]) << i;
+  EXPECT_EQ(call.interleave, 0);  // CU_TENSOR_MAP_INTERLEAVE_NONE
+  EXPECT_EQ(call.swizzle, 3);     // CU_TENSOR_MAP_SWIZZLE_128B
+  EXPECT_EQ(call.l2Promotion, 2); // CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+  EXPECT_EQ(call.oobFill, 0);     // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+  // What the stand-in wrote (FakeCuda.cpp): its mark and the request.
+  const uint64_t written[16] = {0xFA7E9A9000000005ull,
+                                0x7f0000020000,
+                                64,
+                                200,
+                                2,
+                                2,
+                                2,
+                                272,
+                                128,
+                                54400,
+                                108800,
+                                64,
+                                8,
+                                2,
+                                1,
+                                1};
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(map.words[i], written[i]) << i;
+
+  // The driver's refusal names the error and the map.
+  request.strides[0] = 264;
+  Status refused = encodeTensorMap(request, &map, *driver);
+  EXPECT_EQ(refused.getMessage(),
+            "cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_VALUE (invalid "
+            "argument) encoding the tensor map of 0x7f0000020000 with dims "
+            "(64, 200, 2, 2, 2), byte strides (264, 128, 54400, 108800), box "
+            "(64, 8, 2, 1, 1)");
+  EXPECT_EQ(callCount("cuTensorMapEncodeTiled"), 2);
+
+  // ParamBuffer::build with the driver's encoder (through Driver::get() in
+  // the launchers; here the stand-in).
+  static Driver *fake = nullptr;
+  fake = driver.get();
+  TensorMapEncoder encoder = [](const TensorMapRequest &r, void *m) {
+    return encodeTensorMap(r, m, *fake);
+  };
+  KernelAbi abi;
+  abi.name = "fa_tma";
+  abi.grid = {GridAxis::tilesNk(64), GridAxis::hkv(), GridAxis::batch()};
+  abi.threads = 128;
+  abi.params = {KernelParam::ofSize(AbiSize::Hkv),
+                KernelParam::tensorMap(AbiTensor::K, 128, 8),
+                KernelParam::ofSize(AbiSize::B)};
+  KernelCall values;
+  values.batch = 2;
+  values.headsQ = 8;
+  values.headsKV = 2;
+  values.seqQ = 300;
+  values.seqKV = 200;
+  values.set(AbiTensor::K, 0x7f0000020000, {2 * 200 * 136, 200 * 136, 136});
+  Expected<ParamBuffer> params = ParamBuffer::build(abi, values, encoder);
+  ASSERT_TRUE(params.ok()) << params.getMessage();
+  EXPECT_EQ(callCount("cuTensorMapEncodeTiled"), 3);
+  ASSERT_EQ(getCall(&call), 1);
+  EXPECT_EQ(call.map, reinterpret_cast<uintptr_t>(params->getArgs()[1]));
+  EXPECT_EQ(std::memcmp(params->getArgs()[1], written, 128), 0);
+  // The launchers' encoder, &encodeTensorMap, is a TensorMapEncoder.
+  TensorMapEncoder launchers = &encodeTensorMap;
+  EXPECT_NE(launchers, nullptr);
+  dlclose(handle);
 }
 
 } // namespace

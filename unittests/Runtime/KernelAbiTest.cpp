@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 using namespace fa::runtime;
 
@@ -241,6 +243,353 @@ TEST(KernelAbi, ParamBufferWalksTheDescription) {
   EXPECT_TRUE(contains(ParamBuffer::build(abi, reshaped).getMessage(),
                        "takes 2 captures (ranks 2, 1), but the call passes 2 "
                        "(ranks 2, 2)"));
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor maps
+//===----------------------------------------------------------------------===//
+
+TEST(KernelAbi, TensorMapParams) {
+  KernelParam map = KernelParam::tensorMap(AbiTensor::K, 128, 8);
+  EXPECT_EQ(map.kind, KernelParam::Kind::TensorMap);
+  EXPECT_EQ(map.type, MachineType::TensorMap);
+  EXPECT_EQ(map.tensor, AbiTensor::K);
+  EXPECT_EQ(map.dim, 128u);
+  EXPECT_EQ(map.boxRows, 8u);
+  EXPECT_EQ(getByteSize(MachineType::TensorMap), 128u);
+  EXPECT_STREQ(getName(MachineType::TensorMap), "tmap");
+  EXPECT_EQ(printKernelParam(map), "tensor_map(k, 128, 8) : tmap");
+  // The same value: the tensor, its columns and its box rows.
+  EXPECT_TRUE(map.sameValue(KernelParam::tensorMap(AbiTensor::K, 128, 8)));
+  EXPECT_FALSE(map.sameValue(KernelParam::tensorMap(AbiTensor::V, 128, 8)));
+  EXPECT_FALSE(map.sameValue(KernelParam::tensorMap(AbiTensor::K, 64, 8)));
+  EXPECT_FALSE(map.sameValue(KernelParam::tensorMap(AbiTensor::K, 128, 16)));
+  EXPECT_FALSE(map.sameValue(KernelParam::pointer(AbiTensor::K)));
+
+  KernelAbi abi;
+  abi.name = "fa_forward_tma";
+  abi.grid = {GridAxis::tilesNq(128), GridAxis::hq(), GridAxis::batch()};
+  abi.threads = 384;
+  abi.sharedBytes = 196608;
+  abi.params = {KernelParam::tensorMap(AbiTensor::Q, 128, 128),
+                map,
+                KernelParam::tensorMap(AbiTensor::V, 128, 8),
+                KernelParam::tensorMap(AbiTensor::K, 128, 64),
+                KernelParam::tensorMap(AbiTensor::DV, 16384, 256),
+                KernelParam::pointer(AbiTensor::K),
+                KernelParam::ofSize(AbiSize::Hq),
+                KernelParam::ofSize(AbiSize::B)};
+  ASSERT_TRUE(verifyKernelAbi(abi).ok()) << verifyKernelAbi(abi).getMessage();
+  const char *text =
+      "grid = [tiles(Nq, 128), Hq, B], threads = 384, shared = 196608, "
+      "params = [tensor_map(q, 128, 128) : tmap, tensor_map(k, 128, 8) : "
+      "tmap, tensor_map(v, 128, 8) : tmap, tensor_map(k, 128, 64) : tmap, "
+      "tensor_map(dv, 16384, 256) : tmap, k : ptr, Hq : i32, B : i32]";
+  EXPECT_EQ(printKernelAbi(abi), text);
+  Expected<KernelAbi> parsed = parseKernelAbi(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.getMessage();
+  parsed->name = abi.name;
+  EXPECT_EQ(*parsed, abi);
+  Expected<KernelAbi> spaced = parseKernelAbi(
+      "grid=[1,1,1],threads=1,shared=0,params=[tensor_map( do ,64,1 ):tmap]");
+  ASSERT_TRUE(spaced.ok()) << spaced.getMessage();
+  ASSERT_EQ(spaced->params.size(), 1u);
+  EXPECT_EQ(spaced->params[0], KernelParam::tensorMap(AbiTensor::DO, 64, 1));
+
+  struct Bad {
+    std::string params, why;
+  };
+  std::string head = "grid = [1, 1, 1], threads = 128, shared = 0, params = ";
+  for (const Bad &bad : {
+           // The text.
+           Bad{"[tensor_map(x, 128, 8) : tmap]",
+               "unknown tensor in tensor_map(...)"},
+           Bad{"[tensor_map(k, 128) : tmap]", "expected ','"},
+           Bad{"[tensor_map k, 128, 8) : tmap]", "expected '('"},
+           Bad{"[tensor_map(k, 128, 8 : tmap]", "expected ')'"},
+           Bad{"[tensor_map(k, 128, -8) : tmap]", "expected an integer"},
+           Bad{"[tensor_map(k, 128, 8) : tmap8]",
+               "unknown machine type 'tmap8'"},
+           // The checks.
+           Bad{"[tensor_map(lse, 128, 8) : tmap]",
+               "parameter 0 (tensor_map(lse, 128, 8) : tmap): a tensor map "
+               "is of q, k, v, o, do, dq, dk or dv"},
+           Bad{"[tensor_map(dq_accum, 128, 8) : tmap]",
+               "a tensor map is of q, k, v, o, do, dq, dk or dv"},
+           Bad{"[tensor_map(capture0, 128, 8) : tmap]",
+               "a tensor map is of q, k, v, o, do, dq, dk or dv"},
+           Bad{"[tensor_map(k, 96, 8) : tmap]",
+               "parameter 0 (tensor_map(k, 96, 8) : tmap): a tensor map's "
+               "columns must be a positive multiple of 64, at most 16384, "
+               "got 96"},
+           Bad{"[tensor_map(k, 0, 8) : tmap]",
+               "columns must be a positive multiple of 64, at most 16384, "
+               "got 0"},
+           Bad{"[tensor_map(k, 16448, 8) : tmap]",
+               "columns must be a positive multiple of 64, at most 16384, "
+               "got 16448"},
+           Bad{"[tensor_map(k, 128, 0) : tmap]",
+               "parameter 0 (tensor_map(k, 128, 0) : tmap): a tensor map's "
+               "box rows must be 1 to 256, got 0"},
+           Bad{"[tensor_map(k, 128, 257) : tmap]",
+               "a tensor map's box rows must be 1 to 256, got 257"},
+           Bad{"[tensor_map(k, 128, 8) : ptr]",
+               "parameter 0 (tensor_map(k, 128, 8) : ptr): a tensor map is "
+               "passed as tmap"},
+           Bad{"[tensor_map(k, 128, 8) : i64]",
+               "a tensor map is passed as tmap"},
+           // tmap is for tensor maps only.
+           Bad{"[k : tmap]", "parameter 0 (k : tmap): a pointer is passed as "
+                             "ptr"},
+           Bad{"[stride(k, 2) : tmap]", "a stride is passed as i64 or i32"},
+           Bad{"[Nk : tmap]", "a size is passed as i32 or i64"},
+           Bad{"[scale : tmap]", "scale is passed as f32"},
+           Bad{"[tensor_map(k, 128, 8) : tmap, q : ptr, "
+               "tensor_map(k, 128, 8) : tmap]",
+               "parameter 2 (tensor_map(k, 128, 8) : tmap) repeats parameter "
+               "0"},
+       }) {
+    Expected<KernelAbi> parsed = parseKernelAbi(head + bad.params);
+    ASSERT_TRUE(parsed.failed()) << bad.params;
+    EXPECT_TRUE(contains(parsed.getMessage(), bad.why))
+        << bad.params << ": " << parsed.getMessage();
+  }
+  // A pointer typed tmap, built directly: the same check.
+  KernelAbi wrong;
+  wrong.threads = 1;
+  wrong.params = {KernelParam::pointer(AbiTensor::K)};
+  wrong.params[0].type = MachineType::TensorMap;
+  EXPECT_EQ(verifyKernelAbi(wrong).getMessage(),
+            "kernel ABI: parameter 0 (k : tmap): a pointer is passed as ptr");
+}
+
+/// B = 2, Hq = 8, Hkv = 2, Nq = 300, Nk = 200, D = 128: q in [B, N, H, D]
+/// order (strides not those of [B, H, N, D]), k with rows padded to 136.
+KernelCall tensorMapCall() {
+  KernelCall call = callOf(2, 8, 300, 200);
+  call.headsKV = 2;
+  call.set(AbiTensor::Q, 0x10000, {300 * 8 * 128, 128, 8 * 128});
+  call.set(AbiTensor::K, 0x20000, {2 * 200 * 136, 200 * 136, 136});
+  return call;
+}
+
+void expectRequest(const TensorMapRequest &r, uint64_t data,
+                   std::initializer_list<uint64_t> dims,
+                   std::initializer_list<uint64_t> strides,
+                   std::initializer_list<uint32_t> box) {
+  EXPECT_EQ(r.data, data);
+  EXPECT_EQ(std::vector<uint64_t>(r.dims, r.dims + 5),
+            std::vector<uint64_t>(dims));
+  EXPECT_EQ(std::vector<uint64_t>(r.strides, r.strides + 4),
+            std::vector<uint64_t>(strides));
+  EXPECT_EQ(std::vector<uint32_t>(r.box, r.box + 5),
+            std::vector<uint32_t>(box));
+}
+
+TEST(KernelAbi, TensorMapRequests) {
+  KernelCall call = tensorMapCall();
+  // q: (64, Nq, D/64, Hq, B); byte strides (stride 2, 128, stride 1,
+  // stride 0) * 2.
+  Expected<TensorMapRequest> q =
+      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::Q, 128, 64), call);
+  ASSERT_TRUE(q.ok()) << q.getMessage();
+  expectRequest(*q, 0x10000, {64, 300, 2, 8, 2}, {2048, 128, 256, 614400},
+                {64, 64, 2, 1, 1});
+  // k of GQA: Nk and Hkv.
+  Expected<TensorMapRequest> k =
+      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::K, 128, 8), call);
+  ASSERT_TRUE(k.ok()) << k.getMessage();
+  expectRequest(*k, 0x20000, {64, 200, 2, 2, 2}, {272, 128, 54400, 108800},
+                {64, 8, 2, 1, 1});
+  // D = 64: one panel; D = 256: four.
+  Expected<TensorMapRequest> narrow =
+      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::K, 64, 256), call);
+  ASSERT_TRUE(narrow.ok()) << narrow.getMessage();
+  expectRequest(*narrow, 0x20000, {64, 200, 1, 2, 2}, {272, 128, 54400, 108800},
+                {64, 256, 1, 1, 1});
+  // Every tensor: the queries' rows and heads or the keys'.
+  for (AbiTensor t :
+       {AbiTensor::Q, AbiTensor::K, AbiTensor::V, AbiTensor::O, AbiTensor::DO,
+        AbiTensor::DQ, AbiTensor::DK, AbiTensor::DV}) {
+    KernelCall each = call;
+    each.set(t, 0x30000, {1 << 20, 1 << 16, 256});
+    Expected<TensorMapRequest> r =
+        getTensorMapRequest(KernelParam::tensorMap(t, 256, 32), each);
+    ASSERT_TRUE(r.ok()) << getName(t) << ": " << r.getMessage();
+    bool query = t == AbiTensor::Q || t == AbiTensor::O || t == AbiTensor::DO ||
+                 t == AbiTensor::DQ;
+    expectRequest(*r, 0x30000, {64, query ? 300u : 200u, 4, query ? 8u : 2u, 2},
+                  {512, 128, 1 << 17, 1 << 21}, {64, 32, 4, 1, 1});
+  }
+
+  // What TMA cannot address.
+  KernelParam kMap = KernelParam::tensorMap(AbiTensor::K, 128, 8);
+  auto error = [&](const KernelCall &c) {
+    Expected<TensorMapRequest> r = getTensorMapRequest(kMap, c);
+    EXPECT_TRUE(r.failed());
+    return r.failed() ? r.getMessage() : std::string();
+  };
+  KernelCall misaligned = call;
+  misaligned[AbiTensor::K].data = 0x20008;
+  EXPECT_EQ(error(misaligned),
+            "k's data at 0x20008 is not 16-byte aligned, as TMA needs");
+  KernelCall oddRows = call;
+  oddRows[AbiTensor::K].strides[2] = 132;
+  EXPECT_EQ(error(oddRows), "stride(k, 2) = 132 elements is 264 bytes, not a "
+                            "multiple of 16, as TMA needs");
+  KernelCall oddHeads = call;
+  oddHeads[AbiTensor::K].strides[1] = 200 * 136 + 4;
+  EXPECT_EQ(error(oddHeads), "stride(k, 1) = 27204 elements is 54408 bytes, "
+                             "not a multiple of 16, as TMA needs");
+  KernelCall huge = call;
+  huge[AbiTensor::K].strides[0] = int64_t(1) << 39; // 2^40 bytes
+  EXPECT_EQ(error(huge), "stride(k, 0) = 549755813888 elements is negative or "
+                         "2^40 bytes or more, which TMA cannot stride");
+  huge[AbiTensor::K].strides[0] = (int64_t(1) << 39) - 8; // Below: fine.
+  EXPECT_TRUE(getTensorMapRequest(kMap, huge).ok());
+  KernelCall negative = call;
+  negative[AbiTensor::K].strides[2] = -136;
+  EXPECT_TRUE(contains(error(negative), "stride(k, 2) = -136 elements is "
+                                        "negative or 2^40 bytes or more"));
+  KernelCall negativeRows = call;
+  negativeRows.seqKV = -1;
+  EXPECT_EQ(error(negativeRows), "Nk = -1 is negative");
+  EXPECT_TRUE(
+      getTensorMapRequest(KernelParam::pointer(AbiTensor::K), call).failed());
+}
+
+/// A stand-in encoder: counts its calls, keeps the last request and fills
+/// the map with words derived from it.
+int encodeCalls = 0;
+TensorMapRequest lastRequest;
+Status testEncoder(const TensorMapRequest &request, void *map) {
+  ++encodeCalls;
+  lastRequest = request;
+  uint64_t words[16];
+  for (uint64_t i = 0; i < 16; ++i)
+    words[i] = request.data + (request.box[1] << 8) + i;
+  std::memcpy(map, words, sizeof(words));
+  return Status::success();
+}
+Status failingEncoder(const TensorMapRequest &, void *) {
+  return Status::error("cuTensorMapEncodeTiled failed: no way");
+}
+
+/// Whether the 128 bytes at `map` are testEncoder's for data and box rows.
+bool holdsEncoding(const void *map, uint64_t data, uint64_t boxRows) {
+  uint64_t words[16];
+  std::memcpy(words, map, sizeof(words));
+  for (uint64_t i = 0; i < 16; ++i)
+    if (words[i] != data + (boxRows << 8) + i)
+      return false;
+  return true;
+}
+
+bool allZero(const void *map) {
+  const unsigned char *bytes = static_cast<const unsigned char *>(map);
+  for (int i = 0; i < 128; ++i)
+    if (bytes[i])
+      return false;
+  return true;
+}
+
+TEST(KernelAbi, ParamBufferEncodesTensorMaps) {
+  KernelAbi abi;
+  abi.name = "fa_tma";
+  abi.grid = {GridAxis::tilesNq(128), GridAxis::hq(), GridAxis::batch()};
+  abi.threads = 384;
+  abi.params = {KernelParam::pointer(AbiTensor::Q),
+                KernelParam::tensorMap(AbiTensor::K, 128, 64),
+                KernelParam::ofSize(AbiSize::Nk),
+                KernelParam::tensorMap(AbiTensor::Q, 128, 128),
+                KernelParam::stride(AbiTensor::K, 2, MachineType::I32),
+                KernelParam::ofSize(AbiSize::Hq),
+                KernelParam::ofSize(AbiSize::B)};
+  ASSERT_TRUE(verifyKernelAbi(abi).ok()) << verifyKernelAbi(abi).getMessage();
+  KernelCall call = tensorMapCall();
+
+  encodeCalls = 0;
+  Expected<ParamBuffer> built = ParamBuffer::build(abi, call, &testEncoder);
+  ASSERT_TRUE(built.ok()) << built.getMessage();
+  EXPECT_EQ(encodeCalls, 2);
+  // The last map encoded is q's.
+  expectRequest(lastRequest, 0x10000, {64, 300, 2, 8, 2},
+                {2048, 128, 256, 614400}, {64, 128, 2, 1, 1});
+  // Moved, the buffer's pointers stay valid.
+  ParamBuffer buffer = built.take();
+  ASSERT_EQ(buffer.size(), abi.params.size());
+  void **args = buffer.getArgs();
+  for (size_t i : {size_t(1), size_t(3)}) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(args[i]) % 128, 0u) << i;
+    EXPECT_EQ(args[i], buffer.getTensorMap(i)) << i;
+    EXPECT_EQ(buffer.getBits(i), 0u) << i;
+  }
+  EXPECT_NE(args[1], args[3]);
+  EXPECT_TRUE(holdsEncoding(args[1], 0x20000, 64));
+  EXPECT_TRUE(holdsEncoding(args[3], 0x10000, 128));
+  // The other parameters, around the maps, are as ever.
+  const uint64_t expected[] = {0x10000, 0, 200, 0, 136, 8, 2};
+  for (size_t i : {size_t(0), size_t(2), size_t(4), size_t(5), size_t(6)}) {
+    EXPECT_EQ(buffer.getTensorMap(i), nullptr) << i;
+    EXPECT_EQ(buffer.getBits(i), expected[i]) << i;
+    uint64_t read = 0;
+    std::memcpy(&read, args[i], getByteSize(abi.params[i].type));
+    EXPECT_EQ(read, expected[i]) << i;
+  }
+  ParamBuffer moved = std::move(buffer);
+  EXPECT_EQ(moved.getArgs()[1], moved.getTensorMap(1));
+  EXPECT_EQ(moved.getArgs()[3], moved.getTensorMap(3));
+  EXPECT_TRUE(holdsEncoding(moved.getArgs()[1], 0x20000, 64));
+  EXPECT_TRUE(holdsEncoding(moved.getArgs()[3], 0x10000, 128));
+  uint64_t nk = 0;
+  std::memcpy(&nk, moved.getArgs()[2], 4);
+  EXPECT_EQ(nk, 200u);
+
+  // Without an encoder there is no map.
+  Expected<ParamBuffer> noEncoder = ParamBuffer::build(abi, call);
+  ASSERT_TRUE(noEncoder.failed());
+  EXPECT_EQ(noEncoder.getMessage(),
+            "kernel fa_tma, parameter 1 (tensor_map(k, 128, 64) : tmap): a "
+            "tensor map needs the CUDA driver's encoder");
+  // The encoder's errors, and the request's, name the parameter.
+  Expected<ParamBuffer> failing =
+      ParamBuffer::build(abi, call, &failingEncoder);
+  ASSERT_TRUE(failing.failed());
+  EXPECT_EQ(failing.getMessage(),
+            "kernel fa_tma, parameter 1 (tensor_map(k, 128, 64) : tmap): "
+            "cuTensorMapEncodeTiled failed: no way");
+  KernelCall misaligned = call;
+  misaligned[AbiTensor::Q].data = 0x10004;
+  Expected<ParamBuffer> bad = ParamBuffer::build(abi, misaligned, &testEncoder);
+  ASSERT_TRUE(bad.failed());
+  EXPECT_EQ(bad.getMessage(),
+            "kernel fa_tma, parameter 3 (tensor_map(q, 128, 128) : tmap): q's "
+            "data at 0x10004 is not 16-byte aligned, as TMA needs");
+
+  // Nk = 0: k has no data; its map stays zero and is not encoded.
+  KernelCall noKeys = call;
+  noKeys.seqKV = 0;
+  encodeCalls = 0;
+  Expected<ParamBuffer> empty = ParamBuffer::build(abi, noKeys, &testEncoder);
+  ASSERT_TRUE(empty.ok()) << empty.getMessage();
+  EXPECT_EQ(encodeCalls, 1);
+  EXPECT_TRUE(allZero(empty->getArgs()[1]));
+  EXPECT_EQ(empty->getArgs()[1], empty->getTensorMap(1));
+  EXPECT_TRUE(holdsEncoding(empty->getArgs()[3], 0x10000, 128));
+  // B = 0 (nor Hq = 0): no map at all to encode, so no encoder is needed.
+  for (int which = 0; which < 2; ++which) {
+    KernelCall nothing = call;
+    (which ? nothing.headsQ : nothing.batch) = 0;
+    if (which)
+      nothing.seqKV = 0; // k's heads are Hkv: empty through its rows.
+    encodeCalls = 0;
+    Expected<ParamBuffer> none = ParamBuffer::build(abi, nothing);
+    ASSERT_TRUE(none.ok()) << none.getMessage();
+    EXPECT_EQ(encodeCalls, 0);
+    EXPECT_TRUE(allZero(none->getArgs()[1]));
+    EXPECT_TRUE(allZero(none->getArgs()[3]));
+    EXPECT_EQ(none->getBits(1), 0u);
+  }
 }
 
 } // namespace

@@ -23,6 +23,7 @@
 #define FA_RUNTIME_CUDA_H
 
 #include "fa/Runtime/CudaApi.h"
+#include "fa/Runtime/KernelAbi.h"
 #include "fa/Runtime/Status.h"
 
 #include <cstddef>
@@ -359,6 +360,18 @@ struct PointerInfo {
 /// register, such as plain host memory.
 Expected<PointerInfo> queryPointer(uint64_t pointer,
                                    Driver &driver = Driver::get());
+
+/// Encodes the tensor map of `request` (KernelAbi.h: a rank-5 UINT16 map,
+/// element strides 1, no interleave, 128-byte swizzle, L2 promotion 128B,
+/// zero fill) into the 128 bytes at `map` (64-byte aligned at least) with
+/// cuTensorMapEncodeTiled of Driver::get(); a TensorMapEncoder, so
+/// ParamBuffer::build(abi, call, &encodeTensorMap) builds a launch's maps.
+/// Needs no context. An error names the driver's error and the map (its
+/// address, dims, byte strides and box).
+Status encodeTensorMap(const TensorMapRequest &request, void *map);
+/// The same with `driver` (a test's stand-in).
+Status encodeTensorMap(const TensorMapRequest &request, void *map,
+                       Driver &driver);
 
 } // namespace fa::runtime
 

@@ -17,6 +17,7 @@
 #define FA_RUNTIME_CUDAAPI_H
 
 #include <cstddef>
+#include <cstdint>
 
 // cuda.h's struct tags (global namespace), so cu::Context is CUcontext.
 struct CUctx_st;
@@ -24,6 +25,7 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUtensorMap_st;
 
 namespace fa::runtime::cu {
 
@@ -39,6 +41,12 @@ using DeviceAttribute = int;          // CUdevice_attribute
 using FunctionAttribute = int;        // CUfunction_attribute
 using JitOption = int;                // CUjit_option
 using PointerAttribute = int;         // CUpointer_attribute
+using TensorMap = ::CUtensorMap_st;   // CUtensorMap (128 bytes, opaque)
+using TensorMapDataType = int;        // CUtensorMapDataType
+using TensorMapInterleave = int;      // CUtensorMapInterleave
+using TensorMapSwizzle = int;         // CUtensorMapSwizzle
+using TensorMapL2Promotion = int;     // CUtensorMapL2promotion
+using TensorMapFloatOOBFill = int;    // CUtensorMapFloatOOBfill
 
 // CUresult values the runtime names itself (the driver names the rest).
 enum : Result {
@@ -104,6 +112,13 @@ enum : unsigned {
   CU_EVENT_DISABLE_TIMING = 2,
 };
 
+// The tensor-map (TMA) enums: the values FA encodes its maps with.
+enum : TensorMapDataType { CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1 };
+enum : TensorMapInterleave { CU_TENSOR_MAP_INTERLEAVE_NONE = 0 };
+enum : TensorMapSwizzle { CU_TENSOR_MAP_SWIZZLE_128B = 3 };
+enum : TensorMapL2Promotion { CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2 };
+enum : TensorMapFloatOOBFill { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 };
+
 // The entry points, as pointer types (CUDAAPI is empty on Linux).
 using PFN_cuInit = Result (*)(unsigned flags);
 using PFN_cuDriverGetVersion = Result (*)(int *version);
@@ -157,6 +172,14 @@ using PFN_cuGetErrorString = Result (*)(Result error, const char **string);
 using PFN_cuPointerGetAttribute = Result (*)(void *data,
                                              PointerAttribute attribute,
                                              DevicePtr pointer);
+// cuuint32_t and cuuint64_t are uint32_t and uint64_t.
+using PFN_cuTensorMapEncodeTiled =
+    Result (*)(TensorMap *tensorMap, TensorMapDataType dataType, uint32_t rank,
+               void *globalAddress, const uint64_t *globalDim,
+               const uint64_t *globalStrides, const uint32_t *boxDim,
+               const uint32_t *elementStrides, TensorMapInterleave interleave,
+               TensorMapSwizzle swizzle, TensorMapL2Promotion l2Promotion,
+               TensorMapFloatOOBFill oobFill);
 
 /// X(symbol): every entry point the runtime resolves, by the versioned symbol
 /// libcuda.so.1 exports (what cuda.h's macros map the plain name to, e.g.
@@ -198,7 +221,8 @@ using PFN_cuPointerGetAttribute = Result (*)(void *data,
   X(cuEventDestroy_v2)                                                         \
   X(cuGetErrorName)                                                            \
   X(cuGetErrorString)                                                          \
-  X(cuPointerGetAttribute)
+  X(cuPointerGetAttribute)                                                     \
+  X(cuTensorMapEncodeTiled)
 
 /// The resolved entry points of one loaded driver library.
 struct Api {

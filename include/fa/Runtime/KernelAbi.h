@@ -17,9 +17,10 @@
 //             scale_log2 : f32, capture0 : ptr, stride(capture0, 0) : i64]
 //
 //   axis   := tiles(Nq, R) | tiles(Nk, R) | Hq | Hkv | B | 1
-//   param  := value `:` (ptr | i32 | i64 | f32)
+//   param  := value `:` (ptr | i32 | i64 | f32 | tmap)
 //   value  := tensor                    its pointer (dq_accum(D): rows of D)
 //           | stride(tensor, dim)       its element stride in dim
+//           | tensor_map(tensor, D, R)  its TMA map, boxes of R rows (tmap)
 //           | Nq | Nk | group | B | Hq | Hkv          (group = Hq / Hkv)
 //           | scale_log2 | scale | seed
 //   tensor := q | k | v | o | lse | do | dq | dk | dv | dsum | bias | slopes
@@ -38,6 +39,23 @@
 // Tensor dims are those of fa.attention(_grad): q [B, Hq, Nq, D], lse
 // [B, Hq, Nq], slopes [B, Hq] (stride(slopes, 0) is 0 for `[Hq]`), bias and
 // dbias [B, H, Nq, Nk] (stride 0 where a dim broadcasts), dsum [B, Hq, Nq].
+//
+// Tensor maps. `tensor_map(t, D, R) : tmap` is a CUtensorMap (128 bytes,
+// passed by value as a grid constant) for TMA copies (cp.async.bulk.tensor)
+// of t, one of q, k, v, o, do, dq, dk, dv: [B, H, N, D] of 2-byte elements
+// with element stride 1 in D (N is Nq and H is Hq for q, o, do, dq; Nk and
+// Hkv for k, v, dk, dv). A box holds R rows of all D columns, cut in 64-column
+// (128-byte) panels, so that each 8-row group lands in wgmma's
+// 128-byte-swizzled shared layout: a 5-D map, innermost first, of dims
+// (64, N, D/64, H, B), byte strides of dims 1 to 4 (stride(t, 2) * 2, 128,
+// stride(t, 1) * 2, stride(t, 0) * 2), box (64, R, D/64, 1, 1), element
+// strides all 1, no interleave, 128-byte swizzle, L2 promotion 128B, zero
+// fill out of bounds, data type UINT16 (the copy does not care whether the
+// bits are bf16 or f16). D is a positive multiple of 64 with D/64 <= 256, R
+// is 1 to 256. The launch builds each map on the host per call
+// (getTensorMapRequest, and cuTensorMapEncodeTiled through a
+// TensorMapEncoder; ParamBuffer); a tensor without data (N, H or B 0) gets
+// a map of zero bytes, which its kernel never reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,20 +106,24 @@ inline constexpr size_t kNumAbiSizes = size_t(AbiSize::Hkv) + 1;
 enum class AbiScalar : uint8_t { ScaleLog2, Scale, Seed };
 
 /// How a parameter is passed: its bytes in the parameter buffer.
-enum class MachineType : uint8_t { I32, I64, F32, Ptr };
+/// TensorMap: a CUtensorMap, 128 bytes passed by value.
+enum class MachineType : uint8_t { I32, I64, F32, Ptr, TensorMap };
 
 /// One parameter of a kernel: what it is, and its machine type.
 struct KernelParam {
-  enum class Kind : uint8_t { Pointer, Stride, Size, Scalar };
+  enum class Kind : uint8_t { Pointer, Stride, Size, Scalar, TensorMap };
   Kind kind = Kind::Pointer;
   MachineType type = MachineType::Ptr;
   /// Pointer, Stride: the tensor (Capture: capture number `capture`).
   AbiTensor tensor = AbiTensor::Q;
   uint32_t capture = 0;
   /// Stride: the dim. Pointer to DQAccum: its row length (D floats).
+  /// TensorMap: the tensor's columns (its head dim D).
   uint32_t dim = 0;
   AbiSize size = AbiSize::Nq;
   AbiScalar scalar = AbiScalar::ScaleLog2;
+  /// TensorMap: the rows of one box (one TMA copy).
+  uint32_t boxRows = 0;
 
   static KernelParam pointer(AbiTensor tensor);
   static KernelParam capturePointer(uint32_t capture);
@@ -112,6 +134,10 @@ struct KernelParam {
                                    MachineType type = MachineType::I64);
   static KernelParam ofSize(AbiSize size, MachineType type = MachineType::I32);
   static KernelParam ofScalar(AbiScalar scalar, MachineType type);
+  /// The TMA map of `tensor` (one of q, k, v, o, do, dq, dk, dv), of
+  /// `columns` (D) columns, in boxes of `boxRows` rows (the file comment).
+  static KernelParam tensorMap(AbiTensor tensor, uint32_t columns,
+                               uint32_t boxRows);
 
   /// Whether both name the same value (the machine type aside).
   bool sameValue(const KernelParam &other) const;
@@ -171,7 +197,7 @@ const char *getName(AbiTensor tensor);
 const char *getName(AbiSize size);
 const char *getName(AbiScalar scalar);
 const char *getName(MachineType type);
-/// Bytes of a parameter of `type`.
+/// Bytes of a parameter of `type` (128 for a tensor map).
 size_t getByteSize(MachineType type);
 /// The rank of `tensor` (0 for Capture: any).
 unsigned getRank(AbiTensor tensor);
@@ -179,8 +205,10 @@ unsigned getRank(AbiTensor tensor);
 /// Checks that `abi` is well formed: threads 1 to 1024; x tiles or 1, y Hq,
 /// Hkv or 1, z B or 1, with H and B parameters where y and z need them;
 /// pointers of type ptr, strides of existing dims (i32 or i64), sizes i32
-/// or i64, scales f32, the seed i64; no parameter twice; captures numbered
-/// from 0, each with its pointer and strides of dims 0 to rank - 1.
+/// or i64, scales f32, the seed i64; tensor maps of type tmap (and only
+/// they), of q, k, v, o, do, dq, dk or dv, with D a positive multiple of 64
+/// (D/64 <= 256) and 1 to 256 box rows; no parameter twice; captures
+/// numbered from 0, each with its pointer and strides of dims 0 to rank - 1.
 Status verifyKernelAbi(const KernelAbi &abi);
 
 /// The text of a parameter, an axis, a grid rule and a whole ABI (without
@@ -254,29 +282,73 @@ Expected<int64_t> getExtent(const GridAxis &axis, const KernelCall &call);
 /// H * B exceeds 65535^2.
 Expected<GridSize> getLaunchGrid(const GridRule &rule, const KernelCall &call);
 
+/// What cuTensorMapEncodeTiled is called with for one tensor-map parameter
+/// (the file comment): rank 5, data type UINT16, element strides 1, no
+/// interleave, 128-byte swizzle, L2 promotion 128B, zero fill.
+struct TensorMapRequest {
+  uint64_t data = 0;        // the tensor's device pointer
+  uint64_t dims[5] = {};    // elements, innermost first
+  uint64_t strides[4] = {}; // bytes, of dims 1..4
+  uint32_t box[5] = {};
+};
+
+/// The request of `param` (a tensor map) for `call`: dims (64, N, D/64, H,
+/// B), byte strides (stride(t, 2) * 2, 128, stride(t, 1) * 2, stride(t, 0) *
+/// 2), box (64, boxRows, D/64, 1, 1). An error when the data is not 16-byte
+/// aligned, or a stride is not a multiple of 16 bytes or is 2^40 or more
+/// (the driver's limits), or a size is negative.
+Expected<TensorMapRequest> getTensorMapRequest(const KernelParam &param,
+                                               const KernelCall &call);
+
+/// Fills the 128 bytes at `map` (128-byte aligned) from `request`: the CUDA
+/// runtime's encodeTensorMap (Cuda.h), or a test's stand-in.
+using TensorMapEncoder = Status (*)(const TensorMapRequest &request, void *map);
+
 /// The parameters of one launch: each value of `call` that `abi` names, in
 /// its machine type, and the pointers to them cuLaunchKernel takes.
 class ParamBuffer {
 public:
   /// An error when the call lacks what the kernel takes (its captures'
-  /// count and ranks must match), or a value does not fit its type.
+  /// count and ranks must match), or a value does not fit its type. Tensor
+  /// maps are encoded with `encoder` into 128 bytes (128-byte aligned) that
+  /// the buffer owns; a map of a tensor without data (N, H or B 0) is left
+  /// zero and `encoder` is not called. An error when a map must be encoded
+  /// and there is no encoder, or the request or the encoder fails.
   static Expected<ParamBuffer> build(const KernelAbi &abi,
-                                     const KernelCall &call);
+                                     const KernelCall &call,
+                                     TensorMapEncoder encoder = nullptr);
 
   ParamBuffer(ParamBuffer &&) = default;
   ParamBuffer &operator=(ParamBuffer &&) = default;
   ParamBuffer(const ParamBuffer &) = delete;
   ParamBuffer &operator=(const ParamBuffer &) = delete;
 
-  /// One pointer per parameter, to its bytes.
+  /// One pointer per parameter, to its bytes (a tensor map's 128). Valid
+  /// while the buffer is, moves included.
   void **getArgs() { return args.data(); }
   size_t size() const { return slots.size(); }
-  /// The bits of parameter `i` (4-byte types in the low half).
+  /// The bits of parameter `i` (4-byte types in the low half; 0 for a
+  /// tensor map).
   uint64_t getBits(size_t i) const { return slots[i]; }
+  /// The 128 bytes of parameter `i` if it is a tensor map, else nullptr.
+  const void *getTensorMap(size_t i) const {
+    return i < mapIndex.size() && mapIndex[i] >= 0 ? &maps[size_t(mapIndex[i])]
+                                                   : nullptr;
+  }
 
 private:
+  /// A CUtensorMap's bytes, aligned as cuda.h's CUtensorMap is.
+  struct alignas(128) TensorMapBytes {
+    uint64_t words[16];
+  };
+  static_assert(sizeof(TensorMapBytes) == 128);
+
   ParamBuffer() = default;
   std::vector<uint64_t> slots;
+  /// Heap storage: moving the buffer keeps the pointers in `args` valid.
+  std::vector<TensorMapBytes> maps;
+  /// Per parameter: its map's index in `maps`, or -1.
+  std::vector<int32_t> mapIndex;
   std::vector<void *> args;
 };
 

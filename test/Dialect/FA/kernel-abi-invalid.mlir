@@ -54,7 +54,7 @@ func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], thread
 
 // -----
 
-// expected-error @+1 {{a parameter's type is ptr, i32, i64 or f32, not 'f16'}}
+// expected-error @+1 {{a parameter's type is ptr, i32, i64, f32 or tmap, not 'f16'}}
 func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [q : f16]>}
 
 // -----
@@ -96,3 +96,35 @@ func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], thread
 
 // expected-error @+1 {{kernel ABI: capture 0 needs the strides of dims 0 to its rank - 1}}
 func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [capture0 : ptr, stride(capture0, 1) : i64]>}
+
+// -----
+
+// Tensor maps: of the [B, H, N, D] tensors, D a multiple of 64, boxes of 1
+// to 256 rows, passed as tmap (and only they).
+// expected-error @+1 {{unknown tensor 'kv'}}
+func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [tensor_map(kv, 128, 8) : tmap]>}
+
+// -----
+
+// expected-error @+1 {{kernel ABI: parameter 0 (tensor_map(lse, 128, 8) : tmap): a tensor map is of q, k, v, o, do, dq, dk or dv}}
+func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [tensor_map(lse, 128, 8) : tmap]>}
+
+// -----
+
+// expected-error @+1 {{kernel ABI: parameter 0 (tensor_map(k, 96, 8) : tmap): a tensor map's columns must be a positive multiple of 64, at most 16384, got 96}}
+func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [tensor_map(k, 96, 8) : tmap]>}
+
+// -----
+
+// expected-error @+1 {{kernel ABI: parameter 0 (tensor_map(k, 128, 257) : tmap): a tensor map's box rows must be 1 to 256, got 257}}
+func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [tensor_map(k, 128, 257) : tmap]>}
+
+// -----
+
+// expected-error @+1 {{kernel ABI: parameter 0 (tensor_map(k, 128, 8) : ptr): a tensor map is passed as tmap}}
+func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [tensor_map(k, 128, 8) : ptr]>}
+
+// -----
+
+// expected-error @+1 {{kernel ABI: parameter 0 (k : tmap): a pointer is passed as ptr}}
+func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [k : tmap]>}

@@ -24,6 +24,19 @@ func.func @every_kind() attributes {fa.kernel_abi = #fa.kernel_abi<grid=[tiles(N
   return
 }
 
+// Tensor maps (TMA): q's in boxes of 128 rows, k's and v's in boxes of 64
+// (the same tensor twice, in boxes of other rows, is two parameters), and a
+// backward's dv of D = 256; each 128 bytes passed as tmap.
+// CHECK-LABEL: func.func @tensor_maps
+// CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), Hq, B], threads = 384, shared = 196608, params = [tensor_map(q, 128, 128) : tmap, tensor_map(k, 128, 64) : tmap, tensor_map(v, 128, 64) : tmap, tensor_map(k, 128, 8) : tmap, tensor_map(dv, 256, 1) : tmap, o : ptr, stride(o, 2) : i64, Nk : i32, Hq : i32, B : i32]>
+func.func @tensor_maps() attributes {fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), Hq, B], threads = 384, shared = 196608,
+    params = [tensor_map(q, 128, 128) : tmap, tensor_map(k,128,64):tmap,
+              tensor_map( v , 128 , 64 ) : tmap, tensor_map(k, 128, 8) : tmap,
+              tensor_map(dv, 256, 1) : tmap, o : ptr, stride(o, 2) : i64,
+              Nk : i32, Hq : i32, B : i32]>} {
+  return
+}
+
 // A grid of broadcast axes (dBias of a bias [1, 1, 1, Nk]) and no
 // parameters at all.
 // CHECK-LABEL: func.func @ones

@@ -81,7 +81,20 @@ ParseResult parseKernelParam(AsmParser &parser, rt::KernelParam &p) {
   SMLoc loc = parser.getCurrentLocation();
   if (parser.parseKeyword(&word))
     return failure();
-  if (word == "stride") {
+  if (word == "tensor_map") {
+    StringRef tensor;
+    SMLoc tensorLoc;
+    p.kind = rt::KernelParam::Kind::TensorMap;
+    if (parser.parseLParen() ||
+        (tensorLoc = parser.getCurrentLocation(),
+         parser.parseKeyword(&tensor)) ||
+        parser.parseComma() || parser.parseInteger(p.dim) ||
+        parser.parseComma() || parser.parseInteger(p.boxRows) ||
+        parser.parseRParen())
+      return failure();
+    if (!parseTensorName(tensor, p.tensor, p.capture))
+      return parser.emitError(tensorLoc, "unknown tensor '") << tensor << "'";
+  } else if (word == "stride") {
     StringRef tensor;
     SMLoc tensorLoc;
     p.kind = rt::KernelParam::Kind::Stride;
@@ -122,14 +135,15 @@ ParseResult parseKernelParam(AsmParser &parser, rt::KernelParam &p) {
   if (parser.parseColon() ||
       (typeLoc = parser.getCurrentLocation(), parser.parseKeyword(&type)))
     return failure();
-  for (rt::MachineType t : {rt::MachineType::I32, rt::MachineType::I64,
-                            rt::MachineType::F32, rt::MachineType::Ptr})
+  for (rt::MachineType t :
+       {rt::MachineType::I32, rt::MachineType::I64, rt::MachineType::F32,
+        rt::MachineType::Ptr, rt::MachineType::TensorMap})
     if (type == rt::getName(t)) {
       p.type = t;
       return success();
     }
-  return parser.emitError(typeLoc, "a parameter's type is ptr, i32, i64 or "
-                                   "f32, not '")
+  return parser.emitError(typeLoc, "a parameter's type is ptr, i32, i64, "
+                                   "f32 or tmap, not '")
          << type << "'";
 }
 

@@ -36,6 +36,8 @@ inline llvm::hash_code hash_value(const KernelParam &p) {
     return llvm::hash_combine(p.kind, p.type, p.size);
   case KernelParam::Kind::Scalar:
     return llvm::hash_combine(p.kind, p.type, p.scalar);
+  case KernelParam::Kind::TensorMap:
+    return llvm::hash_combine(p.kind, p.type, p.tensor, p.dim, p.boxRows);
   }
   return llvm::hash_combine(p.kind);
 }
