@@ -61,6 +61,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdWgmma = tile.wgmma;
   options.fwdOverlap = tile.overlap;
   options.fwdWarpSpecialize = tile.warpSpecialize;
+  options.fwdTma = tile.tma;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -108,6 +109,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-overlap=1";
   if (tile.warpSpecialize)
     target += ";fwd-warp-specialize=1";
+  if (tile.warpSpecialize && !tile.tma)
+    target += ";fwd-tma=0";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)
@@ -177,7 +180,8 @@ rt::Status mlir::fa::launchCudaKernel(const rt::KernelAbi &abi,
     return rt::Status::error("kernel " + abi.name + ": " + grid.getMessage());
   if (grid->empty())
     return rt::Status::success();
-  rt::Expected<rt::ParamBuffer> params = rt::ParamBuffer::build(abi, call);
+  rt::Expected<rt::ParamBuffer> params =
+      rt::ParamBuffer::build(abi, call, &rt::encodeTensorMap);
   if (params.failed())
     return params.getStatus();
   return rt::launch(function, rt::Dim3{grid->x, grid->y, grid->z},
@@ -370,7 +374,8 @@ rt::Status mlir::fa::launchCudaBackward(const rt::CachedKernel &kernel,
   // not fit the kernels launches none.
   std::vector<rt::ParamBuffer> params;
   for (const rt::KernelAbi &abi : kernel.kernels) {
-    rt::Expected<rt::ParamBuffer> buffer = rt::ParamBuffer::build(abi, values);
+    rt::Expected<rt::ParamBuffer> buffer =
+        rt::ParamBuffer::build(abi, values, &rt::encodeTensorMap);
     if (buffer.failed())
       return rt::Status::error("backward: " + buffer.getMessage());
     params.push_back(buffer.take());

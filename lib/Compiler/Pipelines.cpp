@@ -106,6 +106,7 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   if (options.fwdWarpSpecialize) {
     FAWarpSpecializeOptions specialize;
     specialize.stages = options.kvStages;
+    specialize.tma = options.fwdTma;
     pm.addPass(createFAWarpSpecialize(specialize));
   }
   FAAsyncCopyOptions asyncCopy;

@@ -13,6 +13,10 @@
 // K and V have barriers of their own: S = Q K(n)^T starts once K(n) lands,
 // and K(n)'s stage is refilled while the softmax and P V(n) run.
 //
+// With TMA (`tma`, where every tile is in wgmma's 128-byte swizzle), the
+// copies are bulk: one producer thread issues each tile, and the full
+// barrier counts its bytes rather than 128 threads' cp.async arrivals.
+//
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
@@ -20,6 +24,7 @@
 #include "fa/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
@@ -39,14 +44,15 @@ constexpr int64_t kBarrierBytes = 8 * (1 + 4 * kMaxKVStages);
 
 /// setmaxnreg's split of the registers the launch gives each warpgroup
 /// (`launch` per thread): the consumers as many as leave the producer 40
-/// (its copies' addresses; at 24 or 32 ptxas spills them), at most 256,
-/// and the producer what remains, at most the launch's (FA3: 24 and 240
-/// for two consumers).
+/// for cp.async (its copies' addresses; at 24 or 32 ptxas spills them) or
+/// 24 for TMA, at most 256, and the producer what remains, at most the
+/// launch's (FA3: 24 and 240 for two consumers).
 std::pair<int64_t, int64_t> registerSplit(int64_t consumerWarpgroups,
-                                          int64_t launch) {
+                                          int64_t launch, bool tma) {
   int64_t total = (consumerWarpgroups + 1) * launch;
-  int64_t consumer =
-      std::min<int64_t>(256, (total - 40) / consumerWarpgroups / 8 * 8);
+  int64_t producerNeeds = tma ? 24 : 40;
+  int64_t consumer = std::min<int64_t>(256, (total - producerNeeds) /
+                                                consumerWarpgroups / 8 * 8);
   int64_t producer = std::min<int64_t>(
       launch, (total - consumerWarpgroups * consumer) / 8 * 8);
   return {producer, consumer};
@@ -70,7 +76,43 @@ std::pair<Value, Value> advance(OpBuilder &b, Location loc, Value stage,
 struct Rings {
   Value k, v;
   Value qFull, kFull, vFull, kEmpty, vEmpty;
+  /// The copies are TMA's (`bulk`).
+  bool bulk = false;
 };
+
+/// Whether `copy` can be a bulk (TMA) copy: its tile in wgmma's 128-byte
+/// swizzle with a multiple of 64 columns, bounded by the row count of a
+/// kernel buffer (every buffer it may copy from has that count: K and V
+/// share Nk).
+bool canCopyInBulk(fagpu::CopyOp copy) {
+  auto type = cast<fagpu::SharedType>(copy.getDest().getType());
+  auto dim = copy.getBound().getDefiningOp<memref::DimOp>();
+  return type.getWgmma() && type.getCols() % 64 == 0 &&
+         (type.getCols() == 64 ? type.getRows() <= 256
+                               : type.getRows() % 8 == 0) &&
+         dim && dim.getConstantIndex() == 2;
+}
+
+/// An async copy of `copy`'s rows from `row` into stage `stage` of `ring`,
+/// signalling barrier `barrierStage` of `full`; in bulk, bounded by the row
+/// count of its own source (what its tensor map zero-fills past).
+void copyAsync(OpBuilder &b, fagpu::CopyOp copy, Value row, Value ring,
+               Value stage, Value full, Value barrierStage, bool bulk) {
+  Type token = fagpu::TokenType::get(b.getContext());
+  Value bound = copy.getBound();
+  if (bulk) {
+    auto dim = bound.getDefiningOp<memref::DimOp>();
+    if (dim.getSource() != copy.getSource()) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfter(dim);
+      bound = memref::DimOp::create(b, dim.getLoc(), copy.getSource(),
+                                    dim.getIndex());
+    }
+  }
+  fagpu::AsyncCopyOp::create(b, copy.getLoc(), token, copy.getSource(),
+                             copy.getBatch(), copy.getHead(), row, bound, ring,
+                             stage, Value(), full, barrierStage, bulk);
+}
 
 /// The producer: Q, then K(n) and V(n) of every tile into stage n % S, each
 /// once its stage is empty.
@@ -81,12 +123,9 @@ void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
   auto cst = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
-  Type token = fagpu::TokenType::get(b.getContext());
   Value c0 = cst(0);
-  fagpu::AsyncCopyOp::create(b, qCopy.getLoc(), token, qCopy.getSource(),
-                             qCopy.getBatch(), qCopy.getHead(), qCopy.getRow(),
-                             qCopy.getBound(), qCopy.getDest(),
-                             qCopy.getStage(), Value(), rings.qFull, c0);
+  copyAsync(b, qCopy, qCopy.getRow(), qCopy.getDest(), qCopy.getStage(),
+            rings.qFull, c0, rings.bulk);
   scf::ForOp::create(
       b, loc, loop.getLowerBound(), loop.getUpperBound(), loop.getStep(),
       ValueRange{c0, c0},
@@ -98,10 +137,7 @@ void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
         auto fill = [&](fagpu::CopyOp copy, Value ring, Value empty,
                         Value full) {
           fagpu::BarrierWaitOp::create(lb, loc, empty, stage, released);
-          fagpu::AsyncCopyOp::create(lb, copy.getLoc(), token, copy.getSource(),
-                                     copy.getBatch(), copy.getHead(), row,
-                                     copy.getBound(), ring, stage, Value(),
-                                     full, stage);
+          copyAsync(lb, copy, row, ring, stage, full, stage, rings.bulk);
         };
         fill(kCopy, rings.k, rings.kEmpty, rings.kFull);
         fill(vCopy, rings.v, rings.vEmpty, rings.vFull);
@@ -110,7 +146,7 @@ void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
       });
 }
 
-LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages,
+LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
                          int64_t &sharedBytes) {
   auto fail = [&](const Twine &why) {
     return kernel.emitOpError("fa-warp-specialize: ") << why;
@@ -157,6 +193,8 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages,
       fagpu::SharedType::get(ctx, {stages, kvType.getRows(), kvType.getCols()},
                              kvType.getElementType(), kvType.getWgmma());
   Rings rings;
+  rings.bulk =
+      tma && llvm::all_of(std::array{qCopy, kCopy, vCopy}, canCopyInBulk);
   rings.k = fagpu::AllocSharedOp::create(b, loc, ringType, qBytes);
   rings.v =
       fagpu::AllocSharedOp::create(b, loc, ringType, qBytes + stages * kvBytes);
@@ -167,11 +205,12 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages,
     offset += 8 * count;
     return ring;
   };
-  // Full: each producer thread's copies arrive once; empty: each consumer
-  // warpgroup once.
-  rings.qFull = barriers(1, kProducerThreads);
-  rings.kFull = barriers(stages, kProducerThreads);
-  rings.vFull = barriers(stages, kProducerThreads);
+  // Full: each producer thread's copies arrive once (bulk: the one thread
+  // that copies, and the bytes); empty: each consumer warpgroup once.
+  int64_t copiers = rings.bulk ? 1 : kProducerThreads;
+  rings.qFull = barriers(1, copiers);
+  rings.kFull = barriers(stages, copiers);
+  rings.vFull = barriers(stages, copiers);
   rings.kEmpty = barriers(stages, consumers / 128);
   rings.vEmpty = barriers(stages, consumers / 128);
   sharedBytes = offset;
@@ -193,7 +232,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages,
   auto specialized =
       fagpu::WarpSpecializeOp::create(b, loc, consumers, 0, 0, ctas);
   auto [producerRegisters, consumerRegisters] =
-      registerSplit(warpgroups, specialized.getLaunchRegisters());
+      registerSplit(warpgroups, specialized.getLaunchRegisters(), rings.bulk);
   specialized.setProducerRegisters(producerRegisters);
   specialized.setConsumerRegisters(consumerRegisters);
   Block *producer = b.createBlock(&specialized.getProducer());
@@ -284,7 +323,7 @@ struct FAWarpSpecializePass
       if (failed(tile))
         return signalPassFailure();
       int64_t bytes = 0;
-      if (failed(specialize(kernel, tile->kvStages, bytes)))
+      if (failed(specialize(kernel, tile->kvStages, tma, bytes)))
         return signalPassFailure();
       kernel->setAttr(kKVStagesAttr,
                       Builder(&getContext()).getI64IntegerAttr(tile->kvStages));

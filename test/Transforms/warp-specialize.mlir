@@ -1,4 +1,5 @@
 // RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-warp-specialize=tma=0 -fa-async-copy | FileCheck %s --check-prefix=CP
 
 // fa-warp-specialize on a wgmma kernel (sm_90a, D = 128, 128 x 128 tiles,
 // two consumer warpgroups, two K/V stages): rings of K and V, mbarriers
@@ -8,28 +9,34 @@
 // signalling its full barrier; the consumers wait for Q, for K(n) before
 // S and V(n) before P V, and release each stage after its product.
 // fa-async-copy leaves the kernel alone.
+// The copies are bulk (TMA): one arrival per full barrier, each bounded by
+// its own source's rows (V's from a dim of V, not K's); the producer keeps
+// 24 registers, the consumers 240.
 // The launch: 384 threads and the barriers' shared memory.
 // CHECK: %[[SMEM:.*]] = arith.constant 163912 : i32
 // CHECK: %[[T:.*]] = arith.constant 384 : index
 // CHECK: gpu.launch_func @fa_kernels::@fa_forward_0 {{.*}} threads in (%[[T]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[SMEM]]
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-SAME: fa.kv_stages = 2 : i64, fa.wgmma, known_block_size = array<i32: 384, 1, 1>
+// CHECK: %[[NQ:.*]] = memref.dim %arg0, %c2
+// CHECK-NEXT: %[[NK:.*]] = memref.dim %arg1, %c2
+// CHECK-NEXT: %[[NV:.*]] = memref.dim %arg2, %c2
 // CHECK: %[[SK:[0-9]+]] = fagpu.alloc_shared {offset = 32768 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
 // CHECK-NEXT: %[[SV:[0-9]+]] = fagpu.alloc_shared {offset = 98304 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
-// CHECK-NEXT: %[[QF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163840 : i64} : !fagpu.barriers<1>
-// CHECK-NEXT: %[[KF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163848 : i64} : !fagpu.barriers<2>
-// CHECK-NEXT: %[[VF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163864 : i64} : !fagpu.barriers<2>
+// CHECK-NEXT: %[[QF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 163840 : i64} : !fagpu.barriers<1>
+// CHECK-NEXT: %[[KF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 163848 : i64} : !fagpu.barriers<2>
+// CHECK-NEXT: %[[VF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 163864 : i64} : !fagpu.barriers<2>
 // CHECK-NEXT: %[[KE:[0-9]+]] = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 163880 : i64} : !fagpu.barriers<2>
 // CHECK-NEXT: %[[VE:[0-9]+]] = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 163896 : i64} : !fagpu.barriers<2>
 // CHECK-NEXT: gpu.barrier
-// CHECK: fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
-// CHECK: fagpu.async_copy %arg0[%batch, %head, %{{.*}}] bound %{{.*}} to %{{.*}}[%{{.*}}] signal %[[QF]][%{{.*}}] :
+// CHECK: fagpu.warp_specialize attributes {consumer_registers = 240 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 24 : i64} producer {
+// CHECK: fagpu.async_copy %arg0[%batch, %head, %{{.*}}] bound %[[NQ]] to %{{.*}}[%{{.*}}] signal %[[QF]][%{{.*}}] {bulk} :
 // CHECK: scf.for %[[ROW:.*]] = %begin to %end step %{{.*}} iter_args(%[[ST:.*]] = %{{.*}}, %[[PAR:.*]] = %{{.*}}) -> (index, index) {
 // CHECK: %[[FREE:[0-9]+]] = arith.xori %[[PAR]], %{{.*}} : index
 // CHECK-NEXT: fagpu.barrier_wait %[[KE]][%[[ST]]] parity %[[FREE]]
-// CHECK-NEXT: fagpu.async_copy %arg1[%batch, %{{.*}}, %[[ROW]]] bound %{{.*}} to %[[SK]][%[[ST]]] signal %[[KF]][%[[ST]]]
+// CHECK-NEXT: fagpu.async_copy %arg1[%batch, %{{.*}}, %[[ROW]]] bound %[[NK]] to %[[SK]][%[[ST]]] signal %[[KF]][%[[ST]]] {bulk}
 // CHECK-NEXT: fagpu.barrier_wait %[[VE]][%[[ST]]] parity %[[FREE]]
-// CHECK-NEXT: fagpu.async_copy %arg2[%batch, %{{.*}}, %[[ROW]]] bound %{{.*}} to %[[SV]][%[[ST]]] signal %[[VF]][%[[ST]]]
+// CHECK-NEXT: fagpu.async_copy %arg2[%batch, %{{.*}}, %[[ROW]]] bound %[[NV]] to %[[SV]][%[[ST]]] signal %[[VF]][%[[ST]]] {bulk}
 // CHECK: } consumers {
 // CHECK: fagpu.barrier_wait %[[QF]][%[[C0:.*]]] parity %[[C0]]
 // CHECK: scf.for {{.*}} iter_args({{.*}}, %[[CST:[a-z0-9]+]] = %{{.*}}, %[[CPAR:[a-z0-9]+]] = %{{.*}})
@@ -42,6 +49,18 @@
 // CHECK: fagpu.store
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.return
+
+// With tma=0 the copies are cp.async: each of the producer's 128 threads
+// arrives on the full barriers, V is bounded by K's rows as fa-tile wrote
+// it, and the producer keeps 40 registers for its addresses.
+// CP-LABEL: gpu.func @fa_forward_0
+// CP-NOT: memref.dim %arg2
+// CP: fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163840 : i64} : !fagpu.barriers<1>
+// CP-NEXT: fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163848 : i64} : !fagpu.barriers<2>
+// CP-NEXT: fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163864 : i64} : !fagpu.barriers<2>
+// CP: fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+// CP-NOT: bulk
+// CP: } consumers {
 func.func @d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
   %o = fa.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
   return %o : tensor<?x8x?x128xbf16>

@@ -213,6 +213,11 @@ static cl::opt<bool> fwdWarpSpecializeOpt(
     cl::desc("On sm_90a, a wgmma forward kernel's K/V copies run in a "
              "producer warpgroup of their own (fa-warp-specialize)"),
     cl::init(false), cl::cat(faCategory));
+static cl::opt<bool> fwdTmaOpt(
+    "fwd-tma",
+    cl::desc("With --fwd-warp-specialize, the producer copies with TMA "
+             "where the tiles allow (false: cp.async)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<int64_t> kvStagesOpt(
     "kv-stages",
     cl::desc("On a GPU target, the forward kernel's K/V pipeline stages "
@@ -1076,7 +1081,7 @@ bool Driver::emit() {
     FailureOr<CudaKernelImage> image =
         compileCudaKernel(op, chip,
                           {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt,
-                           fwdOverlapOpt, fwdWarpSpecializeOpt});
+                           fwdOverlapOpt, fwdWarpSpecializeOpt, fwdTmaOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1333,7 +1338,7 @@ bool Driver::compileAndRunOnGpu() {
   std::shared_ptr<const rt::CachedKernel> cached =
       getOrCompileCudaKernel(op, chip, compiledNow, error,
                              {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt,
-                              fwdOverlapOpt, fwdWarpSpecializeOpt});
+                              fwdOverlapOpt, fwdWarpSpecializeOpt, fwdTmaOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

@@ -74,6 +74,11 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "K/V tiles into mbarrier-guarded rings while the "
                      "kernel's warpgroups compute (fa-warp-specialize)"),
       llvm::cl::init(false)};
+  Option<bool> fwdTma{
+      *this, "fwd-tma",
+      llvm::cl::desc("With fwd-warp-specialize: the producer copies with "
+                     "TMA where the tiles allow (false: cp.async)"),
+      llvm::cl::init(true)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "

@@ -333,11 +333,18 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     refilling a stage, the consumers for "full" before reading it. Neither
     role passes a CTA barrier.
 
+    With `tma` (the default), where every tile is in wgmma's 128-byte
+    swizzle with a multiple of 64 columns, the copies are `bulk`: one
+    producer thread issues each tile as TMA copies that count their bytes
+    on the full barrier (one arrival), instead of 128 threads' cp.async.
+
     Kernels that multiply with mma.sync are left as they are.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
-           "K/V stages, 1 to 4; 0: the default for the kernel's tile">
+           "K/V stages, 1 to 4; 0: the default for the kernel's tile">,
+    Option<"tma", "tma", "bool", /*default=*/"true",
+           "Copy with TMA where the tiles allow">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

@@ -101,6 +101,62 @@ LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
   return success();
 }
 
+/// A bulk copy: one thread expects the tile's bytes on the barrier and
+/// issues its TMA copies, a box of getBulkBoxRows rows each, at (column 0,
+/// row, column block 0, head, batch) of the source's 5-D tensor map
+/// (KernelAbi.h); the map zero-fills rows past the source's.
+LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
+                            fagpu::AsyncCopyOp::Adaptor adaptor,
+                            ConversionPatternRewriter &rewriter,
+                            const KernelBinding &binding) {
+  Location loc = op.getLoc();
+  auto type = cast<fagpu::SharedType>(op.getDest().getType());
+  auto it = binding.tensorMaps.find(op.getSource());
+  if (it == binding.tensorMaps.end())
+    return op.emitOpError(
+        "convert-fa-to-nvvm: the source of a bulk copy has no tensor map");
+  KernelBuilder kb(rewriter, loc, type.getElementType(), type.getCols());
+  Value tile =
+      getStage(kb, rewriter, loc, adaptor.getDest(), adaptor.getStage(), type);
+  Value barrier = barrierAt(rewriter, loc, adaptor.getBarriers(),
+                            adaptor.getBarrierStage());
+  OpBuilder::InsertionGuard guard(rewriter);
+  if (!binding.singleThreadProducer || !binding.producerOps.contains(op)) {
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    Value first = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::eq, tid,
+        kb.c32(binding.producerOps.contains(op) ? binding.threads : 0));
+    auto ifOp = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+    rewriter.setInsertionPointToStart(ifOp.thenBlock());
+  }
+  int64_t rowBytes = type.getCols() * 2;
+  NVVM::MBarrierArriveExpectTxOp::create(
+      rewriter, loc, Type(), barrier, kb.c32(type.getRows() * rowBytes),
+      NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
+  int64_t boxRows = getBulkBoxRows(type);
+  Value row = toI32(rewriter, loc, adaptor.getRow());
+  Value head = toI32(rewriter, loc, adaptor.getHead());
+  Value batch = toI32(rewriter, loc, adaptor.getBatch());
+  for (int64_t box = 0; box < type.getRows() / boxRows; ++box) {
+    Value dest = box ? kb.smemAt(tile, kb.c32(box * boxRows * rowBytes)) : tile;
+    // The instruction takes a shared::cluster address; the CTA's own
+    // shared memory is part of its (one-CTA) cluster's.
+    dest = LLVM::AddrSpaceCastOp::create(
+        rewriter, loc,
+        LLVM::LLVMPointerType::get(rewriter.getContext(),
+                                   int(NVVM::NVVMMemorySpace::SharedCluster)),
+        dest);
+    Value coords[] = {kb.c32(0), box ? kb.add(row, kb.c32(box * boxRows)) : row,
+                      kb.c32(0), head, batch};
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        rewriter, loc, dest, it->second, coords, barrier,
+        /*im2colOffsets=*/ValueRange(), /*multicastMask=*/Value(),
+        /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+        /*group=*/NVVM::CTAGroupKindAttr(), /*predicate=*/Value());
+  }
+  return success();
+}
+
 struct AsyncCopyLowering : public OpConversionPattern<fagpu::AsyncCopyOp> {
   AsyncCopyLowering(const TypeConverter &converter, MLIRContext *ctx,
                     const KernelBinding &binding)
@@ -108,6 +164,12 @@ struct AsyncCopyLowering : public OpConversionPattern<fagpu::AsyncCopyOp> {
   LogicalResult
   matchAndRewrite(fagpu::AsyncCopyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getBulk()) {
+      if (failed(issueBulkCopy(op, adaptor, rewriter, binding)))
+        return failure();
+      rewriter.replaceOpWithMultiple(op, {ValueRange{}});
+      return success();
+    }
     if (Value predicate = adaptor.getPredicate()) {
       auto ifOp = scf::IfOp::create(rewriter, op.getLoc(), predicate,
                                     /*withElseRegion=*/false);
@@ -182,7 +244,8 @@ struct BarrierWaitLowering : public OpConversionPattern<fagpu::BarrierWaitOp> {
     NVVM::MBarrierTryWaitParityOp::create(
         rewriter, loc, barrier, toI32(rewriter, loc, adaptor.getParity()),
         ticks);
-    if (!binding.producerOps.contains(op))
+    if (!binding.producerOps.contains(op) &&
+        !binding.unfencedWaits.contains(op))
       fenceToAsyncProxy(rewriter, loc, binding);
     rewriter.eraseOp(op);
     return success();

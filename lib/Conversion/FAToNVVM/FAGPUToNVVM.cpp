@@ -394,7 +394,9 @@ namespace {
 /// first. The producer's copies land before it exits.
 struct WarpSpecializeLowering
     : public OpConversionPattern<fagpu::WarpSpecializeOp> {
-  using OpConversionPattern::OpConversionPattern;
+  WarpSpecializeLowering(const TypeConverter &converter, MLIRContext *ctx,
+                         const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
   LogicalResult
   matchAndRewrite(fagpu::WarpSpecializeOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -411,8 +413,19 @@ struct WarpSpecializeLowering
       rewriter.setInsertionPointToStart(block);
       NVVM::SetMaxRegisterOp::create(rewriter, loc, registers, action);
       Operation *yield = block->getTerminator();
+      bool producer = action == NVVM::SetMaxRegisterAction::decrease;
+      if (producer && binding.singleThreadProducer) {
+        // setmaxnreg is the warpgroup's; the copies are one thread's, and
+        // the mbarriers track them.
+        Value first = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::eq, tid,
+            arith::ConstantIntOp::create(rewriter, loc, op.getConsumerThreads(),
+                                         32));
+        auto one = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+        yield = one.thenBlock()->getTerminator();
+      }
       rewriter.inlineBlockBefore(&region.front(), yield);
-      if (action == NVVM::SetMaxRegisterAction::decrease) {
+      if (producer && !binding.singleThreadProducer) {
         rewriter.setInsertionPoint(yield);
         NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
         NVVM::CpAsyncWaitGroupOp::create(rewriter, loc, 0);
@@ -425,6 +438,7 @@ struct WarpSpecializeLowering
     rewriter.eraseOp(op);
     return success();
   }
+  const KernelBinding &binding;
 };
 
 } // namespace
@@ -433,10 +447,10 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseLowering, MapLowering, WarpSpecializeLowering>(
-      converter, ctx);
+  patterns.add<ElementwiseLowering, MapLowering>(converter, ctx);
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
-               ExtractLowering>(converter, ctx, binding);
+               ExtractLowering, WarpSpecializeLowering>(converter, ctx,
+                                                        binding);
 }
 
 bool mlir::fa::nvvm::isFAGPUKernel(gpu::GPUFuncOp kernel) {
@@ -561,6 +575,35 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     llvm::append_range(abi.params, extra.strides);
     extras.push_back(std::move(extra));
   }
+  // The tensor maps bulk copies read (Q, K, V), last.
+  SmallVector<std::pair<unsigned, KernelParam>, 3> tensorMaps;
+  WalkResult maps = kernel.walk([&](fagpu::AsyncCopyOp copy) {
+    if (!copy.getBulk())
+      return WalkResult::advance();
+    auto arg = dyn_cast<BlockArgument>(copy.getSource());
+    if (!arg || arg.getOwner() != &body || arg.getArgNumber() > 2) {
+      copy.emitOpError("convert-fa-to-nvvm: a bulk copy reads Q, K or V");
+      return WalkResult::interrupt();
+    }
+    auto tile = cast<fagpu::SharedType>(copy.getDest().getType());
+    KernelParam map = KernelParam::tensorMap(tensors[arg.getArgNumber()],
+                                             uint32_t(tile.getCols()),
+                                             uint32_t(getBulkBoxRows(tile)));
+    auto *same = llvm::find_if(tensorMaps, [&](auto &entry) {
+      return entry.first == arg.getArgNumber();
+    });
+    if (same == tensorMaps.end()) {
+      tensorMaps.push_back({arg.getArgNumber(), map});
+      abi.params.push_back(map);
+    } else if (same->second != map) {
+      copy.emitOpError("convert-fa-to-nvvm: bulk copies of one buffer into "
+                       "tiles of different shapes");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (maps.wasInterrupted())
+    return failure();
 
   OpBuilder b(kernel);
   KernelBuilder kb(b, loc, qType.getElementType(), qType.getDimSize(3));
@@ -584,7 +627,26 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     binding.threads = op.getConsumerThreads();
     op.getProducer().walk(
         [&](Operation *inner) { binding.producerOps.insert(inner); });
+    bool copies = false, bulk = true;
+    op.getProducer().walk([&](fagpu::AsyncCopyOp copy) {
+      copies = true;
+      bulk &= copy.getBulk();
+    });
+    binding.singleThreadProducer = copies && bulk;
   });
+  // Waits on barriers only bulk copies fill need no proxy fence.
+  {
+    DenseSet<Value> bulkFilled, otherFilled;
+    kernel.walk([&](fagpu::AsyncCopyOp copy) {
+      if (Value barriers = copy.getBarriers())
+        (copy.getBulk() ? bulkFilled : otherFilled).insert(barriers);
+    });
+    kernel.walk([&](fagpu::BarrierWaitOp wait) {
+      if (bulkFilled.contains(wait.getBarriers()) &&
+          !otherFilled.contains(wait.getBarriers()))
+        binding.unfencedWaits.insert(wait);
+    });
+  }
   binding.asyncProxyReads = kernel
                                 .walk([](fagpu::MmaOp mma) {
                                   return mma.getWgmma()
@@ -614,6 +676,9 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     for (uint32_t dim = 0; dim < (t == AbiTensor::Lse ? 2u : 3u); ++dim)
       buffer.strides.push_back(args.stride(t, dim));
     binding.buffers[memref] = buffer;
+    for (auto &[arg, map] : tensorMaps)
+      if (arg == i)
+        binding.tensorMaps[memref] = args.get(map);
     // Q, O and lse have Nq rows, K and V Nk.
     bool keys = t == AbiTensor::K || t == AbiTensor::V;
     binding.sizes[{memref, 2}] = args.size(keys ? AbiSize::Nk : AbiSize::Nq);

@@ -51,9 +51,25 @@ struct KernelBinding {
   /// The ops of a `fagpu.warp_specialize`'s producer region, which run on
   /// threads [threads, threads + 128): its copies split tiles over those.
   DenseSet<Operation *> producerOps;
+  /// Where every copy of the producer is bulk, one thread runs it.
+  bool singleThreadProducer = false;
+  /// The tensor map (a byval kernel parameter, KernelAbi.h) of each buffer
+  /// that bulk copies read, keyed like `buffers`.
+  DenseMap<Value, Value> tensorMaps;
+  /// Waits on barriers that only bulk copies fill: their writes are the
+  /// async proxy's already, so no fence follows.
+  DenseSet<Operation *> unfencedWaits;
   /// The CTA's place, from the kernel's prologue, and Hq (i32).
   Value batch, head, tile, heads;
 };
+
+/// Rows of each box a bulk copy into `tile` issues (the tensor map's
+/// box rows): the whole tile at 64 columns, whose 128-byte rows lie one
+/// after another; else 8, the rows of one swizzle group, which wgmma's
+/// layout keeps whole (its D / 64 column blocks side by side).
+inline int64_t getBulkBoxRows(fagpu::SharedType tile) {
+  return tile.getCols() == 64 ? tile.getRows() : 8;
+}
 
 /// The calling thread's id, warp, lane, and the lane's row group (lane / 4)
 /// and quad position (lane % 4) in mma.sync fragments (all i32). With

@@ -197,6 +197,13 @@ void rewriteLaunch(gpu::LaunchFuncOp launch, const KernelArgs &args,
       assert(p.scalar == AbiScalar::Seed && "a scalar fagpu kernels lack");
       operands.push_back(given[args.seed]);
       break;
+    case KernelParam::Kind::TensorMap:
+      // The map is encoded on the host per launch by FA's launcher
+      // (ParamBuffer, through the driver), which IR has no op for: the
+      // launch holds its place with a null pointer.
+      operands.push_back(LLVM::ZeroOp::create(
+          b, loc, LLVM::LLVMPointerType::get(b.getContext())));
+      break;
     }
   }
   launch.getKernelOperandsMutable().assign(operands);

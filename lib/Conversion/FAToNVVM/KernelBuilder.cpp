@@ -114,13 +114,30 @@ KernelBuilder::createKernel(StringRef name, const ::fa::runtime::KernelAbi &abi,
   using ::fa::runtime::MachineType;
   SmallVector<Type> params;
   for (const ::fa::runtime::KernelParam &p : abi.params)
-    params.push_back(p.type == MachineType::Ptr   ? gptr
+    params.push_back(p.type == MachineType::TensorMap
+                         ? LLVM::LLVMPointerType::get(b.getContext())
+                     : p.type == MachineType::Ptr ? gptr
                      : p.type == MachineType::I64 ? i64
                      : p.type == MachineType::I32 ? i32
                                                   : f32);
   assert(abi.threads == uint32_t(threads) && "the ABI's threads per CTA");
   LLVM::LLVMFuncOp fn = createFunction(name, params, flushDenormals);
   fn->setAttr(kKernelAbiAttrName, KernelAbiAttr::get(b.getContext(), abi));
+  // A tensor map is 128 bytes passed by value (`.param .align 64 .b8
+  // [128]`); as a grid constant the kernel addresses the parameter itself,
+  // as TMA wants, instead of a local copy.
+  for (auto [i, p] : llvm::enumerate(abi.params)) {
+    if (p.type != MachineType::TensorMap)
+      continue;
+    fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                  TypeAttr::get(LLVM::LLVMArrayType::get(
+                      b.getI8Type(),
+                      ::fa::runtime::getByteSize(MachineType::TensorMap))));
+    fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                  b.getI64IntegerAttr(64));
+    fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                  b.getUnitAttr());
+  }
   return fn;
 }
 

@@ -17,9 +17,18 @@
 // RUN: %ptxas -arch=sm_90a -v %t/d128-ws.ptx -o %t/d128-ws.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d256.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=1" | %python %S/Inputs/ptx-of-binary.py > %t/d256-ws.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d256-ws.ptx -o %t/d256-ws.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=1 fwd-tma=0" | %python %S/Inputs/ptx-of-binary.py > %t/d64-ws-cp.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d64-ws-cp.ptx -o %t/d64-ws-cp.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WS64CP < %t/d64-ws-cp.ptx
+// WS64: .param .align 64 .b8 fa_forward_0_param_{{[0-9]+}}[128]
 // WS64: .maxnreg 128
-// WS64: setmaxnreg.inc.sync.aligned.u32 216;
-// WS64: setmaxnreg.dec.sync.aligned.u32 40;
+// WS64: setmaxnreg.inc.sync.aligned.u32 232;
+// WS64: setmaxnreg.dec.sync.aligned.u32 24;
+// WS64: cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// WS64CP: .maxnreg 128
+// WS64CP: setmaxnreg.inc.sync.aligned.u32 216;
+// WS64CP: setmaxnreg.dec.sync.aligned.u32 40;
+// WS64CP-NOT: cp.async.bulk.tensor
 // With fa-overlap-softmax (D = 64 and 128, two stages): no spills, and no
 // wgmma serialized by ptxas.
 // RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a fwd-overlap=true" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ov.ptx

@@ -1,6 +1,7 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-warp-specialize -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-warp-specialize=tma=0 -convert-fa-to-nvvm | FileCheck %s
 
-// convert-fa-to-nvvm's warp-specialized kernel (sm_90a, D = 128, 128 x 128
+// convert-fa-to-nvvm's warp-specialized kernel copying with cp.async
+// (tma=0; fagpu-warp-specialize-tma.mlir: TMA) (sm_90a, D = 128, 128 x 128
 // tiles, two consumer warpgroups): launched with 168 registers a thread
 // (384 threads, one CTA an SM); thread 0 initializes the mbarriers (128
 // producer arrivals for full, one per consumer warpgroup for empty) before

@@ -345,3 +345,48 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+func.func @bulk_unsignalled(%k: memref<?x8x?x128xbf16>, %i: index) {
+  %c2 = arith.constant 2 : index
+  %n = memref.dim %k, %c2 : memref<?x8x?x128xbf16>
+  %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
+  // expected-error @+1 {{a bulk copy must signal a barrier and have no predicate}}
+  %t = fagpu.async_copy %k[%i, %i, %i] bound %n to %s[%i] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>
+  return
+}
+
+// -----
+
+func.func @bulk_unswizzled(%k: memref<?x8x?x128xbf16>, %i: index) {
+  %c2 = arith.constant 2 : index
+  %n = memref.dim %k, %c2 : memref<?x8x?x128xbf16>
+  %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x128xbf16>
+  %full = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 65536 : i64} : !fagpu.barriers<2>
+  // expected-error @+1 {{a bulk copy's tile must be in wgmma's layout with a multiple of 64 columns (and at most 256 rows of 64, or a multiple of 8 rows)}}
+  %t = fagpu.async_copy %k[%i, %i, %i] bound %n to %s[%i] signal %full[%i] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16>, !fagpu.barriers<2>
+  return
+}
+
+// -----
+
+func.func @bulk_bound(%k: memref<?x8x?x128xbf16>, %i: index) {
+  %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
+  %full = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 65536 : i64} : !fagpu.barriers<2>
+  // expected-error @+1 {{a bulk copy's bound must be the source's row count (memref.dim of dim 2)}}
+  %t = fagpu.async_copy %k[%i, %i, %i] bound %i to %s[%i] signal %full[%i] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>, !fagpu.barriers<2>
+  return
+}
+
+// -----
+
+func.func @bulk_bound_other(%k: memref<?x8x?x128xbf16>, %v: memref<?x8x?x128xbf16>, %i: index) {
+  %c2 = arith.constant 2 : index
+  %n = memref.dim %v, %c2 : memref<?x8x?x128xbf16>
+  %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
+  %full = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 65536 : i64} : !fagpu.barriers<2>
+  // expected-error @+1 {{a bulk copy's bound must be the source's row count (memref.dim of dim 2)}}
+  %t = fagpu.async_copy %k[%i, %i, %i] bound %n to %s[%i] signal %full[%i] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>, !fagpu.barriers<2>
+  return
+}

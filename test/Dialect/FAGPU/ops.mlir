@@ -201,3 +201,16 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// A bulk (TMA) copy: bounded by its source's rows, signalling one arrival.
+// CHECK-LABEL: func.func @bulk_copy
+// CHECK: %[[N:.*]] = memref.dim %[[K:.*]], %{{.*}} : memref<?x8x?x128xbf16>
+// CHECK: fagpu.async_copy %[[K]][%{{.*}}, %{{.*}}, %{{.*}}] bound %[[N]] to %{{.*}}[%{{.*}}] signal %{{.*}}[%{{.*}}] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>, !fagpu.barriers<2>
+func.func @bulk_copy(%k: memref<?x8x?x128xbf16>, %i: index) -> !fagpu.token {
+  %c2 = arith.constant 2 : index
+  %n = memref.dim %k, %c2 : memref<?x8x?x128xbf16>
+  %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x128xbf16, wgmma>
+  %full = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 65536 : i64} : !fagpu.barriers<2>
+  %t = fagpu.async_copy %k[%i, %i, %i] bound %n to %s[%i] signal %full[%i] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>, !fagpu.barriers<2>
+  return %t : !fagpu.token
+}

@@ -2,6 +2,7 @@
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -176,8 +177,26 @@ LogicalResult CopyOp::verify() {
 LogicalResult AsyncCopyOp::verify() {
   if (bool(getBarriers()) != bool(getBarrierStage()))
     return emitOpError("signal needs both the barriers and the stage");
-  return verifyCopy(*this, getSource().getType(),
-                    cast<SharedType>(getDest().getType()));
+  auto dest = cast<SharedType>(getDest().getType());
+  if (failed(verifyCopy(*this, getSource().getType(), dest)))
+    return failure();
+  if (!getBulk())
+    return success();
+  if (!getBarriers() || getPredicate())
+    return emitOpError("a bulk copy must signal a barrier and have no "
+                       "predicate");
+  if (!dest.getWgmma() || dest.getCols() % 64 != 0 ||
+      (dest.getCols() == 64 ? dest.getRows() > 256 : dest.getRows() % 8 != 0))
+    return emitOpError("a bulk copy's tile must be in wgmma's layout with a "
+                       "multiple of 64 columns (and at most 256 rows of 64, "
+                       "or a multiple of 8 rows)");
+  // The tensor map zero-fills past the tensor's rows, no other bound.
+  auto dim = getBound().getDefiningOp<memref::DimOp>();
+  std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+  if (!dim || dim.getSource() != getSource() || index != 2)
+    return emitOpError("a bulk copy's bound must be the source's row count "
+                       "(memref.dim of dim 2)");
+  return success();
 }
 
 LogicalResult AllocBarriersOp::verify() {

@@ -196,18 +196,27 @@ def FAGPU_AsyncCopyOp : FAGPU_CopyBase<"async_copy", [AttrSizedOperandSegments]>
     `fagpu.copy` without waiting: the tile may be read once a wait on the
     commit of the returned token has returned and the CTA has passed a
     barrier after it, or, with `signal`, once a `barrier_wait` on the
-    signalled barrier's phase has returned. (cp.async on sm_80 and sm_90a;
-    TMA later.) With `if`, nothing is copied where the predicate is false
-    (the token completes at once), so that a commit after it closes a group
-    on every path. With `signal %b[%s]`, the copy's completion arrives on
-    barrier `s` of `b`: once per thread that issues it (cp.async's
+    signalled barrier's phase has returned. (cp.async; with `bulk`, TMA.)
+    With `if`, nothing is copied where the predicate is false (the token
+    completes at once), so that a commit after it closes a group on every
+    path. With `signal %b[%s]`, the copy's completion arrives on barrier `s`
+    of `b`: once per thread that issues it (cp.async's
     `mbarrier.arrive.noinc`), which the barrier's `arrivals` count.
+
+    `bulk` (sm_90a): one thread copies the whole tile as tensor copies
+    (TMA, `cp.async.bulk.tensor`) through the source's tensor map, which
+    zero-fills rows past the source's own row count; so `bound` must be
+    that count (dim 2 of the source), the tile must be in wgmma's layout
+    with a multiple of 64 columns, and the copy must `signal`: its thread
+    arrives once on the barrier, expecting the tile's bytes, and the
+    barrier's phase completes when they have landed. A `bulk` copy's writes
+    are the async proxy's, which wgmma reads without a fence.
   }];
   let arguments = (ins FAGPU_Global:$source, Index:$batch, Index:$head,
                        Index:$row, Index:$bound, FAGPU_Shared:$dest,
                        Index:$stage, Optional<I1>:$predicate,
                        Optional<FAGPU_Barriers>:$barriers,
-                       Optional<Index>:$barrierStage);
+                       Optional<Index>:$barrierStage, UnitAttr:$bulk);
   let results = (outs FAGPU_Token:$token);
   let assemblyFormat = [{
     $source `[` $batch `,` $head `,` $row `]` `bound` $bound `to` $dest `[`
@@ -223,7 +232,7 @@ def FAGPU_AsyncCopyOp : FAGPU_CopyBase<"async_copy", [AttrSizedOperandSegments]>
                    "::mlir::Value":$predicate), [{
       build($_builder, $_state, token, source, batch, head, row, bound, dest,
             stage, predicate, /*barriers=*/::mlir::Value(),
-            /*barrierStage=*/::mlir::Value());
+            /*barrierStage=*/::mlir::Value(), /*bulk=*/false);
     }]>
   ];
 }
@@ -318,7 +327,9 @@ def FAGPU_WarpSpecializeOp : FAGPU_Op<"warp_specialize", [
     (`setmaxnreg`): `producer_registers` down, `consumer_registers` up, so
     that the consumers get the registers the producer does not need. The
     roles synchronize only through mbarriers (no CTA barrier inside
-    either).
+    either). Where every copy of `producer` is `bulk`, one thread runs it
+    (the producer warpgroup's first; the others only give their registers
+    back).
   }];
   let arguments = (ins ConfinedAttr<I64Attr, [IntPositive]>:$consumer_threads,
                        ConfinedAttr<I64Attr, [IntPositive]>:$producer_registers,
