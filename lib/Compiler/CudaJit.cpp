@@ -107,8 +107,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-wgmma=0";
   if (tile.overlap)
     target += ";fwd-overlap=1";
-  if (tile.warpSpecialize)
-    target += ";fwd-warp-specialize=1";
+  if (!tile.warpSpecialize)
+    target += ";fwd-warp-specialize=0";
   if (tile.warpSpecialize && !tile.tma)
     target += ";fwd-tma=0";
   if (!bwd.prefetch)
@@ -180,8 +180,12 @@ rt::Status mlir::fa::launchCudaKernel(const rt::KernelAbi &abi,
     return rt::Status::error("kernel " + abi.name + ": " + grid.getMessage());
   if (grid->empty())
     return rt::Status::success();
-  rt::Expected<rt::ParamBuffer> params =
-      rt::ParamBuffer::build(abi, call, &rt::encodeTensorMap);
+  // TMA kernels' maps, encoded by the driver of the function's device.
+  rt::Driver &driver = function.getDevice().getDriver();
+  rt::Expected<rt::ParamBuffer> params = rt::ParamBuffer::build(
+      abi, call, [&](const rt::TensorMapRequest &request, void *map) {
+        return rt::encodeTensorMap(request, map, driver);
+      });
   if (params.failed())
     return params.getStatus();
   return rt::launch(function, rt::Dim3{grid->x, grid->y, grid->z},
@@ -374,8 +378,11 @@ rt::Status mlir::fa::launchCudaBackward(const rt::CachedKernel &kernel,
   // not fit the kernels launches none.
   std::vector<rt::ParamBuffer> params;
   for (const rt::KernelAbi &abi : kernel.kernels) {
-    rt::Expected<rt::ParamBuffer> buffer =
-        rt::ParamBuffer::build(abi, values, &rt::encodeTensorMap);
+    rt::Expected<rt::ParamBuffer> buffer = rt::ParamBuffer::build(
+        abi, values, [&](const rt::TensorMapRequest &request, void *map) {
+          return rt::encodeTensorMap(
+              request, map, functions.kernels[0].getDevice().getDriver());
+        });
     if (buffer.failed())
       return rt::Status::error("backward: " + buffer.getMessage());
     params.push_back(buffer.take());

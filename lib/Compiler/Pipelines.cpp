@@ -96,6 +96,7 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   fuse.blockQ = options.blockQ;
   fuse.blockKV = options.blockKV;
   fuse.wgmma = options.fwdWgmma;
+  fuse.warpSpecialize = options.fwdWarpSpecialize;
   pm.addPass(createFAFuse(fuse));
   // The kernel's CTA program in fagpu ops, its softmax in one pass over
   // K/V, whose copies fa-async-copy then rings.

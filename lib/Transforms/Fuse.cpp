@@ -42,9 +42,10 @@ MemRefType kernelMemRefType(RankedTensorType type, bool rowsContiguous) {
 }
 
 /// Outlines `op` into the kernel `name` of `kernels` with `tile` (and
-/// warpgroup MMAs with `wgmma`), and launches it in its place.
+/// warpgroup MMAs with `wgmma`, a producer warpgroup to come with
+/// `warpSpecialize`), and launches it in its place.
 void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
-             ForwardTile tile, bool wgmma) {
+             ForwardTile tile, bool wgmma, bool warpSpecialize) {
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   OpBuilder b(op);
@@ -116,6 +117,8 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
   kernel->setAttr(kBlockKVAttr, kb.getI64IntegerAttr(tile.blockKV));
   if (wgmma)
     kernel->setAttr(kWgmmaAttr, kb.getUnitAttr());
+  if (warpSpecialize)
+    kernel->setAttr(kWarpSpecializeAttr, kb.getUnitAttr());
   Block &entry = kernel.getBody().front();
   kb.setInsertionPointToStart(&entry);
   // The op's regions are isolated from above: only its operands change.
@@ -188,8 +191,11 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
     auto usesWgmma = [&](AttentionOp op) {
       return chipHasWgmma && op.getQuery().getType().getDimSize(3) % 64 == 0;
     };
+    auto specializes = [&](AttentionOp op) {
+      return warpSpecialize && usesWgmma(op) && canWarpSpecialize(op);
+    };
     auto tileOf = [&](AttentionOp op) {
-      ForwardTile tile = defaultForwardTile(op, usesWgmma(op));
+      ForwardTile tile = defaultForwardTile(op, usesWgmma(op), specializes(op));
       if (blockQ)
         tile.blockQ = blockQ;
       if (blockKV)
@@ -219,7 +225,7 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
       do
         name = "fa_forward_" + std::to_string(next++);
       while (kernels.lookupSymbol(name));
-      outline(op, kernels, name, tileOf(op), usesWgmma(op));
+      outline(op, kernels, name, tileOf(op), usesWgmma(op), specializes(op));
     }
   }
 };

@@ -29,10 +29,24 @@ bool mlir::fa::isScoredForward(AttentionOp op) {
 // 64-key tiles. The scored path keeps one m-tile (its per-element terms,
 // bias loads, slope and region values, spill at two), and 32-key tiles
 // above D = 64.
-ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma) {
+bool mlir::fa::canWarpSpecialize(AttentionOp op) {
+  return !isScoredForward(op);
+}
+
+ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
+                                         bool warpSpecialize) {
   int64_t d = op.getQuery().getType().getDimSize(3);
   bool masked = op.getCausalAttr() || op.getWindowAttr();
   ForwardTile tile;
+  // With a producer warpgroup (TMA, H200 A/B, performance.md): two consumer
+  // warpgroups of 64 query rows, K/V tiles of 128 rows up to D = 128 and of
+  // 64 at D = 256 (two stages: 192 KB).
+  if (wgmma && warpSpecialize && canWarpSpecialize(op)) {
+    tile = d > 128 ? ForwardTile{128, 64} : ForwardTile{128, 128};
+    tile.kvStages =
+        defaultKVStages(op, tile.blockQ, tile.blockKV, wgmma, warpSpecialize);
+    return tile;
+  }
   // With wgmma (H200 sweep, performance.md): D = 64 at 64 x 128, D = 128 at
   // 128 x 128 (two warpgroups) or 64 x 64 under a mask, D = 256 at 64 x 64;
   // the scored path keeps mma.sync's tiles.
@@ -61,10 +75,15 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma) {
 // stage costs a CTA per SM (64 x 128 at D = 128: 144 KB, 20% slower) or was
 // not faster.
 int64_t mlir::fa::defaultKVStages(AttentionOp op, int64_t blockQ,
-                                  int64_t blockKV, bool wgmma) {
+                                  int64_t blockKV, bool wgmma,
+                                  bool warpSpecialize) {
   int64_t d = op.getQuery().getType().getDimSize(3);
   if (isScoredForward(op))
     return 1;
+  // A producer warpgroup: two stages of K and V (what fits 128 x 128 at
+  // D = 128 and 128 x 64 at D = 256).
+  if (wgmma && warpSpecialize)
+    return 2;
   // wgmma: two stages at D = 64 and for 128 x 128 (160 KB at D = 128);
   // one for 64 x 64 at D = 128 and 256 (two cost 5-30% there).
   if (wgmma)

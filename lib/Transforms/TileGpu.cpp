@@ -399,7 +399,8 @@ LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
                     Builder(kernel.getContext())
                         .getI64IntegerAttr(defaultKVStages(
                             op, blockQ.getInt(), blockKV.getInt(),
-                            kernel->hasAttr(kWgmmaAttr))));
+                            kernel->hasAttr(kWgmmaAttr),
+                            kernel->hasAttr(kWarpSpecializeAttr))));
   KernelTiler(kernel, op, blockQ.getInt(), blockKV.getInt()).build();
   return success();
 }

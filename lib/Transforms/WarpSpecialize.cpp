@@ -312,11 +312,13 @@ struct FAWarpSpecializePass
     std::string chip = getKernelChip(module);
     llvm::StringMap<int64_t> sharedBytes;
     for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
-      // fa-tile's wgmma forward kernels, before fa-async-copy (which
-      // leaves a specialized kernel alone: it has no synchronous copy).
+      // fa-tile's wgmma forward kernels that fa-fuse marked, before
+      // fa-async-copy (which leaves a specialized kernel alone: it has no
+      // synchronous copy).
       bool synchronous = false;
       kernel.walk([&](fagpu::CopyOp) { synchronous = true; });
-      if (!synchronous || !kernel->hasAttr(kWgmmaAttr))
+      if (!synchronous || !kernel->hasAttr(kWgmmaAttr) ||
+          !kernel->hasAttr(kWarpSpecializeAttr))
         continue;
       FailureOr<ForwardTile> tile = chooseKVStages(
           kernel, stages, chip, "fa-warp-specialize", kBarrierBytes);

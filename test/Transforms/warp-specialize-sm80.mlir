@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_80 -fa-tile -fa-online-softmax -fa-warp-specialize | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_80 warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize | FileCheck %s
 
 // mma.sync kernels (sm_80) are left as fa-tile wrote them.
 // CHECK-LABEL: gpu.func @fa_forward_0

@@ -1,5 +1,5 @@
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
-// RUN: fa-opt %s -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-warp-specialize=tma=0 -fa-async-copy | FileCheck %s --check-prefix=CP
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=tma=0 -fa-async-copy | FileCheck %s --check-prefix=CP
 
 // fa-warp-specialize on a wgmma kernel (sm_90a, D = 128, 128 x 128 tiles,
 // two consumer warpgroups, two K/V stages): rings of K and V, mbarriers
@@ -17,7 +17,7 @@
 // CHECK: %[[T:.*]] = arith.constant 384 : index
 // CHECK: gpu.launch_func @fa_kernels::@fa_forward_0 {{.*}} threads in (%[[T]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[SMEM]]
 // CHECK-LABEL: gpu.func @fa_forward_0
-// CHECK-SAME: fa.kv_stages = 2 : i64, fa.wgmma, known_block_size = array<i32: 384, 1, 1>
+// CHECK-SAME: fa.kv_stages = 2 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 384, 1, 1>
 // CHECK: %[[NQ:.*]] = memref.dim %arg0, %c2
 // CHECK-NEXT: %[[NK:.*]] = memref.dim %arg1, %c2
 // CHECK-NEXT: %[[NV:.*]] = memref.dim %arg2, %c2

@@ -5,9 +5,20 @@
 // REQUIRES: ptxas
 // RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --causal=bottom-right --lse > %t.90.128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.ptx -o %t.cubin 2>&1 | FileCheck %s
-// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --lse > %t.90.128.plain.ptx
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --lse --fwd-warp-specialize=false > %t.90.128.plain.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.plain.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=WGMMA < %t.90.128.plain.ptx
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --lse > %t.90.128.ws.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.90.128.ws.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WS < %t.90.128.ws.ptx
+// By default the plain kernel has a producer warpgroup (384 threads) that
+// copies with TMA, and two consumer warpgroups.
+// WS: .maxntid 384, 1, 1
+// WS-DAG: setmaxnreg.inc.sync.aligned.u32 {{[[:space:]]*}}240;
+// WS-DAG: setmaxnreg.dec.sync.aligned.u32 {{[[:space:]]*}}24;
+// WS-DAG: mbarrier.arrive.expect_tx.shared.b64
+// WS-DAG: cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// WS-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // mma.sync's D = 128 without a mask (two m-tiles, 128 x 64, two stages)
 // spills 24 bytes on sm_90a, and is still 1-3% faster than one stage (which
 // does not spill) and 5-10% faster than its other tiles (docs/performance.md).

@@ -210,9 +210,10 @@ static cl::opt<bool> fwdOverlapOpt(
     cl::init(false), cl::cat(faCategory));
 static cl::opt<bool> fwdWarpSpecializeOpt(
     "fwd-warp-specialize",
-    cl::desc("On sm_90a, a wgmma forward kernel's K/V copies run in a "
-             "producer warpgroup of their own (fa-warp-specialize)"),
-    cl::init(false), cl::cat(faCategory));
+    cl::desc("On sm_90a, a wgmma forward kernel of the plain path gets 128 "
+             "query rows and a producer warpgroup for its copies "
+             "(fa-warp-specialize)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<bool> fwdTmaOpt(
     "fwd-tma",
     cl::desc("With --fwd-warp-specialize, the producer copies with TMA "

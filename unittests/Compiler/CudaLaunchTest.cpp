@@ -60,12 +60,18 @@ public:
         dlsym(handle, "faFakeCudaGetLaunch"));
     clearFn = reinterpret_cast<FaFakeCudaClearLaunchesFn>(
         dlsym(handle, "faFakeCudaClearLaunches"));
+    tensorMapFn = reinterpret_cast<FaFakeCudaGetTensorMapCallFn>(
+        dlsym(handle, "faFakeCudaGetTensorMapCall"));
   }
   ~Launches() {
     if (handle)
       dlclose(handle);
   }
-  bool ok() const { return count && get && clearFn; }
+  bool ok() const { return count && get && clearFn && tensorMapFn; }
+  /// The last cuTensorMapEncodeTiled's arguments; false when none.
+  bool lastTensorMap(FaFakeTensorMapCall &call) {
+    return tensorMapFn(&call) != 0;
+  }
   void clear() { clearFn(); }
   std::vector<FaFakeLaunch> all() {
     std::vector<FaFakeLaunch> result(static_cast<size_t>(count()));
@@ -78,6 +84,7 @@ private:
   void *handle;
   FaFakeCudaLaunchCountFn count = nullptr;
   FaFakeCudaGetLaunchFn get = nullptr;
+  FaFakeCudaGetTensorMapCallFn tensorMapFn = nullptr;
   FaFakeCudaClearLaunchesFn clearFn = nullptr;
 };
 
@@ -177,15 +184,22 @@ func.func @f(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x
 }
 )mlir";
 
+/// The forward's options without a producer warpgroup.
+mlir::fa::CudaForwardTile withoutWarpSpecialization() {
+  mlir::fa::CudaForwardTile tile;
+  tile.warpSpecialize = false;
+  return tile;
+}
+
 TEST_F(CudaLaunchTest, PlainForward) {
   auto op = parse<mlir::fa::AttentionOp>(kPlain);
   ASSERT_TRUE(op);
   mlir::FailureOr<mlir::fa::CudaKernelImage> image =
-      mlir::fa::compileCudaKernel(op, "sm_90a");
+      mlir::fa::compileCudaKernel(op, "sm_90a", withoutWarpSpecialization());
   ASSERT_TRUE(mlir::succeeded(image));
   // The kernel-level IR's kernel: its scale is a constant of the kernel, so
-  // its ABI has no scale parameter. On sm_90a it is the wgmma kernel: 64 x
-  // 128 tiles at D = 64, two K/V stages.
+  // its ABI has no scale parameter. On sm_90a without a producer warpgroup
+  // it is the wgmma kernel: 64 x 128 tiles at D = 64, two K/V stages.
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(abi.name, "fa_forward_0");
   EXPECT_EQ(rt::printKernelAbi(abi),
@@ -224,6 +238,53 @@ TEST_F(CudaLaunchTest, PlainForward) {
   empty.seqQ = 0;
   ASSERT_TRUE(mlir::fa::launchCudaKernel(abi, function, empty, nullptr).ok());
   EXPECT_TRUE(launches->all().empty());
+}
+
+// By default the plain kernel has a producer warpgroup that copies with
+// TMA: 128 query rows, 384 threads, and a tensor map of Q, K and V (boxes
+// of the whole 128-row tile at D = 64), which the launch encodes through the
+// function's driver from the call's pointers, sizes and strides.
+TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
+  auto op = parse<mlir::fa::AttentionOp>(kPlain);
+  ASSERT_TRUE(op);
+  mlir::FailureOr<mlir::fa::CudaKernelImage> image =
+      mlir::fa::compileCudaKernel(op, "sm_90a");
+  ASSERT_TRUE(mlir::succeeded(image));
+  const rt::KernelAbi &abi = image->abi;
+  EXPECT_EQ(rt::printKernelAbi(abi),
+            "grid = [tiles(Nq, 128), Hq, B], threads = 384, shared = 81992, "
+            "params = [q : ptr, k : ptr, v : ptr, o : ptr, lse : ptr, "
+            "stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, "
+            "stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, "
+            "stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, "
+            "stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, "
+            "stride(lse, 0) : i64, stride(lse, 1) : i64, Nq : i32, Nk : i32, "
+            "group : i32, Hq : i32, B : i32, tensor_map(q, 64, 128) : tmap, "
+            "tensor_map(k, 64, 128) : tmap, tensor_map(v, 64, 128) : tmap]");
+  rt::Function function = load(image->ptx, abi);
+
+  rt::KernelCall call = forwardCall(2, 8, 2, 300, 200, 64);
+  rt::Status status = mlir::fa::launchCudaKernel(abi, function, call, nullptr);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  std::vector<FaFakeLaunch> all = launches->all();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].grid[0], 3u); // ceil(300 / 128)
+  EXPECT_EQ(all[0].block[0], 384u);
+  EXPECT_EQ(all[0].sharedBytes, 81992u);
+  // The last map encoded is V's: [2, 2, 200, 64] at 0x30000.
+  FaFakeTensorMapCall map;
+  ASSERT_TRUE(launches->lastTensorMap(map));
+  EXPECT_EQ(map.rank, 5u);
+  EXPECT_EQ(map.globalAddress, 0x30000u);
+  const uint64_t dims[5] = {64, 200, 1, 2, 2};
+  const uint64_t strides[4] = {64 * 2, 128, 200 * 64 * 2, 2 * 200 * 64 * 2};
+  const uint32_t box[5] = {64, 128, 1, 1, 1};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(map.globalDim[i], dims[i]) << "dim " << i;
+    EXPECT_EQ(map.boxDim[i], box[i]) << "box " << i;
+  }
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(map.globalStrides[i], strides[i]) << "stride " << i;
 }
 
 constexpr const char *kScored = R"mlir(
@@ -456,7 +517,8 @@ TEST_F(CudaLaunchTest, SeventyThousandHeadsFold) {
   auto forwardOp = parse<mlir::fa::AttentionOp>(kPlain);
   ASSERT_TRUE(forwardOp);
   mlir::FailureOr<mlir::fa::CudaKernelImage> forward =
-      mlir::fa::compileCudaKernel(forwardOp, "sm_90a");
+      mlir::fa::compileCudaKernel(forwardOp, "sm_90a",
+                                  withoutWarpSpecialization());
   ASSERT_TRUE(mlir::succeeded(forward));
   rt::Function forwardFn = load(forward->ptx, forward->abi);
   struct Shape {

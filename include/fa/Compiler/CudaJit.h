@@ -40,13 +40,12 @@ struct CudaKernelImage {
 /// block-kv and kv-stages; 0: the default for the op's D), and whether it
 /// multiplies with wgmma where the chip has it (fwd-wgmma), overlaps its
 /// softmax with P V there (fwd-overlap, off by default) and copies in a
-/// producer warpgroup (fwd-warp-specialize, off by default), with TMA
-/// (fwd-tma).
+/// producer warpgroup (fwd-warp-specialize), with TMA (fwd-tma).
 struct CudaForwardTile {
   int64_t blockQ = 0, blockKV = 0, kvStages = 0;
   bool wgmma = true;
   bool overlap = false;
-  bool warpSpecialize = false;
+  bool warpSpecialize = true;
   bool tma = true;
 };
 

@@ -70,10 +70,11 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::init(false)};
   Option<bool> fwdWarpSpecialize{
       *this, "fwd-warp-specialize",
-      llvm::cl::desc("Forward wgmma kernel: a producer warpgroup copies the "
-                     "K/V tiles into mbarrier-guarded rings while the "
-                     "kernel's warpgroups compute (fa-warp-specialize)"),
-      llvm::cl::init(false)};
+      llvm::cl::desc("Forward wgmma kernel of the plain path: 128 query "
+                     "rows, and a producer warpgroup copies the K/V tiles "
+                     "into mbarrier-guarded rings while the kernel's "
+                     "warpgroups compute (fa-warp-specialize)"),
+      llvm::cl::init(true)};
   Option<bool> fwdTma{
       *this, "fwd-tma",
       llvm::cl::desc("With fwd-warp-specialize: the producer copies with "

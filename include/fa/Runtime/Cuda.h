@@ -364,8 +364,8 @@ Expected<PointerInfo> queryPointer(uint64_t pointer,
 /// Encodes the tensor map of `request` (KernelAbi.h: a rank-5 UINT16 map,
 /// element strides 1, no interleave, 128-byte swizzle, L2 promotion 128B,
 /// zero fill) into the 128 bytes at `map` (64-byte aligned at least) with
-/// cuTensorMapEncodeTiled of Driver::get(); a TensorMapEncoder, so
-/// ParamBuffer::build(abi, call, &encodeTensorMap) builds a launch's maps.
+/// cuTensorMapEncodeTiled of Driver::get() (or of `driver`): what a
+/// launch's TensorMapEncoder calls, with its device's driver.
 /// Needs no context. An error names the driver's error and the map (its
 /// address, dims, byte strides and box).
 Status encodeTensorMap(const TensorMapRequest &request, void *map);

@@ -66,6 +66,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -301,8 +302,10 @@ Expected<TensorMapRequest> getTensorMapRequest(const KernelParam &param,
                                                const KernelCall &call);
 
 /// Fills the 128 bytes at `map` (128-byte aligned) from `request`: the CUDA
-/// runtime's encodeTensorMap (Cuda.h), or a test's stand-in.
-using TensorMapEncoder = Status (*)(const TensorMapRequest &request, void *map);
+/// runtime's encodeTensorMap (Cuda.h) with the driver of the launch's
+/// device, or a test's stand-in.
+using TensorMapEncoder =
+    std::function<Status(const TensorMapRequest &request, void *map)>;
 
 /// The parameters of one launch: each value of `call` that `abi` names, in
 /// its machine type, and the pointers to them cuLaunchKernel takes.

@@ -30,6 +30,9 @@ inline constexpr llvm::StringLiteral kKVStagesAttr = "fa.kv_stages";
 /// On an outlined forward kernel (unit): its products are warpgroup MMAs
 /// (sm_90a), so fa-tile lays its shared tiles out in wgmma's swizzle.
 inline constexpr llvm::StringLiteral kWgmmaAttr = "fa.wgmma";
+/// On an outlined wgmma forward kernel (unit): fa-fuse chose its tile for
+/// a producer warpgroup, which fa-warp-specialize then gives it.
+inline constexpr llvm::StringLiteral kWarpSpecializeAttr = "fa.warp_specialize";
 /// On each kernel llvm.func convert-fa-to-nvvm emits: how to launch it
 /// (#fa.kernel_abi, include/fa/Runtime/KernelAbi.h).
 inline constexpr llvm::StringLiteral kKernelAbiAttrName = "fa.kernel_abi";
@@ -63,14 +66,21 @@ struct ForwardTile {
 /// terms, or dropout).
 bool isScoredForward(AttentionOp op);
 
-/// The tile `op` gets unless told otherwise (the fastest on the H100), with
-/// mma.sync or, with `wgmma`, warpgroup MMAs.
-ForwardTile defaultForwardTile(AttentionOp op, bool wgmma = false);
+/// The tile `op` gets unless told otherwise (the fastest measured), with
+/// mma.sync or, with `wgmma`, warpgroup MMAs, and with `warpSpecialize` a
+/// producer warpgroup (see canWarpSpecialize).
+ForwardTile defaultForwardTile(AttentionOp op, bool wgmma = false,
+                               bool warpSpecialize = false);
 
 /// The K/V stages a `blockQ x blockKV` tile of `op` gets unless told
 /// otherwise.
 int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV,
-                        bool wgmma = false);
+                        bool wgmma = false, bool warpSpecialize = false);
+
+/// Whether `op`'s wgmma kernel gets a producer warpgroup where asked
+/// (fa-fuse's warp-specialize): the plain path's (not the scored one's,
+/// whose tiles keep one consumer warpgroup).
+bool canWarpSpecialize(AttentionOp op);
 
 /// Why `blockQ x blockKV` is not a forward tile, or an empty string.
 std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);

@@ -274,7 +274,11 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
            "On a chip with wgmma (sm_90a), mark kernels whose head dim is a "
            "multiple of 64 `fa.wgmma` (with their own default tiles and one "
            "warp per 16 query rows): fa-tile then multiplies with warpgroup "
-           "MMAs. false: mma.sync everywhere">
+           "MMAs. false: mma.sync everywhere">,
+    Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"false",
+           "Mark wgmma kernels of the plain path `fa.warp_specialize`, with "
+           "the tiles of a producer warpgroup (128 query rows): "
+           "fa-warp-specialize then gives them one">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -322,8 +326,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
                 "warpgroup of its own";
   let description = [{
     FlashAttention-3's warp specialization, on fa-tile's forward kernels
-    that multiply with wgmma (before `fa-async-copy`, which then leaves
-    them alone): a `fagpu.warp_specialize` whose producer (one more
+    that multiply with wgmma and that fa-fuse marked `fa.warp_specialize`
+    (its `warp-specialize` option; before `fa-async-copy`, which then
+    leaves them alone): a `fagpu.warp_specialize` whose producer (one more
     warpgroup, few registers) copies Q and then K(n), V(n) of every tile
     into rings of `stages` buffers, and whose consumers (the kernel's own
     warpgroups, the registers the producer gave up) run the loop. Each
@@ -338,7 +343,7 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     producer thread issues each tile as TMA copies that count their bytes
     on the full barrier (one arrival), instead of 128 threads' cp.async.
 
-    Kernels that multiply with mma.sync are left as they are.
+    Other kernels (mma.sync, unmarked) are left as they are.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
