@@ -62,6 +62,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdOverlap = tile.overlap;
   options.fwdWarpSpecialize = tile.warpSpecialize;
   options.fwdTma = tile.tma;
+  options.fwdPingpong = tile.pingpong;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -111,6 +112,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-warp-specialize=0";
   if (tile.warpSpecialize && !tile.tma)
     target += ";fwd-tma=0";
+  if (tile.warpSpecialize && !tile.pingpong)
+    target += ";fwd-pingpong=0";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

@@ -108,6 +108,7 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
     FAWarpSpecializeOptions specialize;
     specialize.stages = options.kvStages;
     specialize.tma = options.fwdTma;
+    specialize.pingpong = options.fwdPingpong;
     pm.addPass(createFAWarpSpecialize(specialize));
   }
   FAAsyncCopyOptions asyncCopy;

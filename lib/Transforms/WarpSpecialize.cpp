@@ -81,15 +81,13 @@ struct Rings {
 };
 
 /// Whether `copy` can be a bulk (TMA) copy: its tile in wgmma's 128-byte
-/// swizzle with a multiple of 64 columns, bounded by the row count of a
-/// kernel buffer (every buffer it may copy from has that count: K and V
-/// share Nk).
+/// swizzle with a multiple of 64 columns and at most 256 rows (one box),
+/// bounded by the row count of a kernel buffer (every buffer it may copy
+/// from has that count: K and V share Nk).
 bool canCopyInBulk(fagpu::CopyOp copy) {
   auto type = cast<fagpu::SharedType>(copy.getDest().getType());
   auto dim = copy.getBound().getDefiningOp<memref::DimOp>();
-  return type.getWgmma() && type.getCols() % 64 == 0 &&
-         (type.getCols() == 64 ? type.getRows() <= 256
-                               : type.getRows() % 8 == 0) &&
+  return type.getWgmma() && type.getCols() % 64 == 0 && type.getRows() <= 256 &&
          dim && dim.getConstantIndex() == 2;
 }
 
@@ -146,8 +144,41 @@ void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
       });
 }
 
+/// FlashAttention-3's ping-pong: the consumer warpgroups take turns at the
+/// tensor cores, a turn being P V(n) and the start of S(n + 1), whose wait
+/// comes after the turn is passed. While one warpgroup's softmax runs, the
+/// next one's products have the tensor cores to themselves. Where the loop
+/// is not one S and one P V product, it is left as it is.
+void pingPong(scf::ForOp loop, Value kRing, Value vRing, int64_t warpgroups) {
+  fagpu::MmaOp scores, pv;
+  for (Operation &op : *loop.getBody()) {
+    auto mma = dyn_cast<fagpu::MmaOp>(op);
+    if (!mma)
+      continue;
+    fagpu::MmaOp &slot = mma.getB() == kRing ? scores : pv;
+    if (slot || (mma.getB() != kRing && mma.getB() != vRing) || mma.getAsync())
+      return;
+    slot = mma;
+  }
+  if (!scores || !pv || !scores->isBeforeInBlock(pv))
+    return;
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  fagpu::TakeTurnOp::create(b, loc, warpgroups, /*first=*/true);
+  b.setInsertionPointAfter(loop);
+  fagpu::PassTurnOp::create(b, loc, warpgroups, /*last=*/true);
+  scores.setAsync(true);
+  b.setInsertionPointAfter(scores);
+  fagpu::PassTurnOp::create(b, loc, warpgroups, /*last=*/false);
+  auto wait = fagpu::MmaWaitOp::create(b, loc, scores.getResult(), Value(),
+                                       ValueRange(), 0);
+  scores.getResult().replaceAllUsesExcept(wait.getResult(), wait);
+  b.setInsertionPoint(pv);
+  fagpu::TakeTurnOp::create(b, loc, warpgroups, /*first=*/false);
+}
+
 LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
-                         int64_t &sharedBytes) {
+                         bool pingpong, int64_t &sharedBytes) {
   auto fail = [&](const Twine &why) {
     return kernel.emitOpError("fa-warp-specialize: ") << why;
   };
@@ -295,6 +326,9 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
                                        yields);
   if (failed(specializedLoop))
     return fail("could not add the ring's stage to the K/V loop");
+  if (pingpong && warpgroups >= 2)
+    pingPong(cast<scf::ForOp>(specializedLoop->getOperation()), rings.k,
+             rings.v, warpgroups);
   kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
       ctx, {int32_t(consumers + kProducerThreads), 1, 1}));
   return success();
@@ -325,7 +359,7 @@ struct FAWarpSpecializePass
       if (failed(tile))
         return signalPassFailure();
       int64_t bytes = 0;
-      if (failed(specialize(kernel, tile->kvStages, tma, bytes)))
+      if (failed(specialize(kernel, tile->kvStages, tma, pingpong, bytes)))
         return signalPassFailure();
       kernel->setAttr(kKVStagesAttr,
                       Builder(&getContext()).getI64IntegerAttr(tile->kvStages));

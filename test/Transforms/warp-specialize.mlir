@@ -1,5 +1,5 @@
 // RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=tma=0 -fa-async-copy | FileCheck %s --check-prefix=CP
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="tma=0 pingpong=0" -fa-async-copy | FileCheck %s --check-prefix=CP
 
 // fa-warp-specialize on a wgmma kernel (sm_90a, D = 128, 128 x 128 tiles,
 // two consumer warpgroups, two K/V stages): rings of K and V, mbarriers
@@ -12,6 +12,9 @@
 // The copies are bulk (TMA): one arrival per full barrier, each bounded by
 // its own source's rows (V's from a dim of V, not K's); the producer keeps
 // 24 registers, the consumers 240.
+// Ping-pong (the default with two consumer warpgroups): a turn is P V(n)
+// and the start of S(n + 1), whose wait follows the pass; warpgroup 0 takes
+// the first turn, and the last warpgroup's last pass is dropped.
 // The launch: 384 threads and the barriers' shared memory.
 // CHECK: %[[SMEM:.*]] = arith.constant 163912 : i32
 // CHECK: %[[T:.*]] = arith.constant 384 : index
@@ -39,20 +42,31 @@
 // CHECK-NEXT: fagpu.async_copy %arg2[%batch, %{{.*}}, %[[ROW]]] bound %[[NV]] to %[[SV]][%[[ST]]] signal %[[VF]][%[[ST]]] {bulk}
 // CHECK: } consumers {
 // CHECK: fagpu.barrier_wait %[[QF]][%[[C0:.*]]] parity %[[C0]]
-// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[CST:[a-z0-9]+]] = %{{.*}}, %[[CPAR:[a-z0-9]+]] = %{{.*}})
+// CHECK-NEXT: fagpu.take_turn of 2 {first}
+// CHECK-NEXT: scf.for {{.*}} iter_args({{.*}}, %[[CST:[a-z0-9]+]] = %{{.*}}, %[[CPAR:[a-z0-9]+]] = %{{.*}})
 // CHECK-NEXT: fagpu.barrier_wait %[[KF]][%[[CST]]] parity %[[CPAR]]
-// CHECK-NEXT: fagpu.mma %{{.*}}, %[[SK]][%[[CST]]] {b_transposed, wgmma}
+// CHECK-NEXT: %[[S:.*]] = fagpu.mma %{{.*}}, %[[SK]][%[[CST]]] {async, b_transposed, wgmma}
+// CHECK-NEXT: fagpu.pass_turn of 2
+// CHECK-NEXT: %[[SW:.*]] = fagpu.mma_wait %[[S]] {pending = 0 : i64}
 // CHECK-NEXT: fagpu.barrier_arrive %[[KE]][%[[CST]]]
+// CHECK-NEXT: fagpu.tile_needs_mask
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: fagpu.mask %[[SW]]
 // CHECK: fagpu.barrier_wait %[[VF]][%[[CST]]] parity %[[CPAR]]
+// CHECK-NEXT: fagpu.take_turn of 2
 // CHECK-NEXT: fagpu.mma %{{.*}}, %[[SV]][%[[CST]]] acc %{{.*}} {wgmma}
 // CHECK-NEXT: fagpu.barrier_arrive %[[VE]][%[[CST]]]
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: fagpu.pass_turn of 2 {last}
 // CHECK: fagpu.store
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.return
 
 // With tma=0 the copies are cp.async: each of the producer's 128 threads
 // arrives on the full barriers, V is bounded by K's rows as fa-tile wrote
-// it, and the producer keeps 40 registers for its addresses.
+// it, and the producer keeps 40 registers for its addresses. With
+// pingpong=0 the warpgroups do not take turns: S is waited for where it is.
 // CP-LABEL: gpu.func @fa_forward_0
 // CP-NOT: memref.dim %arg2
 // CP: fagpu.alloc_barriers {arrivals = 128 : i64, offset = 163840 : i64} : !fagpu.barriers<1>
@@ -61,6 +75,10 @@
 // CP: fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
 // CP-NOT: bulk
 // CP: } consumers {
+// CP-NOT: turn
+// CP: fagpu.mma %{{.*}} {b_transposed, wgmma}
+// CP-NOT: turn
+// CP: gpu.return
 func.func @d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
   %o = fa.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
   return %o : tensor<?x8x?x128xbf16>

@@ -219,6 +219,11 @@ static cl::opt<bool> fwdTmaOpt(
     cl::desc("With --fwd-warp-specialize, the producer copies with TMA "
              "where the tiles allow (false: cp.async)"),
     cl::init(true), cl::cat(faCategory));
+static cl::opt<bool> fwdPingpongOpt(
+    "fwd-pingpong",
+    cl::desc("With --fwd-warp-specialize, the consumer warpgroups take turns "
+             "at the tensor cores (ping-pong)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<int64_t> kvStagesOpt(
     "kv-stages",
     cl::desc("On a GPU target, the forward kernel's K/V pipeline stages "
@@ -1079,10 +1084,10 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image =
-        compileCudaKernel(op, chip,
-                          {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt,
-                           fwdOverlapOpt, fwdWarpSpecializeOpt, fwdTmaOpt});
+    FailureOr<CudaKernelImage> image = compileCudaKernel(
+        op, chip,
+        {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
+         fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1336,10 +1341,10 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  std::shared_ptr<const rt::CachedKernel> cached =
-      getOrCompileCudaKernel(op, chip, compiledNow, error,
-                             {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt,
-                              fwdOverlapOpt, fwdWarpSpecializeOpt, fwdTmaOpt});
+  std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
+      op, chip, compiledNow, error,
+      {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
+       fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

@@ -40,13 +40,15 @@ struct CudaKernelImage {
 /// block-kv and kv-stages; 0: the default for the op's D), and whether it
 /// multiplies with wgmma where the chip has it (fwd-wgmma), overlaps its
 /// softmax with P V there (fwd-overlap, off by default) and copies in a
-/// producer warpgroup (fwd-warp-specialize), with TMA (fwd-tma).
+/// producer warpgroup (fwd-warp-specialize), with TMA (fwd-tma) and the
+/// consumer warpgroups' ping-pong (fwd-pingpong).
 struct CudaForwardTile {
   int64_t blockQ = 0, blockKV = 0, kvStages = 0;
   bool wgmma = true;
   bool overlap = false;
   bool warpSpecialize = true;
   bool tma = true;
+  bool pingpong = true;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

@@ -80,6 +80,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::desc("With fwd-warp-specialize: the producer copies with "
                      "TMA where the tiles allow (false: cp.async)"),
       llvm::cl::init(true)};
+  Option<bool> fwdPingpong{
+      *this, "fwd-pingpong",
+      llvm::cl::desc("With fwd-warp-specialize: the consumer warpgroups take "
+                     "turns at the tensor cores, one's softmax under the "
+                     "other's products"),
+      llvm::cl::init(true)};
   Option<bool> bwdPrefetch{
       *this, "bwd-prefetch",
       llvm::cl::desc("Backward dK/dV kernel: load the next Q tile while "

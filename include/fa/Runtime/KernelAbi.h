@@ -45,8 +45,8 @@
 // of t, one of q, k, v, o, do, dq, dk, dv: [B, H, N, D] of 2-byte elements
 // with element stride 1 in D (N is Nq and H is Hq for q, o, do, dq; Nk and
 // Hkv for k, v, dk, dv). A box holds R rows of all D columns, cut in 64-column
-// (128-byte) panels, so that each 8-row group lands in wgmma's
-// 128-byte-swizzled shared layout: a 5-D map, innermost first, of dims
+// (128-byte) panels, which land one after another in shared memory: fagpu's
+// 128-byte-swizzled wgmma tile of R rows. A 5-D map, innermost first, of dims
 // (64, N, D/64, H, B), byte strides of dims 1 to 4 (stride(t, 2) * 2, 128,
 // stride(t, 1) * 2, stride(t, 0) * 2), box (64, R, D/64, 1, 1), element
 // strides all 1, no interleave, 128-byte swizzle, L2 promotion 128B, zero

@@ -343,13 +343,21 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     producer thread issues each tile as TMA copies that count their bytes
     on the full barrier (one arrival), instead of 128 threads' cp.async.
 
+    With `pingpong` (the default) and two or more consumer warpgroups, they
+    take turns at the tensor cores (`fagpu.take_turn` / `fagpu.pass_turn`):
+    a turn is P V(n) and the start of S(n + 1) = Q K(n + 1)^T, so that one
+    warpgroup's softmax runs under the other's products (FlashAttention-3's
+    ping-pong).
+
     Other kernels (mma.sync, unmarked) are left as they are.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "K/V stages, 1 to 4; 0: the default for the kernel's tile">,
     Option<"tma", "tma", "bool", /*default=*/"true",
-           "Copy with TMA where the tiles allow">
+           "Copy with TMA where the tiles allow">,
+    Option<"pingpong", "pingpong", "bool", /*default=*/"true",
+           "Consumer warpgroups take turns at the tensor cores">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

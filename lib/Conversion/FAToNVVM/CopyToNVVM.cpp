@@ -82,7 +82,7 @@ LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
         "convert-fa-to-nvvm: the source is not a buffer of the kernel");
   const KernelBinding::Buffer &buffer = it->second;
   KernelBuilder kb(rewriter, loc, type.getElementType(), type.getCols());
-  kb.setWgmmaTiles(type.getWgmma());
+  kb.setWgmmaSlabs(type.getWgmma() ? type.getRows() : 0);
   kb.setThreads(binding.threads);
   Value tile = getStage(kb, rewriter, loc, dest, adaptor.getStage(), type);
   Value base = kb.headBase(buffer.ptr, toI32(rewriter, loc, adaptor.getBatch()),
@@ -102,9 +102,9 @@ LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
 }
 
 /// A bulk copy: one thread expects the tile's bytes on the barrier and
-/// issues its TMA copies, a box of getBulkBoxRows rows each, at (column 0,
-/// row, column block 0, head, batch) of the source's 5-D tensor map
-/// (KernelAbi.h); the map zero-fills rows past the source's.
+/// issues one TMA copy, a box of the whole tile at (column 0, row, slab 0,
+/// head, batch) of the source's 5-D tensor map (KernelAbi.h), which lands
+/// in the tile's slabs; the map zero-fills rows past the source's.
 LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
                             fagpu::AsyncCopyOp::Adaptor adaptor,
                             ConversionPatternRewriter &rewriter,
@@ -133,27 +133,21 @@ LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
   NVVM::MBarrierArriveExpectTxOp::create(
       rewriter, loc, Type(), barrier, kb.c32(type.getRows() * rowBytes),
       NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
-  int64_t boxRows = getBulkBoxRows(type);
-  Value row = toI32(rewriter, loc, adaptor.getRow());
-  Value head = toI32(rewriter, loc, adaptor.getHead());
-  Value batch = toI32(rewriter, loc, adaptor.getBatch());
-  for (int64_t box = 0; box < type.getRows() / boxRows; ++box) {
-    Value dest = box ? kb.smemAt(tile, kb.c32(box * boxRows * rowBytes)) : tile;
-    // The instruction takes a shared::cluster address; the CTA's own
-    // shared memory is part of its (one-CTA) cluster's.
-    dest = LLVM::AddrSpaceCastOp::create(
-        rewriter, loc,
-        LLVM::LLVMPointerType::get(rewriter.getContext(),
-                                   int(NVVM::NVVMMemorySpace::SharedCluster)),
-        dest);
-    Value coords[] = {kb.c32(0), box ? kb.add(row, kb.c32(box * boxRows)) : row,
-                      kb.c32(0), head, batch};
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        rewriter, loc, dest, it->second, coords, barrier,
-        /*im2colOffsets=*/ValueRange(), /*multicastMask=*/Value(),
-        /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
-        /*group=*/NVVM::CTAGroupKindAttr(), /*predicate=*/Value());
-  }
+  // The instruction takes a shared::cluster address; the CTA's own shared
+  // memory is part of its (one-CTA) cluster's.
+  Value dest = LLVM::AddrSpaceCastOp::create(
+      rewriter, loc,
+      LLVM::LLVMPointerType::get(rewriter.getContext(),
+                                 int(NVVM::NVVMMemorySpace::SharedCluster)),
+      tile);
+  Value coords[] = {kb.c32(0), toI32(rewriter, loc, adaptor.getRow()),
+                    kb.c32(0), toI32(rewriter, loc, adaptor.getHead()),
+                    toI32(rewriter, loc, adaptor.getBatch())};
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      rewriter, loc, dest, it->second, coords, barrier,
+      /*im2colOffsets=*/ValueRange(), /*multicastMask=*/Value(),
+      /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+      /*group=*/NVVM::CTAGroupKindAttr(), /*predicate=*/Value());
   return success();
 }
 
@@ -275,6 +269,80 @@ struct BarrierArriveLowering
   }
 };
 
+/// Consumer warpgroup w's turns are named barrier 1 + w, of 256 threads:
+/// its own 128 sync there, the previous warpgroup's 128 arrive.
+Value turnBarrier(KernelBuilder &kb, Value warpgroup) {
+  return kb.add(warpgroup, kb.c32(1));
+}
+
+Value consumerWarpgroup(KernelBuilder &kb, OpBuilder &b, Location loc) {
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  return kb.shr(tid, 7);
+}
+
+/// `then` under `cond` where `cond` is given.
+template <typename Fn>
+void guarded(OpBuilder &b, Location loc, Value cond, Fn then) {
+  OpBuilder::InsertionGuard guard(b);
+  if (cond) {
+    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+  }
+  then();
+}
+
+struct TakeTurnLowering : public OpConversionPattern<fagpu::TakeTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TakeTurnOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    Value wg = consumerWarpgroup(kb, rewriter, loc);
+    // Warpgroup 0's first turn is its own.
+    Value cond = op.getFirst() ? arith::CmpIOp::create(rewriter, loc,
+                                                       arith::CmpIPredicate::ne,
+                                                       wg, kb.c32(0))
+                                     .getResult()
+                               : Value();
+    guarded(rewriter, loc, cond, [&] {
+      NVVM::BarrierOp::create(rewriter, loc, TypeRange{}, turnBarrier(kb, wg),
+                              kb.c32(256), {}, Value());
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PassTurnLowering : public OpConversionPattern<fagpu::PassTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PassTurnOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    int64_t warpgroups = op.getWarpgroups();
+    Value wg = consumerWarpgroup(kb, rewriter, loc);
+    Value last = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                       wg, kb.c32(warpgroups - 1));
+    // The last warpgroup's last pass would never be taken.
+    Value cond = op.getLast()
+                     ? arith::XOrIOp::create(
+                           rewriter, loc, last,
+                           arith::ConstantIntOp::create(rewriter, loc, 1, 1))
+                           .getResult()
+                     : Value();
+    guarded(rewriter, loc, cond, [&] {
+      Value next = arith::SelectOp::create(rewriter, loc, last, kb.c32(0),
+                                           kb.add(wg, kb.c32(1)));
+      NVVM::BarrierArriveOp::create(rewriter, loc, turnBarrier(kb, next),
+                                    kb.c32(256));
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// A synchronous copy: everyone is done with the stage, the copy lands, and
 /// everyone sees it.
 struct CopyLowering : public OpConversionPattern<fagpu::CopyOp> {
@@ -343,6 +411,6 @@ void mlir::fa::nvvm::populateFAGPUCopyToNVVMPatterns(
   patterns.add<AllocSharedLowering, AsyncCopyLowering, CopyLowering,
                AsyncWaitLowering, AllocBarriersLowering, BarrierWaitLowering>(
       converter, ctx, binding);
-  patterns.add<AsyncCommitLowering, BarrierLowering, BarrierArriveLowering>(
-      converter, ctx);
+  patterns.add<AsyncCommitLowering, BarrierLowering, BarrierArriveLowering,
+               TakeTurnLowering, PassTurnLowering>(converter, ctx);
 }

@@ -63,13 +63,10 @@ struct KernelBinding {
   Value batch, head, tile, heads;
 };
 
-/// Rows of each box a bulk copy into `tile` issues (the tensor map's
-/// box rows): the whole tile at 64 columns, whose 128-byte rows lie one
-/// after another; else 8, the rows of one swizzle group, which wgmma's
-/// layout keeps whole (its D / 64 column blocks side by side).
-inline int64_t getBulkBoxRows(fagpu::SharedType tile) {
-  return tile.getCols() == 64 ? tile.getRows() : 8;
-}
+/// Rows of the box a bulk copy into `tile` issues (the tensor map's box
+/// rows): the whole tile, whose D / 64 slabs of 128-byte rows one box
+/// (64, rows, D / 64) writes as they are.
+inline int64_t getBulkBoxRows(fagpu::SharedType tile) { return tile.getRows(); }
 
 /// The calling thread's id, warp, lane, and the lane's row group (lane / 4)
 /// and quad position (lane % 4) in mma.sync fragments (all i32). With

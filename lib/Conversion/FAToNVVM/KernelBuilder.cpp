@@ -234,8 +234,10 @@ Value KernelBuilder::swizzled(Value row, Value col, int64_t width) {
   if (wgmmaTiles && width % 64 == 0) {
     Value inGroup = andi(row, 7);
     Value chunk = xori(andi(shr(col, 3), 7), inGroup);
-    Value group = mul(shr(row, 3), c32(8 * width * 2));
-    Value block = mul(shr(col, 6), c32(1024));
+    int64_t groupBytes = slabRows ? 1024 : 8 * width * 2;
+    int64_t blockBytes = slabRows ? slabRows * 128 : 1024;
+    Value group = mul(shr(row, 3), c32(groupBytes));
+    Value block = mul(shr(col, 6), c32(blockBytes));
     return add(add(group, block),
                add(add(shl(inGroup, 7), shl(chunk, 4)), shl(andi(col, 7), 1)));
   }
@@ -251,7 +253,7 @@ Value KernelBuilder::swizzledAt(Value rowLane, int64_t rowConst, Value colLane,
                                 int64_t colConst) {
   if (wgmmaTiles && d % 64 == 0)
     return add(swizzled(rowLane, add(colLane, c32(colConst))),
-               c32(rowConst * d * 2));
+               c32(rowConst * rowStride()));
   int64_t chunks = d / 8, group = 1;
   while (group < 8 && chunks % (group * 2) == 0)
     group *= 2;
@@ -293,7 +295,7 @@ void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
       Value valid = cmp(arith::CmpIPredicate::slt,
                         add(gRow0, c32(i * rowsPerPass)), rows);
       Value src = i == 0 ? first : gep(first, mul(step, c64(i)), et);
-      Value dst = smemAt(tile, add(dst0, c32(i * rowsPerPass * d * 2)));
+      Value dst = smemAt(tile, add(dst0, c32(i * rowsPerPass * rowStride())));
       NVVM::CpAsyncOp::create(b, loc, dst, sel(valid, src, inBounds),
                               /*size=*/16u, NVVM::LoadCacheModifierKind::CG,
                               sel(valid, c32(16), c32(0)));

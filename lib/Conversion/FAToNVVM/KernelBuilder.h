@@ -189,11 +189,20 @@ public:
   void setThreads(int64_t n) { threads = n; }
   /// Lays shared tiles out in wgmma's 128-byte swizzle (swizzled()) or not.
   void setWgmmaTiles(bool on) { wgmmaTiles = on; }
+  /// Lays shared tiles of `rows` rows out in wgmma's 128-byte swizzle as
+  /// fagpu's wgmma tiles are: 64-column slabs [width / 64][rows][64], each
+  /// a column of 8-row swizzle atoms (what one TMA box writes). 0: 8-row
+  /// groups as setWgmmaTiles lays them (the backward's kernels).
+  void setWgmmaSlabs(int64_t rows) {
+    wgmmaTiles = rows > 0;
+    slabRows = rows;
+  }
   /// Byte offset of element (row, col) in a swizzled [rows][width] tile
   /// (width 0: d): 16-byte chunks XOR-ed with the row so the 8 rows one
   /// ldmatrix reads hit distinct banks. With `wgmmaTiles` and a width that
   /// is a multiple of 64, rows are stored in groups of 8 as [width / 64][8]
-  /// [64]: wgmma's 128-byte swizzle, the same bytes at width 64.
+  /// [64] (with setWgmmaSlabs, in 64-column slabs): wgmma's 128-byte
+  /// swizzle, the same bytes at width 64.
   Value swizzled(Value row, Value col, int64_t width = 0);
   /// swizzled(rowLane + rowConst, colLane + colConst) for a lane-dependent
   /// part and constants (rowConst a multiple of 8, colConst of 16, colLane 0
@@ -378,6 +387,12 @@ protected:
   /// Shared tiles of the kernel being built are laid out for wgmma
   /// (swizzled()).
   bool wgmmaTiles = false;
+  /// The rows of setWgmmaSlabs' tiles; 0: 8-row groups.
+  int64_t slabRows = 0;
+  /// Bytes a step of 8 rows moves in a tile of width d, divided by 8.
+  int64_t rowStride() const {
+    return wgmmaTiles && slabRows && d % 64 == 0 ? 128 : d * 2;
+  }
   Type i32, i64, f32, gptr, sptr;
 
 private:

@@ -45,7 +45,7 @@ struct LoadOperandLowering : public OpConversionPattern<fagpu::LoadOperandOp> {
     auto shared = cast<fagpu::SharedType>(op.getSource().getType());
     auto type = cast<RankedTensorType>(op.getType());
     KernelBuilder kb(rewriter, loc, shared.getElementType(), shared.getCols());
-    kb.setWgmmaTiles(shared.getWgmma());
+    kb.setWgmmaSlabs(shared.getWgmma() ? shared.getRows() : 0);
     Value tile = getStage(kb, rewriter, loc, adaptor.getSource(),
                           adaptor.getStage(), shared);
     SmallVector<Value> values;
@@ -58,13 +58,17 @@ struct LoadOperandLowering : public OpConversionPattern<fagpu::LoadOperandOp> {
   }
 };
 
-/// Bytes between the 8-row groups of a tile `cols` wide in wgmma's 128-byte
-/// swizzle ([rows / 8][cols / 64][8][64]).
-int64_t wgmmaGroupBytes(int64_t cols) { return 8 * cols * 2; }
+/// fagpu's wgmma tiles are 64-column slabs of 128-byte rows,
+/// [cols / 64][rows][64] in the 128-byte swizzle: 8-row atoms 1024 bytes
+/// apart, slabs rows * 128 bytes apart (one TMA box writes a whole tile).
+constexpr int64_t kWgmmaAtomBytes = 1024;
+int64_t wgmmaSlabBytes(fagpu::SharedType tile) { return tile.getRows() * 128; }
 
 /// The byte offset of k-step `kk` (16 columns) in a K-major operand's rows:
-/// 32 bytes within a 128-byte row, 1024 past each block of 64 columns.
-int64_t wgmmaKMajorStep(int64_t kk) { return kk / 4 * 1024 + kk % 4 * 32; }
+/// 32 bytes within a 128-byte row, a slab past each 64 columns.
+int64_t wgmmaKMajorStep(fagpu::SharedType tile, int64_t kk) {
+  return kk / 4 * wgmmaSlabBytes(tile) + kk % 4 * 32;
+}
 
 /// `op` as warpgroup MMAs: per m-tile (its 64 rows are one warpgroup's) a
 /// chain of m64nNk16 wgmmas over K, B read by the tensor cores from its
@@ -83,26 +87,26 @@ SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
   int64_t k = bStoredNK ? bType.getCols() : bType.getRows();
   int64_t mTiles = mTilesOf(type), nTiles = type.getDimSize(1) / 8;
   KernelBuilder kb(rewriter, loc, bType.getElementType(), bType.getCols());
-  kb.setWgmmaTiles(true);
+  kb.setWgmmaSlabs(bType.getRows());
   Value bTile = getStage(kb, rewriter, loc, bBase, bStage, bType);
-  // B's descriptor: 8-row groups along N (K-major) or K (MN-major, whose
-  // 64-column blocks along N are 1024 bytes apart); a k-step of MN-major B
-  // is two groups of rows.
-  int64_t bGroup = wgmmaGroupBytes(bType.getCols());
-  Value bDesc = kb.wgmmaDesc(bTile, kb.c32(0), bStoredNK ? 16 : 1024, bGroup);
+  // B's descriptor: 8-row atoms along N (K-major) or K (MN-major, whose
+  // 64-column slabs along N are the leading dimension); a k-step of
+  // MN-major B is two atoms of rows.
+  Value bDesc =
+      kb.wgmmaDesc(bTile, kb.c32(0), bStoredNK ? 16 : wgmmaSlabBytes(bType),
+                   kWgmmaAtomBytes);
   auto bStep = [&](int64_t kk) {
-    return bStoredNK ? wgmmaKMajorStep(kk) : kk * 2 * bGroup;
+    return bStoredNK ? wgmmaKMajorStep(bType, kk) : kk * 2 * kWgmmaAtomBytes;
   };
   Value aDesc;
-  int64_t aGroup = 0;
+  auto aType = dyn_cast<fagpu::SharedType>(op.getA().getType());
   SmallVector<Value> aRegs;
   unsigned warps = fagpu::getLayoutWarps(type);
-  if (auto aType = dyn_cast<fagpu::SharedType>(op.getA().getType())) {
-    // This warpgroup's 64 rows of each m-tile's 16 x warps.
-    aGroup = wgmmaGroupBytes(aType.getCols());
+  if (aType) {
+    // This warpgroup's 64 rows (8 atoms) of each m-tile's 16 x warps.
     LaneIds place = getLaneIds(kb, rewriter, loc);
-    Value rows = kb.mul(kb.shr(place.warp, 2), kb.c32(8 * aGroup));
-    aDesc = kb.wgmmaDesc(aValues.front(), rows, 16, aGroup);
+    Value rows = kb.mul(kb.shr(place.warp, 2), kb.c32(8 * kWgmmaAtomBytes));
+    aDesc = kb.wgmmaDesc(aValues.front(), rows, 16, kWgmmaAtomBytes);
   } else {
     aRegs.assign(aValues.begin(), aValues.end());
   }
@@ -128,8 +132,8 @@ SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
       ArrayRef<Value> a;
       Value aAt;
       if (aDesc)
-        aAt = kb.wgmmaDescAt(aDesc,
-                             mt * 2 * warps * aGroup + wgmmaKMajorStep(kk));
+        aAt = kb.wgmmaDescAt(aDesc, mt * 2 * warps * kWgmmaAtomBytes +
+                                        wgmmaKMajorStep(aType, kk));
       else
         a = ArrayRef<Value>(aRegs).slice((mt * (k / 16) + kk) * 4, 4);
       kb.wgmma(c[mt], a, aAt, kb.wgmmaDescAt(bDesc, bStep(kk)),

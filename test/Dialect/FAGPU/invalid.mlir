@@ -348,6 +348,62 @@ gpu.module @m {
 
 // -----
 
+gpu.module @m {
+  gpu.func @turn_count() kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      %a = arith.constant 0 : index
+    } consumers {
+      // expected-error @+1 {{turns of 3 warpgroups, but the consumers are 2}}
+      fagpu.take_turn of 3 {first}
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @turn_in_producer() kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      // expected-error @+1 {{must be in the consumers of a fagpu.warp_specialize}}
+      fagpu.pass_turn of 2
+    } consumers {
+      %b = arith.constant 0 : index
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+func.func @turn_outside() {
+  // expected-error @+1 {{must be in the consumers of a fagpu.warp_specialize}}
+  fagpu.take_turn of 2
+  return
+}
+
+// -----
+
+func.func @turn_one_warpgroup() {
+  // expected-error @+1 {{attribute 'warpgroups' failed to satisfy constraint}}
+  fagpu.take_turn of 1
+  return
+}
+
+// -----
+
+func.func @bulk_rows(%k: memref<?x8x?x64xbf16>, %i: index) {
+  %c2 = arith.constant 2 : index
+  %n = memref.dim %k, %c2 : memref<?x8x?x64xbf16>
+  %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x264x64xbf16, wgmma>
+  %full = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 33792 : i64} : !fagpu.barriers<1>
+  // expected-error @+1 {{a bulk copy's tile must be in wgmma's layout with a multiple of 64 columns and at most 256 rows (one TMA box)}}
+  %t = fagpu.async_copy %k[%i, %i, %i] bound %n to %s[%i] signal %full[%i] {bulk} : memref<?x8x?x64xbf16> to !fagpu.shared<1x264x64xbf16, wgmma>, !fagpu.barriers<1>
+  return
+}
+
+// -----
+
 func.func @bulk_unsignalled(%k: memref<?x8x?x128xbf16>, %i: index) {
   %c2 = arith.constant 2 : index
   %n = memref.dim %k, %c2 : memref<?x8x?x128xbf16>
@@ -364,7 +420,7 @@ func.func @bulk_unswizzled(%k: memref<?x8x?x128xbf16>, %i: index) {
   %n = memref.dim %k, %c2 : memref<?x8x?x128xbf16>
   %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x128xbf16>
   %full = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 65536 : i64} : !fagpu.barriers<2>
-  // expected-error @+1 {{a bulk copy's tile must be in wgmma's layout with a multiple of 64 columns (and at most 256 rows of 64, or a multiple of 8 rows)}}
+  // expected-error @+1 {{a bulk copy's tile must be in wgmma's layout with a multiple of 64 columns and at most 256 rows (one TMA box)}}
   %t = fagpu.async_copy %k[%i, %i, %i] bound %n to %s[%i] signal %full[%i] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16>, !fagpu.barriers<2>
   return
 }

@@ -184,7 +184,11 @@ func.func @wgmma_async(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shar
 // CHECK: fagpu.barrier_wait %{{.*}}[%{{.*}}] parity %{{.*}} : !fagpu.barriers<2>
 // CHECK: fagpu.async_copy %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] bound %{{.*}} to %{{.*}}[%{{.*}}] signal %[[F]][%{{.*}}] : memref<?x8x?x64xbf16> to !fagpu.shared<2x128x64xbf16, wgmma>, !fagpu.barriers<2>
 // CHECK: } consumers {
-// CHECK: fagpu.barrier_arrive %{{.*}}[%{{.*}}] : !fagpu.barriers<2>
+// CHECK: fagpu.take_turn of 2 {first}
+// CHECK-NEXT: fagpu.barrier_arrive %{{.*}}[%{{.*}}] : !fagpu.barriers<2>
+// CHECK-NEXT: fagpu.pass_turn of 2
+// CHECK-NEXT: fagpu.take_turn of 2
+// CHECK-NEXT: fagpu.pass_turn of 2 {last}
 gpu.module @m {
   gpu.func @roles(%k: memref<?x8x?x64xbf16>, %i: index) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
     %s = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x64xbf16, wgmma>
@@ -196,7 +200,11 @@ gpu.module @m {
       %t = fagpu.async_copy %k[%i, %i, %i] bound %i to %s[%i] signal %full[%i] : memref<?x8x?x64xbf16> to !fagpu.shared<2x128x64xbf16, wgmma>, !fagpu.barriers<2>
     } consumers {
       fagpu.barrier_wait %full[%i] parity %i : !fagpu.barriers<2>
+      fagpu.take_turn of 2 {first}
       fagpu.barrier_arrive %empty[%i] : !fagpu.barriers<2>
+      fagpu.pass_turn of 2
+      fagpu.take_turn of 2
+      fagpu.pass_turn of 2 {last}
     }
     gpu.return
   }

@@ -185,11 +185,10 @@ LogicalResult AsyncCopyOp::verify() {
   if (!getBarriers() || getPredicate())
     return emitOpError("a bulk copy must signal a barrier and have no "
                        "predicate");
-  if (!dest.getWgmma() || dest.getCols() % 64 != 0 ||
-      (dest.getCols() == 64 ? dest.getRows() > 256 : dest.getRows() % 8 != 0))
+  if (!dest.getWgmma() || dest.getCols() % 64 != 0 || dest.getRows() > 256)
     return emitOpError("a bulk copy's tile must be in wgmma's layout with a "
-                       "multiple of 64 columns (and at most 256 rows of 64, "
-                       "or a multiple of 8 rows)");
+                       "multiple of 64 columns and at most 256 rows (one TMA "
+                       "box)");
   // The tensor map zero-fills past the tensor's rows, no other bound.
   auto dim = getBound().getDefiningOp<memref::DimOp>();
   std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
@@ -247,6 +246,32 @@ LogicalResult WarpSpecializeOp::verify() {
     return emitOpError("a role may not pass a CTA barrier (gpu.barrier): "
                        "the roles synchronize through mbarriers");
   return success();
+}
+
+/// A turn op belongs to the consumers of a fagpu.warp_specialize with
+/// `warpgroups` consumer warpgroups.
+static LogicalResult verifyTurn(Operation *op, int64_t warpgroups) {
+  Operation *parent = op->getParentOp();
+  while (parent && !isa<WarpSpecializeOp>(parent))
+    parent = parent->getParentOp();
+  auto specialized = dyn_cast_or_null<WarpSpecializeOp>(parent);
+  if (!specialized ||
+      !specialized.getConsumers().isAncestor(op->getParentRegion()))
+    return op->emitOpError(
+        "must be in the consumers of a fagpu.warp_specialize");
+  if (int64_t(specialized.getConsumerThreads()) != 128 * warpgroups)
+    return op->emitOpError("turns of ")
+           << warpgroups << " warpgroups, but the consumers are "
+           << specialized.getConsumerThreads() / 128;
+  return success();
+}
+
+LogicalResult TakeTurnOp::verify() {
+  return verifyTurn(*this, getWarpgroups());
+}
+
+LogicalResult PassTurnOp::verify() {
+  return verifyTurn(*this, getWarpgroups());
 }
 
 LogicalResult LoadOperandOp::verify() {

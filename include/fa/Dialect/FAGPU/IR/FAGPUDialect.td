@@ -45,8 +45,9 @@ class FAGPU_Type<string name, string typeMnemonic, list<Trait> traits = []>
 // shared memory, rows of 16-byte chunks XOR-swizzled with the row so that
 // the 8 rows one ldmatrix reads hit distinct banks.
 // `!fagpu.shared<2x64x128xbf16, wgmma>`: the same tiles in wgmma's 128-byte
-// swizzle, which the tensor cores read through descriptors: groups of 8 rows
-// as [columns / 64][8][64] (1024-byte blocks; the same bytes at 64 columns).
+// swizzle, which the tensor cores read through descriptors: 64-column slabs
+// [columns / 64][rows][64], each a column of 8-row, 1024-byte swizzle atoms
+// (the same bytes at 64 columns; what one TMA box of the tile writes).
 def FAGPU_SharedType : FAGPU_Type<"Shared", "shared"> {
   let summary = "A ring of tiles in shared memory";
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,

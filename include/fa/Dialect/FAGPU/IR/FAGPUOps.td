@@ -314,6 +314,41 @@ def FAGPU_BarrierArriveOp : FAGPU_Op<"barrier_arrive"> {
   }];
 }
 
+def FAGPU_Warpgroups : ConfinedAttr<I64Attr, [IntMinValue<2>, IntMaxValue<15>]>;
+
+class FAGPU_TurnOp<string mnemonic, dag args> : FAGPU_Op<mnemonic> {
+  let arguments = args;
+  let assemblyFormat = "`of` $warpgroups attr-dict";
+  let hasVerifier = 1;
+}
+
+def FAGPU_TakeTurnOp : FAGPU_TurnOp<"take_turn",
+    (ins FAGPU_Warpgroups:$warpgroups, UnitAttr:$first)> {
+  let summary = "Waits for this consumer warpgroup's turn";
+  let description = [{
+    Turns go round the `warpgroups` consumer warpgroups of a
+    fagpu.warp_specialize in order, 0, 1, ..., 0: a warpgroup's n-th take
+    returns once the warpgroup before it made its n-th `fagpu.pass_turn`.
+    With `first` (the first take), warpgroup 0 returns at once: it starts
+    the rotation. What a warpgroup does between its take and its pass (the
+    tensor-core products it issues) is never interleaved with another's:
+    FlashAttention-3's ping-pong, one warpgroup's softmax under the other's
+    products. Lowered to a named barrier per warpgroup (ids 1 to
+    `warpgroups`, 256 threads: the taker's syncs, the passer's arrivals).
+  }];
+}
+
+def FAGPU_PassTurnOp : FAGPU_TurnOp<"pass_turn",
+    (ins FAGPU_Warpgroups:$warpgroups, UnitAttr:$last)> {
+  let summary = "Gives the turn to the next consumer warpgroup";
+  let description = [{
+    Ends this warpgroup's turn without waiting: the next warpgroup (the
+    first after the last) may take it. With `last` (the last pass), the last
+    warpgroup does not pass, so that every pass is taken: the rotation ends
+    with each warpgroup having taken as many turns as it passed.
+  }];
+}
+
 def FAGPU_WarpSpecializeOp : FAGPU_Op<"warp_specialize", [
     NoTerminator, RecursiveMemoryEffects]> {
   let summary = "Splits the CTA into a producer and consumer warpgroups";
