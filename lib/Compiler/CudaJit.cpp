@@ -63,6 +63,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdWarpSpecialize = tile.warpSpecialize;
   options.fwdTma = tile.tma;
   options.fwdPingpong = tile.pingpong;
+  options.fwdWsOverlap = tile.wsOverlap;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -114,6 +115,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-tma=0";
   if (tile.warpSpecialize && !tile.pingpong)
     target += ";fwd-pingpong=0";
+  if (tile.warpSpecialize && !tile.wsOverlap)
+    target += ";fwd-ws-overlap=0";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

@@ -109,6 +109,7 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
     specialize.stages = options.kvStages;
     specialize.tma = options.fwdTma;
     specialize.pingpong = options.fwdPingpong;
+    specialize.overlap = options.fwdWsOverlap;
     pm.addPass(createFAWarpSpecialize(specialize));
   }
   FAAsyncCopyOptions asyncCopy;

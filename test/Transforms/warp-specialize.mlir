@@ -1,5 +1,6 @@
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="tma=0 pingpong=0" -fa-async-copy | FileCheck %s --check-prefix=CP
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=overlap=0 -fa-async-copy | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="tma=0 pingpong=0 overlap=0" -fa-async-copy | FileCheck %s --check-prefix=CP
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s --check-prefix=OV
 
 // fa-warp-specialize on a wgmma kernel (sm_90a, D = 128, 128 x 128 tiles,
 // two consumer warpgroups, two K/V stages): rings of K and V, mbarriers
@@ -79,6 +80,44 @@
 // CP: fagpu.mma %{{.*}} {b_transposed, wgmma}
 // CP-NOT: turn
 // CP: gpu.return
+// With overlap (the default) the consumers' loop is rotated: under a test
+// that there is a tile, tile 0's S (the first turn) and softmax; then
+// iteration n takes a turn to start S(n) and P(n - 1) V(n - 1) (V's stage
+// and parity carried from the iteration before), passes it, waits for S
+// alone (1 product pending), releases K(n), computes the softmax, waits for
+// P V (reading P(n - 1), after the row state and P(n) in f32), releases
+// V(n - 1), rounds P(n) and rescales; the last P V is the last turn.
+// OV: fagpu.barrier_wait %[[QF:.*]][%[[C0:.*]]] parity %[[C0]]
+// OV-NEXT: %[[ANY:.*]] = arith.cmpi slt, %begin, %end : index
+// OV-NEXT: scf.if %[[ANY]]
+// OV-NEXT: fagpu.barrier_wait %[[KF:.*]][%[[C0]]] parity %[[C0]]
+// OV-NEXT: fagpu.take_turn of 2 {first}
+// OV-NEXT: fagpu.mma %{{.*}}, %[[SK:.*]][%[[C0]]] {b_transposed, wgmma}
+// OV-NEXT: fagpu.pass_turn of 2
+// OV-NEXT: fagpu.barrier_arrive %[[KE:.*]][%[[C0]]]
+// OV: %[[P0:.*]] = fagpu.to_operand
+// OV: scf.for %{{.*}} = %{{.*}} to %end step %{{.*}} iter_args({{.*}}%[[ACC:arg[0-9]+]] = %{{.*}}, %[[ST:arg[0-9]+]] = %{{.*}}, %[[PAR:arg[0-9]+]] = %{{.*}}, %[[P:arg[0-9]+]] = %[[P0]], %[[VST:arg[0-9]+]] = %[[C0]], %[[VPAR:arg[0-9]+]] = %[[C0]])
+// OV-NEXT: fagpu.barrier_wait %[[KF]][%[[ST]]] parity %[[PAR]]
+// OV-NEXT: fagpu.take_turn of 2
+// OV-NEXT: %[[S:.*]] = fagpu.mma %{{.*}}, %[[SK]][%[[ST]]] {async, b_transposed, wgmma}
+// OV-NEXT: fagpu.barrier_wait %[[VF:.*]][%[[VST]]] parity %[[VPAR]]
+// OV-NEXT: %[[PV:.*]] = fagpu.mma %[[P]], %[[SV:.*]][%[[VST]]] acc %[[ACC]] {async, wgmma}
+// OV-NEXT: fagpu.pass_turn of 2
+// OV-NEXT: fagpu.mma_wait %[[S]] {pending = 1 : i64}
+// OV-NEXT: fagpu.barrier_arrive %[[KE]][%[[ST]]]
+// OV: fagpu.mma_wait %[[PV]] reads %[[P]] : {{.*}} after {{.*}} {pending = 0 : i64}
+// OV-NEXT: fagpu.barrier_arrive %[[VE:.*]][%[[VST]]]
+// OV-NEXT: fagpu.to_operand
+// OV-NEXT: fagpu.scale_rows
+// OV-NEXT: scf.yield {{.*}}, %[[ST]], %[[PAR]] :
+// OV-NEXT: }
+// OV-NEXT: fagpu.barrier_wait %[[VF]][%[[LAST:.*]]#6] parity %[[LAST]]#7
+// OV-NEXT: fagpu.take_turn of 2
+// OV-NEXT: fagpu.mma %[[LAST]]#5, %[[SV]][%[[LAST]]#6] acc %[[LAST]]#2 {wgmma}
+// OV-NEXT: fagpu.pass_turn of 2 {last}
+// OV-NEXT: fagpu.barrier_arrive %[[VE]][%[[LAST]]#6]
+// OV: } else {
+// OV: fagpu.store
 func.func @d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
   %o = fa.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
   return %o : tensor<?x8x?x128xbf16>

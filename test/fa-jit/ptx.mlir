@@ -12,13 +12,18 @@
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.ws.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=WS < %t.90.128.ws.ptx
 // By default the plain kernel has a producer warpgroup (384 threads) that
-// copies with TMA, and two consumer warpgroups.
+// copies with TMA, and two consumer warpgroups that take turns (named
+// barriers of 256 threads) and run the softmax under P V (a wgmma group
+// left pending).
 // WS: .maxntid 384, 1, 1
 // WS-DAG: setmaxnreg.inc.sync.aligned.u32 {{[[:space:]]*}}240;
 // WS-DAG: setmaxnreg.dec.sync.aligned.u32 {{[[:space:]]*}}24;
 // WS-DAG: mbarrier.arrive.expect_tx.shared.b64
 // WS-DAG: cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // WS-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// WS-DAG: bar.sync {{.*}}, 256;
+// WS-DAG: bar.arrive
+// WS-DAG: wgmma.wait_group.sync.aligned 1;
 // mma.sync's D = 128 without a mask (two m-tiles, 128 x 64, two stages)
 // spills 24 bytes on sm_90a, and is still 1-3% faster than one stage (which
 // does not spill) and 5-10% faster than its other tiles (docs/performance.md).

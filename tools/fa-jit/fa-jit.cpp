@@ -204,9 +204,10 @@ static cl::opt<bool> fwdWgmmaOpt(
     cl::init(true), cl::cat(faCategory));
 static cl::opt<bool> fwdOverlapOpt(
     "fwd-overlap",
-    cl::desc("On sm_90a, a wgmma forward kernel with two or more K/V stages "
-             "runs each tile's softmax under the previous tile's P V "
-             "(fa-overlap-softmax; off by default: measured no faster)"),
+    cl::desc("On sm_90a, a wgmma forward kernel without a producer "
+             "warpgroup, with two or more K/V stages, runs each tile's "
+             "softmax under the previous tile's P V (fa-overlap-softmax; off "
+             "by default: measured no faster; see --fwd-ws-overlap)"),
     cl::init(false), cl::cat(faCategory));
 static cl::opt<bool> fwdWarpSpecializeOpt(
     "fwd-warp-specialize",
@@ -218,6 +219,11 @@ static cl::opt<bool> fwdTmaOpt(
     "fwd-tma",
     cl::desc("With --fwd-warp-specialize, the producer copies with TMA "
              "where the tiles allow (false: cp.async)"),
+    cl::init(true), cl::cat(faCategory));
+static cl::opt<bool> fwdWsOverlapOpt(
+    "fwd-ws-overlap",
+    cl::desc("With --fwd-warp-specialize, each tile's softmax runs under the "
+             "previous tile's P V (the consumers' loop rotated)"),
     cl::init(true), cl::cat(faCategory));
 static cl::opt<bool> fwdPingpongOpt(
     "fwd-pingpong",
@@ -1087,7 +1093,7 @@ bool Driver::emit() {
     FailureOr<CudaKernelImage> image = compileCudaKernel(
         op, chip,
         {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
-         fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt});
+         fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1344,7 +1350,7 @@ bool Driver::compileAndRunOnGpu() {
   std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
       op, chip, compiledNow, error,
       {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
-       fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt});
+       fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

@@ -40,8 +40,9 @@ struct CudaKernelImage {
 /// block-kv and kv-stages; 0: the default for the op's D), and whether it
 /// multiplies with wgmma where the chip has it (fwd-wgmma), overlaps its
 /// softmax with P V there (fwd-overlap, off by default) and copies in a
-/// producer warpgroup (fwd-warp-specialize), with TMA (fwd-tma) and the
-/// consumer warpgroups' ping-pong (fwd-pingpong).
+/// producer warpgroup (fwd-warp-specialize), with TMA (fwd-tma), the
+/// consumer warpgroups' ping-pong (fwd-pingpong) and their softmax under
+/// P V (fwd-ws-overlap).
 struct CudaForwardTile {
   int64_t blockQ = 0, blockKV = 0, kvStages = 0;
   bool wgmma = true;
@@ -49,6 +50,7 @@ struct CudaForwardTile {
   bool warpSpecialize = true;
   bool tma = true;
   bool pingpong = true;
+  bool wsOverlap = true;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

@@ -80,6 +80,13 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::desc("With fwd-warp-specialize: the producer copies with "
                      "TMA where the tiles allow (false: cp.async)"),
       llvm::cl::init(true)};
+  Option<bool> fwdWsOverlap{
+      *this, "fwd-ws-overlap",
+      llvm::cl::desc("With fwd-warp-specialize: each tile's softmax runs "
+                     "under the previous tile's P V (fa-warp-specialize's "
+                     "overlap; fwd-overlap does it for the other wgmma "
+                     "kernels)"),
+      llvm::cl::init(true)};
   Option<bool> fwdPingpong{
       *this, "fwd-pingpong",
       llvm::cl::desc("With fwd-warp-specialize: the consumer warpgroups take "

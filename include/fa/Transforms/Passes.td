@@ -349,6 +349,11 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     warpgroup's softmax runs under the other's products (FlashAttention-3's
     ping-pong).
 
+    With `overlap`, the consumers' loop is rotated as fa-overlap-softmax
+    rotates fa-async-copy's: S(n + 1) and P V(n) start together, and the
+    softmax of tile n + 1 runs while P V(n) does (a turn, with `pingpong`,
+    is then the issue of both).
+
     Other kernels (mma.sync, unmarked) are left as they are.
   }];
   let options = [
@@ -357,7 +362,10 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     Option<"tma", "tma", "bool", /*default=*/"true",
            "Copy with TMA where the tiles allow">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"true",
-           "Consumer warpgroups take turns at the tensor cores">
+           "Consumer warpgroups take turns at the tensor cores">,
+    Option<"overlap", "overlap", "bool", /*default=*/"true",
+           "Rotate the consumers' loop: each tile's softmax under the "
+           "previous tile's P V (fa-overlap-softmax's schedule)">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

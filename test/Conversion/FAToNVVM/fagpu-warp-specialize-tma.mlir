@@ -1,7 +1,8 @@
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=overlap=0 -convert-fa-to-nvvm | FileCheck %s
 
 // convert-fa-to-nvvm's warp-specialized kernel copying with TMA (sm_90a,
-// D = 128, 128 x 128 tiles, two consumer warpgroups taking turns). The
+// D = 128, 128 x 128 tiles, two consumer warpgroups taking turns; the loop
+// not rotated: overlap=0, whose lowering fagpu-wgmma-overlap.mlir covers). The
 // kernel takes a tensor map of Q, K and V, each 128 bytes by value as a grid
 // constant (KernelAbi.h's tensor_map(t, D, 128): boxes of a whole 128-row
 // tile, two 64-column slabs). The consumers wait for full stages without a
