@@ -17,6 +17,12 @@
 // copies are bulk: one producer thread issues each tile, and the full
 // barrier counts its bytes rather than 128 threads' cp.async arrivals.
 //
+// The consumers' schedule: with `overlap` their loop is rotated so that
+// each tile's softmax runs under the previous tile's P V, and with
+// `pingpong` the consumer warpgroups take turns issuing their products, so
+// that one's softmax runs under the other's (FlashAttention-3's intra- and
+// inter-warpgroup overlap).
+//
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
