@@ -36,6 +36,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <optional>
+
 namespace mlir::fa {
 #define GEN_PASS_DEF_FAWARPSPECIALIZE
 #include "fa/Transforms/Passes.h.inc"
@@ -151,39 +153,6 @@ void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
       });
 }
 
-/// FlashAttention-3's ping-pong: the consumer warpgroups take turns at the
-/// tensor cores, a turn being P V(n) and the start of S(n + 1), whose wait
-/// comes after the turn is passed. While one warpgroup's softmax runs, the
-/// next one's products have the tensor cores to themselves. Where the loop
-/// is not one S and one P V product, it is left as it is.
-void pingPong(scf::ForOp loop, Value kRing, Value vRing, int64_t warpgroups) {
-  fagpu::MmaOp scores, pv;
-  for (Operation &op : *loop.getBody()) {
-    auto mma = dyn_cast<fagpu::MmaOp>(op);
-    if (!mma)
-      continue;
-    fagpu::MmaOp &slot = mma.getB() == kRing ? scores : pv;
-    if (slot || (mma.getB() != kRing && mma.getB() != vRing) || mma.getAsync())
-      return;
-    slot = mma;
-  }
-  if (!scores || !pv || !scores->isBeforeInBlock(pv))
-    return;
-  Location loc = loop.getLoc();
-  OpBuilder b(loop);
-  fagpu::TakeTurnOp::create(b, loc, warpgroups, /*first=*/true);
-  b.setInsertionPointAfter(loop);
-  fagpu::PassTurnOp::create(b, loc, warpgroups, /*last=*/true);
-  scores.setAsync(true);
-  b.setInsertionPointAfter(scores);
-  fagpu::PassTurnOp::create(b, loc, warpgroups, /*last=*/false);
-  auto wait = fagpu::MmaWaitOp::create(b, loc, scores.getResult(), Value(),
-                                       ValueRange(), 0);
-  scores.getResult().replaceAllUsesExcept(wait.getResult(), wait);
-  b.setInsertionPoint(pv);
-  fagpu::TakeTurnOp::create(b, loc, warpgroups, /*first=*/false);
-}
-
 /// Ping-pong's turns, where there are two or more consumer warpgroups.
 struct Turns {
   int64_t warpgroups = 0;
@@ -197,6 +166,50 @@ struct Turns {
       fagpu::PassTurnOp::create(b, loc, warpgroups, last);
   }
 };
+
+/// The loop's two products, S = Q K^T (reading `kRing`) and then P V
+/// (reading `vRing`), neither started asynchronously yet.
+std::optional<std::pair<fagpu::MmaOp, fagpu::MmaOp>>
+matchProducts(scf::ForOp loop, Value kRing, Value vRing) {
+  fagpu::MmaOp scores, pv;
+  for (Operation &op : *loop.getBody()) {
+    auto mma = dyn_cast<fagpu::MmaOp>(op);
+    if (!mma)
+      continue;
+    fagpu::MmaOp &slot = mma.getB() == kRing ? scores : pv;
+    if (slot || (mma.getB() != kRing && mma.getB() != vRing) || mma.getAsync())
+      return std::nullopt;
+    slot = mma;
+  }
+  if (!scores || !pv || !scores->isBeforeInBlock(pv))
+    return std::nullopt;
+  return std::pair(scores, pv);
+}
+
+/// FlashAttention-3's ping-pong: the consumer warpgroups take turns at the
+/// tensor cores, a turn being P V(n) and the start of S(n + 1), whose wait
+/// comes after the turn is passed. While one warpgroup's softmax runs, the
+/// next one's products have the tensor cores to themselves. Where the loop
+/// is not one S and one P V product, it is left as it is.
+void pingPong(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
+  auto products = matchProducts(loop, kRing, vRing);
+  if (!products)
+    return;
+  auto [scores, pv] = *products;
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  turns.take(b, loc, /*first=*/true);
+  b.setInsertionPointAfter(loop);
+  turns.pass(b, loc, /*last=*/true);
+  scores.setAsync(true);
+  b.setInsertionPointAfter(scores);
+  turns.pass(b, loc);
+  auto wait = fagpu::MmaWaitOp::create(b, loc, scores.getResult(), Value(),
+                                       ValueRange(), 0);
+  scores.getResult().replaceAllUsesExcept(wait.getResult(), wait);
+  b.setInsertionPoint(pv);
+  turns.take(b, loc);
+}
 
 /// FlashAttention-3's intra-warpgroup overlap on the consumers' loop
 /// (fa-overlap-softmax's rotation, with the rings' barriers for its copies'
@@ -212,16 +225,10 @@ struct Turns {
 bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
   Block *body = loop.getBody();
   auto yield = cast<scf::YieldOp>(body->getTerminator());
-  fagpu::MmaOp scores, pv;
-  for (Operation &op : *body)
-    if (auto mma = dyn_cast<fagpu::MmaOp>(op)) {
-      fagpu::MmaOp &slot = mma.getB() == kRing ? scores : pv;
-      if (slot || mma.getAsync())
-        return false;
-      slot = mma;
-    }
-  if (!scores || !pv || pv.getB() != vRing || !scores->isBeforeInBlock(pv))
+  auto products = matchProducts(loop, kRing, vRing);
+  if (!products)
     return false;
+  auto [scores, pv] = *products;
   auto vWait = dyn_cast_or_null<fagpu::BarrierWaitOp>(pv->getPrevNode());
   auto vRelease = dyn_cast_or_null<fagpu::BarrierArriveOp>(pv->getNextNode());
   auto rescale = pv.getAcc() ? pv.getAcc().getDefiningOp<fagpu::ScaleRowsOp>()
@@ -515,7 +522,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   auto consumerLoop = cast<scf::ForOp>(specializedLoop->getOperation());
   Turns turns{pingpong ? warpgroups : 0};
   if (!(overlap && rotate(consumerLoop, rings.k, rings.v, turns)) && turns)
-    pingPong(consumerLoop, rings.k, rings.v, warpgroups);
+    pingPong(consumerLoop, rings.k, rings.v, turns);
   kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
       ctx, {int32_t(consumers + kProducerThreads), 1, 1}));
   return success();
