@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
+#include <string>
 #include <unistd.h>
 
 namespace rt = ::fa::runtime;
@@ -191,6 +192,17 @@ mlir::fa::CudaForwardTile withoutWarpSpecialization() {
   return tile;
 }
 
+/// The plain forward's parameters (#fa.kernel_abi text) before any tensor
+/// map: pointers, strides, sizes.
+constexpr const char *kPlainParams =
+    "params = [q : ptr, k : ptr, v : ptr, o : ptr, lse : ptr, "
+    "stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, "
+    "stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, "
+    "stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, "
+    "stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, "
+    "stride(lse, 0) : i64, stride(lse, 1) : i64, Nq : i32, Nk : i32, "
+    "group : i32, Hq : i32, B : i32";
+
 TEST_F(CudaLaunchTest, PlainForward) {
   auto op = parse<mlir::fa::AttentionOp>(kPlain);
   ASSERT_TRUE(op);
@@ -203,14 +215,8 @@ TEST_F(CudaLaunchTest, PlainForward) {
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(abi.name, "fa_forward_0");
   EXPECT_EQ(rt::printKernelAbi(abi),
-            "grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 73728, "
-            "params = [q : ptr, k : ptr, v : ptr, o : ptr, lse : ptr, "
-            "stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, "
-            "stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, "
-            "stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, "
-            "stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, "
-            "stride(lse, 0) : i64, stride(lse, 1) : i64, Nq : i32, Nk : i32, "
-            "group : i32, Hq : i32, B : i32]");
+            "grid = [tiles(Nq, 64), Hq, B], threads = 128, shared = 73728, " +
+                std::string(kPlainParams) + "]");
   rt::Function function = load(image->ptx, abi);
 
   rt::KernelCall call = forwardCall(2, 8, 2, 300, 200, 64);
@@ -252,15 +258,10 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   ASSERT_TRUE(mlir::succeeded(image));
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(rt::printKernelAbi(abi),
-            "grid = [tiles(Nq, 128), Hq, B], threads = 384, shared = 81992, "
-            "params = [q : ptr, k : ptr, v : ptr, o : ptr, lse : ptr, "
-            "stride(q, 0) : i64, stride(q, 1) : i64, stride(q, 2) : i64, "
-            "stride(k, 0) : i64, stride(k, 1) : i64, stride(k, 2) : i64, "
-            "stride(v, 0) : i64, stride(v, 1) : i64, stride(v, 2) : i64, "
-            "stride(o, 0) : i64, stride(o, 1) : i64, stride(o, 2) : i64, "
-            "stride(lse, 0) : i64, stride(lse, 1) : i64, Nq : i32, Nk : i32, "
-            "group : i32, Hq : i32, B : i32, tensor_map(q, 64, 128) : tmap, "
-            "tensor_map(k, 64, 128) : tmap, tensor_map(v, 64, 128) : tmap]");
+            "grid = [tiles(Nq, 128), Hq, B], threads = 384, shared = 81992, " +
+                std::string(kPlainParams) +
+                ", tensor_map(q, 64, 128) : tmap, tensor_map(k, 64, 128) : "
+                "tmap, tensor_map(v, 64, 128) : tmap]");
   rt::Function function = load(image->ptx, abi);
 
   rt::KernelCall call = forwardCall(2, 8, 2, 300, 200, 64);
