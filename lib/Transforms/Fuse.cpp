@@ -192,7 +192,7 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
       return chipHasWgmma && op.getQuery().getType().getDimSize(3) % 64 == 0;
     };
     auto specializes = [&](AttentionOp op) {
-      return warpSpecialize && usesWgmma(op) && canWarpSpecialize(op);
+      return warpSpecialize && usesWgmma(op);
     };
     auto tileOf = [&](AttentionOp op) {
       ForwardTile tile = defaultForwardTile(op, usesWgmma(op), specializes(op));

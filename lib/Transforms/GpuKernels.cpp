@@ -29,10 +29,6 @@ bool mlir::fa::isScoredForward(AttentionOp op) {
 // 64-key tiles. The scored path keeps one m-tile (its per-element terms,
 // bias loads, slope and region values, spill at two), and 32-key tiles
 // above D = 64.
-bool mlir::fa::canWarpSpecialize(AttentionOp op) {
-  return !isScoredForward(op);
-}
-
 ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
                                          bool warpSpecialize) {
   int64_t d = op.getQuery().getType().getDimSize(3);
@@ -40,9 +36,20 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
   ForwardTile tile;
   // With a producer warpgroup (TMA, H200 A/B, performance.md): two consumer
   // warpgroups of 64 query rows, K/V tiles of 128 rows up to D = 128 and of
-  // 64 at D = 256 (two stages: 192 KB).
-  if (wgmma && warpSpecialize && canWarpSpecialize(op)) {
+  // 64 at D = 256 (two stages: 192 KB). Per-score terms beyond ALiBi's (a
+  // bias load, a score_mod, a mask_mod, dropout's hash) take registers
+  // beside S and O: the largest K/V tile without spills in the test
+  // variants (`*-ptxas.mlir`), and for a bias 64 keys, the fastest (H200
+  // A/B, performance.md: the scored path with a producer warpgroup).
+  if (wgmma && warpSpecialize) {
     tile = d > 128 ? ForwardTile{128, 64} : ForwardTile{128, 128};
+    bool bias = bool(op.getBias()), scoreMod = !op.getScoreMod().empty();
+    int64_t terms =
+        bias + scoreMod + !op.getMaskMod().empty() + bool(op.getDropoutSeed());
+    if (terms >= 3 || (d > 128 && terms))
+      tile.blockKV = 32;
+    else if (terms == 2 || bias || (d > 64 && terms == 1 && !scoreMod))
+      tile.blockKV = 64;
     tile.kvStages =
         defaultKVStages(op, tile.blockQ, tile.blockKV, wgmma, warpSpecialize);
     return tile;
@@ -78,12 +85,12 @@ int64_t mlir::fa::defaultKVStages(AttentionOp op, int64_t blockQ,
                                   int64_t blockKV, bool wgmma,
                                   bool warpSpecialize) {
   int64_t d = op.getQuery().getType().getDimSize(3);
-  if (isScoredForward(op))
-    return 1;
   // A producer warpgroup: two stages of K and V (what fits 128 x 128 at
   // D = 128 and 128 x 64 at D = 256).
   if (wgmma && warpSpecialize)
     return 2;
+  if (isScoredForward(op))
+    return 1;
   // wgmma: two stages at D = 64 and for 128 x 128 (160 KB at D = 128);
   // one for 64 x 64 at D = 128 and 256 (two cost 5-30% there).
   if (wgmma)

@@ -1,9 +1,14 @@
 // fa-fuse's warp-specialize on sm_90a: wgmma kernels of the plain path are
 // marked `fa.warp_specialize` with a producer warpgroup's default tiles,
 // 128 query rows (two consumer warpgroups) and K/V tiles of 128 rows (64 at
-// D = 256); the scored path (a bias here) and head dims without wgmma
-// keep their tiles, unmarked. fa-warp-specialize leaves unmarked kernels
-// alone (the UNMARKED run: the same kernels without the option).
+// D = 256); head dims without wgmma keep their tiles, unmarked.
+// fa-warp-specialize leaves unmarked kernels alone (the UNMARKED run: the
+// same kernels without the option). The scored path is marked too, with
+// K/V tiles by its per-score terms beyond ALiBi's (bias, score_mod,
+// mask_mod, dropout): 128 rows up to D = 128 with ALiBi alone or one
+// score_mod, and at D = 64 with one term other than a bias; 64 rows with
+// a bias or two terms, or at D = 128 one term other than a score_mod; 32
+// rows with three terms, and at D = 256 with any.
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" | FileCheck %s
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a" -fa-tile -fa-online-softmax -fa-warp-specialize | FileCheck %s --check-prefix=UNMARKED
 
@@ -31,14 +36,145 @@ func.func @d256(%q: tensor<1x1x8x256xbf16>) -> tensor<1x1x8x256xbf16> {
 
 // -----
 
-// CHECK-LABEL: func.func @bias
+// CHECK-LABEL: func.func @alibi128
 // CHECK: gpu.func @fa_forward_0
-// CHECK-NOT: fa.warp_specialize
-// CHECK-SAME: fa.block_kv = 32 : i64, fa.block_q = 64 : i64, fa.wgmma,
-func.func @bias(%q: tensor<1x1x8x128xbf16>, %b: tensor<1x1x8x8xbf16>) -> tensor<1x1x8x128xbf16> {
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @alibi128(%q: tensor<1x1x8x128xbf16>, %s: tensor<1xf32>) -> tensor<1x1x8x128xbf16> {
+  %o = fa.attention %q, %q, %q alibi_slopes(%s : tensor<1xf32>) : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
+  return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @score128
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @score128(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16> score_mod {
+  ^bb0(%s: f32, %bi: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %r = arith.addf %s, %df : f32
+    fa.yield %r : f32
+  }
+  return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @mask128
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @mask128(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16> mask_mod {
+  ^bb0(%bi: index, %h: index, %i: index, %j: index):
+    %c = arith.cmpi uge, %i, %j : index
+    fa.yield %c : i1
+  }
+  return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @bias128
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @bias128(%q: tensor<1x1x8x128xbf16>, %b: tensor<1x1x8x8xbf16>) -> tensor<1x1x8x128xbf16> {
   %o = fa.attention %q, %q, %q bias(%b : tensor<1x1x8x8xbf16>) : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
   return %o : tensor<1x1x8x128xbf16>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @bias64
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @bias64(%q: tensor<1x1x8x64xbf16>, %b: tensor<1x1x8x8xbf16>) -> tensor<1x1x8x64xbf16> {
+  %o = fa.attention %q, %q, %q bias(%b : tensor<1x1x8x8xbf16>) : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
+  return %o : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dropout64
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @dropout64(%q: tensor<1x1x8x64xbf16>, %seed: i64) -> tensor<1x1x8x64xbf16> {
+  %o = fa.attention %q, %q, %q dropout_seed(%seed) {dropout_p = 1.000000e-01 : f32} : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
+  return %o : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @two64
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @two64(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16> score_mod {
+  ^bb0(%s: f32, %bi: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %r = arith.addf %s, %df : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%bi: index, %h: index, %i: index, %j: index):
+    %c = arith.cmpi uge, %i, %j : index
+    fa.yield %c : i1
+  }
+  return %o : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @three128
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 32 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @three128(%q: tensor<1x1x8x128xbf16>, %b: tensor<1x1x8x8xbf16>) -> tensor<1x1x8x128xbf16> {
+  %o = fa.attention %q, %q, %q bias(%b : tensor<1x1x8x8xbf16>) : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16> score_mod {
+  ^bb0(%s: f32, %bi: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %r = arith.addf %s, %df : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%bi: index, %h: index, %i: index, %j: index):
+    %c = arith.cmpi uge, %i, %j : index
+    fa.yield %c : i1
+  }
+  return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @alibi256
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @alibi256(%q: tensor<1x1x8x256xbf16>, %s: tensor<1xf32>) -> tensor<1x1x8x256xbf16> {
+  %o = fa.attention %q, %q, %q alibi_slopes(%s : tensor<1xf32>) : tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16> -> tensor<1x1x8x256xbf16>
+  return %o : tensor<1x1x8x256xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @score256
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 32 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @score256(%q: tensor<1x1x8x256xbf16>) -> tensor<1x1x8x256xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16> -> tensor<1x1x8x256xbf16> score_mod {
+  ^bb0(%s: f32, %bi: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %r = arith.addf %s, %df : f32
+    fa.yield %r : f32
+  }
+  return %o : tensor<1x1x8x256xbf16>
+}
+
+// -----
 
 // -----
 

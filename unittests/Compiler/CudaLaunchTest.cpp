@@ -153,11 +153,17 @@ protected:
     return call;
   }
 
-  /// `launch` passed exactly `expected`, each in its PTX parameter's size.
+  /// `launch` passed exactly `expected` before its tensor maps (the last
+  /// parameters; lastTensorMap has what was encoded), each in its PTX
+  /// parameter's size.
   void expectParams(const FaFakeLaunch &launch, const rt::KernelAbi &abi,
                     const std::vector<uint64_t> &expected) {
     ASSERT_EQ(size_t(launch.numParams), abi.params.size()) << launch.name;
-    ASSERT_EQ(expected.size(), abi.params.size()) << launch.name;
+    size_t scalars = 0;
+    while (scalars < abi.params.size() &&
+           abi.params[scalars].type != rt::MachineType::TensorMap)
+      ++scalars;
+    ASSERT_EQ(expected.size(), scalars) << launch.name;
     for (size_t i = 0; i < expected.size(); ++i) {
       // The PTX signature is the ABI's: each parameter's machine type.
       EXPECT_EQ(launch.paramSizes[i], rt::getByteSize(abi.params[i].type))
@@ -317,14 +323,17 @@ TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
   std::string text = rt::printKernelAbi(abi);
   // The plain parameters (the kernel-level IR carries the scale), then
   // the bias's and slopes' pointers and strides, the seed and the captures'
-  // pointers and strides, in the kernel's argument order.
+  // pointers and strides, in the kernel's argument order, and last the TMA
+  // maps of the warp-specialized kernel: 32 keys a K/V tile with four
+  // per-score terms (bias, score_mod, mask_mod, dropout).
   EXPECT_NE(text.find("B : i32, bias : ptr, stride(bias, 0) : i64, "
                       "stride(bias, 1) : i64, stride(bias, 2) : i64, "
                       "stride(bias, 3) : i64, slopes : ptr, "
                       "stride(slopes, 0) : i64, seed : i64, capture0 : ptr, "
                       "stride(capture0, 0) : i64, capture1 : ptr, "
                       "stride(capture1, 0) : i64, stride(capture1, 1) : "
-                      "i64]"),
+                      "i64, tensor_map(q, 64, 128) : tmap, tensor_map(k, 64, "
+                      "32) : tmap, tensor_map(v, 64, 32) : tmap]"),
             std::string::npos)
       << text;
   rt::Function function = load(image->ptx, abi);
@@ -355,6 +364,10 @@ TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
        0x60000,  0,           100 * 130,    130,      1,       0x70000,
        0,        0x123456789, 0x80000,      1,        0x90000, 130,
        1});
+  FaFakeTensorMapCall map;
+  ASSERT_TRUE(launches->lastTensorMap(map));
+  EXPECT_EQ(map.globalAddress, 0x30000u); // V's, in boxes of 32 rows
+  EXPECT_EQ(map.boxDim[1], 32u);
 
   // A call with a capture too few: a clear error, nothing launched.
   launches->clear();

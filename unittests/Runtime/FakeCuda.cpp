@@ -39,6 +39,7 @@
 #include "FakeCudaLaunches.h"
 #include "fa/Runtime/CudaApi.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -447,7 +448,9 @@ FA_FAKE_API cuLaunchKernel(cu::Function function, unsigned gridX,
     launch.numParams = int(n < kFaFakeMaxParams ? n : kFaFakeMaxParams);
     for (int i = 0; i < launch.numParams; ++i) {
       launch.paramSizes[i] = function->paramSizes[size_t(i)];
-      std::memcpy(&launch.params[i], params[i], launch.paramSizes[i]);
+      // A tensor map's 128 bytes are the encoder's (recorded on its own).
+      std::memcpy(&launch.params[i], params[i],
+                  std::min<size_t>(launch.paramSizes[i], sizeof(uint64_t)));
     }
     std::lock_guard<std::mutex> lock(launchesMutex);
     launches.push_back(launch);

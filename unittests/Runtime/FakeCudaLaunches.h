@@ -21,7 +21,7 @@ inline constexpr int kFaFakeMaxParams = 256;
 /// One launch: its kernel, the device whose context was current (the one the
 /// kernel's module was loaded in: the stand-in refuses others), grid, block,
 /// dynamic shared memory, and each parameter's bytes (the low `paramSizes[i]`
-/// bytes of `params[i]`).
+/// bytes of `params[i]`; of a larger parameter, a tensor map, its first 8).
 struct FaFakeLaunch {
   char name[128];
   int context;

@@ -68,7 +68,7 @@ bool isScoredForward(AttentionOp op);
 
 /// The tile `op` gets unless told otherwise (the fastest measured), with
 /// mma.sync or, with `wgmma`, warpgroup MMAs, and with `warpSpecialize` a
-/// producer warpgroup (see canWarpSpecialize).
+/// producer warpgroup.
 ForwardTile defaultForwardTile(AttentionOp op, bool wgmma = false,
                                bool warpSpecialize = false);
 
@@ -76,11 +76,6 @@ ForwardTile defaultForwardTile(AttentionOp op, bool wgmma = false,
 /// otherwise.
 int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV,
                         bool wgmma = false, bool warpSpecialize = false);
-
-/// Whether `op`'s wgmma kernel gets a producer warpgroup where asked
-/// (fa-fuse's warp-specialize): the plain path's (not the scored one's,
-/// whose tiles keep one consumer warpgroup).
-bool canWarpSpecialize(AttentionOp op);
 
 /// Why `blockQ x blockKV` is not a forward tile, or an empty string.
 std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);

@@ -45,12 +45,16 @@
 // BWD90-NEXT: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
 // The captures follow the plain forward's 24 parameters (a pointer and a
-// stride each, two strides for the 2-D table); their elements are read
+// stride each, two strides for the 2-D table), and the TMA maps of Q, K
+// and V follow them (the warp-specialized kernel); their elements are read
 // through the non-coherent cache (invariant loads).
 // PTX: .visible .entry fa_forward_0(
 // PTX: .param .u64 .ptr .global .align 1 fa_forward_0_param_24,
 // PTX-NEXT: .param .u64 fa_forward_0_param_25,
-// PTX: .param .u64 fa_forward_0_param_32
+// PTX: .param .u64 fa_forward_0_param_32,
+// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_33[128],
+// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_34[128],
+// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_35[128]
 // PTX-NEXT: )
 // PTX-DAG: ld.global.nc.b32
 // PTX-DAG: ld.global.nc.b16

@@ -21,11 +21,15 @@
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
 
-// The kernel-level IR: the seed is the last parameter (after the 24 of
-// the plain forward); Philox's 32 x 32 -> 64 multiplies.
+// The kernel-level IR: the seed follows the 24 parameters of the plain
+// forward, and the TMA maps of Q, K and V follow it (the warp-specialized
+// kernel); Philox's 32 x 32 -> 64 multiplies.
 // PTX: .target sm_90a
 // PTX: .visible .entry fa_forward_0(
-// PTX: .param .u64 fa_forward_0_param_24
+// PTX: .param .u64 fa_forward_0_param_24,
+// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_25[128],
+// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_26[128],
+// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_27[128]
 // PTX-NEXT: )
 // PTX-DAG: mul.hi.u32
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.f16.f16
