@@ -127,7 +127,17 @@ def tflops_of(flops, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
-def make_configs(ds, ns, causals, tokens, width, alibi=False):
+# Variants beyond plain attention (--variant): what FA, SDPA, FlexAttention
+# and the references compute on the scores.
+#   alibi     FA alibi_slopes, slopes 2^(-8 (h + 1) / H): s - slope[h] |i - j|
+#   relpos    a relative-position score_mod, s + rel[h] (j - i), rel[h] =
+#             -2^(-8 (h + 1) / H) (a captured per-head table)
+#   document  a document mask_mod, doc[i] == doc[j] (captured document ids:
+#             four documents of N/8, 3N/8, N/4 and N/4 tokens)
+VARIANTS = ("plain", "alibi", "relpos", "document")
+
+
+def make_configs(ds, ns, causals, tokens, width, variant="plain"):
     configs = []
     for d in ds:
         for causal in causals:
@@ -141,7 +151,8 @@ def make_configs(ds, ns, causals, tokens, width, alibi=False):
                     "H": h,
                     "flops": forward_flops(b, h, n, d, causal) *
                              PASS["flop_factor"],
-                    "alibi": alibi,
+                    "variant": variant,
+                    "alibi": variant == "alibi",
                 })
     return configs
 
@@ -149,7 +160,8 @@ def make_configs(ds, ns, causals, tokens, width, alibi=False):
 def config_name(c):
     name = "D=%d causal=%s N=%d B=%d H=%d" % (c["D"], "yes" if c["causal"] else
                                               "no", c["N"], c["B"], c["H"])
-    return name + (" alibi" if c.get("alibi") else "")
+    variant = c.get("variant", "alibi" if c.get("alibi") else "plain")
+    return name + ("" if variant == "plain" else " " + variant)
 
 
 def fa_call_text(c):
@@ -160,6 +172,10 @@ def fa_call_text(c):
     args.append("scale=1/sqrt(%d)" % c["D"])
     if c.get("alibi"):
         args.append("alibi_slopes=slopes")
+    if c.get("variant") == "relpos":
+        args.append("score_mod=lambda s, b, h, i, j: s + rel[h] * (j - i)")
+    if c.get("variant") == "document":
+        args.append("mask_mod=lambda b, h, i, j: doc[i] == doc[j]")
     call = "fa.attention(%s)" % ", ".join(args)
     if PASS["name"] == "backward":
         return "out = %s; timed: torch.autograd.grad(out, (q, k, v), dO)" % call
@@ -248,6 +264,9 @@ def fa_jit_command(fa_jit, c, iters, extra=()):
 
 
 def run_fa_jit(fa_jit, c, iters, timeout, extra=()):
+    if c.get("variant") in ("relpos", "document"):
+        return {"status": "skipped",
+                "reason": "fa-jit takes this variant's captures from files"}
     cmd = fa_jit_command(fa_jit, c, iters, extra)
     rec = {"status": "error", "cmd": shlex.join(cmd)}
     t0 = time.perf_counter()
@@ -489,7 +508,8 @@ def plain_attention(torch,
                     causal,
                     slopes=None,
                     rows=None,
-                    chunk_bytes=1 << 30):
+                    chunk_bytes=1 << 30,
+                    term=None):
     """docs/accuracy.md's low-precision reference, [B, H, rows, Dv] in q's
     dtype, at query rows `rows` (an index tensor; None: every row) of every
     (b, h): scores q.k accumulated in f32 and scaled in f32 (minus
@@ -498,7 +518,10 @@ def plain_attention(torch,
     (p = exp(s - max), the sum of the f32 p), P rounded to q's dtype before
     P V, P V accumulated in f32, O = acc / sum rounded to q's dtype. The f32
     scores of one batch are materialized chunk_bytes at a time. Call it with
-    TF32 off (_f32_matmul)."""
+    TF32 off (_f32_matmul). `term(s, i, j)`, where given, adds a variant's
+    score terms to the f32 scaled scores s [H, rows, nk] of query rows i
+    [rows, 1] and keys j [1, nk] in place (after ALiBi, before the causal
+    mask)."""
     B, H, N = q.shape[:3]
     nk = k.shape[2]
     if rows is None:
@@ -515,6 +538,8 @@ def plain_attention(torch,
             s.mul_(scale)
             if slopes is not None:
                 s.sub_(slopes.float()[:, None, None] * (i - j).abs().float())
+            if term is not None:
+                term(s, i, j)
             if causal:
                 s.masked_fill_(j > i, -math.inf)
             p = s.sub_(s.amax(dim=-1, keepdim=True)).exp_()
@@ -605,8 +630,15 @@ class Check:
             self.baseline_text = ("plain bf16 attention (docs/accuracy.md) "
                                   "on " + _describe_rows(count, n))
             with torch.no_grad(), _f32_matmul(torch):
-                plain = plain_attention(torch, x.q, x.k, x.v, x.scale,
-                                        c["causal"], x.slopes, self.rows)
+                plain = plain_attention(torch,
+                                        x.q,
+                                        x.k,
+                                        x.v,
+                                        x.scale,
+                                        c["causal"],
+                                        x.slopes,
+                                        self.rows,
+                                        term=x.term)
                 self.baseline = [
                     max_row_error(torch, plain, self._at_rows(self.ref[0]),
                                   self.norms[0])[0]
@@ -777,15 +809,32 @@ def make_inputs(torch, c, seed, device="cuda"):
         dout = randn()
         for t in (q, k, v):
             t.requires_grad_(True)
-    slopes = None
-    if c.get("alibi"):
-        slopes = torch.tensor([2.0**(-8.0 * (h + 1) / H) for h in range(H)],
-                              device=device)
+    slopes = rel = doc = term = None
+    pow2 = [2.0**(-8.0 * (h + 1) / H) for h in range(H)]
+    variant = c.get("variant", "alibi" if c.get("alibi") else "plain")
+    if variant == "alibi":
+        slopes = torch.tensor(pow2, device=device)
+    elif variant == "relpos":
+        rel = -torch.tensor(pow2, device=device)
+
+        def term(s, i, j):
+            s.add_(rel[:, None, None] * (j - i).float())
+    elif variant == "document":
+        doc = torch.zeros(N, dtype=torch.int32, device=device)
+        for start in (N // 8, N // 2, 3 * N // 4):
+            doc[start:] += 1
+
+        def term(s, i, j):
+            s.masked_fill_((doc[i] != doc[j])[None], -math.inf)
+
     return types.SimpleNamespace(q=q,
                                  k=k,
                                  v=v,
                                  dout=dout,
                                  slopes=slopes,
+                                 rel=rel,
+                                 doc=doc,
+                                 term=term,
                                  scale=1.0 / math.sqrt(D))
 
 
@@ -826,18 +875,33 @@ def implementations(torch, fa, c, x, args):
     device = x.q.device
     impls = {}
 
-    # With ALiBi: SDPA and naive get the slopes as an additive [1, H, N, N]
-    # bias (causal folded in), FlexAttention as a score_mod, FA as
-    # alibi_slopes.
+    # With a variant: SDPA and naive get its terms as an additive
+    # [1, H, N, N] bias (causal folded in), FlexAttention as a score_mod or
+    # a block mask, FA as alibi_slopes, score_mod or mask_mod.
+    has_terms = x.slopes is not None or x.term is not None
+
     def alibi_bias():
         pos = torch.arange(N, device=device)
-        dist = (pos[:, None] - pos[None, :]).abs().float()
-        bias = -(x.slopes[:, None, None] * dist)[None]
+        if x.term is not None:
+            bias = torch.zeros(x.q.shape[1], N, N, device=device)
+            x.term(bias, pos[:, None], pos[None, :])
+            bias = bias[None]
+        else:
+            dist = (pos[:, None] - pos[None, :]).abs().float()
+            bias = -(x.slopes[:, None, None] * dist)[None]
         if causal:
             bias.masked_fill_(pos[None, :] > pos[:, None], float("-inf"))
         return bias.to(torch.bfloat16)
 
     if fa is not None:
+
+        mods = {}
+        if x.rel is not None:
+            rel = x.rel
+            mods["score_mod"] = lambda s, b, h, i, j: s + rel[h] * (j - i)
+        if x.doc is not None:
+            doc = x.doc
+            mods["mask_mod"] = lambda b, h, i, j: doc[i] == doc[j]
 
         def fa_fn():
             return fa.attention(x.q,
@@ -845,7 +909,8 @@ def implementations(torch, fa, c, x, args):
                                 x.v,
                                 causal=causal,
                                 scale=x.scale,
-                                alibi_slopes=x.slopes)
+                                alibi_slopes=x.slopes,
+                                **mods)
 
         context = None
         if args.fa_deterministic:
@@ -854,7 +919,7 @@ def implementations(torch, fa, c, x, args):
                            {"call": fa_call_text(c)})
 
     def make_sdpa():
-        bias = alibi_bias() if x.slopes is not None else None
+        bias = alibi_bias() if has_terms else None
         is_causal = causal and bias is None  # else folded into the bias
 
         def fn():
@@ -886,10 +951,14 @@ def implementations(torch, fa, c, x, args):
             torch._dynamo.reset()  # no recompile limit across configs
             compiled = torch.compile(flex_attention, dynamic=False)
             block_mask = None
-            if causal:
+            doc = x.doc
+            if causal or doc is not None:
 
                 def causal_mask(b, h, q_idx, kv_idx):
-                    return q_idx >= kv_idx
+                    keep = q_idx >= kv_idx if causal else True
+                    if doc is not None:
+                        keep = keep & (doc[q_idx] == doc[kv_idx])
+                    return keep
 
                 block_mask = create_block_mask(causal_mask,
                                                None,
@@ -904,6 +973,12 @@ def implementations(torch, fa, c, x, args):
 
                 def score_mod(score, b, h, q_idx, kv_idx):
                     return score - slopes[h] * (q_idx - kv_idx).abs()
+
+            if x.rel is not None:
+                rel = x.rel
+
+                def score_mod(score, b, h, q_idx, kv_idx):
+                    return score + rel[h] * (kv_idx - q_idx)
 
             def fn():
                 return compiled(x.q,
@@ -931,7 +1006,7 @@ def implementations(torch, fa, c, x, args):
             if causal:
                 mask = torch.ones(N, N, dtype=torch.bool,
                                   device=device).triu_(1)
-            bias = alibi_bias() if x.slopes is not None else None
+            bias = alibi_bias() if has_terms else None
 
             def fn():
                 s = torch.matmul(x.q, x.k.transpose(-2, -1)).float()
@@ -1716,6 +1791,10 @@ def parse_args(argv):
                    help="B*N (default 16384)")
     g.add_argument("--width", type=int, default=2048,
                    help="H*D (default 2048)")
+    g.add_argument("--variant", choices=VARIANTS, default="plain",
+                   help="score terms of every implementation (VARIANTS): "
+                   "alibi, a relative-position score_mod (relpos) or a "
+                   "document mask_mod (document); default plain")
     g.add_argument("--alibi", action="store_true",
                    help="the ALiBi variant: FA with alibi_slopes, "
                    "FlexAttention with an ALiBi score_mod, SDPA and naive "
@@ -1794,6 +1873,10 @@ def parse_args(argv):
     args.n = _flatten(args.n) or list(QUICK_N if args.quick else DEFAULT_N)
     args.causals = {"no": [False], "yes": [True], "both": [False, True]}[
         args.causal]
+    if args.alibi:
+        if args.variant not in ("plain", "alibi"):
+            p.error("--alibi and --variant %s: pick one" % args.variant)
+        args.variant = "alibi"
     if args.no_anchors or args.anchors.strip().lower() == "none":
         args.anchors = []
     else:
@@ -1937,7 +2020,7 @@ def main(argv=None, runner=None):
         return 0
 
     configs = make_configs(args.d, args.n, args.causals, args.tokens,
-                           args.width, args.alibi)
+                           args.width, args.variant)
     if args.dry_run:
         _dry_run(configs, args)
         return 0
@@ -1962,7 +2045,7 @@ def main(argv=None, runner=None):
             "N": args.n,
             "causal": args.causals,
             "causal_kind": "top-left (= bottom-right: Nq = Nk)",
-            "variant": "alibi" if args.alibi else "plain",
+            "variant": args.variant,
             "no_fa": args.no_fa,
             "fa_deterministic": args.fa_deterministic,
             "anchors": args.anchors,
