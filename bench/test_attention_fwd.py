@@ -424,6 +424,18 @@ class SubprocessTest(unittest.TestCase):
             "alibi_slopes=slopes)\n", proc.stdout)
         self.assertIn("FA checked against SDPA cuDNN: no", proc.stdout)
 
+    def test_variant_dry_run(self):
+        proc = self.run_script("--dry-run", "--d", "128", "--n", "4096",
+                               "--causal", "no", "--variant", "document")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(
+            "D=128 causal=no N=4096 B=4 H=16 document  GFLOP=549.8\n"
+            "  FA: fa.attention(q, k, v, scale=1/sqrt(128), "
+            "mask_mod=lambda b, h, i, j: doc[i] == doc[j])\n", proc.stdout)
+        proc = self.run_script("--dry-run", "--variant", "relpos", "--alibi")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--alibi and --variant relpos: pick one", proc.stderr)
+
     def test_backward_dry_run(self):
         # attention_bwd.py: the same grid, FA's autograd (fa-jit --backward
         # in the fa-jit column), 2.5x the FLOPs.
@@ -592,6 +604,35 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(full.dtype, torch.bfloat16)
         # Row 0 attends to key 0 alone: O = V_0 exactly.
         self.assertTrue(torch.equal(full[:, :, 0], x.v[:, :, 0]))
+
+    def test_variant_terms_in_the_plain_reference(self):
+        # relpos under a causal mask is ALiBi with the slopes negated
+        # (j - i = -|i - j| there); a document row attends to its own
+        # document alone (rows 0-4 of N = 40: the first, of N/8 tokens).
+        c = {"B": 1, "H": 2, "N": 40, "D": 16, "causal": True}
+        x = bench.make_inputs(torch, dict(c, variant="relpos"), 1, "cpu")
+        relpos = bench.plain_attention(torch, x.q, x.k, x.v, x.scale, True,
+                                       term=x.term)
+        alibi = bench.plain_attention(torch, x.q, x.k, x.v, x.scale, True,
+                                      x.rel)
+        self.assertTrue(torch.equal(relpos, alibi))
+        self.assertFalse(torch.equal(relpos, bench.plain_attention(
+            torch, x.q, x.k, x.v, x.scale, True)))
+        c["causal"] = False
+        x = bench.make_inputs(torch, dict(c, variant="document"), 1, "cpu")
+        self.assertEqual(x.doc.tolist(), [0] * 5 + [1] * 15 + [2] * 10 +
+                         [3] * 10)
+        doc = bench.plain_attention(torch, x.q, x.k, x.v, x.scale, False,
+                                    term=x.term)
+        first = bench.plain_attention(torch, x.q[:, :, :5], x.k[:, :, :5],
+                                      x.v[:, :, :5], x.scale, False)
+        self.assertTrue(torch.allclose(doc[:, :, :5].float(), first.float(),
+                                       rtol=0, atol=1e-2))
+        self.assertFalse(torch.allclose(doc[:, :, 5:20].float(),
+                                        bench.plain_attention(
+                                            torch, x.q, x.k, x.v, x.scale,
+                                            False)[:, :, 5:20].float(),
+                                        rtol=0, atol=1e-2))
 
     def test_no_reference(self):
         # SDPA cuDNN itself (which needs CUDA) fails: the check says so, FA
