@@ -13,7 +13,7 @@
 #   FA_PACK              archive (default .pack/fa-gpu.tar.xz)
 #   FA_GPU_ROOT          where to unpack (default /tmp/fa)
 #   FA_STEPS             steps to run, by name (default: all)
-#   FA_STEP_TIMEOUT_S    time limit of a step (default 300)
+#   FA_STEP_TIMEOUT_S    time limit of a step (default 480)
 #   FA_BENCH_ARGS        extra arguments of the forward benchmark
 #                        (default: --budget-s 240)
 #   FA_BENCH_BWD_ARGS    the same for the backward benchmark
@@ -33,7 +33,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 archive=${FA_PACK:-.pack/fa-gpu.tar.xz}
 FA=${FA_GPU_ROOT:-/tmp/fa}
-step_timeout=${FA_STEP_TIMEOUT_S:-300}
+step_timeout=${FA_STEP_TIMEOUT_S:-480}
 log=$OUT/run.log
 : >"$log"
 
