@@ -8,7 +8,8 @@
 // V(n - 1), waits for S(n) only, computes the softmax of tile n while
 // P V runs, and waits for P V before rounding P and rescaling the
 // accumulator (P(n - 1)'s registers are the tensor cores' until then). Tile 0's
-// scores and softmax are peeled before the loop and the last P V after it.
+// scores and softmax are peeled before the loop and the last P V after it
+// (rotateSoftmaxLoop, shared with fa-warp-specialize).
 //
 // V(n - 1) is read during iteration n, so V's copies run one tile behind
 // K's: tile n's group holds K(n) and V(n - 1), and the stage tile n - 1's
@@ -20,11 +21,11 @@
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "fa/Transforms/GpuKernels.h"
 #include "fa/Transforms/Passes.h"
+#include "fa/Transforms/SoftmaxRotation.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 
 namespace mlir::fa {
 #define GEN_PASS_DEF_FAOVERLAPSOFTMAX
@@ -164,121 +165,26 @@ void skewValueCopies(RingedLoop &r) {
         b, loc, arith::CmpIPredicate::slt, row, loop.getUpperBound()));
 }
 
-/// The rotated loop, guarded by "there is a tile", in place of `r.loop`.
+/// The rotated loop, guarded by "there is a tile", in place of `r.loop`;
+/// the last P V waits for the group the loop left in flight first, which
+/// holds the last V.
 void rotate(RingedLoop &r) {
-  scf::ForOp loop = r.loop;
-  Location loc = loop.getLoc();
-  Block *body = loop.getBody();
-  auto yield = cast<scf::YieldOp>(body->getTerminator());
-  OpBuilder b(loop);
-  Value begin = loop.getLowerBound(), end = loop.getUpperBound(),
-        step = loop.getStep();
-  Value any =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, begin, end);
-  auto guard =
-      scf::IfOp::create(b, loc, loop.getResultTypes(), any, /*withElse=*/true);
-  b.setInsertionPointToStart(guard.elseBlock());
-  scf::YieldOp::create(b, loc, loop.getInitArgs());
-
-  // Tile 0: everything but P V.
-  b.setInsertionPointToStart(guard.thenBlock());
-  IRMapping peel;
-  peel.map(loop.getInductionVar(), begin);
-  peel.map(loop.getRegionIterArgs(), loop.getInitArgs());
-  for (Operation &op : body->without_terminator())
-    if (&op != r.pv.getOperation())
-      b.clone(op, peel);
-  // The rotated loop carries acc * alpha (not yet plus P V), P and the
-  // stage P V reads.
-  SmallVector<Value> inits;
-  for (auto [i, value] : llvm::enumerate(yield.getOperands()))
-    inits.push_back(i == r.accIndex ? peel.lookup(r.rescale.getResult())
-                                    : peel.lookupOrDefault(value));
-  inits.push_back(peel.lookup(r.pv.getA()));
-  inits.push_back(peel.lookupOrDefault(r.pv.getBStage()));
-  Value second = arith::AddIOp::create(b, loc, begin, step);
-  auto rotated = scf::ForOp::create(b, loc, second, end, step, inits);
-  rotated->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
-  unsigned n = yield.getNumOperands();
-  {
-    OpBuilder::InsertionGuard g(b);
-    Block *newBody = rotated.getBody();
-    b.setInsertionPointToStart(newBody);
-    ValueRange args = rotated.getRegionIterArgs();
-    Value pPrev = args[n], stagePrev = args[n + 1], accPrev = args[r.accIndex];
-    IRMapping map;
-    map.map(loop.getInductionVar(), rotated.getInductionVar());
-    for (unsigned i = 0; i < n; ++i)
-      if (i != r.accIndex)
-        map.map(loop.getRegionIterArgs()[i], args[i]);
-    // The copies and their waits, as they are.
-    Block::iterator tail = r.scores->getIterator();
-    for (Operation &op : llvm::make_range(body->begin(), tail))
-      b.clone(op, map);
-    // The rest of the iteration: S(n) and P(n - 1) V(n - 1) start, S alone
-    // is waited for, then the masks and softmax; P V is waited for last,
-    // right before the rescale that reads it, with the softmax's results
-    // (the row state, P) computed before that wait.
-    Value pv;
-    for (Operation &op : llvm::make_range(tail, std::prev(body->end()))) {
-      if (&op == r.pv.getOperation() || &op == r.rescale.getOperation() ||
-          &op == r.pack.getOperation())
-        continue;
-      Operation *clone = b.clone(op, map);
-      if (&op != r.scores.getOperation())
-        continue;
-      clone->setAttr(r.scores.getAsyncAttrName(), b.getUnitAttr());
-      pv = fagpu::MmaOp::create(b, loc, r.pv.getType(), pPrev, r.pv.getB(),
-                                stagePrev, accPrev, /*b_transposed=*/false,
-                                /*wgmma=*/true, /*async=*/true);
-      Value s = fagpu::MmaWaitOp::create(b, loc, clone->getResult(0), Value(),
-                                         ValueRange(), 1)
-                    .getResult();
-      map.map(r.scores.getResult(), s);
-    }
-    SmallVector<Value> next;
-    SmallVector<unsigned> readyAt;
-    SmallVector<Value> ready;
-    for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
-      next.push_back(map.lookupOrDefault(value));
-      if (i != r.accIndex && isa<RankedTensorType>(value.getType())) {
-        readyAt.push_back(i);
-        ready.push_back(next.back());
+  SoftmaxLoop l{r.loop,     r.scores,          r.pv, r.rescale, r.pack,
+                r.accIndex, {r.pv.getBStage()}};
+  Location loc = r.loop.getLoc();
+  auto waitForLastV = [&](OpBuilder &b, ValueRange, ValueRange results) {
+    Value group;
+    for (Value result : results)
+      if (isa<fagpu::TokenType>(result.getType())) {
+        group = result;
+        break;
       }
-    }
-    // P in f32; it is rounded into P V's A registers after the wait, as
-    // those of P(n - 1) are read until then.
-    ready.push_back(map.lookup(r.pack.getSource()));
-    auto wait = fagpu::MmaWaitOp::create(b, loc, pv, pPrev, ready, 0);
-    for (auto [i, value] : llvm::zip(readyAt, wait.getReadyResults()))
-      next[i] = value;
-    map.map(r.pack.getSource(), wait.getReadyResults().back());
-    next.push_back(b.clone(*r.pack, map)->getResult(0));
-    next.push_back(map.lookupOrDefault(r.pv.getBStage()));
-    map.map(r.rescale.getSource(), wait.getResult());
-    next[r.accIndex] = b.clone(*r.rescale, map)->getResult(0);
-    scf::YieldOp::create(b, loc, next);
-  }
-
-  // The last tile's P V, once its V has landed (the first group the loop
-  // left in flight holds it).
-  ValueRange results = rotated.getResults();
-  Value group;
-  for (Value result : results.take_front(n))
-    if (isa<fagpu::TokenType>(result.getType())) {
-      group = result;
-      break;
-    }
-  fagpu::AsyncWaitOp::create(b, loc, group, r.stages - 2);
-  gpu::BarrierOp::create(b, loc);
-  Value acc = fagpu::MmaOp::create(
-      b, loc, r.pv.getType(), results[n], r.pv.getB(), results[n + 1],
-      results[r.accIndex], /*b_transposed=*/false, /*wgmma=*/true);
-  SmallVector<Value> out(results.take_front(n));
-  out[r.accIndex] = acc;
-  scf::YieldOp::create(b, loc, out);
-  loop.replaceAllUsesWith(guard.getResults());
-  loop.erase();
+    fagpu::AsyncWaitOp::create(b, loc, group, r.stages - 2);
+    gpu::BarrierOp::create(b, loc);
+  };
+  SoftmaxRotationHooks hooks;
+  hooks.beforeLastPV = waitForLastV;
+  rotateSoftmaxLoop(l, hooks);
 }
 
 struct FAOverlapSoftmaxPass

@@ -28,12 +28,12 @@
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "fa/Transforms/GpuKernels.h"
 #include "fa/Transforms/Passes.h"
+#include "fa/Transforms/SoftmaxRotation.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <optional>
@@ -212,16 +212,11 @@ void pingPong(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
 }
 
 /// FlashAttention-3's intra-warpgroup overlap on the consumers' loop
-/// (fa-overlap-softmax's rotation, with the rings' barriers for its copies'
-/// groups): iteration n starts S(n) and then P(n - 1) V(n - 1), waits for
-/// S(n) alone, computes the softmax of tile n while P V runs, and waits for
-/// P V before rounding P(n) and rescaling the accumulator (P(n - 1)'s
-/// registers are the tensor cores' until then). Tile 0's scores and softmax
-/// are peeled before the loop, under a test that there is a tile, and the
-/// last P V follows it. V(n - 1)'s stage is released after its product,
-/// so the producer's schedule is unchanged. With turns, a turn is the issue
-/// of S(n) and P(n - 1) V(n - 1). Returns false (the loop untouched) where
-/// the loop is not fa-online-softmax's.
+/// (rotateSoftmaxLoop, SoftmaxRotation.h), with the rings' barriers for
+/// V(n - 1): its wait before P(n - 1) V(n - 1) and its release after that
+/// product's wait, so the producer's schedule is unchanged. With turns, a
+/// turn is the issue of S(n) and P(n - 1) V(n - 1). Returns false (the
+/// loop untouched) where the loop is not fa-online-softmax's.
 bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
   Block *body = loop.getBody();
   auto yield = cast<scf::YieldOp>(body->getTerminator());
@@ -254,119 +249,38 @@ bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
     return false;
 
   Location loc = loop.getLoc();
-  OpBuilder b(loop);
-  Value begin = loop.getLowerBound(), end = loop.getUpperBound(),
-        step = loop.getStep();
-  Value any =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, begin, end);
-  auto guard =
-      scf::IfOp::create(b, loc, loop.getResultTypes(), any, /*withElse=*/true);
-  b.setInsertionPointToStart(guard.elseBlock());
-  scf::YieldOp::create(b, loc, loop.getInitArgs());
-
-  // Tile 0: everything but P V.
-  b.setInsertionPointToStart(guard.thenBlock());
-  IRMapping peel;
-  peel.map(loop.getInductionVar(), begin);
-  peel.map(loop.getRegionIterArgs(), loop.getInitArgs());
-  for (Operation &op : body->without_terminator()) {
-    if (&op == vWait.getOperation() || &op == pv.getOperation() ||
-        &op == vRelease.getOperation())
-      continue;
-    if (&op == scores.getOperation())
-      turns.take(b, loc, /*first=*/true);
-    b.clone(op, peel);
-    if (&op == scores.getOperation())
-      turns.pass(b, loc);
-  }
-  // The rotated loop carries acc * alpha (not yet plus P V), P and the
-  // ring position P V reads.
-  SmallVector<Value> inits;
-  for (auto [i, value] : llvm::enumerate(yield.getOperands()))
-    inits.push_back(i == accIndex ? peel.lookup(rescale.getResult())
-                                  : peel.lookupOrDefault(value));
-  inits.push_back(peel.lookup(pack.getResult()));
-  inits.push_back(peel.lookupOrDefault(stage));
-  inits.push_back(peel.lookupOrDefault(parity));
-  Value second = arith::AddIOp::create(b, loc, begin, step);
-  auto rotated = scf::ForOp::create(b, loc, second, end, step, inits);
-  rotated->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
-  unsigned n = yield.getNumOperands();
-  {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(rotated.getBody());
-    ValueRange args = rotated.getRegionIterArgs();
-    Value pPrev = args[n], stagePrev = args[n + 1], parityPrev = args[n + 2];
-    IRMapping map;
-    map.map(loop.getInductionVar(), rotated.getInductionVar());
-    for (unsigned i = 0; i < n; ++i)
-      if (i != accIndex)
-        map.map(loop.getRegionIterArgs()[i], args[i]);
-    Value pvStarted;
-    for (Operation &op : body->without_terminator()) {
-      if (&op == vWait.getOperation() || &op == pv.getOperation() ||
-          &op == vRelease.getOperation() || &op == rescale.getOperation() ||
-          &op == pack.getOperation())
-        continue;
-      if (&op == scores.getOperation())
-        turns.take(b, loc);
-      Operation *clone = b.clone(op, map);
-      if (&op != scores.getOperation())
-        continue;
-      clone->setAttr(scores.getAsyncAttrName(), b.getUnitAttr());
-      fagpu::BarrierWaitOp::create(b, loc, vWait.getBarriers(), stagePrev,
-                                   parityPrev);
-      pvStarted = fagpu::MmaOp::create(b, loc, pv.getType(), pPrev, vRing,
-                                       stagePrev, args[accIndex],
-                                       /*b_transposed=*/false, /*wgmma=*/true,
-                                       /*async=*/true);
-      turns.pass(b, loc);
-      map.map(scores.getResult(),
-              fagpu::MmaWaitOp::create(b, loc, clone->getResult(0), Value(),
-                                       ValueRange(), 1)
-                  .getResult());
-    }
-    SmallVector<Value> next;
-    SmallVector<unsigned> readyAt;
-    SmallVector<Value> ready;
-    for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
-      next.push_back(map.lookupOrDefault(value));
-      if (i != accIndex && isa<RankedTensorType>(value.getType())) {
-        readyAt.push_back(i);
-        ready.push_back(next.back());
-      }
-    }
-    // P in f32, rounded into P V's A registers after the wait: those of
-    // P(n - 1) are read until then.
-    ready.push_back(map.lookup(pack.getSource()));
-    auto wait = fagpu::MmaWaitOp::create(b, loc, pvStarted, pPrev, ready, 0);
-    fagpu::BarrierArriveOp::create(b, loc, vRelease.getBarriers(), stagePrev);
-    for (auto [i, value] : llvm::zip(readyAt, wait.getReadyResults()))
-      next[i] = value;
-    map.map(pack.getSource(), wait.getReadyResults().back());
-    next.push_back(b.clone(*pack, map)->getResult(0));
-    next.push_back(map.lookupOrDefault(stage));
-    next.push_back(map.lookupOrDefault(parity));
-    map.map(rescale.getSource(), wait.getResult());
-    next[accIndex] = b.clone(*rescale, map)->getResult(0);
-    scf::YieldOp::create(b, loc, next);
-  }
-  // The last tile's P V.
-  ValueRange results = rotated.getResults();
-  fagpu::BarrierWaitOp::create(b, loc, vWait.getBarriers(), results[n + 1],
-                               results[n + 2]);
-  turns.take(b, loc);
-  Value acc = fagpu::MmaOp::create(b, loc, pv.getType(), results[n], vRing,
-                                   results[n + 1], results[accIndex],
-                                   /*b_transposed=*/false, /*wgmma=*/true);
-  turns.pass(b, loc, /*last=*/true);
-  fagpu::BarrierArriveOp::create(b, loc, vRelease.getBarriers(),
-                                 results[n + 1]);
-  SmallVector<Value> out(results.take_front(n));
-  out[accIndex] = acc;
-  scf::YieldOp::create(b, loc, out);
-  loop.replaceAllUsesWith(guard.getResults());
-  loop.erase();
+  SoftmaxLoop l{loop, scores, pv, rescale, pack, accIndex, {stage, parity}};
+  auto waitForV = [&](OpBuilder &b, ValueRange position) {
+    fagpu::BarrierWaitOp::create(b, loc, vWait.getBarriers(), position[0],
+                                 position[1]);
+  };
+  auto releaseV = [&](OpBuilder &b, ValueRange position) {
+    fagpu::BarrierArriveOp::create(b, loc, vRelease.getBarriers(), position[0]);
+  };
+  // Lambdas named, as the hooks refer to them.
+  auto skip = [&](Operation *op) {
+    return op == vWait.getOperation() || op == vRelease.getOperation();
+  };
+  auto take = [&](OpBuilder &b, bool first) { turns.take(b, loc, first); };
+  auto pass = [&](OpBuilder &b) { turns.pass(b, loc); };
+  auto beforeLastPV = [&](OpBuilder &b, ValueRange position, ValueRange) {
+    waitForV(b, position);
+    turns.take(b, loc);
+  };
+  auto afterLastPV = [&](OpBuilder &b, ValueRange position) {
+    turns.pass(b, loc, /*last=*/true);
+    releaseV(b, position);
+  };
+  SoftmaxRotationHooks hooks;
+  hooks.skip = skip;
+  hooks.beforeScores = take;
+  hooks.afterPeeledScores = pass;
+  hooks.beforePV = waitForV;
+  hooks.afterPV = pass;
+  hooks.afterPVWait = releaseV;
+  hooks.beforeLastPV = beforeLastPV;
+  hooks.afterLastPV = afterLastPV;
+  rotateSoftmaxLoop(l, hooks);
   return true;
 }
 
