@@ -39,13 +39,8 @@ namespace {
 
 /// The parts of fa-async-copy's ringed K/V loop the rotation moves.
 struct RingedLoop {
-  scf::ForOp loop;
-  fagpu::MmaOp scores, pv;
-  /// acc * alpha, the accumulator P V adds to.
-  fagpu::ScaleRowsOp rescale;
-  /// P rounded into P V's A operand.
-  fagpu::ToOperandOp pack;
-  unsigned accIndex = 0;
+  /// The loop and its products (the position is set by rotate).
+  SoftmaxLoop softmax;
   fagpu::AsyncCopyOp vCopy;
   /// V's copies before the loop, tile 0 first.
   SmallVector<fagpu::AsyncCopyOp> vPrologue;
@@ -59,47 +54,53 @@ FailureOr<RingedLoop> matchRingedLoop(gpu::GPUFuncOp kernel) {
   RingedLoop r;
   Block &entry = kernel.getBody().front();
   for (auto loop : entry.getOps<scf::ForOp>()) {
-    r.loop = loop;
+    r.softmax.loop = loop;
     break;
   }
-  if (!r.loop)
+  if (!r.softmax.loop)
     return fail("expected the forward kernel's loop over K/V tiles");
-  Block *body = r.loop.getBody();
+  Block *body = r.softmax.loop.getBody();
   for (Operation &op : *body) {
     if (auto mma = dyn_cast<fagpu::MmaOp>(op))
-      (mma.getBTransposed() ? r.scores : r.pv) = mma;
+      (mma.getBTransposed() ? r.softmax.scores : r.softmax.pv) = mma;
     else if (isa<fagpu::CopyOp>(op))
       return fail("the K/V copies are synchronous (run fa-async-copy first)");
   }
-  if (!r.scores || !r.pv || !r.scores.getWgmma() || !r.pv.getWgmma() ||
-      r.scores.getAsync() || r.pv.getAsync())
+  if (!r.softmax.scores || !r.softmax.pv || !r.softmax.scores.getWgmma() ||
+      !r.softmax.pv.getWgmma() || r.softmax.scores.getAsync() ||
+      r.softmax.pv.getAsync())
     return fail("expected one wgmma product S = Q K^T and one O += P V in the "
                 "loop");
-  r.rescale = r.pv.getAcc() ? r.pv.getAcc().getDefiningOp<fagpu::ScaleRowsOp>()
-                            : fagpu::ScaleRowsOp();
-  auto accArg = r.rescale ? dyn_cast<BlockArgument>(r.rescale.getSource())
-                          : BlockArgument();
+  r.softmax.rescale =
+      r.softmax.pv.getAcc()
+          ? r.softmax.pv.getAcc().getDefiningOp<fagpu::ScaleRowsOp>()
+          : fagpu::ScaleRowsOp();
+  auto accArg = r.softmax.rescale
+                    ? dyn_cast<BlockArgument>(r.softmax.rescale.getSource())
+                    : BlockArgument();
   auto yield = cast<scf::YieldOp>(body->getTerminator());
   if (!accArg || accArg.getOwner() != body || !accArg.hasOneUse() ||
-      !r.rescale->hasOneUse() || r.rescale->getBlock() != body ||
-      !r.pv->hasOneUse() || *r.pv->user_begin() != yield ||
-      r.pv.getBStage() != r.scores.getBStage())
+      !r.softmax.rescale->hasOneUse() ||
+      r.softmax.rescale->getBlock() != body || !r.softmax.pv->hasOneUse() ||
+      *r.softmax.pv->user_begin() != yield ||
+      r.softmax.pv.getBStage() != r.softmax.scores.getBStage())
     return fail("expected P V to add to the carried accumulator, rescaled "
                 "(fa-online-softmax's loop), and to read the stage S reads");
-  r.pack = r.pv.getA().getDefiningOp<fagpu::ToOperandOp>();
-  if (!r.pack || r.pack->getBlock() != body || !r.pack->hasOneUse())
+  r.softmax.pack = r.softmax.pv.getA().getDefiningOp<fagpu::ToOperandOp>();
+  if (!r.softmax.pack || r.softmax.pack->getBlock() != body ||
+      !r.softmax.pack->hasOneUse())
     return fail("expected P V's A operand to be P rounded in the loop "
                 "(fagpu.to_operand)");
-  r.accIndex = accArg.getArgNumber() - 1;
-  if (yield.getOperand(r.accIndex) != r.pv.getResult())
+  r.softmax.accIndex = accArg.getArgNumber() - 1;
+  if (yield.getOperand(r.softmax.accIndex) != r.softmax.pv.getResult())
     return fail("expected the loop to carry P V's result");
-  Value kRing = r.scores.getB(), vRing = r.pv.getB();
+  Value kRing = r.softmax.scores.getB(), vRing = r.softmax.pv.getB();
   r.stages = cast<fagpu::SharedType>(vRing.getType()).getStages();
   for (Operation *user : vRing.getUsers()) {
     auto copy = dyn_cast<fagpu::AsyncCopyOp>(user);
     if (!copy)
       continue;
-    if (copy->getParentOp() == r.loop)
+    if (copy->getParentOp() == r.softmax.loop)
       r.vCopy = copy;
     else if (copy->getBlock() == &entry)
       r.vPrologue.push_back(copy);
@@ -139,7 +140,7 @@ void skewValueCopies(RingedLoop &r) {
   // issued tile n + S - 1 into stage (n - 1) mod S.
   OpBuilder b(r.vCopy);
   Location loc = r.vCopy.getLoc();
-  scf::ForOp loop = r.loop;
+  scf::ForOp loop = r.softmax.loop;
   Value step = loop.getStep(), kv0 = loop.getInductionVar();
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
@@ -150,7 +151,7 @@ void skewValueCopies(RingedLoop &r) {
           : Value(arith::AddIOp::create(
                 b, loc, kv0,
                 arith::MulIOp::create(b, loc, step, cst(r.stages - 2))));
-  Value stage = r.scores.getBStage();
+  Value stage = r.softmax.scores.getBStage();
   if (r.stages > 2)
     stage = arith::RemUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, stage, cst(r.stages - 2)),
@@ -165,13 +166,13 @@ void skewValueCopies(RingedLoop &r) {
         b, loc, arith::CmpIPredicate::slt, row, loop.getUpperBound()));
 }
 
-/// The rotated loop, guarded by "there is a tile", in place of `r.loop`;
-/// the last P V waits for the group the loop left in flight first, which
-/// holds the last V.
+/// The rotated loop, guarded by "there is a tile", in place of
+/// `r.softmax.loop`; the last P V waits for the group the loop left in flight
+/// first, which holds the last V.
 void rotate(RingedLoop &r) {
-  SoftmaxLoop l{r.loop,     r.scores,          r.pv, r.rescale, r.pack,
-                r.accIndex, {r.pv.getBStage()}};
-  Location loc = r.loop.getLoc();
+  SoftmaxLoop l = r.softmax;
+  l.position = {l.pv.getBStage()};
+  Location loc = r.softmax.loop.getLoc();
   auto waitForLastV = [&](OpBuilder &b, ValueRange, ValueRange results) {
     Value group;
     for (Value result : results)
