@@ -134,6 +134,8 @@ const char *fa::runtime::getName(AbiTensor tensor) {
     return "dbias";
   case AbiTensor::DQAccum:
     return "dq_accum";
+  case AbiTensor::KeyRanges:
+    return "key_ranges";
   case AbiTensor::Capture:
     return "capture";
   }
@@ -207,6 +209,8 @@ unsigned fa::runtime::getRank(AbiTensor tensor) {
     return 3;
   case AbiTensor::Slopes:
     return 2;
+  case AbiTensor::KeyRanges:
+    return 1;
   case AbiTensor::Capture:
     return 0;
   default:
@@ -445,6 +449,17 @@ uint32_t fa::runtime::getDQAccumColumns(const KernelAbi &abi) {
     if (p.kind == KernelParam::Kind::Pointer && p.tensor == AbiTensor::DQAccum)
       return p.dim;
   return 0;
+}
+
+bool fa::runtime::takesKeyRanges(const KernelAbi &abi) {
+  return findParam(abi, KernelParam::pointer(AbiTensor::KeyRanges)) >= 0;
+}
+
+uint64_t fa::runtime::getKeyRangesBytes(const GridRule &rule,
+                                        const KernelCall &call) {
+  Expected<int64_t> tiles = getExtent(rule.x, call);
+  uint64_t count = tiles.failed() || *tiles < 0 ? 0 : uint64_t(*tiles);
+  return std::max<uint64_t>(256, count * kKeyRangeWarps * 2 * sizeof(int32_t));
 }
 
 //===----------------------------------------------------------------------===//

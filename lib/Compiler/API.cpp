@@ -253,13 +253,13 @@ bool runsOn(const std::string &chip, const rt::Device &device) {
                                   device.getComputeCapabilityMinor());
 }
 
-/// A kernel image (a forward's kernel, or a backward's three or four) loaded
-/// on one device: its module, in the device's primary context, and its
-/// kernels in the image's order.
+/// A kernel image (a forward's one or two kernels, or a backward's three or
+/// four) loaded on one device: its module, in the device's primary context,
+/// and its kernels in the image's order.
 struct LoadedImage {
   rt::Device device;
   rt::Module module;
-  mlir::fa::CudaBackwardFunctions functions;
+  mlir::fa::CudaFunctions functions;
 };
 
 /// A compiled image and its loads, one per device (a module belongs to one
@@ -292,8 +292,8 @@ public:
         rt::Module::load(device.value(), image->image);
     if (module.failed())
       fail(api, module.getMessage());
-    rt::Expected<mlir::fa::CudaBackwardFunctions> functions =
-        mlir::fa::loadCudaBackward(*image, module.value());
+    rt::Expected<mlir::fa::CudaFunctions> functions =
+        mlir::fa::loadCudaFunctions(*image, module.value());
     if (functions.failed())
       fail(api, functions.getMessage());
     auto entry = std::make_unique<LoadedImage>(
@@ -766,10 +766,6 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
     fail("lse must have stride 1 in its last dim on the GPU, got " +
          std::to_string(args[4].strides[2]));
   const LoadedImage &loaded = gpu.image.load(kForward, device);
-  if (loaded.functions.kernels.size() != 1)
-    fail("the kernel cache entry has " +
-         std::to_string(loaded.functions.kernels.size()) +
-         " kernels; a forward has 1");
   const mlir::fa::HostKernelArg &q = args[0], &k = args[1], &v = args[2],
                                 &o = args[3];
   rt::KernelCall call;
@@ -820,8 +816,8 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   rt::ScopedContext scope(loaded.device);
   if (scope.getStatus().failed())
     fail(scope.getStatus().getMessage());
-  if (rt::Status st = mlir::fa::launchCudaKernel(
-          gpu.image.getImage(), loaded.functions.kernels[0], call, stream);
+  if (rt::Status st = mlir::fa::launchCudaForward(
+          gpu.image.getImage(), loaded.functions, call, stream);
       st.failed())
     fail(st.getMessage());
 }

@@ -64,6 +64,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdTma = tile.tma;
   options.fwdPingpong = tile.pingpong;
   options.fwdWsOverlap = tile.wsOverlap;
+  options.fwdKeyRanges = tile.keyRanges;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -117,6 +118,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-pingpong=0";
   if (tile.warpSpecialize && !tile.wsOverlap)
     target += ";fwd-ws-overlap=0";
+  if (!tile.keyRanges)
+    target += ";fwd-key-ranges=0";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)
@@ -140,14 +143,22 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
   FailureOr<Compiled> compiled = compileAlone(op, chip, tile);
   if (failed(compiled))
     return failure();
-  if (compiled->kernels.size() != 1)
+  // The forward, then fa-key-ranges' kernel where it bounds the loop.
+  std::vector<rt::KernelAbi> &kernels = compiled->kernels;
+  bool ranged = kernels.size() == 2 && rt::takesKeyRanges(kernels[0]) &&
+                rt::takesKeyRanges(kernels[1]) &&
+                kernels[1].grid.y.kind == rt::GridAxis::Kind::One;
+  if (kernels.size() != 1 && !ranged)
     return op.emitOpError("fa-pipeline-cuda made ")
-           << compiled->kernels.size()
-           << " kernels with a launch ABI (fa.kernel_abi), expected 1";
+           << kernels.size()
+           << " kernels with a launch ABI (fa.kernel_abi), expected the "
+              "forward and at most its key-range kernel";
   CudaKernelImage image;
   image.chip = chip.str();
   image.ptx = std::move(compiled->ptx);
-  image.abi = std::move(compiled->kernels[0]);
+  image.abi = std::move(kernels[0]);
+  if (ranged)
+    image.keyRanges = std::move(kernels[1]);
   return image;
 }
 
@@ -166,6 +177,8 @@ mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
               return rt::Status::error("fa-pipeline-cuda failed");
             rt::CachedKernel kernel;
             kernel.kernels.push_back(image->abi);
+            if (image->keyRanges)
+              kernel.kernels.push_back(*image->keyRanges);
             kernel.chip = chip.str();
             kernel.image = image->ptx;
             return kernel;
@@ -199,15 +212,59 @@ rt::Status mlir::fa::launchCudaKernel(const rt::KernelAbi &abi,
                     params->getArgs());
 }
 
-rt::Status mlir::fa::launchCudaKernel(const rt::CachedKernel &kernel,
-                                      const rt::Function &function,
-                                      const rt::KernelCall &call,
-                                      void *stream) {
-  if (kernel.kernels.size() != 1)
-    return rt::Status::error("kernel cache entry has " +
-                             std::to_string(kernel.kernels.size()) +
-                             " kernels; a forward has 1");
-  return launchCudaKernel(kernel.kernels[0], function, call, stream);
+rt::Expected<CudaFunctions>
+mlir::fa::loadCudaFunctions(const rt::CachedKernel &kernel,
+                            const rt::Module &module) {
+  CudaFunctions functions;
+  for (const rt::KernelAbi &abi : kernel.kernels) {
+    rt::Expected<rt::Function> function = rt::Function::get(module, abi.name);
+    if (function.failed())
+      return function.getStatus();
+    if (abi.sharedBytes > 0) {
+      rt::Status status =
+          function->setMaxDynamicSharedMemory(int(abi.sharedBytes));
+      if (status.failed())
+        return status;
+    }
+    functions.kernels.push_back(function.take());
+  }
+  return functions;
+}
+
+rt::Status mlir::fa::launchCudaForward(const rt::CachedKernel &kernel,
+                                       const CudaFunctions &functions,
+                                       const rt::KernelCall &call,
+                                       void *stream) {
+  size_t count = kernel.kernels.size();
+  if (count < 1 || count > 2 || functions.kernels.size() != count)
+    return rt::Status::error(
+        "forward: kernel cache entry has " + std::to_string(count) +
+        " kernels (a forward has 1, or 2 with key ranges), " +
+        std::to_string(functions.kernels.size()) + " of them loaded");
+  const rt::KernelAbi &forward = kernel.kernels[0];
+  if (count == 1)
+    return launchCudaKernel(forward, functions.kernels[0], call, stream);
+  rt::Expected<rt::GridSize> grid = rt::getLaunchGrid(forward.grid, call);
+  if (grid.failed())
+    return rt::Status::error("kernel " + forward.name + ": " +
+                             grid.getMessage());
+  if (grid->empty())
+    return rt::Status::success();
+  // The key ranges, written by the key-range kernel and read by the
+  // forward, then freed on the stream (no host wait).
+  rt::Expected<rt::StreamBuffer> ranges = rt::StreamBuffer::allocate(
+      functions.kernels[0].getDevice(),
+      rt::getKeyRangesBytes(forward.grid, call), stream);
+  if (ranges.failed())
+    return ranges.getStatus();
+  rt::KernelCall values = call;
+  values[rt::AbiTensor::KeyRanges].data = ranges->getPointer();
+  for (size_t i : {size_t(1), size_t(0)})
+    if (rt::Status st = launchCudaKernel(kernel.kernels[i],
+                                         functions.kernels[i], values, stream);
+        st.failed())
+      return st;
+  return ranges->release();
 }
 
 //===----------------------------------------------------------------------===//
@@ -295,27 +352,8 @@ uint64_t mlir::fa::getCudaBackwardWorkspaceBytes(const rt::CachedKernel &kernel,
   return workspaceBytes(call, dqAccumColumns(kernel));
 }
 
-rt::Expected<CudaBackwardFunctions>
-mlir::fa::loadCudaBackward(const rt::CachedKernel &kernel,
-                           const rt::Module &module) {
-  CudaBackwardFunctions functions;
-  for (const rt::KernelAbi &abi : kernel.kernels) {
-    rt::Expected<rt::Function> function = rt::Function::get(module, abi.name);
-    if (function.failed())
-      return function.getStatus();
-    if (abi.sharedBytes > 0) {
-      rt::Status status =
-          function->setMaxDynamicSharedMemory(int(abi.sharedBytes));
-      if (status.failed())
-        return status;
-    }
-    functions.kernels.push_back(function.take());
-  }
-  return functions;
-}
-
 rt::Status mlir::fa::launchCudaBackward(const rt::CachedKernel &kernel,
-                                        const CudaBackwardFunctions &functions,
+                                        const CudaFunctions &functions,
                                         const CudaBackwardCall &call,
                                         void *stream) {
   if (kernel.kernels.empty() ||

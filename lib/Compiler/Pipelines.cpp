@@ -98,6 +98,10 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   fuse.wgmma = options.fwdWgmma;
   fuse.warpSpecialize = options.fwdWarpSpecialize;
   pm.addPass(createFAFuse(fuse));
+  // A mask_mod's key tiles, found once per query tile by a kernel of their
+  // own, bound each forward's key loop.
+  if (options.fwdKeyRanges)
+    pm.addPass(createFAKeyRanges());
   // The kernel's CTA program in fagpu ops, its softmax in one pass over
   // K/V, whose copies fa-async-copy then rings.
   pm.addPass(createFATile());

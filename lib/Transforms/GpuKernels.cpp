@@ -18,6 +18,13 @@ bool mlir::fa::isScoredForward(AttentionOp op) {
          !op.getMaskMod().empty() || op.getDropoutSeed();
 }
 
+bool mlir::fa::hasKeyRanges(AttentionOp op) {
+  if (op.getMaskMod().empty())
+    return false;
+  Block &body = op.getMaskMod().front();
+  return body.getArgument(0).use_empty() && body.getArgument(1).use_empty();
+}
+
 // The fastest on the H100 (bench/fwd_tile_sweep.sh and the tile probes of
 // docs/performance.md). D <= 64: two m-tiles, so each K and V fragment read
 // from shared memory feeds two mmas. D = 96: one m-tile and 64-key tiles
@@ -46,6 +53,10 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
     bool bias = bool(op.getBias()), scoreMod = !op.getScoreMod().empty();
     int64_t terms =
         bias + scoreMod + !op.getMaskMod().empty() + bool(op.getDropoutSeed());
+    // Key ranges (fa-key-ranges) keep the key loop's bounds in registers:
+    // with two terms, 128 x 64 then spills (captures-ptxas.mlir).
+    if (terms >= 2 && hasKeyRanges(op))
+      ++terms;
     if (terms >= 3 || (d > 128 && terms))
       tile.blockKV = 32;
     else if (terms == 2 || bias || (d > 64 && terms == 1 && !scoreMod))

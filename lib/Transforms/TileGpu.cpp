@@ -108,6 +108,13 @@ void KernelTiler::build() {
     setRole(slopes, "slopes");
   for (auto [i, buffer] : llvm::enumerate(captureBuffers))
     setRole(buffer, ("capture" + Twine(i)).str());
+  // fa-key-ranges' bounds of the key loop (its role is set).
+  Value keyRanges;
+  for (BlockArgument arg : entry.getArguments())
+    if (auto role = kernel.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        kAbiRoleAttrName))
+      if (role.getValue() == "key_ranges")
+        keyRanges = arg;
   // Dropout's seed: an i64 argument.
   Value seed = op.getDropoutSeed();
   double dropoutP = seed ? op.getDropoutPAttr().getValueAsDouble() : 0.0;
@@ -183,8 +190,8 @@ void KernelTiler::build() {
   Value qA = sQ;
   if (qInRegisters)
     qA = fagpu::LoadOperandOp::create(b, loc, tile(d, operand, et), sQ, c0);
-  auto keys = fagpu::VisibleKeysOp::create(b, loc, idx, idx, q0, nq, nk, blockQ,
-                                           blockKV, causal, window);
+  auto keys = fagpu::VisibleKeysOp::create(
+      b, loc, idx, idx, q0, nq, nk, keyRanges, blockQ, blockKV, causal, window);
 
   RankedTensorType accS = tile(blockKV, acc), accO = tile(d, acc);
   RankedTensorType rowT = rowsType(rows), partialT = rowsType(partial);

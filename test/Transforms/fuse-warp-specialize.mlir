@@ -107,10 +107,35 @@ func.func @dropout64(%q: tensor<1x1x8x64xbf16>, %seed: i64) -> tensor<1x1x8x64xb
 
 // -----
 
+// Two terms: a score_mod, and a mask_mod that reads h (no key ranges).
 // CHECK-LABEL: func.func @two64
 // CHECK: gpu.func @fa_forward_0
 // CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
 func.func @two64(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16> score_mod {
+  ^bb0(%s: f32, %bi: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %r = arith.addf %s, %df : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%bi: index, %h: index, %i: index, %j: index):
+    %ih = arith.addi %i, %h : index
+    %c = arith.cmpi uge, %ih, %j : index
+    fa.yield %c : i1
+  }
+  return %o : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+// The same with a mask_mod of i and j only: fa-key-ranges will bound the
+// loop, whose bounds then take registers: 32 keys (128 x 64 spills).
+// CHECK-LABEL: func.func @two64_key_ranges
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 32 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @two64_key_ranges(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
   %o = fa.attention %q, %q, %q : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16> score_mod {
   ^bb0(%s: f32, %bi: index, %h: index, %i: index, %j: index):
     %d = arith.subi %j, %i : index

@@ -87,6 +87,12 @@ run "$inputs/bias-full-f32.mlir" --shape=2,4,4,129,200,128
 run "$inputs/bias-bcast-bf16.mlir" --shape=2,4,1,150,150,64
 run "$inputs/score-mod-all.mlir" --shape=2,4,2,77,301,128
 run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
+# Key ranges (fa-key-ranges): tiles skipped before and after each query
+# tile's keys, ragged N, and query tiles that see no key; the same kernel
+# without them.
+run "$inputs/mask-mod-docs.mlir" --shape=2,4,2,1000,1300,64
+run "$inputs/mask-mod-blocks.mlir" --shape=2,4,4,1000,1100,128
+run "$inputs/mask-mod-blocks.mlir" --shape=1,4,4,1000,1100,128 --fwd-key-ranges=false
 run "$inputs/score-mod-relpos.mlir" --shape=2,4,2,190,333,64
 
 # Dropout (the scored path with Philox per probability; --check's reference

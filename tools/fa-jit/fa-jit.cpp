@@ -225,6 +225,11 @@ static cl::opt<bool> fwdWsOverlapOpt(
     cl::desc("With --fwd-warp-specialize, each tile's softmax runs under the "
              "previous tile's P V (the consumers' loop rotated)"),
     cl::init(true), cl::cat(faCategory));
+static cl::opt<bool> fwdKeyRangesOpt(
+    "fwd-key-ranges",
+    cl::desc("A forward whose mask_mod reads neither b nor h visits only the "
+             "key tiles a key-range kernel finds it keeping (fa-key-ranges)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<bool> fwdPingpongOpt(
     "fwd-pingpong",
     cl::desc("With --fwd-warp-specialize, the consumer warpgroups take turns "
@@ -1090,10 +1095,11 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image = compileCudaKernel(
-        op, chip,
-        {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
-         fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt});
+    FailureOr<CudaKernelImage> image =
+        compileCudaKernel(op, chip,
+                          {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt,
+                           fwdOverlapOpt, fwdWarpSpecializeOpt, fwdTmaOpt,
+                           fwdPingpongOpt, fwdWsOverlapOpt, fwdKeyRangesOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1350,7 +1356,8 @@ bool Driver::compileAndRunOnGpu() {
   std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
       op, chip, compiledNow, error,
       {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
-       fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt});
+       fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
+       fwdKeyRangesOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;
@@ -1369,28 +1376,20 @@ bool Driver::compileAndRunOnGpu() {
       rt::Module::load(device.value(), kernel.image);
   if (module.failed())
     return fail(module.getMessage());
-  if (kernel.kernels.size() != 1)
-    return fail("the forward's kernel cache entry has " +
-                std::to_string(kernel.kernels.size()) + " kernels");
-  const rt::KernelAbi &abi = kernel.kernels[0];
-  rt::Expected<rt::Function> function =
-      rt::Function::get(module.value(), abi.name);
-  if (function.failed())
-    return fail(function.getMessage());
-  if (rt::Status st =
-          function.value().setMaxDynamicSharedMemory(abi.sharedBytes);
-      st.failed())
-    return fail(st.getMessage());
+  rt::Expected<CudaFunctions> functions =
+      loadCudaFunctions(kernel, module.value());
+  if (functions.failed())
+    return fail(functions.getMessage());
   std::optional<rt::Module> gradModule;
-  std::optional<CudaBackwardFunctions> gradFunctions;
+  std::optional<CudaFunctions> gradFunctions;
   if (backward) {
     rt::Expected<rt::Module> loaded =
         rt::Module::load(device.value(), gradCached->image);
     if (loaded.failed())
       return fail(loaded.getMessage());
     gradModule.emplace(loaded.take());
-    rt::Expected<CudaBackwardFunctions> functions =
-        loadCudaBackward(*gradCached, *gradModule);
+    rt::Expected<CudaFunctions> functions =
+        loadCudaFunctions(*gradCached, *gradModule);
     if (functions.failed())
       return fail(functions.getMessage());
     gradFunctions.emplace(functions.take());
@@ -1470,7 +1469,7 @@ bool Driver::compileAndRunOnGpu() {
     call.captures.push_back(std::move(c));
   }
   auto launch = [&]() {
-    return launchCudaKernel(kernel, function.value(), call, nullptr);
+    return launchCudaForward(kernel, functions.value(), call, nullptr);
   };
   auto started = std::chrono::steady_clock::now();
   if (rt::Status st = launch(); st.failed())

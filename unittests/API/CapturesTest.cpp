@@ -266,18 +266,24 @@ TEST(CapturesTest, RejectsBadCaptureSpecs) {
 
 TEST(CapturesTest, CompilesForTheGpu) {
   // No device needed: the kernel takes each capture's pointer and strides
-  // after its own 24 parameters (one pointer and one stride each), and
-  // then the TMA maps of Q, K and V (the warp-specialized kernel).
+  // after its own 24 parameters (one pointer and one stride each), then the
+  // key ranges (the mask_mod reads neither b nor h: fa-key-ranges) and the
+  // TMA maps of Q, K and V (the warp-specialized kernel).
   fa::AttentionSpec spec = captureSpec();
   spec.dtype = fa::DType::BF16;
   spec.headDim = 64;
   fa::Kernel kernel = fa::compile(spec, "sm_90a");
   EXPECT_NE(kernel.ptx().find(".param .u64 fa_forward_0_param_27,"),
             std::string::npos);
+  EXPECT_NE(kernel.ptx().find(
+                ".param .u64 .ptr .global .align 1 fa_forward_0_param_28,"),
+            std::string::npos);
   EXPECT_NE(
-      kernel.ptx().find(".param .align 64 .b8 fa_forward_0_param_30[128]"),
+      kernel.ptx().find(".param .align 64 .b8 fa_forward_0_param_31[128]"),
       std::string::npos);
-  EXPECT_EQ(kernel.ptx().find("fa_forward_0_param_31"), std::string::npos);
+  EXPECT_EQ(kernel.ptx().find("fa_forward_0_param_32"), std::string::npos);
+  EXPECT_NE(kernel.ptx().find(".entry fa_forward_0_key_ranges("),
+            std::string::npos);
   EXPECT_NE(kernel.ptx().find("ld.global.nc.b32"), std::string::npos);
 }
 

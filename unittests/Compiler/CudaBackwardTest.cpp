@@ -385,17 +385,14 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   rt::Expected<rt::Module> forwardModule =
       rt::Module::load(*device, forward->image);
   ASSERT_TRUE(forwardModule.ok()) << forwardModule.getMessage();
-  rt::Expected<rt::Function> forwardFn =
-      rt::Function::get(*forwardModule, forward->kernels[0].name);
-  ASSERT_TRUE(forwardFn.ok()) << forwardFn.getMessage();
-  ASSERT_TRUE(
-      forwardFn->setMaxDynamicSharedMemory(forward->kernels[0].sharedBytes)
-          .ok());
+  rt::Expected<mlir::fa::CudaFunctions> forwardFns =
+      mlir::fa::loadCudaFunctions(*forward, *forwardModule);
+  ASSERT_TRUE(forwardFns.ok()) << forwardFns.getMessage();
   rt::Expected<rt::Module> backwardModule =
       rt::Module::load(*device, backward->image);
   ASSERT_TRUE(backwardModule.ok()) << backwardModule.getMessage();
-  rt::Expected<mlir::fa::CudaBackwardFunctions> backwardFns =
-      mlir::fa::loadCudaBackward(*backward, *backwardModule);
+  rt::Expected<mlir::fa::CudaFunctions> backwardFns =
+      mlir::fa::loadCudaFunctions(*backward, *backwardModule);
   ASSERT_TRUE(backwardFns.ok()) << backwardFns.getMessage();
 
   // Random inputs, device buffers; outputs poisoned.
@@ -528,7 +525,7 @@ TEST_P(CudaBackwardTest, MatchesReference) {
   if (c.dropout)
     fwd.seed = Case::kSeed;
   rt::Status status =
-      mlir::fa::launchCudaKernel(*forward, *forwardFn, fwd, nullptr);
+      mlir::fa::launchCudaForward(*forward, *forwardFns, fwd, nullptr);
   ASSERT_TRUE(status.ok()) << status.getMessage();
   if (std::getenv("FA_BWD_LOWP_INPUTS")) {
     // Diagnosis: the backward from the low-precision reference's O and lse.
@@ -744,17 +741,14 @@ TEST_F(CudaBackwardTest, Throughput) {
     rt::Expected<rt::Module> fm =
         rt::Module::load(*device, kernels.forward->image);
     ASSERT_TRUE(fm.ok()) << fm.getMessage();
-    rt::Expected<rt::Function> ff =
-        rt::Function::get(*fm, kernels.forward->kernels[0].name);
-    ASSERT_TRUE(ff.ok());
-    ASSERT_TRUE(
-        ff->setMaxDynamicSharedMemory(kernels.forward->kernels[0].sharedBytes)
-            .ok());
+    rt::Expected<mlir::fa::CudaFunctions> ff =
+        mlir::fa::loadCudaFunctions(*kernels.forward, *fm);
+    ASSERT_TRUE(ff.ok()) << ff.getMessage();
     rt::Expected<rt::Module> bm =
         rt::Module::load(*device, kernels.backward->image);
     ASSERT_TRUE(bm.ok()) << bm.getMessage();
-    rt::Expected<mlir::fa::CudaBackwardFunctions> bf =
-        mlir::fa::loadCudaBackward(*kernels.backward, *bm);
+    rt::Expected<mlir::fa::CudaFunctions> bf =
+        mlir::fa::loadCudaFunctions(*kernels.backward, *bm);
     ASSERT_TRUE(bf.ok()) << bf.getMessage();
 
     std::mt19937 rng(7);
@@ -809,7 +803,7 @@ TEST_F(CudaBackwardTest, Throughput) {
       return *ms / iterations;
     };
     float fwdMs = time([&] {
-      return mlir::fa::launchCudaKernel(*kernels.forward, *ff, fwd, nullptr);
+      return mlir::fa::launchCudaForward(*kernels.forward, *ff, fwd, nullptr);
     });
     float bwdMs = time([&] {
       return mlir::fa::launchCudaBackward(*kernels.backward, *bf, bwd, nullptr);

@@ -323,17 +323,19 @@ TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
   std::string text = rt::printKernelAbi(abi);
   // The plain parameters (the kernel-level IR carries the scale), then
   // the bias's and slopes' pointers and strides, the seed and the captures'
-  // pointers and strides, in the kernel's argument order, and last the TMA
-  // maps of the warp-specialized kernel: 32 keys a K/V tile with four
-  // per-score terms (bias, score_mod, mask_mod, dropout).
+  // pointers and strides, in the kernel's argument order, the key ranges
+  // (the mask_mod reads neither b nor h), and last the TMA maps of the
+  // warp-specialized kernel: 32 keys a K/V tile with four per-score terms
+  // (bias, score_mod, mask_mod, dropout).
   EXPECT_NE(text.find("B : i32, bias : ptr, stride(bias, 0) : i64, "
                       "stride(bias, 1) : i64, stride(bias, 2) : i64, "
                       "stride(bias, 3) : i64, slopes : ptr, "
                       "stride(slopes, 0) : i64, seed : i64, capture0 : ptr, "
                       "stride(capture0, 0) : i64, capture1 : ptr, "
                       "stride(capture1, 0) : i64, stride(capture1, 1) : "
-                      "i64, tensor_map(q, 64, 128) : tmap, tensor_map(k, 64, "
-                      "32) : tmap, tensor_map(v, 64, 32) : tmap]"),
+                      "i64, key_ranges : ptr, tensor_map(q, 64, 128) : tmap, "
+                      "tensor_map(k, 64, 32) : tmap, tensor_map(v, 64, 32) : "
+                      "tmap]"),
             std::string::npos)
       << text;
   rt::Function function = load(image->ptx, abi);
@@ -347,6 +349,7 @@ TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
   call.set(AbiTensor::Slopes, 0x70000, {0});
   call.seed = 0x123456789;
   call.captures = {{0x80000, {1}}, {0x90000, {130, 1}}};
+  call[AbiTensor::KeyRanges].data = 0xa0000;
   rt::Status status = mlir::fa::launchCudaKernel(abi, function, call, nullptr);
   ASSERT_TRUE(status.ok()) << status.getMessage();
   std::vector<FaFakeLaunch> all = launches->all();
@@ -363,7 +366,7 @@ TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
        0,        100,         130,          2,        4,       3,
        0x60000,  0,           100 * 130,    130,      1,       0x70000,
        0,        0x123456789, 0x80000,      1,        0x90000, 130,
-       1});
+       1,        0xa0000});
   FaFakeTensorMapCall map;
   ASSERT_TRUE(launches->lastTensorMap(map));
   EXPECT_EQ(map.globalAddress, 0x30000u); // V's, in boxes of 32 rows
@@ -381,6 +384,89 @@ TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
   EXPECT_TRUE(launches->all().empty());
 }
 
+constexpr const char *kDocuments = R"mlir(
+func.func @f(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %doc: tensor<?xi32>) -> tensor<?x4x?x64xbf16> {
+  %o = fa.attention %q, %k, %v captures(%doc : tensor<?xi32>) : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x4x?x64xbf16> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %cd: tensor<?xi32>):
+    %di = tensor.extract %cd[%i] : tensor<?xi32>
+    %dj = tensor.extract %cd[%j] : tensor<?xi32>
+    %same = arith.cmpi eq, %di, %dj : i32
+    fa.yield %same : i1
+  }
+  return %o : tensor<?x4x?x64xbf16>
+}
+)mlir";
+
+TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
+  auto op = parse<mlir::fa::AttentionOp>(kDocuments);
+  ASSERT_TRUE(op);
+  mlir::FailureOr<mlir::fa::CudaKernelImage> image =
+      mlir::fa::compileCudaKernel(op, "sm_90a");
+  ASSERT_TRUE(mlir::succeeded(image));
+  // A mask_mod of i and j: the forward, then its key-range kernel (one CTA
+  // of 4 warps per query tile of the forward), both taking the ranges.
+  ASSERT_TRUE(image->keyRanges);
+  EXPECT_EQ(image->keyRanges->name, "fa_forward_0_key_ranges");
+  EXPECT_EQ(rt::printGridRule(image->keyRanges->grid),
+            "[tiles(Nq, 128), 1, 1]");
+  EXPECT_EQ(image->keyRanges->threads, 128u);
+  EXPECT_TRUE(rt::takesKeyRanges(image->abi));
+  rt::CachedKernel kernel;
+  kernel.kernels = {image->abi, *image->keyRanges};
+  kernel.chip = "sm_90a";
+  kernel.image = image->ptx;
+  modules.push_back(std::make_unique<rt::Module>(
+      rt::Module::load(*device, image->ptx).take()));
+  mlir::fa::CudaFunctions functions =
+      mlir::fa::loadCudaFunctions(kernel, *modules.back()).take();
+
+  // 300 queries: 3 tiles; the ranges (8 i32 a tile) are the launch's own,
+  // the same pointer in both kernels, the key-range kernel first.
+  rt::KernelCall call = forwardCall(2, 4, 2, 300, 500, 64);
+  call[AbiTensor::Lse] = {};
+  call.captures = {{0x80000, {1}}};
+  rt::Status status =
+      mlir::fa::launchCudaForward(kernel, functions, call, nullptr);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  std::vector<FaFakeLaunch> all = launches->all();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_STREQ(all[0].name, "fa_forward_0_key_ranges");
+  EXPECT_STREQ(all[1].name, "fa_forward_0");
+  EXPECT_EQ(all[0].grid[0], 3u);
+  EXPECT_EQ(all[0].grid[1], 1u);
+  EXPECT_EQ(all[0].grid[2], 1u);
+  EXPECT_EQ(all[0].block[0], 128u);
+  EXPECT_EQ(all[1].grid[0], 3u);
+  EXPECT_EQ(all[1].grid[1], 4u);
+  EXPECT_EQ(all[1].grid[2], 2u);
+  auto rangesOf = [&](const FaFakeLaunch &launch, const rt::KernelAbi &abi) {
+    int64_t i =
+        rt::findParam(abi, rt::KernelParam::pointer(AbiTensor::KeyRanges));
+    return i < 0 ? uint64_t(0) : launch.params[i];
+  };
+  uint64_t ranges = rangesOf(all[0], *image->keyRanges);
+  EXPECT_NE(ranges, 0u);
+  EXPECT_EQ(rangesOf(all[1], image->abi), ranges);
+  EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 256u);
+  call.seqQ = 1000;
+  EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 8u * 4 * 8);
+
+  // No queries: nothing launched.
+  launches->clear();
+  call.seqQ = 0;
+  status = mlir::fa::launchCudaForward(kernel, functions, call, nullptr);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  EXPECT_TRUE(launches->all().empty());
+
+  // Without fwd-key-ranges: the forward alone, with no ranges to take.
+  mlir::fa::CudaForwardTile tile;
+  tile.keyRanges = false;
+  image = mlir::fa::compileCudaKernel(op, "sm_90a", tile);
+  ASSERT_TRUE(mlir::succeeded(image));
+  EXPECT_FALSE(image->keyRanges);
+  EXPECT_FALSE(rt::takesKeyRanges(image->abi));
+}
+
 constexpr const char *kBackward = R"mlir(
 func.func @f(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %o: tensor<?x4x?x64xbf16>, %do: tensor<?x4x?x64xbf16>, %lse: tensor<?x4x?xf32>) -> (tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) {
   %dq, %dk, %dv = fa.attention_grad %q, %k, %v, %o, %do, %lse {causal = #fa.causal<bottom_right>} : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?xf32> -> tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
@@ -392,7 +478,7 @@ func.func @f(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x
 /// entry, and its kernels loaded on the stand-in.
 struct Backward {
   rt::CachedKernel kernel;
-  mlir::fa::CudaBackwardFunctions functions;
+  mlir::fa::CudaFunctions functions;
 };
 
 TEST_F(CudaLaunchTest, Backward) {
@@ -408,7 +494,7 @@ TEST_F(CudaLaunchTest, Backward) {
   modules.push_back(std::make_unique<rt::Module>(
       rt::Module::load(*device, image->ptx).take()));
   bwd.functions =
-      mlir::fa::loadCudaBackward(bwd.kernel, *modules.back()).take();
+      mlir::fa::loadCudaFunctions(bwd.kernel, *modules.back()).take();
   ASSERT_EQ(bwd.kernel.kernels.size(), 3u);
   const char *names[3] = {"fa_backward_dsum_0", "fa_backward_dkdv_0",
                           "fa_backward_dq_convert_0"};
@@ -565,8 +651,8 @@ TEST_F(CudaLaunchTest, SeventyThousandHeadsFold) {
   kernel.image = image->ptx;
   modules.push_back(std::make_unique<rt::Module>(
       rt::Module::load(*device, image->ptx).take()));
-  mlir::fa::CudaBackwardFunctions functions =
-      mlir::fa::loadCudaBackward(kernel, *modules.back()).take();
+  mlir::fa::CudaFunctions functions =
+      mlir::fa::loadCudaFunctions(kernel, *modules.back()).take();
   launches->clear();
   mlir::fa::CudaBackwardCall call;
   static_cast<rt::KernelCall &>(call) =

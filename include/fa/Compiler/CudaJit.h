@@ -29,11 +29,14 @@ struct CachedKernel;
 namespace mlir::fa {
 
 /// A compiled forward kernel: PTX text and how to launch it (its ABI, which
-/// convert-fa-to-nvvm attached to it as #fa.kernel_abi).
+/// convert-fa-to-nvvm attached to it as #fa.kernel_abi), and where the op's
+/// mask_mod bounds its key loop, the key-range kernel launched before it
+/// (fa-key-ranges; KernelAbi.h).
 struct CudaKernelImage {
   std::string ptx;
   std::string chip;
   ::fa::runtime::KernelAbi abi;
+  std::optional<::fa::runtime::KernelAbi> keyRanges;
 };
 
 /// The forward kernel's tile and copy stages (fa-pipeline-cuda's block-q,
@@ -42,7 +45,8 @@ struct CudaKernelImage {
 /// softmax with P V there (fwd-overlap, off by default) and copies in a
 /// producer warpgroup (fwd-warp-specialize), with TMA (fwd-tma), the
 /// consumer warpgroups' ping-pong (fwd-pingpong) and their softmax under
-/// P V (fwd-ws-overlap).
+/// P V (fwd-ws-overlap), and whether a mask_mod bounds its key loop
+/// (fwd-key-ranges).
 struct CudaForwardTile {
   int64_t blockQ = 0, blockKV = 0, kvStages = 0;
   bool wgmma = true;
@@ -51,6 +55,8 @@ struct CudaForwardTile {
   bool tma = true;
   bool pingpong = true;
   bool wsOverlap = true;
+  /// fwd-key-ranges.
+  bool keyRanges = true;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and
@@ -85,11 +91,25 @@ using CudaCapture = ::fa::runtime::KernelCall::Capture;
                                        const ::fa::runtime::Function &function,
                                        const ::fa::runtime::KernelCall &call,
                                        void *stream);
-/// The same for the kernel of a forward's cache entry (its only one).
+/// The kernels of a cache entry, loaded, in its order.
+struct CudaFunctions {
+  std::vector<::fa::runtime::Function> kernels;
+};
+
+/// Gets the kernels of `kernel` from `module` (loaded from `kernel.image`)
+/// and allows each its dynamic shared memory.
+::fa::runtime::Expected<CudaFunctions>
+loadCudaFunctions(const ::fa::runtime::CachedKernel &kernel,
+                  const ::fa::runtime::Module &module);
+
+/// Launches the forward of a cache entry: its kernel, or where it has two
+/// the key-range kernel (the second) and then the forward (the first), on
+/// key ranges the stream-ordered allocator gives the call
+/// (cuMemAllocAsync) and frees after them; never waits on the host.
 ::fa::runtime::Status
-launchCudaKernel(const ::fa::runtime::CachedKernel &kernel,
-                 const ::fa::runtime::Function &function,
-                 const ::fa::runtime::KernelCall &call, void *stream);
+launchCudaForward(const ::fa::runtime::CachedKernel &kernel,
+                  const CudaFunctions &functions,
+                  const ::fa::runtime::KernelCall &call, void *stream);
 
 //===----------------------------------------------------------------------===//
 // The backward (fa.attention_grad)
@@ -164,25 +184,14 @@ uint64_t
 getCudaBackwardWorkspaceBytes(const ::fa::runtime::CachedKernel &kernel,
                               const CudaBackwardCall &call);
 
-/// The kernels of a backward cache entry, loaded, in its order.
-struct CudaBackwardFunctions {
-  std::vector<::fa::runtime::Function> kernels;
-};
-
-/// Gets the backward's kernels from `module` (loaded from `kernel.image`)
-/// and allows each its dynamic shared memory.
-::fa::runtime::Expected<CudaBackwardFunctions>
-loadCudaBackward(const ::fa::runtime::CachedKernel &kernel,
-                 const ::fa::runtime::Module &module);
-
 /// Launches dsum, dkdv, dq or dq_convert (and dbias) on `stream`; never
 /// waits on the host (a CUDA graph may capture it). Empty problems launch
 /// nothing that is not needed: Nk = 0 gives dQ = 0, Nq = 0 gives dK = dV = 0
 /// (and dBias = 0 where it has elements).
 ::fa::runtime::Status
 launchCudaBackward(const ::fa::runtime::CachedKernel &kernel,
-                   const CudaBackwardFunctions &functions,
-                   const CudaBackwardCall &call, void *stream);
+                   const CudaFunctions &functions, const CudaBackwardCall &call,
+                   void *stream);
 
 } // namespace mlir::fa
 

@@ -87,6 +87,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "overlap; fwd-overlap does it for the other wgmma "
                      "kernels)"),
       llvm::cl::init(true)};
+  Option<bool> fwdKeyRanges{
+      *this, "fwd-key-ranges",
+      llvm::cl::desc("A forward whose mask_mod reads neither b nor h visits "
+                     "only the key tiles a key-range kernel finds the "
+                     "mask_mod keeping, per query tile (fa-key-ranges)"),
+      llvm::cl::init(true)};
   Option<bool> fwdPingpong{
       *this, "fwd-pingpong",
       llvm::cl::desc("With fwd-warp-specialize: the consumer warpgroups take "

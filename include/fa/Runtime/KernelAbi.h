@@ -24,7 +24,7 @@
 //           | Nq | Nk | group | B | Hq | Hkv          (group = Hq / Hkv)
 //           | scale_log2 | scale | seed
 //   tensor := q | k | v | o | lse | do | dq | dk | dv | dsum | bias | slopes
-//           | dbias | dq_accum | capture<i>
+//           | dbias | dq_accum | key_ranges | capture<i>
 //
 // The grid. x is the tiles of the queries or keys (or 1); y names the heads
 // (Hq, Hkv or 1) and z the batch (B or 1). CUDA limits grid.y and grid.z to
@@ -39,6 +39,15 @@
 // Tensor dims are those of fa.attention(_grad): q [B, Hq, Nq, D], lse
 // [B, Hq, Nq], slopes [B, Hq] (stride(slopes, 0) is 0 for `[Hq]`), bias and
 // dbias [B, H, Nq, Nk] (stride 0 where a dim broadcasts), dsum [B, Hq, Nq].
+//
+// Key ranges. A forward whose mask_mod reads neither b nor h launches a
+// key-range kernel first (grid [tiles(Nq, R), 1, 1], R the forward's query
+// tile): its kKeyRangeWarps warps each write, for their rows of query tile
+// t, the first and last tile of kKeyRangeBlock keys where the mask_mod
+// keeps a key, to key_ranges[(t * kKeyRangeWarps + warp) * 2 + {0, 1}]
+// (last -1 and first past it where the warp keeps none). The forward visits
+// only keys [min first * kKeyRangeBlock, (max last + 1) * kKeyRangeBlock).
+// The launcher owns the buffer (getKeyRangesBytes).
 //
 // Tensor maps. `tensor_map(t, D, R) : tmap` is a CUtensorMap (128 bytes,
 // passed by value as a grid constant) for TMA copies (cp.async.bulk.tensor)
@@ -74,6 +83,11 @@
 
 namespace fa::runtime {
 
+/// The key-range kernel's warps and the keys of one of its key tiles (the
+/// file comment).
+inline constexpr uint32_t kKeyRangeWarps = 4;
+inline constexpr uint32_t kKeyRangeBlock = 128;
+
 /// The tensor a pointer or stride parameter belongs to.
 enum class AbiTensor : uint8_t {
   Q,
@@ -94,6 +108,10 @@ enum class AbiTensor : uint8_t {
   /// The backward's f32 dQ accumulator (atomic dQ): row (b, h, i) of D
   /// floats at Dsum's offset of (b, h, i) times D.
   DQAccum,
+  /// The forward's i32 key ranges of a mask_mod (a workspace): per query
+  /// tile of the kernel's rows, kKeyRangeWarps (first, last) pairs of key
+  /// tiles of kKeyRangeBlock keys (the file comment).
+  KeyRanges,
   /// One of the op's captures (KernelParam::capture says which).
   Capture,
 };
@@ -228,6 +246,8 @@ int64_t findParam(const KernelAbi &abi, const KernelParam &param);
 std::vector<uint32_t> getCaptureRanks(const KernelAbi &abi);
 /// D of the dQ accumulator `abi` takes, or 0.
 uint32_t getDQAccumColumns(const KernelAbi &abi);
+/// Whether `abi` takes key ranges (the file comment).
+bool takesKeyRanges(const KernelAbi &abi);
 
 //===----------------------------------------------------------------------===//
 // Launching
@@ -282,6 +302,9 @@ Expected<int64_t> getExtent(const GridAxis &axis, const KernelCall &call);
 /// 65535)); empty when an extent is 0. An error when x exceeds 2^31 - 1 or
 /// H * B exceeds 65535^2.
 Expected<GridSize> getLaunchGrid(const GridRule &rule, const KernelCall &call);
+/// Bytes of the key ranges of a kernel whose grid x is `rule`'s (tiles of
+/// Nq) for `call`, at least 256.
+uint64_t getKeyRangesBytes(const GridRule &rule, const KernelCall &call);
 
 /// What cuTensorMapEncodeTiled is called with for one tensor-map parameter
 /// (the file comment): rank 5, data type UINT16, element strides 1, no

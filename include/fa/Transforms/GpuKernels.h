@@ -33,12 +33,15 @@ inline constexpr llvm::StringLiteral kWgmmaAttr = "fa.wgmma";
 /// On an outlined wgmma forward kernel (unit): fa-fuse chose its tile for
 /// a producer warpgroup, which fa-warp-specialize then gives it.
 inline constexpr llvm::StringLiteral kWarpSpecializeAttr = "fa.warp_specialize";
+/// On a key-range kernel (unit; fa-key-ranges): grid (query tiles, 1, 1)
+/// of kKeyRangeWarps warps (KernelAbi.h, "Key ranges").
+inline constexpr llvm::StringLiteral kKeyRangesAttr = "fa.key_ranges";
 /// On each kernel llvm.func convert-fa-to-nvvm emits: how to launch it
 /// (#fa.kernel_abi, include/fa/Runtime/KernelAbi.h).
 inline constexpr llvm::StringLiteral kKernelAbiAttrName = "fa.kernel_abi";
 /// On each argument of a kernel in the kernel-level IR (fa-tile's): the
 /// tensor of the ABI it is, "q", "k", "v", "o", "lse", "bias", "slopes" or
-/// "capture<i>" (KernelAbi.h).
+/// "capture<i>", "key_ranges" (KernelAbi.h).
 inline constexpr llvm::StringLiteral kAbiRoleAttrName = "fa.abi";
 /// Threads of a forward CTA (4 warps).
 inline constexpr int64_t kForwardThreads = 128;
@@ -65,6 +68,10 @@ struct ForwardTile {
 /// Whether `op` takes the forward kernel's scored path (per-element variant
 /// terms, or dropout).
 bool isScoredForward(AttentionOp op);
+
+/// Whether fa-key-ranges bounds `op`'s key loop: it has a mask_mod that
+/// reads neither b nor h (the same keys for every batch and head).
+bool hasKeyRanges(AttentionOp op);
 
 /// The tile `op` gets unless told otherwise (the fastest measured), with
 /// mma.sync or, with `wgmma`, warpgroup MMAs, and with `warpSpecialize` a

@@ -290,6 +290,38 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
   ];
 }
 
+def FAKeyRanges : Pass<"fa-key-ranges", "::mlir::ModuleOp"> {
+  let summary = "Bound each forward kernel's key loop by the key tiles its "
+                "mask_mod keeps";
+  let description = [{
+    For every forward kernel `fa-fuse` outlined whose `fa.attention` has a
+    `mask_mod` that reads neither `b` nor `h` (so every batch and head sees
+    the same keys), adds a key-range kernel `<forward>_key_ranges` to the
+    kernel module: one CTA of 4 warps per query tile evaluates the
+    `mask_mod` on the K tiles of 128 keys the causal and window masks leave
+    and writes, per warp, the first and last K tile where one of its rows
+    keeps a key (`fagpu.store_key_range`; the layout is KernelAbi.h's "Key
+    ranges"). The forward kernel takes those ranges as a last argument
+    (role `key_ranges`), which `fa-tile` hands to its
+    `fagpu.visible_keys`: the forward loop then starts at the first such
+    tile and ends after the last. Each launch of the forward gets an
+    allocation of the ranges and a launch of the key-range kernel before
+    it.
+
+    A document mask of 4 documents leaves a query tile about a quarter of
+    the keys. The ranges are contiguous: tiles the mask_mod hides between
+    the first and last visible one are still visited (and masked).
+  }];
+  let dependentDialects = [
+    "::mlir::fagpu::FAGPUDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def FAAsyncCopy : Pass<"fa-async-copy", "::mlir::ModuleOp"> {
   let summary = "Choose the cp.async pipeline depth of each forward kernel's "
                 "K/V tiles";

@@ -489,8 +489,9 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   if (numBuffers < 4 || roles[0] != "q" || roles[1] != "k" || roles[2] != "v" ||
       roles[3] != "o" || !llvm::all_of(llvm::seq(numBuffers), isValid))
     return kernel.emitOpError("convert-fa-to-nvvm: an fagpu kernel takes Q, "
-                              "K, V, O and optionally lse, bias, slopes and "
-                              "captures (memrefs) and a seed (i64)");
+                              "K, V, O and optionally lse, bias, slopes, "
+                              "captures and key ranges (memrefs) and a seed "
+                              "(i64)");
   auto qType = cast<MemRefType>(body.getArgument(0).getType());
 
   // The forward kernel's ABI (FlashKernelBuilder's) but the scale, which
@@ -505,8 +506,13 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
            << kBlockQAttr << "' (outline it with fa-fuse)";
   abi = KernelAbi();
   abi.name = name.str();
-  abi.grid = {GridAxis::tilesNq(blockQ.getInt()), GridAxis::hq(),
-              GridAxis::batch()};
+  // A key-range kernel's work is the same for every (batch, head).
+  if (kernel->hasAttr(kKeyRangesAttr))
+    abi.grid = {GridAxis::tilesNq(blockQ.getInt()), GridAxis::one(),
+                GridAxis::one()};
+  else
+    abi.grid = {GridAxis::tilesNq(blockQ.getInt()), GridAxis::hq(),
+                GridAxis::batch()};
   DenseI32ArrayAttr block = kernel.getKnownBlockSizeAttr();
   abi.threads = block ? uint32_t(block[0]) : uint32_t(kThreads);
   int64_t sharedBytes = 0;
@@ -558,6 +564,8 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     } else if (role == "slopes" && type.getRank() <= 2) {
       extra.pointer = KernelParam::pointer(AbiTensor::Slopes);
       extra.strides.push_back(KernelParam::stride(AbiTensor::Slopes, 0));
+    } else if (role == "key_ranges" && type.getRank() == 1) {
+      extra.pointer = KernelParam::pointer(AbiTensor::KeyRanges);
     } else if (role.starts_with("capture")) {
       unsigned index = 0;
       if (role.drop_front(7).getAsInteger(10, index))

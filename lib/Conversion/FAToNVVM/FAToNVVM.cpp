@@ -49,7 +49,7 @@ namespace {
 /// (-1 when the op has none).
 struct KernelArgs {
   int64_t q = -1, k = -1, v = -1, o = -1, lse = -1, bias = -1, slopes = -1,
-          seed = -1;
+          seed = -1, keyRanges = -1;
   SmallVector<int64_t> captures;
 };
 
@@ -134,6 +134,8 @@ void rewriteLaunch(gpu::LaunchFuncOp launch, const KernelArgs &args,
       return args.bias;
     case AbiTensor::Slopes:
       return args.slopes;
+    case AbiTensor::KeyRanges:
+      return args.keyRanges;
     case AbiTensor::Capture:
       return args.captures[p.capture];
     default:
@@ -337,6 +339,7 @@ struct ConvertFAToNVVMPass
                             .Case("bias", &args.bias)
                             .Case("slopes", &args.slopes)
                             .Case("seed", &args.seed)
+                            .Case("key_ranges", &args.keyRanges)
                             .Default(nullptr);
         if (slot) {
           *slot = i;

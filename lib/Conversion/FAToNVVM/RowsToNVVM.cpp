@@ -3,11 +3,13 @@
 // Row reductions fold a thread's values of each row and then the 4 lanes of
 // its quad with shuffles; masks compare each value's (row, key) with the
 // variant's bounds (KernelBuilder::keepKey); stores write rows below the
-// bound, two elements per 32-bit store.
+// bound, two elements per 32-bit store; key ranges are written per warp and
+// read per query tile (KernelAbi.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FAGPUToNVVM.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <limits>
@@ -160,21 +162,123 @@ struct MaskLowering : public OpConversionPattern<fagpu::MaskOp> {
   }
 };
 
+/// The key ranges of a query tile (KernelAbi.h, "Key ranges"): an i32 read
+/// once per kernel, the same for every thread (ld.global.nc).
+Value loadRange(KernelBuilder &kb, OpBuilder &b, Location loc, Value ptr,
+                Value index) {
+  return LLVM::LoadOp::create(b, loc, b.getI32Type(),
+                              kb.gep(ptr, kb.ext64(index), b.getI32Type()),
+                              /*alignment=*/4, /*isVolatile=*/false,
+                              /*isNonTemporal=*/false, /*isInvariant=*/true);
+}
+
 struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
-  using OpConversionPattern::OpConversionPattern;
+  VisibleKeysLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
   LogicalResult
   matchAndRewrite(fagpu::VisibleKeysOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    Value q0 = toI32(rewriter, loc, adaptor.getQueryOffset());
     KernelBuilder::KeyRange range = kb.visibleKeys(
-        {op.getCausalAttr(), op.getWindowAttr()},
-        toI32(rewriter, loc, adaptor.getQueryOffset()), op.getBlockQ(),
+        {op.getCausalAttr(), op.getWindowAttr()}, q0, op.getBlockQ(),
         toI32(rewriter, loc, adaptor.getQueryLen()),
         toI32(rewriter, loc, adaptor.getKeyLen()), op.getBlockKv());
+    if (Value ranges = op.getKeyRanges()) {
+      auto it = binding.buffers.find(ranges);
+      if (it == binding.buffers.end())
+        return op.emitOpError(
+            "convert-fa-to-nvvm: the key ranges are not a buffer of the "
+            "kernel");
+      using ::fa::runtime::kKeyRangeBlock;
+      using ::fa::runtime::kKeyRangeWarps;
+      // Every warp's (first, last) of this query tile; a warp that saw no
+      // key has last -1 (KernelAbi.h).
+      Value base = kb.mul(kb.divu(q0, kb.c32(op.getBlockQ())),
+                          kb.c32(kKeyRangeWarps * 2));
+      Value first, last;
+      for (uint32_t w = 0; w < kKeyRangeWarps; ++w) {
+        Value f = loadRange(kb, rewriter, loc, it->second.ptr,
+                            kb.add(base, kb.c32(2 * w)));
+        Value l = loadRange(kb, rewriter, loc, it->second.ptr,
+                            kb.add(base, kb.c32(2 * w + 1)));
+        first = first ? kb.mins(first, f) : f;
+        last = last ? kb.maxs(last, l) : l;
+      }
+      // Keys [first, last + 1) in tiles of kKeyRangeBlock, empty when no
+      // warp saw one; block_kv divides kKeyRangeBlock, so begin stays on
+      // a K/V tile.
+      Value end = kb.add(last, kb.c32(1));
+      Value block = kb.c32(kKeyRangeBlock);
+      range.begin = kb.maxs(range.begin, kb.mul(kb.mins(first, end), block));
+      range.end = kb.mins(range.end, kb.mul(end, block));
+    }
     rewriter.replaceOp(op, {kb.toIndex(range.begin), kb.toIndex(range.end)});
     return success();
   }
+  const KernelBinding &binding;
+};
+
+/// Each warp folds its rows' first and last key tiles (1 + tile, 0 for
+/// none) into one pair with redux.sync, which its lane 0 stores.
+struct StoreKeyRangeLowering
+    : public OpConversionPattern<fagpu::StoreKeyRangeOp> {
+  StoreKeyRangeLowering(const TypeConverter &converter, MLIRContext *ctx,
+                        const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::StoreKeyRangeOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto it = binding.buffers.find(op.getRanges());
+    if (it == binding.buffers.end())
+      return op.emitOpError(
+          "convert-fa-to-nvvm: the key ranges are not a buffer of the kernel");
+    KernelBuilder kb(rewriter, loc, rewriter.getF32Type(), 0);
+    Type i32 = rewriter.getI32Type();
+    auto number = [&](Value v) -> Value {
+      return arith::FPToSIOp::create(rewriter, loc, i32, v);
+    };
+    Value none = kb.c32(std::numeric_limits<int32_t>::max());
+    Value first = none, last = kb.c32(-1);
+    for (Value v : adaptor.getFirst()) {
+      Value n = number(v);
+      Value tile = kb.sel(kb.cmp(arith::CmpIPredicate::eq, n, kb.c32(0)), none,
+                          kb.sub(n, kb.c32(1)));
+      first = kb.mins(first, tile);
+    }
+    for (Value v : adaptor.getLast())
+      last = kb.maxs(last, kb.sub(number(v), kb.c32(1)));
+    auto warpReduce = [&](Value v, NVVM::ReduxKind kind) -> Value {
+      return NVVM::ReduxOp::create(
+          rewriter, loc, i32, v,
+          NVVM::ReduxKindAttr::get(rewriter.getContext(), kind), kb.c32(-1));
+    };
+    first = warpReduce(first, NVVM::ReduxKind::MIN);
+    last = warpReduce(last, NVVM::ReduxKind::MAX);
+    LaneIds place = getLaneIds(kb, rewriter, loc, /*rebuilt=*/true);
+    Value tile = toI32(rewriter, loc, adaptor.getTile().front());
+    Value slot = kb.mul(
+        kb.add(kb.mul(tile, kb.c32(::fa::runtime::kKeyRangeWarps)), place.warp),
+        kb.c32(2));
+    auto store = scf::IfOp::create(
+        rewriter, loc, kb.cmp(arith::CmpIPredicate::eq, place.lane, kb.c32(0)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(store.thenBlock());
+    Value ptr = it->second.ptr;
+    LLVM::StoreOp::create(rewriter, loc, first,
+                          kb.gep(ptr, kb.ext64(slot), i32),
+                          /*alignment=*/4);
+    LLVM::StoreOp::create(rewriter, loc, last,
+                          kb.gep(ptr, kb.ext64(kb.add(slot, kb.c32(1))), i32),
+                          /*alignment=*/4);
+    rewriter.eraseOp(op);
+    return success();
+  }
+  const KernelBinding &binding;
 };
 
 struct TileNeedsMaskLowering
@@ -270,7 +374,8 @@ void mlir::fa::nvvm::populateFAGPURowsToNVVMPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ReduceRowsLowering, UpdateRowSumLowering, ScaleRowsLowering,
-               BroadcastRowsLowering, MaskLowering, VisibleKeysLowering,
-               TileNeedsMaskLowering>(converter, ctx);
-  patterns.add<StoreLowering>(converter, ctx, binding);
+               BroadcastRowsLowering, MaskLowering, TileNeedsMaskLowering>(
+      converter, ctx);
+  patterns.add<StoreLowering, VisibleKeysLowering, StoreKeyRangeLowering>(
+      converter, ctx, binding);
 }

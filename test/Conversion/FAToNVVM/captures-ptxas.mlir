@@ -1,6 +1,6 @@
-// Captures (document ids, per-head tables) on the GPU: the forward and the
-// backward kernels that read them with tensor.extract assemble with ptxas
-// for sm_80 and sm_90a with no spills (D = 64 and 128; four captures of
+// Captures (document ids, per-head tables) on the GPU: the forward (and its
+// key-range kernel) and the backward kernels that read them with
+// tensor.extract assemble with ptxas for sm_80 and sm_90a with no spills (D = 64 and 128; four captures of
 // four element types, and for the backward at D = 64 document ids and a
 // per-head table), but for the dq kernel at D = 128 on sm_90a (BWD90).
 // REQUIRES: ptxas
@@ -23,8 +23,13 @@
 // RUN: %ptxas -arch=sm_90a -v %t/90a.bwd-f16-64.ptx -o %t/90a.bwd-f16-64.cubin 2>&1 | FileCheck %s --check-prefix=BWD
 // RUN: FileCheck %s --check-prefix=PTX < %t/90a.fwd-bf16-128.ptx
 
+// The mask_mod reads neither b nor h: fa-key-ranges' kernel comes too.
+// FWD: Compiling entry function 'fa_forward_0_key_ranges'
+// FWD-NEXT: Function properties for fa_forward_0_key_ranges
+// FWD-NEXT: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // FWD: Compiling entry function 'fa_forward_0'
-// FWD: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// FWD-NEXT: Function properties for fa_forward_0
+// FWD-NEXT: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // FWD-NOT: bytes spill
 
 // BWD-COUNT-3: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -45,16 +50,18 @@
 // BWD90-NEXT: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
 // The captures follow the plain forward's 24 parameters (a pointer and a
-// stride each, two strides for the 2-D table), and the TMA maps of Q, K
-// and V follow them (the warp-specialized kernel); their elements are read
-// through the non-coherent cache (invariant loads).
+// stride each, two strides for the 2-D table), then the key ranges (a
+// pointer), and the TMA maps of Q, K and V follow them (the
+// warp-specialized kernel); their elements are read through the
+// non-coherent cache (invariant loads).
 // PTX: .visible .entry fa_forward_0(
 // PTX: .param .u64 .ptr .global .align 1 fa_forward_0_param_24,
 // PTX-NEXT: .param .u64 fa_forward_0_param_25,
 // PTX: .param .u64 fa_forward_0_param_32,
-// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_33[128],
+// PTX-NEXT: .param .u64 .ptr .global .align 1 fa_forward_0_param_33,
 // PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_34[128],
-// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_35[128]
+// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_35[128],
+// PTX-NEXT: .param .align 64 .b8 fa_forward_0_param_36[128]
 // PTX-NEXT: )
 // PTX-DAG: ld.global.nc.b32
 // PTX-DAG: ld.global.nc.b16

@@ -3,7 +3,7 @@
 !m = memref<?x?x?x64xbf16>
 module attributes {gpu.container_module} {
   gpu.module @fa_kernels [#nvvm.target<chip = "sm_90a">] {
-    // expected-error @+1 {{convert-fa-to-nvvm: an fagpu kernel takes Q, K, V, O and optionally lse, bias, slopes and captures (memrefs) and a seed (i64)}}
+    // expected-error @+1 {{convert-fa-to-nvvm: an fagpu kernel takes Q, K, V, O and optionally lse, bias, slopes, captures and key ranges (memrefs) and a seed (i64)}}
     gpu.func @k(%q: !m, %k: !m, %v: !m) kernel attributes {fa.block_q = 64 : i64} {
       %b, %h, %t = fagpu.block_coords
       gpu.return
@@ -47,7 +47,7 @@ module attributes {gpu.container_module} {
 !m = memref<?x?x?x64xbf16>
 module attributes {gpu.container_module} {
   gpu.module @fa_kernels [#nvvm.target<chip = "sm_90a">] {
-    // expected-error @+1 {{convert-fa-to-nvvm: an fagpu kernel takes Q, K, V, O and optionally lse, bias, slopes and captures (memrefs) and a seed (i64)}}
+    // expected-error @+1 {{convert-fa-to-nvvm: an fagpu kernel takes Q, K, V, O and optionally lse, bias, slopes, captures and key ranges (memrefs) and a seed (i64)}}
     gpu.func @k(%q: !m, %k: !m, %v: !m, %o: !m, %seed: i32 {fa.abi = "seed"}) kernel attributes {fa.block_q = 64 : i64} {
       %b, %h, %t = fagpu.block_coords
       gpu.return

@@ -1,13 +1,15 @@
 // RUN: fa-opt %s -fa-fuse="chip=sm_90a wgmma=false" -fa-tile -fa-online-softmax -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
 // RUN: fa-opt %s --dump-pass-pipeline --pass-pipeline="builtin.module(fa-pipeline-cuda{chip=sm_90a})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DUMP
 
-// fa-pipeline-cuda's passes, in order: the forward through fa-fuse, fa-tile,
+// fa-pipeline-cuda's passes, in order: the forward through fa-fuse,
+// fa-key-ranges (without fwd-key-ranges=0), fa-tile,
 // fa-online-softmax, fa-warp-specialize (without fwd-warp-specialize=0) and
 // fa-async-copy before the conversion (fa-overlap-softmax only with
 // fwd-overlap).
 // DUMP: builtin.module(
 // DUMP-NEXT: fa-differentiate-score-mod,
 // DUMP-NEXT: fa-fuse{block-kv=0 block-q=0 chip=sm_90a warp-specialize=true wgmma=true},
+// DUMP-NEXT: fa-key-ranges,
 // DUMP-NEXT: fa-tile{block-kv=64 block-q=64},
 // DUMP-NEXT: fa-online-softmax,
 // DUMP-NEXT: fa-warp-specialize{overlap=true pingpong=true stages=0 tma=true},

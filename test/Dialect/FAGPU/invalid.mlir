@@ -446,3 +446,43 @@ func.func @bulk_bound_other(%k: memref<?x8x?x128xbf16>, %v: memref<?x8x?x128xbf1
   %t = fagpu.async_copy %k[%i, %i, %i] bound %n to %s[%i] signal %full[%i] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>, !fagpu.barriers<2>
   return
 }
+
+// -----
+
+func.func @key_ranges_type(%i: index, %r: memref<?xi64>) {
+  // expected-error @+1 {{key ranges are a rank-1 i32 memref}}
+  %b, %e = fagpu.visible_keys %i of [%i, %i] within %r : memref<?xi64> {block_q = 128, block_kv = 64}
+  return
+}
+
+// -----
+
+func.func @key_ranges_block(%i: index, %r: memref<?xi32>) {
+  // expected-error @+1 {{block_kv must divide the key ranges' 128 keys}}
+  %b, %e = fagpu.visible_keys %i of [%i, %i] within %r : memref<?xi32> {block_q = 128, block_kv = 96}
+  return
+}
+
+// -----
+
+func.func @store_key_range_warps(%f: tensor<128xf32, #fagpu.rows<warps = 8>>, %r: memref<?xi32>, %t: index) {
+  // expected-error @+1 {{first and last are f32 rows of 4 warps}}
+  fagpu.store_key_range %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 8>>, memref<?xi32>
+  return
+}
+
+// -----
+
+func.func @store_key_range_partial(%f: tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, %r: memref<?xi32>, %t: index) {
+  // expected-error @+1 {{first must be whole rows, not partial ones}}
+  fagpu.store_key_range %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, memref<?xi32>
+  return
+}
+
+// -----
+
+func.func @store_key_range_buffer(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %r: memref<?x2xi32>, %t: index) {
+  // expected-error @+1 {{key ranges are a rank-1 i32 memref}}
+  fagpu.store_key_range %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?x2xi32>
+  return
+}

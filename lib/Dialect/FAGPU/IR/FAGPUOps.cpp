@@ -1,6 +1,7 @@
 //===- FAGPUOps.cpp - FA's kernel-level ops -------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Runtime/KernelAbi.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
@@ -108,8 +109,25 @@ LogicalResult verifyCopy(Operation *op, Type source, SharedType dest) {
 
 } // namespace
 
+/// A key-range buffer: i32 of rank 1 (KernelAbi.h).
+static LogicalResult verifyKeyRanges(Operation *op, Value ranges) {
+  auto type = dyn_cast<MemRefType>(ranges.getType());
+  if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32))
+    return op->emitOpError("key ranges are a rank-1 i32 memref");
+  return success();
+}
+
 LogicalResult VisibleKeysOp::verify() {
-  return verifyTiling(*this, getBlockQ(), getBlockKv(), getWindow());
+  if (failed(verifyTiling(*this, getBlockQ(), getBlockKv(), getWindow())))
+    return failure();
+  if (!getKeyRanges())
+    return success();
+  if (failed(verifyKeyRanges(*this, getKeyRanges())))
+    return failure();
+  if (::fa::runtime::kKeyRangeBlock % getBlockKv() != 0)
+    return emitOpError("block_kv must divide the key ranges' ")
+           << ::fa::runtime::kKeyRangeBlock << " keys";
+  return success();
 }
 
 LogicalResult TileNeedsMaskOp::verify() {
@@ -463,6 +481,23 @@ LogicalResult BroadcastRowsOp::verify() {
       getLayoutWarps(source) != getLayoutWarps(result))
     return emitOpError("source and result must have one row count and warps");
   return success();
+}
+
+LogicalResult StoreKeyRangeOp::verify() {
+  for (auto [value, name] : {std::make_pair(getFirst(), "first"),
+                             std::make_pair(getLast(), "last")}) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (failed(verifyRegisterTile(*this, type, Layout::Rows, name)))
+      return failure();
+    if (isPartial(type))
+      return emitOpError(name) << " must be whole rows, not partial ones";
+  }
+  auto type = cast<RankedTensorType>(getFirst().getType());
+  if (getLayoutWarps(type) != ::fa::runtime::kKeyRangeWarps ||
+      !type.getElementType().isF32())
+    return emitOpError("first and last are f32 rows of ")
+           << ::fa::runtime::kKeyRangeWarps << " warps";
+  return verifyKeyRanges(*this, getRanges());
 }
 
 LogicalResult StoreOp::verify() {

@@ -57,14 +57,19 @@ def FAGPU_VisibleKeysOp : FAGPU_Op<"visible_keys", [Pure]> {
     `[begin, end)`: `begin` a multiple of `block_kv`, `end <= key_len`
     (`end <= begin` when nothing is visible), from the causal mask (either
     alignment) and the window, for Q of `query_len` rows and K of `key_len`.
+    `within` the key ranges a key-range kernel wrote for this query tile
+    (`fagpu.store_key_range`; `query_offset / block_q` is the tile), the
+    range shrinks to the key tiles where some row's `mask_mod` keeps a key.
   }];
   let arguments = (ins Index:$query_offset, Index:$query_len, Index:$key_len,
+                       Optional<FAGPU_Global>:$key_ranges,
                        I64Attr:$block_q, I64Attr:$block_kv,
                        OptionalAttr<FA_CausalAttr>:$causal,
                        OptionalAttr<DenseI64ArrayAttr>:$window);
   let results = (outs Index:$begin, Index:$end);
   let assemblyFormat = [{
-    $query_offset `of` ` ` `[` $query_len `,` $key_len `]` attr-dict
+    $query_offset `of` ` ` `[` $query_len `,` $key_len `]`
+    (`within` $key_ranges^ `:` type($key_ranges))? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -548,6 +553,27 @@ def FAGPU_StoreOp : FAGPU_Op<"store"> {
   let assemblyFormat = [{
     $value `to` $dest `[` $batch `,` $head `,` $row `]` `bound` $bound
     attr-dict `:` type($value) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_StoreKeyRangeOp : FAGPU_Op<"store_key_range",
+    [AllTypesMatch<["first", "last"]>]> {
+  let summary = "Stores the key tiles each warp's rows see";
+  let description = [{
+    The key-range kernel's result (KernelAbi.h, "Key ranges"). `first` and
+    `last` hold, per row, 1 + the first and 1 + the last key tile (of
+    `kKeyRangeBlock` keys) where the row's `mask_mod` keeps a key, 0 where
+    it keeps none. Each warp reduces its rows and writes `(first, last)`
+    (`last` -1 when none of its rows keeps a key) as i32 to `ranges` at
+    `(tile * kKeyRangeWarps + warp) * 2`. The kernel has kKeyRangeWarps
+    warps.
+  }];
+  let arguments = (ins FAGPU_Register:$first, FAGPU_Register:$last,
+                       FAGPU_Global:$ranges, Index:$tile);
+  let assemblyFormat = [{
+    $first `,` $last `to` $ranges `[` $tile `]` attr-dict `:` type($first) `,`
+    type($ranges)
   }];
   let hasVerifier = 1;
 }
