@@ -55,34 +55,16 @@ Value commitIf(OpBuilder &b, Location loc, Value predicate,
 
 FailureOr<int64_t> mlir::fa::ringForwardCopies(gpu::GPUFuncOp kernel,
                                                int64_t stages) {
-  Block &entry = kernel.getBody().front();
-  fagpu::CopyOp qCopy;
-  scf::ForOp loop;
-  for (Operation &op : entry) {
-    if (auto copy = dyn_cast<fagpu::CopyOp>(op); copy && !qCopy)
-      qCopy = copy;
-    else if (auto forOp = dyn_cast<scf::ForOp>(op); forOp && !loop)
-      loop = forOp;
-  }
-  fagpu::CopyOp kCopy, vCopy;
-  if (loop) {
-    Block *body = loop.getBody();
-    kCopy = dyn_cast<fagpu::CopyOp>(body->front());
-    vCopy =
-        kCopy ? dyn_cast<fagpu::CopyOp>(kCopy->getNextNode()) : fagpu::CopyOp();
-  }
-  auto allocOf = [](fagpu::CopyOp copy) {
-    return copy ? copy.getDest().getDefiningOp<fagpu::AllocSharedOp>()
-                : fagpu::AllocSharedOp();
-  };
-  fagpu::AllocSharedOp qAlloc = allocOf(qCopy), kAlloc = allocOf(kCopy),
-                       vAlloc = allocOf(vCopy);
-  if (!qAlloc || !kAlloc || !vAlloc ||
-      loop.getInductionVar() != kCopy.getRow() ||
-      loop.getInductionVar() != vCopy.getRow())
+  std::optional<ForwardCopies> copies = matchForwardCopies(kernel);
+  if (!copies)
     return kernel.emitOpError(
         "fa-async-copy: expected fa-tile's forward kernel: a copy of Q, then "
         "a loop over K/V tiles that starts with their copies");
+  Block &entry = kernel.getBody().front();
+  fagpu::CopyOp qCopy = copies->q, kCopy = copies->k, vCopy = copies->v;
+  fagpu::AllocSharedOp qAlloc = copies->qTile, kAlloc = copies->kTile,
+                       vAlloc = copies->vTile;
+  scf::ForOp loop = copies->loop;
 
   MLIRContext *ctx = kernel.getContext();
   Location loc = loop.getLoc();

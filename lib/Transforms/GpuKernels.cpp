@@ -256,3 +256,30 @@ FailureOr<ForwardTile> mlir::fa::chooseKVStages(gpu::GPUFuncOp kernel,
            << *maxShared;
   return tile;
 }
+
+std::optional<ForwardCopies>
+mlir::fa::matchForwardCopies(gpu::GPUFuncOp kernel) {
+  ForwardCopies c;
+  for (Operation &op : kernel.getBody().front()) {
+    if (auto copy = dyn_cast<fagpu::CopyOp>(op); copy && !c.q)
+      c.q = copy;
+    else if (auto loop = dyn_cast<scf::ForOp>(op); loop && !c.loop)
+      c.loop = loop;
+  }
+  if (!c.q || !c.loop)
+    return std::nullopt;
+  c.k = dyn_cast<fagpu::CopyOp>(c.loop.getBody()->front());
+  c.v = c.k ? dyn_cast<fagpu::CopyOp>(c.k->getNextNode()) : fagpu::CopyOp();
+  auto tileOf = [](fagpu::CopyOp copy) {
+    return copy ? copy.getDest().getDefiningOp<fagpu::AllocSharedOp>()
+                : fagpu::AllocSharedOp();
+  };
+  c.qTile = tileOf(c.q);
+  c.kTile = tileOf(c.k);
+  c.vTile = tileOf(c.v);
+  Value n = c.loop.getInductionVar();
+  if (!c.qTile || !c.kTile || !c.vTile || c.q->isBeforeInBlock(c.qTile) ||
+      !c.q->isBeforeInBlock(c.loop) || c.k.getRow() != n || c.v.getRow() != n)
+    return std::nullopt;
+  return c;
+}

@@ -289,33 +289,15 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   auto fail = [&](const Twine &why) {
     return kernel.emitOpError("fa-warp-specialize: ") << why;
   };
-  Block &entry = kernel.getBody().front();
-  fagpu::CopyOp qCopy;
-  scf::ForOp loop;
-  for (Operation &op : entry) {
-    if (auto copy = dyn_cast<fagpu::CopyOp>(op); copy && !qCopy)
-      qCopy = copy;
-    else if (auto forOp = dyn_cast<scf::ForOp>(op); forOp && !loop)
-      loop = forOp;
-  }
-  fagpu::CopyOp kCopy, vCopy;
-  if (loop) {
-    kCopy = dyn_cast<fagpu::CopyOp>(loop.getBody()->front());
-    vCopy =
-        kCopy ? dyn_cast<fagpu::CopyOp>(kCopy->getNextNode()) : fagpu::CopyOp();
-  }
-  auto allocOf = [](fagpu::CopyOp copy) {
-    return copy ? copy.getDest().getDefiningOp<fagpu::AllocSharedOp>()
-                : fagpu::AllocSharedOp();
-  };
-  fagpu::AllocSharedOp qAlloc = allocOf(qCopy), kAlloc = allocOf(kCopy),
-                       vAlloc = allocOf(vCopy);
-  if (!qAlloc || !kAlloc || !vAlloc || qCopy->isBeforeInBlock(qAlloc) ||
-      !qCopy->isBeforeInBlock(loop) ||
-      loop.getInductionVar() != kCopy.getRow() ||
-      loop.getInductionVar() != vCopy.getRow())
+  std::optional<ForwardCopies> copies = matchForwardCopies(kernel);
+  if (!copies)
     return fail("expected fa-tile's forward kernel: a copy of Q, then a loop "
                 "over K/V tiles that starts with their copies");
+  Block &entry = kernel.getBody().front();
+  fagpu::CopyOp qCopy = copies->q, kCopy = copies->k, vCopy = copies->v;
+  fagpu::AllocSharedOp qAlloc = copies->qTile, kAlloc = copies->kTile,
+                       vAlloc = copies->vTile;
+  scf::ForOp loop = copies->loop;
   DenseI32ArrayAttr block = kernel.getKnownBlockSizeAttr();
   if (!block || block[0] % 128 != 0)
     return fail("the kernel's threads (known_block_size) must be whole "

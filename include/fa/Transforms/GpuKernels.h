@@ -11,7 +11,9 @@
 #define FA_TRANSFORMS_GPUKERNELS_H
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -160,6 +162,18 @@ std::string kernelRegionReason(Region &region, StringRef name);
 /// (fa-fuse's) into the CTA's program in fagpu ops; leaves it alone where
 /// unsupportedForwardReason gives a reason.
 LogicalResult tileForwardKernel(gpu::GPUFuncOp kernel);
+
+/// fa-tile's forward kernel as fa-async-copy and fa-warp-specialize take
+/// it: in the entry block a copy of Q into its shared tile, then the loop
+/// over K/V tiles, which starts with the copies of K and V at its induction
+/// variable into theirs.
+struct ForwardCopies {
+  fagpu::CopyOp q, k, v;
+  fagpu::AllocSharedOp qTile, kTile, vTile;
+  scf::ForOp loop;
+};
+/// The copies of `kernel`, or nothing where it is not so.
+std::optional<ForwardCopies> matchForwardCopies(gpu::GPUFuncOp kernel);
 
 /// fa-async-copy's ring: the synchronous tile copies of an fagpu forward
 /// kernel become asynchronous copies into rings of `stages` K and V
