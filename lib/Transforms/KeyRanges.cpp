@@ -161,7 +161,15 @@ struct FAKeyRangesPass
     SmallVector<std::pair<gpu::GPUFuncOp, AttentionOp>> forwards;
     module.walk([&](gpu::GPUFuncOp kernel) {
       AttentionOp op = getOutlinedAttention(kernel);
-      if (op && hasKeyRanges(op) && unsupportedForwardReason(op).empty() &&
+      // A forward that has its ranges already keeps them.
+      bool ranged =
+          llvm::any_of(llvm::seq(kernel.getNumArguments()), [&](unsigned i) {
+            auto role =
+                kernel.getArgAttrOfType<StringAttr>(i, kAbiRoleAttrName);
+            return role && role.getValue() == "key_ranges";
+          });
+      if (op && !ranged && hasKeyRanges(op) &&
+          unsupportedForwardReason(op).empty() &&
           kernel->hasAttr(kBlockQAttr) && kernel->hasAttr(kBlockKVAttr) &&
           kKeyRangeBlock %
                   kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr).getInt() ==

@@ -1,5 +1,9 @@
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-key-ranges | FileCheck %s
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-key-ranges -fa-tile | FileCheck %s --check-prefix=TILE
+// Running the pass again changes nothing.
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-key-ranges > %t.once
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-key-ranges -fa-key-ranges > %t.twice
+// RUN: diff %t.once %t.twice
 
 // A document mask (reads i and j only): the host allocates the key ranges
 // (8 i32 per query tile), launches the key-range kernel over the query
