@@ -162,6 +162,19 @@ struct MaskLowering : public OpConversionPattern<fagpu::MaskOp> {
   }
 };
 
+/// The kernel's buffer `memref`, or null after an error on `op` that `what`
+/// is not one.
+const KernelBinding::Buffer *findBuffer(Operation *op,
+                                        const KernelBinding &binding,
+                                        Value memref, StringRef what) {
+  auto it = binding.buffers.find(memref);
+  if (it != binding.buffers.end())
+    return &it->second;
+  op->emitOpError("convert-fa-to-nvvm: ")
+      << what << " not a buffer of the kernel";
+  return nullptr;
+}
+
 /// The key ranges of a query tile (KernelAbi.h, "Key ranges"): an i32 read
 /// once per kernel, the same for every thread (ld.global.nc).
 Value loadRange(KernelBuilder &kb, OpBuilder &b, Location loc, Value ptr,
@@ -187,11 +200,10 @@ struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
         toI32(rewriter, loc, adaptor.getQueryLen()),
         toI32(rewriter, loc, adaptor.getKeyLen()), op.getBlockKv());
     if (Value ranges = op.getKeyRanges()) {
-      auto it = binding.buffers.find(ranges);
-      if (it == binding.buffers.end())
-        return op.emitOpError(
-            "convert-fa-to-nvvm: the key ranges are not a buffer of the "
-            "kernel");
+      const KernelBinding::Buffer *buffer =
+          findBuffer(op, binding, ranges, "the key ranges are");
+      if (!buffer)
+        return failure();
       using ::fa::runtime::kKeyRangeBlock;
       using ::fa::runtime::kKeyRangeWarps;
       // Every warp's (first, last) of this query tile; a warp that saw no
@@ -200,9 +212,9 @@ struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
                           kb.c32(kKeyRangeWarps * 2));
       Value first, last;
       for (uint32_t w = 0; w < kKeyRangeWarps; ++w) {
-        Value f = loadRange(kb, rewriter, loc, it->second.ptr,
+        Value f = loadRange(kb, rewriter, loc, buffer->ptr,
                             kb.add(base, kb.c32(2 * w)));
-        Value l = loadRange(kb, rewriter, loc, it->second.ptr,
+        Value l = loadRange(kb, rewriter, loc, buffer->ptr,
                             kb.add(base, kb.c32(2 * w + 1)));
         first = first ? kb.mins(first, f) : f;
         last = last ? kb.maxs(last, l) : l;
@@ -232,10 +244,10 @@ struct StoreKeyRangeLowering
   matchAndRewrite(fagpu::StoreKeyRangeOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto it = binding.buffers.find(op.getRanges());
-    if (it == binding.buffers.end())
-      return op.emitOpError(
-          "convert-fa-to-nvvm: the key ranges are not a buffer of the kernel");
+    const KernelBinding::Buffer *ranges =
+        findBuffer(op, binding, op.getRanges(), "the key ranges are");
+    if (!ranges)
+      return failure();
     KernelBuilder kb(rewriter, loc, rewriter.getF32Type(), 0);
     Type i32 = rewriter.getI32Type();
     auto number = [&](Value v) -> Value {
@@ -268,7 +280,7 @@ struct StoreKeyRangeLowering
         /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(store.thenBlock());
-    Value ptr = it->second.ptr;
+    Value ptr = ranges->ptr;
     LLVM::StoreOp::create(rewriter, loc, first,
                           kb.gep(ptr, kb.ext64(slot), i32),
                           /*alignment=*/4);
@@ -309,11 +321,11 @@ struct StoreLowering : public OpConversionPattern<fagpu::StoreOp> {
   matchAndRewrite(fagpu::StoreOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto it = binding.buffers.find(op.getDest());
-    if (it == binding.buffers.end())
-      return op.emitOpError(
-          "convert-fa-to-nvvm: the destination is not a buffer of the kernel");
-    const KernelBinding::Buffer &buffer = it->second;
+    const KernelBinding::Buffer *found =
+        findBuffer(op, binding, op.getDest(), "the destination is");
+    if (!found)
+      return failure();
+    const KernelBinding::Buffer &buffer = *found;
     auto dest = cast<MemRefType>(op.getDest().getType());
     auto type = cast<RankedTensorType>(op.getValue().getType());
     KernelBuilder kb(rewriter, loc, dest.getElementType(), 0);
