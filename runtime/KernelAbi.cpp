@@ -459,7 +459,8 @@ uint64_t fa::runtime::getKeyRangesBytes(const GridRule &rule,
                                         const KernelCall &call) {
   Expected<int64_t> tiles = getExtent(rule.x, call);
   uint64_t count = tiles.failed() || *tiles < 0 ? 0 : uint64_t(*tiles);
-  return std::max<uint64_t>(256, count * kKeyRangeWarps * 2 * sizeof(int32_t));
+  return std::max<uint64_t>(256, count * kKeyRangeWarps * kKeyRangeInts *
+                                     sizeof(int32_t));
 }
 
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,16 @@
 using namespace mlir;
 using namespace mlir::fa;
 
+std::pair<Value, Value> mlir::fa::clampPositions(OpBuilder &b, Location loc,
+                                                 Value i, Value j, Value nq,
+                                                 Value nk) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  return {
+      arith::MinUIOp::create(b, loc, i, arith::SubIOp::create(b, loc, nq, one)),
+      arith::MinUIOp::create(b, loc, j,
+                             arith::SubIOp::create(b, loc, nk, one))};
+}
+
 Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
                                     ValueRange args) {
   IRMapping mapping;

@@ -18,6 +18,16 @@ bool mlir::fa::isScoredForward(AttentionOp op) {
          !op.getMaskMod().empty() || op.getDropoutSeed();
 }
 
+BlockArgument mlir::fa::getArgumentWithRole(gpu::GPUFuncOp kernel,
+                                            StringRef role) {
+  for (BlockArgument arg : kernel.getArguments())
+    if (auto named = kernel.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                         kAbiRoleAttrName);
+        named && named.getValue() == role)
+      return arg;
+  return {};
+}
+
 bool mlir::fa::hasKeyRanges(AttentionOp op) {
   if (op.getMaskMod().empty())
     return false;

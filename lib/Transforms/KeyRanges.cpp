@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -29,6 +30,7 @@ namespace mlir::fa {
 using namespace mlir;
 using namespace mlir::fa;
 using ::fa::runtime::kKeyRangeBlock;
+using ::fa::runtime::kKeyRangeInts;
 using ::fa::runtime::kKeyRangeWarps;
 
 namespace {
@@ -95,17 +97,21 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
                                          /*partial=*/false);
   auto tileType = RankedTensorType::get({blockQ, kKeyRangeBlock}, f32, acc);
   auto rowsType = RankedTensorType::get({blockQ}, f32, rows);
-  auto splat = [&](RankedTensorType type) -> Value {
+  auto splat = [&](RankedTensorType type, double v) -> Value {
     return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(f32, 0.0)));
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(f32, v)));
   };
-  Value zeroTile = splat(tileType), zeroRows = splat(rowsType);
+  Value zeroTile = splat(tileType, 0.0), zeroRows = splat(rowsType, 0.0);
+  auto constant = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  };
   // Per row, 1 + the first and 1 + the last key tile where the mask_mod
-  // keeps a key (0: none yet). Tile numbers below 2^23 (keys below 2^30)
-  // are exact in f32.
+  // keeps a key, 1 + the first and 1 + the last where it keeps every key
+  // (0: none yet), and how many such full tiles there were. Tile numbers
+  // below 2^23 (keys below 2^30) are exact in f32.
+  Value inits[] = {zeroRows, zeroRows, zeroRows, zeroRows, zeroRows};
   auto loop = scf::ForOp::create(
-      b, loc, keys.getBegin(), keys.getEnd(), index(kKeyRangeBlock),
-      ValueRange{zeroRows, zeroRows},
+      b, loc, keys.getBegin(), keys.getEnd(), index(kKeyRangeBlock), inits,
       [&](OpBuilder &, Location, Value kv0, ValueRange iters) {
         Value number = arith::AddIOp::create(
             b, loc, arith::DivUIOp::create(b, loc, kv0, index(kKeyRangeBlock)),
@@ -113,6 +119,8 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
         Value numberF = arith::UIToFPOp::create(
             b, loc, f32,
             arith::IndexCastUIOp::create(b, loc, b.getI32Type(), number));
+        // Per key: its tile's number where the mask_mod keeps it, -1 where
+        // it hides it, 0 past Nq or Nk (kept by none, hidden by none).
         auto map = fagpu::MapOp::create(b, loc, tileType, ValueRange{zeroTile},
                                         q0, kv0);
         {
@@ -125,30 +133,59 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
                                          bound);
           };
           Value inside = arith::AndIOp::create(b, loc, lt(i, nq), lt(j, nk));
-          // Rows and keys past Nq and Nk read the last one's captures.
-          Value one = index(1);
-          Value ic = arith::MinUIOp::create(
-              b, loc, i, arith::SubIOp::create(b, loc, nq, one));
-          Value jc = arith::MinUIOp::create(
-              b, loc, j, arith::SubIOp::create(b, loc, nk, one));
+          auto [ic, jc] = clampPositions(b, loc, i, j, nq, nk);
           SmallVector<Value> args = {index(0), index(0), ic, jc};
           llvm::append_range(args, captures);
           Value keep = inlineVariantRegion(b, op.getMaskMod(), args);
-          keep = arith::AndIOp::create(b, loc, keep, inside);
-          Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+          Value seen =
+              arith::SelectOp::create(b, loc, keep, numberF, constant(-1.0));
           fagpu::YieldOp::create(
-              b, loc, arith::SelectOp::create(b, loc, keep, numberF, zero));
+              b, loc,
+              arith::SelectOp::create(b, loc, inside, seen, constant(0.0)));
         }
-        Value seen = fagpu::ReduceRowsOp::create(
+        Value most = fagpu::ReduceRowsOp::create(
             b, loc, rowsType, fagpu::ReduceKind::Max, map.getResult());
+        // Minus each row's least value (max of the negated tile; ptxas
+        // folds the negation into the max).
+        Value minusLeast = fagpu::ReduceRowsOp::create(
+            b, loc, rowsType, fagpu::ReduceKind::Max,
+            arith::NegFOp::create(b, loc, map.getResult()));
+        Value seen = arith::MaximumFOp::create(b, loc, most, zeroRows);
         Value last = arith::MaximumFOp::create(b, loc, iters[1], seen);
         Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                            iters[0], zeroRows);
         Value first = arith::SelectOp::create(b, loc, none, seen, iters[0]);
-        scf::YieldOp::create(b, loc, ValueRange{first, last});
+        // A full tile: no key of the row hidden.
+        Value full = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
+                                           minusLeast, zeroRows);
+        Value numbers = tensor::SplatOp::create(b, loc, numberF, rowsType);
+        Value noFull = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             iters[2], zeroRows);
+        Value fullFirst = arith::SelectOp::create(
+            b, loc, arith::AndIOp::create(b, loc, full, noFull), numbers,
+            iters[2]);
+        Value fullLast =
+            arith::SelectOp::create(b, loc, full, numbers, iters[3]);
+        Value count = arith::AddFOp::create(
+            b, loc, iters[4],
+            arith::SelectOp::create(b, loc, full, splat(rowsType, 1.0),
+                                    zeroRows));
+        scf::YieldOp::create(
+            b, loc, ValueRange{first, last, fullFirst, fullLast, count});
       });
+  // A row's full tiles are a run when there are last - first + 1 of them;
+  // else it has none (keys the forward masks one by one).
+  Value fullFirst = loop.getResult(2), fullLast = loop.getResult(3);
+  Value run = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OEQ,
+      arith::AddFOp::create(b, loc,
+                            arith::SubFOp::create(b, loc, fullLast, fullFirst),
+                            splat(rowsType, 1.0)),
+      loop.getResult(4));
+  fullFirst = arith::SelectOp::create(b, loc, run, fullFirst, zeroRows);
+  fullLast = arith::SelectOp::create(b, loc, run, fullLast, zeroRows);
   fagpu::StoreKeyRangeOp::create(b, loc, loop.getResult(0), loop.getResult(1),
-                                 ranges, tile);
+                                 fullFirst, fullLast, ranges, tile);
   gpu::ReturnOp::create(b, loc);
   return kernel;
 }
@@ -162,14 +199,8 @@ struct FAKeyRangesPass
     module.walk([&](gpu::GPUFuncOp kernel) {
       AttentionOp op = getOutlinedAttention(kernel);
       // A forward that has its ranges already keeps them.
-      bool ranged =
-          llvm::any_of(llvm::seq(kernel.getNumArguments()), [&](unsigned i) {
-            auto role =
-                kernel.getArgAttrOfType<StringAttr>(i, kAbiRoleAttrName);
-            return role && role.getValue() == "key_ranges";
-          });
-      if (op && !ranged && hasKeyRanges(op) &&
-          unsupportedForwardReason(op).empty() &&
+      if (op && !getArgumentWithRole(kernel, "key_ranges") &&
+          hasKeyRanges(op) && unsupportedForwardReason(op).empty() &&
           kernel->hasAttr(kBlockQAttr) && kernel->hasAttr(kBlockKVAttr) &&
           kKeyRangeBlock %
                   kernel->getAttrOfType<IntegerAttr>(kBlockKVAttr).getInt() ==
@@ -217,9 +248,10 @@ struct FAKeyRangesPass
         Location loc = launch.getLoc();
         ValueRange given = launch.getKernelOperands();
         Value tiles = launch.getGridSizeX();
-        Value count = arith::MulIOp::create(
-            b, loc, tiles,
-            arith::ConstantIndexOp::create(b, loc, kKeyRangeWarps * 2));
+        Value count =
+            arith::MulIOp::create(b, loc, tiles,
+                                  arith::ConstantIndexOp::create(
+                                      b, loc, kKeyRangeWarps * kKeyRangeInts));
         Value buffer =
             memref::AllocOp::create(b, loc, rangesType, ValueRange{count});
         SmallVector<Value> operands(given.take_front(4));

@@ -109,12 +109,7 @@ void KernelTiler::build() {
   for (auto [i, buffer] : llvm::enumerate(captureBuffers))
     setRole(buffer, ("capture" + Twine(i)).str());
   // fa-key-ranges' bounds of the key loop (its role is set).
-  Value keyRanges;
-  for (BlockArgument arg : entry.getArguments())
-    if (auto role = kernel.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                        kAbiRoleAttrName))
-      if (role.getValue() == "key_ranges")
-        keyRanges = arg;
+  Value keyRanges = getArgumentWithRole(kernel, "key_ranges");
   // Dropout's seed: an i64 argument.
   Value seed = op.getDropoutSeed();
   double dropoutP = seed ? op.getDropoutPAttr().getValueAsDouble() : 0.0;
@@ -136,6 +131,11 @@ void KernelTiler::build() {
   ScoreVariant variant = ScoreVariant::get(op, op.getScaleOrDefault());
   variant.causal = {};
   variant.window = {};
+  // With key ranges the mask_mod is a mask too: only on the tiles outside
+  // the run where it keeps every key (fagpu.full_keys).
+  Region *maskMod = nullptr;
+  if (keyRanges)
+    std::swap(maskMod, variant.maskMod);
   bool scored =
       variant.softcap || variant.scoreMod || variant.maskMod || bias || slopes;
   double scaleLog2 = (scored ? 1.0 : op.getScaleOrDefault()) * M_LOG2E;
@@ -192,6 +192,9 @@ void KernelTiler::build() {
     qA = fagpu::LoadOperandOp::create(b, loc, tile(d, operand, et), sQ, c0);
   auto keys = fagpu::VisibleKeysOp::create(
       b, loc, idx, idx, q0, nq, nk, keyRanges, blockQ, blockKV, causal, window);
+  fagpu::FullKeysOp full;
+  if (maskMod)
+    full = fagpu::FullKeysOp::create(b, loc, idx, idx, q0, keyRanges, blockQ);
 
   RankedTensorType accS = tile(blockKV, acc), accO = tile(d, acc);
   RankedTensorType rowT = rowsType(rows), partialT = rowsType(partial);
@@ -212,16 +215,8 @@ void KernelTiler::build() {
       Block &body = map.getBody().front();
       b.setInsertionPointToStart(&body);
       Value i = body.getArgument(1), j = body.getArgument(2);
-      if (bias || !captureBuffers.empty()) {
-        // Rows and keys past Nq and Nk (of a ragged last tile) read the
-        // last one's bias and captures, never past the buffers; their
-        // scores are masked or not stored.
-        Value c1 = index(1);
-        i = arith::MinUIOp::create(b, loc, i,
-                                   arith::SubIOp::create(b, loc, nq, c1));
-        j = arith::MinUIOp::create(b, loc, j,
-                                   arith::SubIOp::create(b, loc, nk, c1));
-      }
+      if (bias || !captureBuffers.empty())
+        std::tie(i, j) = clampPositions(b, loc, i, j, nq, nk);
       ScorePositions pos{batch, head, i, j,
                          arith::AddIOp::create(
                              b, loc, i, arith::SubIOp::create(b, loc, nk, nq))};
@@ -238,15 +233,43 @@ void KernelTiler::build() {
       s = map.getResult();
     }
     // Masks (keys past Nk, causal, window) only on tiles that cross an
-    // edge: the test is the same for the whole CTA.
+    // edge, and the mask_mod with key ranges only outside its full run:
+    // the test is the same for the whole CTA.
     Value cut =
         fagpu::TileNeedsMaskOp::create(b, loc, b.getI1Type(), q0, kv0, nq, nk,
                                        blockQ, blockKV, causal, window);
+    if (maskMod) {
+      auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) -> Value {
+        return arith::CmpIOp::create(b, loc, pred, x, y);
+      };
+      Value outside = arith::OrIOp::create(
+          b, loc, cmp(arith::CmpIPredicate::ult, kv0, full.getBegin()),
+          cmp(arith::CmpIPredicate::ugt,
+              arith::AddIOp::create(b, loc, kv0, cBlockKV), full.getEnd()));
+      cut = arith::OrIOp::create(b, loc, cut, outside);
+    }
     auto masked = scf::IfOp::create(b, loc, accS, cut, /*withElse=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(masked.thenBlock());
     Value x =
         fagpu::MaskOp::create(b, loc, accS, s, q0, kv0, nq, nk, causal, window);
+    if (maskMod) {
+      auto map = fagpu::MapOp::create(b, loc, accS, ValueRange{x}, q0, kv0);
+      OpBuilder::InsertionGuard guard(b);
+      Block &body = map.getBody().front();
+      b.setInsertionPointToStart(&body);
+      auto [i, j] = clampPositions(b, loc, body.getArgument(1),
+                                   body.getArgument(2), nq, nk);
+      SmallVector<Value> args = {batch, head, i, j};
+      llvm::append_range(args, variant.captures);
+      Value keep = inlineVariantRegion(b, *maskMod, args);
+      fagpu::YieldOp::create(
+          b, loc,
+          arith::SelectOp::create(
+              b, loc, keep, body.getArgument(0),
+              arith::ConstantOp::create(b, loc, b.getF32FloatAttr(negInf))));
+      x = map.getResult();
+    }
     scf::YieldOp::create(b, loc, x);
     b.setInsertionPointToStart(masked.elseBlock());
     scf::YieldOp::create(b, loc, s);

@@ -6,16 +6,20 @@
 // RUN: diff %t.once %t.twice
 
 // A document mask (reads i and j only): the host allocates the key ranges
-// (8 i32 per query tile), launches the key-range kernel over the query
+// (16 i32 per query tile), launches the key-range kernel over the query
 // tiles, then the forward, which takes the ranges last. The key-range
-// kernel visits the K tiles of 128 keys the causal mask leaves and keeps,
-// per row, 1 + the first and 1 + the last tile where the mask_mod keeps a
-// key of a row below Nq and a key below Nk (reading the captures at
-// clamped positions).
+// kernel visits the K tiles of 128 keys the causal mask leaves; the
+// mask_mod (reading the captures at clamped positions) gives each key its
+// tile's number where kept, -1 where hidden and 0 past Nq or Nk. Per row,
+// the max gives 1 + the first and 1 + the last tile where it keeps a key;
+// the min (minus the max of the negated tile) whether the tile is full,
+// which counts and moves the row's full run. After the loop, a row whose
+// full tiles are no run (count != last - first + 1) has none.
 // CHECK-LABEL: func.func @document
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c128 : index
 // CHECK: scf.if
-// CHECK: %[[COUNT:.+]] = arith.muli %[[TILES]], %{{.+}} : index
+// CHECK: %[[C16:.+]] = arith.constant 16 : index
+// CHECK-NEXT: %[[COUNT:.+]] = arith.muli %[[TILES]], %[[C16]] : index
 // CHECK-NEXT: %[[RANGES:.+]] = memref.alloc(%[[COUNT]]) : memref<?xi32>
 // CHECK: gpu.launch_func  @fa_kernels::@fa_forward_0_key_ranges blocks in (%[[TILES]], %[[ONE:.+]], %[[ONE]]) threads in (%[[T128:.+]], %[[ONE]], %[[ONE]])  dynamic_shared_memory_size %{{.+}} args(%[[Q:[^ ]+]] : {{.+}}, %[[K:[^ ]+]] : {{.+}}, %[[V:[^ ]+]] : {{.+}}, %[[O:[^ ]+]] : {{.+}}, %[[RANGES]] : memref<?xi32>, %[[DOC:[^ ]+]] : memref<?xi32, strided<[?], offset: ?>>)
 // CHECK-NEXT: gpu.launch_func  @fa_kernels::@fa_forward_0 blocks in (%[[TILES]], %{{.+}}, %{{.+}}) {{.+}} args(%[[Q]] : {{.+}}, %[[K]] : {{.+}}, %[[V]] : {{.+}}, %[[O]] : {{.+}}, %[[DOC]] : memref<?xi32, strided<[?], offset: ?>>, %[[RANGES]] : memref<?xi32>)
@@ -33,7 +37,7 @@
 // CHECK: %[[DT:.+]] = bufferization.to_tensor %[[D]] restrict
 // CHECK: %[[ZT:.+]] = arith.constant dense<0.000000e+00> : tensor<128x128xf32, #fagpu.acc<warps = 4>>
 // CHECK: %[[ZR:.+]] = arith.constant dense<0.000000e+00> : tensor<128xf32, #fagpu.rows<warps = 4>>
-// CHECK: %[[LOOP:.+]]:2 = scf.for %[[KV0:.+]] = %[[BEGIN]] to %[[END]] step %{{.+}} iter_args(%[[FIRST:.+]] = %[[ZR]], %[[LAST:.+]] = %[[ZR]])
+// CHECK: %[[LOOP:.+]]:5 = scf.for %[[KV0:.+]] = %[[BEGIN]] to %[[END]] step %{{.+}} iter_args(%[[FIRST:.+]] = %[[ZR]], %[[LAST:.+]] = %[[ZR]], %[[FF:.+]] = %[[ZR]], %[[FL:.+]] = %[[ZR]], %[[FN:.+]] = %[[ZR]])
 // CHECK: %[[NUM:.+]] = arith.uitofp %{{.+}} : i32 to f32
 // CHECK: %[[KEPT:.+]] = fagpu.map %[[ZT]] at [%[[Q0]], %[[KV0]]]
 // CHECK-NEXT: ^bb0(%{{.+}}: f32, %[[I:.+]]: index, %[[J:.+]]: index):
@@ -45,22 +49,65 @@
 // CHECK: %[[DI:.+]] = tensor.extract %[[DT]][%[[IC]]] : tensor<?xi32>
 // CHECK-NEXT: %[[DJ:.+]] = tensor.extract %[[DT]][%[[JC]]] : tensor<?xi32>
 // CHECK-NEXT: %[[SAME:.+]] = arith.cmpi eq, %[[DI]], %[[DJ]] : i32
-// CHECK-NEXT: %[[KEEP:.+]] = arith.andi %[[SAME]], %[[IN]] : i1
-// CHECK: %[[V:.+]] = arith.select %[[KEEP]], %[[NUM]], %{{.+}} : f32
+// CHECK-NEXT: %[[MINUS1:.+]] = arith.constant -1.000000e+00 : f32
+// CHECK-NEXT: %[[SEEN1:.+]] = arith.select %[[SAME]], %[[NUM]], %[[MINUS1]] : f32
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[V:.+]] = arith.select %[[IN]], %[[SEEN1]], %[[ZERO]] : f32
 // CHECK-NEXT: fagpu.yield %[[V]] : f32
-// CHECK: %[[SEEN:.+]] = fagpu.reduce_rows <max> %[[KEPT]]
+// CHECK: %[[MOST:.+]] = fagpu.reduce_rows <max> %[[KEPT]]
+// CHECK-NEXT: %[[NEG:.+]] = arith.negf %[[KEPT]]
+// CHECK-NEXT: %[[MLEAST:.+]] = fagpu.reduce_rows <max> %[[NEG]]
+// CHECK-NEXT: %[[SEEN:.+]] = arith.maximumf %[[MOST]], %[[ZR]]
 // CHECK-NEXT: %[[NEWLAST:.+]] = arith.maximumf %[[LAST]], %[[SEEN]]
 // CHECK-NEXT: %[[NONE:.+]] = arith.cmpf oeq, %[[FIRST]], %[[ZR]]
 // CHECK-NEXT: %[[NEWFIRST:.+]] = arith.select %[[NONE]], %[[SEEN]], %[[FIRST]]
-// CHECK-NEXT: scf.yield %[[NEWFIRST]], %[[NEWLAST]]
-// CHECK: fagpu.store_key_range %[[LOOP]]#0, %[[LOOP]]#1 to %[[R]][%[[QTILE]]] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?xi32>
+// CHECK-NEXT: %[[FULL:.+]] = arith.cmpf ole, %[[MLEAST]], %[[ZR]]
+// CHECK-NEXT: %[[NUMS:.+]] = tensor.splat %[[NUM]] : tensor<128xf32, #fagpu.rows<warps = 4>>
+// CHECK-NEXT: %[[NOFULL:.+]] = arith.cmpf oeq, %[[FF]], %[[ZR]]
+// CHECK-NEXT: %[[FIRSTFULL:.+]] = arith.andi %[[FULL]], %[[NOFULL]]
+// CHECK-NEXT: %[[NEWFF:.+]] = arith.select %[[FIRSTFULL]], %[[NUMS]], %[[FF]]
+// CHECK-NEXT: %[[NEWFL:.+]] = arith.select %[[FULL]], %[[NUMS]], %[[FL]]
+// CHECK-NEXT: %[[ONES:.+]] = arith.constant dense<1.000000e+00>
+// CHECK-NEXT: %[[ADD:.+]] = arith.select %[[FULL]], %[[ONES]], %[[ZR]]
+// CHECK-NEXT: %[[NEWFN:.+]] = arith.addf %[[FN]], %[[ADD]]
+// CHECK-NEXT: scf.yield %[[NEWFIRST]], %[[NEWLAST]], %[[NEWFF]], %[[NEWFL]], %[[NEWFN]]
+// CHECK: %[[ONE1:.+]] = arith.constant dense<1.000000e+00>
+// CHECK-NEXT: %[[SPAN0:.+]] = arith.subf %[[LOOP]]#3, %[[LOOP]]#2
+// CHECK-NEXT: %[[SPAN:.+]] = arith.addf %[[SPAN0]], %[[ONE1]]
+// CHECK-NEXT: %[[CONTIG:.+]] = arith.cmpf oeq, %[[SPAN]], %[[LOOP]]#4
+// CHECK-NEXT: %[[RF:.+]] = arith.select %[[CONTIG]], %[[LOOP]]#2, %[[ZR]]
+// CHECK-NEXT: %[[RL:.+]] = arith.select %[[CONTIG]], %[[LOOP]]#3, %[[ZR]]
+// CHECK-NEXT: fagpu.store_key_range %[[LOOP]]#0, %[[LOOP]]#1 full %[[RF]], %[[RL]] to %[[R]][%[[QTILE]]] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?xi32>
 
-// fa-tile bounds the forward's key loop within the ranges.
+// fa-tile bounds the forward's key loop within the ranges, and applies the
+// mask_mod (after fagpu.mask, with the captures at clamped positions) only
+// on tiles that need a mask or lie outside the full run; the others take
+// the plain path (no map; the scale folds into the softmax).
 // TILE-LABEL: func.func @document
 // TILE: gpu.func @fa_forward_0(
 // TILE-SAME: %[[R:[a-z0-9]+]]: memref<?xi32> {fa.abi = "key_ranges"})
-// TILE: %[[B:.+]], %[[E:.+]] = fagpu.visible_keys %{{.+}} of [%{{.+}}, %{{.+}}] within %[[R]] : memref<?xi32> {block_kv = 128 : i64, block_q = 128 : i64, causal = #fa.causal<top_left>}
-// TILE: scf.for %{{.+}} = %[[B]] to %[[E]]
+// TILE: %[[DT:.+]] = bufferization.to_tensor
+// TILE: %[[B:.+]], %[[E:.+]] = fagpu.visible_keys %[[Q0:.+]] of [%[[NQ:.+]], %[[NK:.+]]] within %[[R]] : memref<?xi32> {block_kv = 128 : i64, block_q = 128 : i64, causal = #fa.causal<top_left>}
+// TILE-NEXT: %[[FB:.+]], %[[FE:.+]] = fagpu.full_keys %[[Q0]] within %[[R]] {block_q = 128 : i64} : memref<?xi32>
+// TILE: scf.for %[[KV0:.+]] = %[[B]] to %[[E]]
+// TILE: %[[S:.+]] = fagpu.mma
+// TILE-NEXT: %[[EDGE:.+]] = fagpu.tile_needs_mask [%[[Q0]], %[[KV0]]] of [%[[NQ]], %[[NK]]]
+// TILE-NEXT: %[[KV1:.+]] = arith.addi %[[KV0]], %{{.+}} : index
+// TILE-NEXT: %[[AFTER:.+]] = arith.cmpi ugt, %[[KV1]], %[[FE]] : index
+// TILE-NEXT: %[[BEFORE:.+]] = arith.cmpi ult, %[[KV0]], %[[FB]] : index
+// TILE-NEXT: %[[OUT:.+]] = arith.ori %[[BEFORE]], %[[AFTER]] : i1
+// TILE-NEXT: %[[CUT:.+]] = arith.ori %[[EDGE]], %[[OUT]] : i1
+// TILE-NEXT: %{{.+}} = scf.if %[[CUT]]
+// TILE-NEXT: %[[M:.+]] = fagpu.mask %[[S]]
+// TILE-NEXT: %[[MM:.+]] = fagpu.map %[[M]] at [%[[Q0]], %[[KV0]]]
+// TILE: tensor.extract %[[DT]]
+// TILE: arith.select %{{.+}}, %{{.+}}, %{{.+}} : f32
+// TILE-NEXT: fagpu.yield
+// TILE-NEXT: }
+// TILE-NEXT: scf.yield %[[MM]]
+// TILE-NEXT: } else {
+// TILE-NEXT: scf.yield %[[S]]
+// TILE-NEXT: } {fa.softmax_scores}
 func.func @document(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %doc: tensor<?xi32>) -> tensor<?x8x?x64xbf16> {
   %o = fa.attention %q, %k, %v captures(%doc : tensor<?xi32>) {causal = #fa.causal<top_left>} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xbf16> mask_mod {
   ^bb0(%b: index, %h: index, %i: index, %j: index, %d: tensor<?xi32>):

@@ -93,6 +93,10 @@ run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
 run "$inputs/mask-mod-docs.mlir" --shape=2,4,2,1000,1300,64
 run "$inputs/mask-mod-blocks.mlir" --shape=2,4,4,1000,1100,128
 run "$inputs/mask-mod-blocks.mlir" --shape=1,4,4,1000,1100,128 --fwd-key-ranges=false
+# Full key tiles (no mask_mod there): runs that differ between rows, rows
+# with full tiles that are no run, a hidden tile inside the visited range.
+run "$inputs/mask-mod-runs.mlir" --shape=2,4,4,1000,1100,64
+run "$inputs/mask-mod-runs.mlir" --shape=1,4,4,333,1500,64 --block-q=64 --block-kv=32
 run "$inputs/score-mod-relpos.mlir" --shape=2,4,2,190,333,64
 
 # Dropout (the scored path with Philox per probability; --check's reference

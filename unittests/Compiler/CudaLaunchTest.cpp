@@ -449,7 +449,8 @@ TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
   EXPECT_EQ(rangesOf(all[1], image->abi), ranges);
   EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 256u);
   call.seqQ = 1000;
-  EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 8u * 4 * 8);
+  // 8 query tiles of 4 warps, each a record of 4 i32.
+  EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 8u * 4 * 4 * 4);
 
   // No queries: nothing launched.
   launches->clear();

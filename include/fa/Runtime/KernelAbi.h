@@ -43,11 +43,16 @@
 // Key ranges. A forward whose mask_mod reads neither b nor h launches a
 // key-range kernel first (grid [tiles(Nq, R), 1, 1], R the forward's query
 // tile): its kKeyRangeWarps warps each write, for their rows of query tile
-// t, the first and last tile of kKeyRangeBlock keys where the mask_mod
-// keeps a key, to key_ranges[(t * kKeyRangeWarps + warp) * 2 + {0, 1}]
-// (last -1 and first past it where the warp keeps none). The forward visits
-// only keys [min first * kKeyRangeBlock, (max last + 1) * kKeyRangeBlock).
-// The launcher owns the buffer (getKeyRangesBytes).
+// t, kKeyRangeInts i32 to key_ranges[(t * kKeyRangeWarps + warp) *
+// kKeyRangeInts + {0, 1, 2, 3}]: the first and last tile of kKeyRangeBlock
+// keys where the mask_mod keeps a key (last -1 and first past it where the
+// warp keeps none), then the first and last tile of a run where it keeps
+// every key of every row (rows past Nq and keys past Nk count as kept;
+// last -1 and first past it where there is none). The forward visits only
+// keys [min first * kKeyRangeBlock, (max last + 1) * kKeyRangeBlock) and
+// evaluates the mask_mod only outside [max full first * kKeyRangeBlock,
+// (min full last + 1) * kKeyRangeBlock). The launcher owns the buffer
+// (getKeyRangesBytes).
 //
 // Tensor maps. `tensor_map(t, D, R) : tmap` is a CUtensorMap (128 bytes,
 // passed by value as a grid constant) for TMA copies (cp.async.bulk.tensor)
@@ -87,6 +92,8 @@ namespace fa::runtime {
 /// file comment).
 inline constexpr uint32_t kKeyRangeWarps = 4;
 inline constexpr uint32_t kKeyRangeBlock = 128;
+/// The i32 of one warp's record: (first, last, full first, full last).
+inline constexpr uint32_t kKeyRangeInts = 4;
 
 /// The tensor a pointer or stride parameter belongs to.
 enum class AbiTensor : uint8_t {
@@ -109,8 +116,8 @@ enum class AbiTensor : uint8_t {
   /// floats at Dsum's offset of (b, h, i) times D.
   DQAccum,
   /// The forward's i32 key ranges of a mask_mod (a workspace): per query
-  /// tile of the kernel's rows, kKeyRangeWarps (first, last) pairs of key
-  /// tiles of kKeyRangeBlock keys (the file comment).
+  /// tile of the kernel's rows, kKeyRangeWarps records of kKeyRangeInts
+  /// key tiles of kKeyRangeBlock keys (the file comment).
   KeyRanges,
   /// One of the op's captures (KernelParam::capture says which).
   Capture,

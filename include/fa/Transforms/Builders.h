@@ -186,6 +186,13 @@ std::pair<Value, Value> buildVisibleQueries(OpBuilder &b, Location loc,
                                             Value cols, Value seqQ,
                                             Value seqKV);
 
+/// Query row `i` and key `j` clamped to the last row and key (`nq` and
+/// `nk` positive): where a ragged tile's positions past Nq and Nk read the
+/// captures and bias, never past the buffers (their scores are masked or
+/// never stored).
+std::pair<Value, Value> clampPositions(OpBuilder &b, Location loc, Value i,
+                                       Value j, Value nq, Value nk);
+
 /// Clones the single block of `region` at the builder's insertion point with
 /// its arguments bound to `args`; returns the value it yields.
 Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);

@@ -45,6 +45,10 @@ inline constexpr llvm::StringLiteral kKernelAbiAttrName = "fa.kernel_abi";
 /// tensor of the ABI it is, "q", "k", "v", "o", "lse", "bias", "slopes" or
 /// "capture<i>", "key_ranges" (KernelAbi.h).
 inline constexpr llvm::StringLiteral kAbiRoleAttrName = "fa.abi";
+/// The argument of `kernel` with ABI role `role` (kAbiRoleAttrName), or
+/// null.
+BlockArgument getArgumentWithRole(gpu::GPUFuncOp kernel, StringRef role);
+
 /// Threads of a forward CTA (4 warps).
 inline constexpr int64_t kForwardThreads = 128;
 /// Threads of a forward CTA of `blockQ` query rows: 4 warps, or with

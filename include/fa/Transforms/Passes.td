@@ -300,17 +300,19 @@ def FAKeyRanges : Pass<"fa-key-ranges", "::mlir::ModuleOp"> {
     kernel module: one CTA of 4 warps per query tile evaluates the
     `mask_mod` on the K tiles of 128 keys the causal and window masks leave
     and writes, per warp, the first and last K tile where one of its rows
-    keeps a key (`fagpu.store_key_range`; the layout is KernelAbi.h's "Key
-    ranges"). The forward kernel takes those ranges as a last argument
-    (role `key_ranges`), which `fa-tile` hands to its
-    `fagpu.visible_keys`: the forward loop then starts at the first such
-    tile and ends after the last. Each launch of the forward gets an
-    allocation of the ranges and a launch of the key-range kernel before
-    it.
+    keeps a key, and the run of K tiles where all its rows keep every key
+    (`fagpu.store_key_range`; the layout is KernelAbi.h's "Key ranges").
+    The forward kernel takes those ranges as a last argument (role
+    `key_ranges`), which `fa-tile` hands to its `fagpu.visible_keys` (the
+    forward loop then starts at the first such tile and ends after the
+    last) and `fagpu.full_keys` (the forward evaluates the mask_mod only on
+    tiles outside the run). Each launch of the forward gets an allocation
+    of the ranges and a launch of the key-range kernel before it.
 
     A document mask of 4 documents leaves a query tile about a quarter of
-    the keys. The ranges are contiguous: tiles the mask_mod hides between
-    the first and last visible one are still visited (and masked).
+    the keys, most of them in tiles of one document, which need no mask.
+    The ranges are contiguous: tiles the mask_mod hides between the first
+    and last visible one are still visited (and masked).
   }];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",
@@ -318,7 +320,8 @@ def FAKeyRanges : Pass<"fa-key-ranges", "::mlir::ModuleOp"> {
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
   ];
 }
 

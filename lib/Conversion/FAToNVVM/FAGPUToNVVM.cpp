@@ -302,6 +302,23 @@ struct LoadLowering : public OpConversionPattern<memref::LoadOp> {
   const KernelBinding &binding;
 };
 
+/// A register tile of one scalar: the scalar in each of its registers.
+struct SplatLowering : public OpConversionPattern<tensor::SplatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tensor::SplatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = op.getType();
+    if (!fagpu::getLayoutWarps(type) ||
+        isa<fagpu::OperandLayoutAttr>(type.getEncoding()))
+      return rewriter.notifyMatchFailure(op, "not a value register tile");
+    SmallVector<Value> values(fagpu::getRegistersPerThread(type),
+                              adaptor.getInput());
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
 struct ExtractLowering : public OpConversionPattern<tensor::ExtractOp> {
   ExtractLowering(const TypeConverter &converter, MLIRContext *ctx,
                   const KernelBinding &binding)
@@ -447,7 +464,7 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseLowering, MapLowering>(converter, ctx);
+  patterns.add<ElementwiseLowering, MapLowering, SplatLowering>(converter, ctx);
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
                ExtractLowering, WarpSpecializeLowering>(converter, ctx,
                                                         binding);
@@ -751,7 +768,7 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
       [&](Operation *op) { return converter.isLegal(op); });
   target.addIllegalOp<memref::DimOp, memref::LoadOp, tensor::ExtractOp,
-                      gpu::BarrierOp>();
+                      tensor::SplatOp, gpu::BarrierOp>();
   target.addLegalOp<UnrealizedConversionCastOp>();
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                        target);

@@ -185,6 +185,34 @@ Value loadRange(KernelBuilder &kb, OpBuilder &b, Location loc, Value ptr,
                               /*isNonTemporal=*/false, /*isInvariant=*/true);
 }
 
+/// Key rows [begin, end) of the query tile at `q0` from its key ranges
+/// (KernelAbi.h, "Key ranges"): fields `field` (first) and `field + 1`
+/// (last) of every warp's record, as the union of the warps' tiles or
+/// their intersection. Empty (begin == end) where a warp's last is -1 or
+/// the intersection is.
+std::pair<Value, Value> loadKeyRange(KernelBuilder &kb, OpBuilder &b,
+                                     Location loc, Value ptr, Value q0,
+                                     int64_t blockQ, uint32_t field,
+                                     bool intersect) {
+  using ::fa::runtime::kKeyRangeBlock;
+  using ::fa::runtime::kKeyRangeInts;
+  using ::fa::runtime::kKeyRangeWarps;
+  Value base = kb.mul(kb.divu(q0, kb.c32(blockQ)),
+                      kb.c32(kKeyRangeWarps * kKeyRangeInts));
+  Value first, last;
+  for (uint32_t w = 0; w < kKeyRangeWarps; ++w) {
+    uint32_t at = w * kKeyRangeInts + field;
+    Value f = loadRange(kb, b, loc, ptr, kb.add(base, kb.c32(at)));
+    Value l = loadRange(kb, b, loc, ptr, kb.add(base, kb.c32(at + 1)));
+    first = !first ? f : intersect ? kb.maxs(first, f) : kb.mins(first, f);
+    last = !last ? l : intersect ? kb.mins(last, l) : kb.maxs(last, l);
+  }
+  // Tiles [first, last + 1) of kKeyRangeBlock keys; last + 1 >= 0.
+  Value end = kb.add(last, kb.c32(1));
+  Value block = kb.c32(kKeyRangeBlock);
+  return {kb.mul(kb.mins(first, end), block), kb.mul(end, block)};
+}
+
 struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
   VisibleKeysLowering(const TypeConverter &converter, MLIRContext *ctx,
                       const KernelBinding &binding)
@@ -204,28 +232,13 @@ struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
           findBuffer(op, binding, ranges, "the key ranges are");
       if (!buffer)
         return failure();
-      using ::fa::runtime::kKeyRangeBlock;
-      using ::fa::runtime::kKeyRangeWarps;
-      // Every warp's (first, last) of this query tile; a warp that saw no
-      // key has last -1 (KernelAbi.h).
-      Value base = kb.mul(kb.divu(q0, kb.c32(op.getBlockQ())),
-                          kb.c32(kKeyRangeWarps * 2));
-      Value first, last;
-      for (uint32_t w = 0; w < kKeyRangeWarps; ++w) {
-        Value f = loadRange(kb, rewriter, loc, buffer->ptr,
-                            kb.add(base, kb.c32(2 * w)));
-        Value l = loadRange(kb, rewriter, loc, buffer->ptr,
-                            kb.add(base, kb.c32(2 * w + 1)));
-        first = first ? kb.mins(first, f) : f;
-        last = last ? kb.maxs(last, l) : l;
-      }
-      // Keys [first, last + 1) in tiles of kKeyRangeBlock, empty when no
-      // warp saw one; block_kv divides kKeyRangeBlock, so begin stays on
-      // a K/V tile.
-      Value end = kb.add(last, kb.c32(1));
-      Value block = kb.c32(kKeyRangeBlock);
-      range.begin = kb.maxs(range.begin, kb.mul(kb.mins(first, end), block));
-      range.end = kb.mins(range.end, kb.mul(end, block));
+      // The union of the warps' tiles; block_kv divides kKeyRangeBlock, so
+      // begin stays on a K/V tile.
+      auto [begin, end] =
+          loadKeyRange(kb, rewriter, loc, buffer->ptr, q0, op.getBlockQ(),
+                       /*field=*/0, /*intersect=*/false);
+      range.begin = kb.maxs(range.begin, begin);
+      range.end = kb.mins(range.end, end);
     }
     rewriter.replaceOp(op, {kb.toIndex(range.begin), kb.toIndex(range.end)});
     return success();
@@ -233,8 +246,33 @@ struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
   const KernelBinding &binding;
 };
 
-/// Each warp folds its rows' first and last key tiles (1 + tile, 0 for
-/// none) into one pair with redux.sync, which its lane 0 stores.
+struct FullKeysLowering : public OpConversionPattern<fagpu::FullKeysOp> {
+  FullKeysLowering(const TypeConverter &converter, MLIRContext *ctx,
+                   const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
+  LogicalResult
+  matchAndRewrite(fagpu::FullKeysOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    const KernelBinding::Buffer *buffer =
+        findBuffer(op, binding, op.getKeyRanges(), "the key ranges are");
+    if (!buffer)
+      return failure();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    // The intersection of the warps' runs.
+    auto [begin, end] = loadKeyRange(
+        kb, rewriter, loc, buffer->ptr,
+        toI32(rewriter, loc, adaptor.getQueryOffset()), op.getBlockQ(),
+        /*field=*/2, /*intersect=*/true);
+    rewriter.replaceOp(op, {kb.toIndex(begin), kb.toIndex(end)});
+    return success();
+  }
+  const KernelBinding &binding;
+};
+
+/// Each warp folds its rows' key tiles (1 + tile, 0 for none) with
+/// redux.sync: the union of the tiles they see, the intersection of their
+/// runs of full tiles. Its lane 0 stores the record.
 struct StoreKeyRangeLowering
     : public OpConversionPattern<fagpu::StoreKeyRangeOp> {
   StoreKeyRangeLowering(const TypeConverter &converter, MLIRContext *ctx,
@@ -243,6 +281,8 @@ struct StoreKeyRangeLowering
   LogicalResult
   matchAndRewrite(fagpu::StoreKeyRangeOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    using ::fa::runtime::kKeyRangeInts;
+    using ::fa::runtime::kKeyRangeWarps;
     Location loc = op.getLoc();
     const KernelBinding::Buffer *ranges =
         findBuffer(op, binding, op.getRanges(), "the key ranges are");
@@ -250,43 +290,45 @@ struct StoreKeyRangeLowering
       return failure();
     KernelBuilder kb(rewriter, loc, rewriter.getF32Type(), 0);
     Type i32 = rewriter.getI32Type();
-    auto number = [&](Value v) -> Value {
-      return arith::FPToSIOp::create(rewriter, loc, i32, v);
-    };
     Value none = kb.c32(std::numeric_limits<int32_t>::max());
-    Value first = none, last = kb.c32(-1);
-    for (Value v : adaptor.getFirst()) {
-      Value n = number(v);
-      Value tile = kb.sel(kb.cmp(arith::CmpIPredicate::eq, n, kb.c32(0)), none,
-                          kb.sub(n, kb.c32(1)));
-      first = kb.mins(first, tile);
-    }
-    for (Value v : adaptor.getLast())
-      last = kb.maxs(last, kb.sub(number(v), kb.c32(1)));
-    auto warpReduce = [&](Value v, NVVM::ReduxKind kind) -> Value {
+    // A first's 0 (none) folds as past every tile, a last's as -1; the
+    // fold starts at its identity.
+    auto tiles = [&](ValueRange values, bool isFirst, bool takeMax) -> Value {
+      Value folded = takeMax ? kb.c32(-1) : none;
+      for (Value v : values) {
+        Value n = arith::FPToSIOp::create(rewriter, loc, i32, v);
+        Value tile = kb.sub(n, kb.c32(1));
+        if (isFirst)
+          tile = kb.sel(kb.cmp(arith::CmpIPredicate::eq, n, kb.c32(0)), none,
+                        tile);
+        folded = takeMax ? kb.maxs(folded, tile) : kb.mins(folded, tile);
+      }
+      auto kind = takeMax ? NVVM::ReduxKind::MAX : NVVM::ReduxKind::MIN;
       return NVVM::ReduxOp::create(
-          rewriter, loc, i32, v,
+          rewriter, loc, i32, folded,
           NVVM::ReduxKindAttr::get(rewriter.getContext(), kind), kb.c32(-1));
     };
-    first = warpReduce(first, NVVM::ReduxKind::MIN);
-    last = warpReduce(last, NVVM::ReduxKind::MAX);
+    Value record[] = {
+        tiles(adaptor.getFirst(), /*isFirst=*/true, /*takeMax=*/false),
+        tiles(adaptor.getLast(), /*isFirst=*/false, /*takeMax=*/true),
+        tiles(adaptor.getFullFirst(), /*isFirst=*/true, /*takeMax=*/true),
+        tiles(adaptor.getFullLast(), /*isFirst=*/false, /*takeMax=*/false)};
+    static_assert(std::size(record) == kKeyRangeInts);
     LaneIds place = getLaneIds(kb, rewriter, loc, /*rebuilt=*/true);
     Value tile = toI32(rewriter, loc, adaptor.getTile().front());
-    Value slot = kb.mul(
-        kb.add(kb.mul(tile, kb.c32(::fa::runtime::kKeyRangeWarps)), place.warp),
-        kb.c32(2));
+    Value slot =
+        kb.mul(kb.add(kb.mul(tile, kb.c32(kKeyRangeWarps)), place.warp),
+               kb.c32(kKeyRangeInts));
     auto store = scf::IfOp::create(
         rewriter, loc, kb.cmp(arith::CmpIPredicate::eq, place.lane, kb.c32(0)),
         /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(store.thenBlock());
-    Value ptr = ranges->ptr;
-    LLVM::StoreOp::create(rewriter, loc, first,
-                          kb.gep(ptr, kb.ext64(slot), i32),
-                          /*alignment=*/4);
-    LLVM::StoreOp::create(rewriter, loc, last,
-                          kb.gep(ptr, kb.ext64(kb.add(slot, kb.c32(1))), i32),
-                          /*alignment=*/4);
+    for (auto [i, value] : llvm::enumerate(record))
+      LLVM::StoreOp::create(
+          rewriter, loc, value,
+          kb.gep(ranges->ptr, kb.ext64(kb.add(slot, kb.c32(i))), i32),
+          /*alignment=*/4);
     rewriter.eraseOp(op);
     return success();
   }
@@ -388,6 +430,6 @@ void mlir::fa::nvvm::populateFAGPURowsToNVVMPatterns(
   patterns.add<ReduceRowsLowering, UpdateRowSumLowering, ScaleRowsLowering,
                BroadcastRowsLowering, MaskLowering, TileNeedsMaskLowering>(
       converter, ctx);
-  patterns.add<StoreLowering, VisibleKeysLowering, StoreKeyRangeLowering>(
-      converter, ctx, binding);
+  patterns.add<StoreLowering, VisibleKeysLowering, FullKeysLowering,
+               StoreKeyRangeLowering>(converter, ctx, binding);
 }

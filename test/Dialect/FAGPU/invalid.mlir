@@ -466,8 +466,8 @@ func.func @key_ranges_block(%i: index, %r: memref<?xi32>) {
 // -----
 
 func.func @store_key_range_warps(%f: tensor<128xf32, #fagpu.rows<warps = 8>>, %r: memref<?xi32>, %t: index) {
-  // expected-error @+1 {{first and last are f32 rows of 4 warps}}
-  fagpu.store_key_range %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 8>>, memref<?xi32>
+  // expected-error @+1 {{the tiles are f32 rows of 4 warps}}
+  fagpu.store_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 8>>, memref<?xi32>
   return
 }
 
@@ -475,7 +475,31 @@ func.func @store_key_range_warps(%f: tensor<128xf32, #fagpu.rows<warps = 8>>, %r
 
 func.func @store_key_range_partial(%f: tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, %r: memref<?xi32>, %t: index) {
   // expected-error @+1 {{first must be whole rows, not partial ones}}
-  fagpu.store_key_range %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, memref<?xi32>
+  fagpu.store_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, memref<?xi32>
+  return
+}
+
+// -----
+
+func.func @store_key_range_types(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %g: tensor<64xf32, #fagpu.rows<warps = 4>>, %r: memref<?xi32>, %t: index) {
+  // expected-error @+1 {{all of {first, last, full_first, full_last} have same type}}
+  "fagpu.store_key_range"(%f, %f, %f, %g, %r, %t) : (tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<64xf32, #fagpu.rows<warps = 4>>, memref<?xi32>, index) -> ()
+  return
+}
+
+// -----
+
+func.func @full_keys_type(%i: index, %r: memref<?xf32>) {
+  // expected-error @+1 {{key ranges are a rank-1 i32 memref}}
+  %b, %e = fagpu.full_keys %i within %r {block_q = 128} : memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @full_keys_block(%i: index, %r: memref<?xi32>) {
+  // expected-error @+1 {{block_q must be positive}}
+  %b, %e = fagpu.full_keys %i within %r {block_q = 0} : memref<?xi32>
   return
 }
 
@@ -483,6 +507,6 @@ func.func @store_key_range_partial(%f: tensor<128xf32, #fagpu.rows<warps = 4, pa
 
 func.func @store_key_range_buffer(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %r: memref<?x2xi32>, %t: index) {
   // expected-error @+1 {{key ranges are a rank-1 i32 memref}}
-  fagpu.store_key_range %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?x2xi32>
+  fagpu.store_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?x2xi32>
   return
 }

@@ -484,8 +484,10 @@ LogicalResult BroadcastRowsOp::verify() {
 }
 
 LogicalResult StoreKeyRangeOp::verify() {
-  for (auto [value, name] : {std::make_pair(getFirst(), "first"),
-                             std::make_pair(getLast(), "last")}) {
+  for (auto [value, name] :
+       {std::make_pair(getFirst(), "first"), std::make_pair(getLast(), "last"),
+        std::make_pair(getFullFirst(), "full_first"),
+        std::make_pair(getFullLast(), "full_last")}) {
     auto type = cast<RankedTensorType>(value.getType());
     if (failed(verifyRegisterTile(*this, type, Layout::Rows, name)))
       return failure();
@@ -495,9 +497,15 @@ LogicalResult StoreKeyRangeOp::verify() {
   auto type = cast<RankedTensorType>(getFirst().getType());
   if (getLayoutWarps(type) != ::fa::runtime::kKeyRangeWarps ||
       !type.getElementType().isF32())
-    return emitOpError("first and last are f32 rows of ")
+    return emitOpError("the tiles are f32 rows of ")
            << ::fa::runtime::kKeyRangeWarps << " warps";
   return verifyKeyRanges(*this, getRanges());
+}
+
+LogicalResult FullKeysOp::verify() {
+  if (getBlockQ() <= 0)
+    return emitOpError("block_q must be positive");
+  return verifyKeyRanges(*this, getKeyRanges());
 }
 
 LogicalResult StoreOp::verify() {

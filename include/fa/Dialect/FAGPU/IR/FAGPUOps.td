@@ -558,22 +558,43 @@ def FAGPU_StoreOp : FAGPU_Op<"store"> {
 }
 
 def FAGPU_StoreKeyRangeOp : FAGPU_Op<"store_key_range",
-    [AllTypesMatch<["first", "last"]>]> {
+    [AllTypesMatch<["first", "last", "full_first", "full_last"]>]> {
   let summary = "Stores the key tiles each warp's rows see";
   let description = [{
     The key-range kernel's result (KernelAbi.h, "Key ranges"). `first` and
     `last` hold, per row, 1 + the first and 1 + the last key tile (of
     `kKeyRangeBlock` keys) where the row's `mask_mod` keeps a key, 0 where
-    it keeps none. Each warp reduces its rows and writes `(first, last)`
-    (`last` -1 when none of its rows keeps a key) as i32 to `ranges` at
-    `(tile * kKeyRangeWarps + warp) * 2`. The kernel has kKeyRangeWarps
-    warps.
+    it keeps none; `full_first` and `full_last` 1 + the first and 1 + the
+    last tile of a run where it keeps every key, 0 where the row has none.
+    Each warp reduces its rows (the union of what they see, the
+    intersection of their runs) and writes the four tiles as i32 to
+    `ranges` at `(tile * kKeyRangeWarps + warp) * kKeyRangeInts` (a last
+    of -1 where there is none). The kernel has kKeyRangeWarps warps.
   }];
   let arguments = (ins FAGPU_Register:$first, FAGPU_Register:$last,
+                       FAGPU_Register:$full_first, FAGPU_Register:$full_last,
                        FAGPU_Global:$ranges, Index:$tile);
   let assemblyFormat = [{
-    $first `,` $last `to` $ranges `[` $tile `]` attr-dict `:` type($first) `,`
-    type($ranges)
+    $first `,` $last `full` $full_first `,` $full_last `to` $ranges `[` $tile
+    `]` attr-dict `:` type($first) `,` type($ranges)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_FullKeysOp : FAGPU_Op<"full_keys", [Pure]> {
+  let summary = "The key rows whose scores a query tile's mask_mod keeps";
+  let description = [{
+    `[begin, end)` (`begin == end` when empty; multiples of the key ranges'
+    tiles): keys where the `mask_mod` keeps every key of every row of
+    queries `[query_offset, query_offset + block_q)`, from the key ranges a
+    key-range kernel wrote for this query tile (`fagpu.store_key_range`).
+    A forward evaluates the `mask_mod` only on the key tiles outside it.
+  }];
+  let arguments = (ins Index:$query_offset, FAGPU_Global:$key_ranges,
+                       I64Attr:$block_q);
+  let results = (outs Index:$begin, Index:$end);
+  let assemblyFormat = [{
+    $query_offset `within` $key_ranges attr-dict `:` type($key_ranges)
   }];
   let hasVerifier = 1;
 }
