@@ -526,9 +526,8 @@ void GradKernelBuilder::storeRows(const Tiles &acc, Value base, Value rowStride,
   for (int64_t r = 0; r < 2; ++r) {
     Value rowR = add(row, c32(8 * r));
     Value inRange = cmp(arith::CmpIPredicate::slt, rowR, limit);
-    auto store = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(store.thenBlock());
+    enterIf(inRange);
     Value rowBase = gep(base, mul(ext64(rowR), rowStride), et);
     for (int64_t nt = 0; nt < int64_t(acc.size()); ++nt) {
       Value lo = acc[nt][2 * r], hi = acc[nt][2 * r + 1];
@@ -813,9 +812,8 @@ void GradKernelBuilder::buildDsum(StringRef name) {
     if (atomicDQ) {
       // dkdv adds into the row's accumulator, which starts at 0: the quad's
       // lanes zero 8 columns per 32 each, like the loads above.
-      auto zero = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
       OpBuilder::InsertionGuard zeroGuard(b);
-      b.setInsertionPointToStart(zero.thenBlock());
+      enterIf(valid);
       Value accRow = gep(a.dqAcc, mul(add(dsumBase, ext64(row)), c64(d)), f32);
       Value zeros = LLVM::ZeroOp::create(b, loc, VectorType::get({4}, f32));
       for (int64_t j = 0; j < d / 32; ++j)
@@ -827,9 +825,8 @@ void GradKernelBuilder::buildDsum(StringRef name) {
     }
     Value write = arith::AndIOp::create(
         b, loc, valid, cmp(arith::CmpIPredicate::eq, tq, c32(0)));
-    auto store = scf::IfOp::create(b, loc, write, /*withElse=*/false);
     OpBuilder::InsertionGuard storeGuard(b);
-    b.setInsertionPointToStart(store.thenBlock());
+    enterIf(write);
     LLVM::StoreOp::create(b, loc, sum,
                           gep(a.dsum, add(dsumBase, ext64(row)), f32));
   }
@@ -904,9 +901,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   auto storeStats = [&](const Stage &st, std::array<Value, 2> stats,
                         Value lseRow, Value dsumRow, Value q0) {
     Value first = cmp(arith::CmpIPredicate::slt, tid, c32(blockQ));
-    auto store = scf::IfOp::create(b, loc, first, false);
     OpBuilder::InsertionGuard storeGuard(b);
-    b.setInsertionPointToStart(store.thenBlock());
+    enterIf(first);
     if (!stats[0])
       stats = rowStats(lseRow, dsumRow, q0, Value());
     LLVM::StoreOp::create(b, loc, stats[0], smemAt(st.lse, shl(tid, 2)));
@@ -1043,10 +1039,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   // reduction per row issued by lane `row` of the warp.
   int64_t dqRowFloats = dqCols + 8;
   auto byRowLanes = [&](function_ref<void()> body) {
-    auto ifOp = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::ult, opaque(lane), c32(16)), false);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
+    enterIf(cmp(arith::CmpIPredicate::ult, opaque(lane), c32(16)));
     body();
   };
   auto syncWarp = [&] { NVVM::SyncWarpOp::create(b, loc, c32(-1)); };
@@ -1071,10 +1065,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     Value g32 = shr(lane32, 2), tq32 = andi(lane32, 3);
     // `body` on the accumulator row of `query`, when it is below Nq.
     auto inQueryRow = [&](Value query, function_ref<void(Value)> body) {
-      auto inRange = scf::IfOp::create(
-          b, loc, cmp(arith::CmpIPredicate::slt, query, a.nq), false);
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(inRange.thenBlock());
+      enterIf(cmp(arith::CmpIPredicate::slt, query, a.nq));
       body(gep(a.dqAcc, mul(add(dsumRow, ext64(query)), c64(d)), f32));
     };
     // In passes of `chunk` columns: the scored path at D > 64 has no
@@ -1197,10 +1189,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     // dQ of the pending Q tile (pipelined), whose dS^T is in the buffer of
     // the stage other than `stage`.
     auto addPendingDQ = [&](Value pendingQ0, Value pendingJ, Value stage) {
-      auto pending = scf::IfOp::create(
-          b, loc, cmp(arith::CmpIPredicate::sge, pendingQ0, c32(0)), false);
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(pending.thenBlock());
+      enterIf(cmp(arith::CmpIPredicate::sge, pendingQ0, c32(0)));
       addDQ(pendingQ0, headRows(pendingJ).dsumRow, dsBuffer(sub(c32(1), stage)),
             /*barrier=*/false);
     };
@@ -1686,10 +1676,8 @@ void GradKernelBuilder::buildDqConvert(StringRef name) {
   // each), like dsum.
   for (int64_t pass = 0; pass < kDsumRows / (kThreads / 4); ++pass) {
     Value row = quads.row(*this, pass);
-    auto inRange = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::slt, row, a.nq), false);
     OpBuilder::InsertionGuard rowGuard(b);
-    b.setInsertionPointToStart(inRange.thenBlock());
+    enterIf(cmp(arith::CmpIPredicate::slt, row, a.nq));
     Value accRow = gep(a.dqAcc, mul(add(accHead, ext64(row)), c64(d)), f32);
     Value dqRow = gep(dqBase, mul(ext64(row), a.dqs[2]), et);
     for (int64_t j = 0; j < d / 32; ++j) {
@@ -1979,10 +1967,8 @@ void GradKernelBuilder::buildDBias(StringRef name) {
         for (Value &v : acc)
           v = laneSum(v, {4, 8, 16});
         {
-          auto ifOp = scf::IfOp::create(
-              b, loc, cmp(arith::CmpIPredicate::slt, lane, c32(4)), false);
           OpBuilder::InsertionGuard ifGuard(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
+          enterIf(cmp(arith::CmpIPredicate::slt, lane, c32(4)));
           for (int64_t nt = 0; nt < nTilesS; ++nt)
             for (int64_t c = 0; c < 2; ++c) {
               Value col = add(c32(nt * 8), add(shl(tq, 1), c32(c)));
@@ -2013,10 +1999,8 @@ void GradKernelBuilder::buildDBias(StringRef name) {
   } else if (kind == Acc::All) {
     Value sum = laneSum(total[0], {1, 2, 4, 8, 16});
     {
-      auto ifOp = scf::IfOp::create(
-          b, loc, cmp(arith::CmpIPredicate::eq, lane, c32(0)), false);
       OpBuilder::InsertionGuard ifGuard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
+      enterIf(cmp(arith::CmpIPredicate::eq, lane, c32(0)));
       LLVM::StoreOp::create(b, loc, sum,
                             smemAt(sSum, shl(mul(warp, c32(blockKV)), 2)));
     }

@@ -121,14 +121,8 @@ LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
   Value barrier = barrierAt(rewriter, loc, adaptor.getBarriers(),
                             adaptor.getBarrierStage());
   OpBuilder::InsertionGuard guard(rewriter);
-  if (!binding.singleThreadProducer || !binding.producerOps.contains(op)) {
-    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
-    Value first = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::eq, tid,
-        kb.c32(binding.producerOps.contains(op) ? binding.threads : 0));
-    auto ifOp = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
-    rewriter.setInsertionPointToStart(ifOp.thenBlock());
-  }
+  if (!binding.singleThreadProducer || !binding.producerOps.contains(op))
+    kb.enterThread(binding.producerOps.contains(op) ? binding.threads : 0);
   int64_t rowBytes = type.getCols() * 2;
   NVVM::MBarrierArriveExpectTxOp::create(
       rewriter, loc, Type(), barrier, kb.c32(type.getRows() * rowBytes),
@@ -201,13 +195,9 @@ struct AllocBarriersLowering
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
     Value ring = kb.smemAt(binding.smem, kb.c32(op.getOffset()));
-    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
-    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                        tid, kb.c32(0));
-    auto ifOp = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      kb.enterThread(0);
       Value arrivals = kb.c32(op.getArrivals());
       for (int64_t i = 0; i < op.getType().getStages(); ++i)
         NVVM::MBarrierInitOp::create(
@@ -255,11 +245,7 @@ struct BarrierArriveLowering
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
-    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
-    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                        kb.andi(tid, 127), kb.c32(0));
-    auto ifOp = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
-    rewriter.setInsertionPointToStart(ifOp.thenBlock());
+    kb.enterThread(0, /*mask=*/127);
     NVVM::MBarrierArriveOp::create(
         rewriter, loc, Type(),
         barrierAt(rewriter, loc, adaptor.getBarriers(), adaptor.getStage()),

@@ -33,6 +33,19 @@ Value AbiArgs::get(const ::fa::runtime::KernelParam &param) const {
   return arg;
 }
 
+scf::IfOp KernelBuilder::enterIf(Value cond) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  return ifOp;
+}
+
+scf::IfOp KernelBuilder::enterThread(int64_t id, int64_t mask) {
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  if (mask)
+    tid = andi(tid, mask);
+  return enterIf(cmp(arith::CmpIPredicate::eq, tid, c32(id)));
+}
+
 KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace(Value heads,
                                                          Value batches) {
   ThreadPlace t;

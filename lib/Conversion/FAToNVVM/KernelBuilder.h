@@ -22,6 +22,7 @@
 #include "fa/Transforms/Masks.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 #include <array>
@@ -142,6 +143,14 @@ public:
   Value xori(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
   Value mins(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
   Value maxs(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  /// Code only some threads run: `if (cond)` without results or else, the
+  /// insertion point moved into its then block. Callers that go on after
+  /// it restore the insertion point (OpBuilder::InsertionGuard).
+  scf::IfOp enterIf(Value cond);
+  /// enterIf for the thread whose id (threadIdx.x, or its bits under
+  /// `mask` when non-zero) is `id`: the one thread of a role, or with
+  /// mask 127 the first of each warpgroup.
+  scf::IfOp enterThread(int64_t id, int64_t mask = 0);
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, p, x, y);
   }

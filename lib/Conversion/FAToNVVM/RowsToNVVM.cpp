@@ -319,11 +319,8 @@ struct StoreKeyRangeLowering
     Value slot =
         kb.mul(kb.add(kb.mul(tile, kb.c32(kKeyRangeWarps)), place.warp),
                kb.c32(kKeyRangeInts));
-    auto store = scf::IfOp::create(
-        rewriter, loc, kb.cmp(arith::CmpIPredicate::eq, place.lane, kb.c32(0)),
-        /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(store.thenBlock());
+    kb.enterIf(kb.cmp(arith::CmpIPredicate::eq, place.lane, kb.c32(0)));
     for (auto [i, value] : llvm::enumerate(record))
       LLVM::StoreOp::create(
           rewriter, loc, value,
