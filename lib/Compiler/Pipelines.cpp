@@ -21,11 +21,14 @@ using namespace mlir;
 // Host tiles: a 64 x 64 score tile and its Q/K/V rows stay in L1/L2.
 static constexpr int64_t kHostBlockQ = 64;
 static constexpr int64_t kHostBlockKV = 64;
-// Register blocks of the tile products: 6 x 16 f32 (12 of AVX2's 16 vector
-// registers hold the block, enough independent FMAs to cover their
-// latency on both FMA pipes).
-static constexpr int64_t kHostRegisterRows = 6;
-static constexpr int64_t kHostRegisterCols = 16;
+// Register blocks of the tile products: two vectors wide, 6 rows where the
+// CPU has 16 vector registers (AVX2: 12 accumulators, enough independent
+// FMAs to cover their latency on both FMA pipes) and 8 where it has 32
+// (AVX-512: 16 accumulators, and 64-row tiles split evenly).
+static constexpr int64_t kHostRegisterColVectors = 2;
+static int64_t hostRegisterRows(int64_t vectorBits) {
+  return vectorBits >= 512 ? 8 : 6;
+}
 
 void mlir::fa::buildHostPipeline(OpPassManager &pm,
                                  const HostPipelineOptions &options) {
@@ -68,8 +71,9 @@ void mlir::fa::buildHostPipeline(OpPassManager &pm,
   // The tile products as register-blocked micro-kernels, the rest as
   // loops, then LLVM.
   FAHostRegisterTileOptions registerTile;
-  registerTile.rows = kHostRegisterRows;
-  registerTile.cols = kHostRegisterCols;
+  registerTile.lanes = options.vectorBits / 32;
+  registerTile.rows = hostRegisterRows(options.vectorBits);
+  registerTile.cols = kHostRegisterColVectors * registerTile.lanes;
   pm.addNestedPass<func::FuncOp>(createFAHostRegisterTile(registerTile));
   pm.addNestedPass<func::FuncOp>(createFAHostApproximateExp());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

@@ -213,11 +213,17 @@ std::pair<Value, Value> SoftmaxOps::updateMax(OpBuilder &b, Location loc,
   AffineMap row = dimsMap(ctx, 2, {0}), tile = dimsMap(ctx, 2, {0, 1});
   AffineMap id1 = dimsMap(ctx, 1, {0});
   OpFoldResult rows = tensor::getMixedSize(b, loc, m, 0);
+  // The tile's row max may skip NaN scores (maxnumf) and assume there are
+  // none (nnan): a NaN score still reaches the row's output through its
+  // exp(s - m) in the row sum, and without NaN checks the row's reduction
+  // is a tree of vector maxes instead of a chain of scalar ones (12% of the
+  // host's forward with AVX-512).
   Value tileMax =
       buildGeneric(b, loc, filledF32(b, loc, {rows}, kNegInf), s, {tile, row},
                    {IteratorType::parallel, IteratorType::reduction},
                    [](OpBuilder &nb, Location bl, ValueRange args) -> Value {
-                     return arith::MaximumFOp::create(nb, bl, args[0], args[1]);
+                     return arith::MaxNumFOp::create(
+                         nb, bl, args[0], args[1], arith::FastMathFlags::nnan);
                    });
   Value alphaInit = tensor::EmptyOp::create(b, loc, {rows}, b.getF32Type());
   bool useExp2 = exp2;

@@ -41,3 +41,17 @@
 // RUN: fa-jit --emit=llvm --reference --dtype=f16 --shape=1,2,2,16,16,32 | FileCheck %s --check-prefix=LLVM
 // LLVM: define void @fa_forward(
 // LLVM: define void @_mlir_ciface_fa_forward(ptr
+
+// fa-pipeline-host's vector-bits (the JIT passes its CPU's): the tile
+// products' register blocks are two vectors wide, 8 rows with AVX-512's 32
+// registers (16 accumulators of 16 lanes), 6 with AVX2's 16 (12 of 8); at
+// 512 the functions also prefer 512-bit vectors.
+// RUN: fa-jit --emit=mlir --shape=1,2,2,64,64,64 --host-vector-bits=512 | FileCheck %s --check-prefix=AVX512
+// RUN: fa-jit --emit=mlir --shape=1,2,2,64,64,64 --host-vector-bits=256 | FileCheck %s --check-prefix=AVX2
+// AVX512: llvm.func @fa_forward({{.*}}prefer_vector_width = "512"
+// AVX512: ^bb{{[0-9]+}}(%{{[0-9]+}}: i64{{(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)(, %[0-9]+: vector<16xf32>)}}):
+// AVX512: llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// AVX2-NOT: prefer_vector_width
+// AVX2: ^bb{{[0-9]+}}(%{{[0-9]+}}: i64{{(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)(, %[0-9]+: vector<8xf32>)}}):
+// AVX2: llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// AVX2-NOT: prefer_vector_width

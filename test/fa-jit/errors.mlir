@@ -37,6 +37,9 @@
 // HEADS: fa-jit: error: 'fa.attention' op query heads (3) must be a multiple of key/value heads (2)
 // RUN: not fa-jit --dtype=f64 2>&1 | FileCheck %s --check-prefix=DTYPE
 // DTYPE: fa-jit: error: --dtype must be f32, f16 or bf16, got 'f64'
+
+// RUN: not fa-jit --emit=mlir --host-vector-bits=100 2>&1 | FileCheck %s --check-prefix=VBITS
+// VBITS: fa-jit: error: --host-vector-bits must be 0, 128, 256 or 512, got 100
 // RUN: not fa-jit --causal=diagonal 2>&1 | FileCheck %s --check-prefix=CAUSAL
 // CAUSAL: fa-jit: error: --causal must be top-left or bottom-right, got 'diagonal'
 // RUN: not fa-jit --emit=sass 2>&1 | FileCheck %s --check-prefix=EMIT

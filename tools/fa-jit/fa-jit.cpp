@@ -196,6 +196,11 @@ static cl::opt<int64_t> blockKVOpt(
     cl::desc("Key/value rows per tile (0: default); on a GPU target, of the "
              "forward kernel: 32, 64 or 128"),
     cl::init(0), cl::cat(faCategory));
+static cl::opt<int64_t> hostVectorBitsOpt(
+    "host-vector-bits",
+    cl::desc("With --emit on the host: fa-pipeline-host's vector-bits (128, "
+             "256 or 512; 0: this CPU's, which the JIT always compiles for)"),
+    cl::init(0), cl::cat(faCategory));
 static cl::opt<bool> fwdWgmmaOpt(
     "fwd-wgmma",
     cl::desc("On sm_90a, the forward kernel multiplies with warpgroup MMAs "
@@ -897,6 +902,10 @@ bool Driver::parseFlags() {
     return fail("--layout must be bhsd or bshd, got '" + layoutOpt + "'");
   if (blockQOpt < 0 || blockKVOpt < 0 || kvStagesOpt < 0)
     return fail("--block-q, --block-kv and --kv-stages must be >= 0");
+  if (hostVectorBitsOpt != 0 && hostVectorBitsOpt != 128 &&
+      hostVectorBitsOpt != 256 && hostVectorBitsOpt != 512)
+    return fail("--host-vector-bits must be 0, 128, 256 or 512, got " +
+                std::to_string(hostVectorBitsOpt));
   size_t commas = llvm::count(llvm::StringRef(gradOutputsOpt), ',');
   if (!gradOutputsOpt.empty() && commas != 2 && commas != 3)
     return fail("--grad-outputs expects dq.npy,dk.npy,dv.npy[,dbias.npy], "
@@ -905,6 +914,8 @@ bool Driver::parseFlags() {
   pipelineOptions.reference = referenceOpt;
   pipelineOptions.blockQ = blockQOpt;
   pipelineOptions.blockKV = blockKVOpt;
+  pipelineOptions.vectorBits =
+      hostVectorBitsOpt > 0 ? hostVectorBitsOpt : getHostVectorBits();
   return true;
 }
 

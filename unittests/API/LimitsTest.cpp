@@ -3,8 +3,9 @@
 // Nk = 0 (O = 0, lse = -inf, dQ = 0) and Nq = 0 (nothing to write but dK =
 // dV = 0), on the host and on the GPU, with the null data pointers empty
 // tensors may have; more heads x batch than CUDA's grid.y allows (65535:
-// the launches fold them into grid.y and grid.z) on the GPU; and host
-// results that do not depend on the number of threads, bit for bit.
+// the launches fold them into grid.y and grid.z) on the GPU; NaN inputs,
+// which make NaN exactly the rows that see them; and host results that do
+// not depend on the number of threads, bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -137,6 +138,56 @@ void checkEmptyQueries(const fa::Kernel &kernel, const rt::Device *device) {
   }
 }
 
+/// A NaN in Q's row 70 of head 0 and in K's key 100 of head 1 (top-left
+/// causal, Nq = Nk = 150): O and lse are NaN exactly in the rows that see
+/// one (row 70 of head 0; rows 100.. of head 1), and every other row is
+/// bitwise that of a run without the NaNs (a row depends only on its
+/// query and the keys it sees).
+void checkNaNRows(const fa::Kernel &kernel, const rt::Device *device) {
+  fa::DType dtype = kernel.spec().dtype;
+  int64_t d = kernel.spec().headDim;
+  const int64_t h = 2, n = 150, nanRow = 70, nanKey = 100;
+  std::mt19937 rng(5);
+  HostTensor q(dtype, {1, h, n, d}), k(dtype, {1, h, n, d}),
+      v(dtype, {1, h, n, d});
+  for (HostTensor *t : {&q, &k, &v})
+    t->randomize(rng);
+  auto run = [&](HostTensor &qIn, HostTensor &kIn) {
+    HostTensor o(dtype, {1, h, n, d}), lse(fa::DType::F32, {1, h, n});
+    Place place(device);
+    fa::TensorView lseView = place.view(lse);
+    kernel.forward(place.view(qIn), place.view(kIn), place.view(v),
+                   place.view(o), &lseView);
+    place.download();
+    return std::make_pair(o, lse);
+  };
+  auto [cleanO, cleanLse] = run(q, k);
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  q.set(nanRow * d + 3, nan);
+  k.set((n + nanKey) * d + 5, nan);
+  auto [o, lse] = run(q, k);
+  for (int64_t head = 0; head < h; ++head) {
+    for (int64_t row = 0; row < n; ++row) {
+      bool nanExpected = head == 0 ? row == nanRow : row >= nanKey;
+      int64_t r = head * n + row;
+      EXPECT_EQ(std::isnan(lse.get(r)), nanExpected)
+          << "lse of head " << head << " row " << row;
+      if (!nanExpected)
+        EXPECT_EQ(lse.get(r), cleanLse.get(r))
+            << "lse of head " << head << " row " << row;
+      for (int64_t c = 0; c < d; ++c) {
+        size_t i = r * d + c;
+        if (nanExpected)
+          ASSERT_TRUE(std::isnan(o.get(i)))
+              << "O of head " << head << " row " << row << " column " << c;
+        else
+          ASSERT_EQ(o.get(i), cleanO.get(i))
+              << "O of head " << head << " row " << row << " column " << c;
+      }
+    }
+  }
+}
+
 fa::AttentionSpec specOf(fa::DType dtype, int64_t d, fa::Causal causal) {
   fa::AttentionSpec spec;
   spec.dtype = dtype;
@@ -178,6 +229,21 @@ TEST(LimitsTest, EmptyQueriesOnTheGpu) {
     ASSERT_NE(kernel.target(), "host");
     checkEmptyQueries(kernel, &device.value());
   }
+}
+
+TEST(LimitsTest, NaNInputsGiveNaNRowsOnTheHost) {
+  checkNaNRows(fa::compile(specOf(fa::DType::F32, 64, fa::Causal::TopLeft)),
+               nullptr);
+}
+
+TEST(LimitsTest, NaNInputsGiveNaNRowsOnTheGpu) {
+  rt::Expected<rt::Device> device = rt::Device::get(0);
+  if (device.failed())
+    FA_GPU_UNAVAILABLE(device.getMessage());
+  fa::Kernel kernel =
+      fa::compile(specOf(fa::DType::BF16, 64, fa::Causal::TopLeft), "auto");
+  ASSERT_NE(kernel.target(), "host");
+  checkNaNRows(kernel, &device.value());
 }
 
 /// 70000 query (and key/value) heads, twice over the batch: 140000 (b, h)

@@ -86,8 +86,13 @@ OwningOpRef<ModuleOp> buildForwardOfGrad(AttentionGradOp grad);
 OwningOpRef<ModuleOp> buildGradOfForward(AttentionOp forward,
                                          bool gradBias = false);
 
+/// The width in bits of this CPU's vector registers, as fa-pipeline-host's
+/// `vector-bits` takes it: 512 with AVX-512, 256 with AVX, else 128.
+int64_t getHostVectorBits();
+
 /// Runs fa-pipeline-host on `module`; failures are reported through the
-/// context's diagnostics.
+/// context's diagnostics. At `vector-bits` 512 the LLVM functions prefer
+/// 512-bit vectors.
 LogicalResult lowerHostKernelModule(ModuleOp module,
                                     const HostPipelineOptions &options);
 

@@ -28,6 +28,14 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
       llvm::cl::desc("Let concurrent calls share the tile loops "
                      "(fa-host-parallel); false: they run sequentially"),
       llvm::cl::init(true)};
+  Option<int64_t> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("Width of the CPU's vector registers: 128, 256 (AVX2) "
+                     "or 512 (AVX-512). It sizes the tile products' "
+                     "register blocks; at 512 the functions also prefer "
+                     "512-bit vectors. The JIT passes its CPU's "
+                     "(getHostVectorBits)"),
+      llvm::cl::init(256)};
 };
 
 /// fa-pipeline-host: fa ops on tensors to the LLVM dialect for the host CPU.
