@@ -79,6 +79,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   for (auto fn : kernels.getOps<LLVM::LLVMFuncOp>())
     if (auto abi = fn->getAttrOfType<KernelAbiAttr>(kKernelAbiAttrName))
       result.kernels.push_back(abi.getAbi(fn.getSymName()));
+  disableSLPVectorizer();
   PassManager toBinary(ctx);
   buildCudaBinaryPipeline(toBinary);
   if (failed(toBinary.run(*module)))

@@ -541,6 +541,7 @@ HostKernel::compile(ModuleOp kernelModule, const HostPipelineOptions &options) {
   if (failed(lowerHostKernelModule(kernelModule, jitOptions)))
     return llvm::createStringError("fa-pipeline-host failed");
 
+  disableSLPVectorizer();
   static std::once_flag targetInit;
   std::call_once(targetInit, [] {
     llvm::InitializeNativeTarget();

@@ -15,6 +15,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <mutex>
 
 using namespace mlir;
 
@@ -150,6 +153,21 @@ void mlir::fa::buildCudaPipeline(OpPassManager &pm,
                                  const CudaPipelineOptions &options) {
   buildCudaKernelPipeline(pm, options);
   buildCudaBinaryPipeline(pm);
+}
+
+void mlir::fa::disableSLPVectorizer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // gpu-module-to-binary's optimization pipeline takes no tuning options,
+    // so the option is the one switch both JITs share.
+    auto &options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("vectorize-slp");
+    if (it == options.end())
+      return;
+    auto *slp = static_cast<llvm::cl::opt<bool> *>(it->second);
+    if (slp->getNumOccurrences() == 0)
+      slp->setValue(false);
+  });
 }
 
 void mlir::fa::registerPipelines() {

@@ -152,6 +152,14 @@ void buildCudaBinaryPipeline(OpPassManager &pm);
 /// Registers fa-pipeline-host (and later pipelines) with the pass registry.
 void registerPipelines();
 
+/// Turns LLVM's SLP vectorizer off for this process (its `-vectorize-slp`
+/// option), unless a command line set it. It finds nothing in FA's kernels
+/// (the PTX is byte-identical without it; the host kernels' vectors are
+/// explicit) and took 10-30% of their compile time. The JITs
+/// (HostKernel::compile, the CUDA compile) call it before LLVM runs;
+/// idempotent and thread-safe.
+void disableSLPVectorizer();
+
 } // namespace mlir::fa
 
 #endif // FA_COMPILER_PIPELINES_H
