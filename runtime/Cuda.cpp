@@ -387,27 +387,29 @@ std::string formatDim3(Dim3 d) {
 Status fa::runtime::launch(const Function &function, Dim3 grid, Dim3 block,
                            unsigned sharedBytes, void *stream, void **args) {
   const Device &device = function.getDevice();
-  std::string what = "launch of kernel '" + function.getName() + "' (grid " +
-                     formatDim3(grid) + ", block " + formatDim3(block) + ", " +
-                     std::to_string(sharedBytes) +
-                     " bytes of dynamic shared memory)";
+  // Formatted for errors only: this runs for every launch.
+  auto what = [&] {
+    return "launch of kernel '" + function.getName() + "' (grid " +
+           formatDim3(grid) + ", block " + formatDim3(block) + ", " +
+           std::to_string(sharedBytes) + " bytes of dynamic shared memory)";
+  };
   if (!function.getHandle())
-    return Status::error(what + ": no kernel");
+    return Status::error(what() + ": no kernel");
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
-    return Status::error(what + ": empty grid or block");
+    return Status::error(what() + ": empty grid or block");
   // CUDA's limits (every GPU since compute capability 3.0).
   if (grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
-    return Status::error(what + ": CUDA allows grids of at most 2^31 - 1 x " +
+    return Status::error(what() + ": CUDA allows grids of at most 2^31 - 1 x " +
                          "65535 x 65535 blocks");
   uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (threads > uint64_t(device.getMaxThreadsPerBlock()))
-    return Status::error(what + ": " + std::to_string(threads) +
+    return Status::error(what() + ": " + std::to_string(threads) +
                          " threads per block; " + describeDevice(device) +
                          " allows at most " +
                          std::to_string(device.getMaxThreadsPerBlock()));
   if (sharedBytes > unsigned(device.getMaxSharedMemoryPerBlockOptin()))
     return Status::error(
-        what + ": " + describeDevice(device) + " allows at most " +
+        what() + ": " + describeDevice(device) + " allows at most " +
         std::to_string(device.getMaxSharedMemoryPerBlockOptin()) +
         " bytes of shared memory per block");
   FA_RETURN_IF_ERROR(device.makeCurrent());
@@ -418,7 +420,7 @@ Status fa::runtime::launch(const Function &function, Dim3 grid, Dim3 block,
   if (result == cu::CUDA_SUCCESS)
     return Status::success();
   std::string message =
-      driver.check(result, "cuLaunchKernel").getMessage() + " in " + what;
+      driver.check(result, "cuLaunchKernel").getMessage() + " in " + what();
   if (sharedBytes > unsigned(device.getMaxSharedMemoryPerBlock()) &&
       int(sharedBytes) > function.getMaxDynamicSharedMemory())
     message += "; above " +
@@ -703,22 +705,26 @@ Status fa::runtime::encodeTensorMap(const TensorMapRequest &request,
 Status fa::runtime::encodeTensorMap(const TensorMapRequest &request, void *map,
                                     Driver &driver) {
   FA_RETURN_IF_ERROR(driver.checkAvailable());
-  auto list = [](const auto &values) {
-    std::string text;
-    for (const auto &value : values)
-      text += (text.empty() ? "" : ", ") + std::to_string(value);
-    return "(" + text + ")";
+  // Formatted for errors only: this runs for each TMA operand of every
+  // launch.
+  auto what = [&request] {
+    auto list = [](const auto &values) {
+      std::string text;
+      for (const auto &value : values)
+        text += (text.empty() ? "" : ", ") + std::to_string(value);
+      return "(" + text + ")";
+    };
+    char address[32];
+    std::snprintf(address, sizeof(address), "0x%llx",
+                  static_cast<unsigned long long>(request.data));
+    return std::string("the tensor map of ") + address + " with dims " +
+           list(request.dims) + ", byte strides " + list(request.strides) +
+           ", box " + list(request.box);
   };
-  char address[32];
-  std::snprintf(address, sizeof(address), "0x%llx",
-                static_cast<unsigned long long>(request.data));
-  std::string what = std::string("the tensor map of ") + address +
-                     " with dims " + list(request.dims) + ", byte strides " +
-                     list(request.strides) + ", box " + list(request.box);
   if (reinterpret_cast<uintptr_t>(map) % 64 != 0)
     return Status::error("cuTensorMapEncodeTiled needs a 64-byte aligned map "
                          "for " +
-                         what);
+                         what());
   const uint32_t elementStrides[5] = {1, 1, 1, 1, 1};
   cu::Result result = driver.api().cuTensorMapEncodeTiled(
       static_cast<cu::TensorMap *>(map), cu::CU_TENSOR_MAP_DATA_TYPE_UINT16, 5,
@@ -730,6 +736,6 @@ Status fa::runtime::encodeTensorMap(const TensorMapRequest &request, void *map,
   if (result != cu::CUDA_SUCCESS)
     return Status::error(
         driver.check(result, "cuTensorMapEncodeTiled").getMessage() +
-        " encoding " + what);
+        " encoding " + what());
   return Status::success();
 }
