@@ -33,8 +33,6 @@ struct FAAsyncCopyPass
     if (!kernels)
       return;
     std::string chip = getKernelChip(module);
-    // The shared memory each kernel now needs, for its launches.
-    llvm::StringMap<int64_t> sharedBytes;
     for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
       // fa-tile's kernels, which copy synchronously (an outlined
       // fa.attention fa-tile did not take is left to convert-fa-to-nvvm's
@@ -52,16 +50,10 @@ struct FAAsyncCopyPass
         return signalPassFailure();
       kernel->setAttr(kKVStagesAttr,
                       Builder(&getContext()).getI64IntegerAttr(tile->kvStages));
-      sharedBytes[kernel.getName()] = *ringed;
+      // The shared memory the kernel now needs, for its launches.
+      for (gpu::LaunchFuncOp launch : getLaunchesOf(module, kernel))
+        setDynamicSharedBytes(launch, *ringed);
     }
-    module.walk([&](gpu::LaunchFuncOp launch) {
-      if (launch.getKernelModuleName() != kKernelModuleName)
-        return;
-      auto it = sharedBytes.find(launch.getKernelName());
-      if (it == sharedBytes.end())
-        return;
-      setDynamicSharedBytes(launch, it->second);
-    });
   }
 };
 

@@ -173,6 +173,20 @@ void mlir::fa::setDynamicSharedBytes(gpu::LaunchFuncOp launch, int64_t bytes) {
       def->erase();
 }
 
+SmallVector<gpu::LaunchFuncOp> mlir::fa::getLaunchesOf(ModuleOp module,
+                                                       gpu::GPUFuncOp kernel) {
+  auto kernelModule = kernel->getParentOfType<gpu::GPUModuleOp>();
+  SmallVector<gpu::LaunchFuncOp> launches;
+  if (!kernelModule)
+    return launches;
+  module.walk([&](gpu::LaunchFuncOp launch) {
+    if (launch.getKernelModuleName() == kernelModule.getName() &&
+        launch.getKernelName() == kernel.getName())
+      launches.push_back(launch);
+  });
+  return launches;
+}
+
 AttentionOp mlir::fa::getOutlinedAttention(gpu::GPUFuncOp kernel) {
   if (!kernel.isKernel())
     return {};

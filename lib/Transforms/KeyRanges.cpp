@@ -237,13 +237,7 @@ struct FAKeyRangesPass
 
       // Each launch: the ranges allocated, the key-range kernel launched
       // first, both kernels given them.
-      SmallVector<gpu::LaunchFuncOp> launches;
-      module.walk([&](gpu::LaunchFuncOp launch) {
-        if (launch.getKernelModuleName() == kernels.getName() &&
-            launch.getKernelName() == forward.getName())
-          launches.push_back(launch);
-      });
-      for (gpu::LaunchFuncOp launch : launches) {
+      for (gpu::LaunchFuncOp launch : getLaunchesOf(module, forward)) {
         OpBuilder b(launch);
         Location loc = launch.getLoc();
         ValueRange given = launch.getKernelOperands();

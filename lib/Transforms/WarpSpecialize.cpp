@@ -434,7 +434,6 @@ struct FAWarpSpecializePass
     if (!kernels)
       return;
     std::string chip = getKernelChip(module);
-    llvm::StringMap<int64_t> sharedBytes;
     for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
       // fa-tile's wgmma forward kernels that fa-fuse marked, before
       // fa-async-copy (which leaves a specialized kernel alone: it has no
@@ -454,24 +453,17 @@ struct FAWarpSpecializePass
         return signalPassFailure();
       kernel->setAttr(kKVStagesAttr,
                       Builder(&getContext()).getI64IntegerAttr(tile->kvStages));
-      sharedBytes[kernel.getName()] = bytes;
+      // Its launches: the shared memory and the producer's warpgroup.
+      for (gpu::LaunchFuncOp launch : getLaunchesOf(module, kernel)) {
+        setDynamicSharedBytes(launch, bytes);
+        OpBuilder b(launch);
+        Value old = launch.getBlockSizeX();
+        launch.getBlockSizeXMutable().assign(arith::ConstantIndexOp::create(
+            b, launch.getLoc(), kernel.getKnownBlockSizeAttr()[0]));
+        if (Operation *def = old.getDefiningOp(); def && def->use_empty())
+          def->erase();
+      }
     }
-    module.walk([&](gpu::LaunchFuncOp launch) {
-      if (launch.getKernelModuleName() != kKernelModuleName)
-        return;
-      auto it = sharedBytes.find(launch.getKernelName());
-      if (it == sharedBytes.end())
-        return;
-      setDynamicSharedBytes(launch, it->second);
-      // The producer's warpgroup.
-      auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(it->first());
-      OpBuilder b(launch);
-      Value old = launch.getBlockSizeX();
-      launch.getBlockSizeXMutable().assign(arith::ConstantIndexOp::create(
-          b, launch.getLoc(), kernel.getKnownBlockSizeAttr()[0]));
-      if (Operation *def = old.getDefiningOp(); def && def->use_empty())
-        def->erase();
-    });
   }
 };
 

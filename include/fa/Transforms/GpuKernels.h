@@ -125,6 +125,11 @@ gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, StringRef chip);
 /// erasing the constant it replaces when nothing else uses it.
 void setDynamicSharedBytes(gpu::LaunchFuncOp launch, int64_t bytes);
 
+/// The host's launches of `kernel` in `module`, in walk order: what a pass
+/// that changes a kernel's shared memory, threads or operands updates.
+SmallVector<gpu::LaunchFuncOp> getLaunchesOf(ModuleOp module,
+                                             gpu::GPUFuncOp kernel);
+
 /// Why `op`'s element type and head dims (fa.attention or fa.attention_grad)
 /// have no GPU kernel, or an empty string. `dims`: the head dims its
 /// kernels take.
