@@ -57,6 +57,7 @@ FA_CUDA_DRIVER_FUNCTIONS(FA_CHECK_SIGNATURE)
 
 static_assert(std::is_same_v<Context, ::CUcontext>);
 static_assert(std::is_same_v<Module, ::CUmodule>);
+static_assert(std::is_same_v<LinkState, ::CUlinkState>);
 static_assert(std::is_same_v<Function, ::CUfunction>);
 static_assert(std::is_same_v<Stream, ::CUstream>);
 static_assert(std::is_same_v<Event, ::CUevent>);
@@ -73,6 +74,7 @@ static_assert(sizeof(TensorMapFloatOOBFill) ==
               sizeof(::CUtensorMapFloatOOBfill));
 static_assert(sizeof(Result) == sizeof(::CUresult));
 static_assert(sizeof(JitOption) == sizeof(::CUjit_option));
+static_assert(sizeof(JitInputType) == sizeof(::CUjitInputType));
 
 #define FA_CHECK_VALUE(name)                                                   \
   static_assert(static_cast<long long>(name) ==                                \
@@ -106,6 +108,7 @@ FA_CHECK_VALUE(CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
 FA_CHECK_VALUE(CU_JIT_ERROR_LOG_BUFFER)
 FA_CHECK_VALUE(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
 FA_CHECK_VALUE(CU_JIT_LOG_VERBOSE)
+FA_CHECK_VALUE(CU_JIT_INPUT_PTX)
 FA_CHECK_VALUE(CU_POINTER_ATTRIBUTE_CONTEXT)
 FA_CHECK_VALUE(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
 FA_CHECK_VALUE(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)

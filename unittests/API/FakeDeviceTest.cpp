@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <unistd.h>
@@ -298,6 +299,44 @@ TEST_F(FakeDeviceTest, TensorsOnTwoDevicesAreAnError) {
   EXPECT_EQ(errorOf([&] { forward(-1); }),
             "fa::Kernel::forward: q is on cuda:-1, which is no device");
   EXPECT_TRUE(fake.launches().empty());
+}
+
+TEST_F(FakeDeviceTest, PtxIsCompiledOncePerArchitectureAndCached) {
+  // A variant of its own (a window): its PTX is compiled to SASS by the
+  // driver (cuLink*) when first loaded, unless an earlier run of this test
+  // left the cubin in the kernel cache; the module loaded is the cubin.
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::BF16;
+  spec.headDim = kD;
+  spec.window = {32, 0};
+  fa::Kernel windowed = fa::compile(spec, "sm_90a");
+  auto forwardOn = [&](int device) {
+    windowed.forward(view(0x10000, device), view(0x20000, device),
+                     view(0x30000, device), view(0x40000, device));
+  };
+  forwardOn(0);
+  EXPECT_LE(fake.callCount("cuLinkComplete"), 1);
+  EXPECT_EQ(fake.callCount("cuLinkCreate_v2"), fake.callCount("cuLinkDestroy"));
+  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx"), 1);
+  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx(cubin)"), 1);
+  int linked = fake.callCount("cuLinkComplete");
+  // Device 1 has the same architecture: the same cubin, not compiled again.
+  forwardOn(1);
+  EXPECT_EQ(fake.callCount("cuLinkComplete"), linked);
+  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx(cubin)"), 2);
+  ASSERT_EQ(fake.launches().size(), 2u);
+  // The cubin is in the cache directory, beside the PTX, for later
+  // processes.
+  int cubins = 0;
+  for (const auto &entry :
+       std::filesystem::directory_iterator(std::getenv("FA_CACHE_DIR"))) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(in)),
+                        std::istreambuf_iterator<char>());
+    if (content.find("\nformat cubin\n") != std::string::npos)
+      ++cubins;
+  }
+  EXPECT_GE(cubins, 1);
 }
 
 TEST_F(FakeDeviceTest, CompileForADevice) {

@@ -8,6 +8,9 @@
 // - Device memory is host memory (a CUdeviceptr is a host address).
 // - cuModuleLoadDataEx accepts text with ".entry <name>(" lines; text holding
 //   "syntax error" fails with CUDA_ERROR_INVALID_PTX and a ptxas-like log.
+//   cuLink* compiles one PTX input into a "cubin": the ELF magic and the
+//   PTX text, which cuModuleLoadDataEx then loads the same way (and counts
+//   as "cuModuleLoadDataEx(cubin)" too).
 // - cuLaunchKernel runs one kernel natively: add_one(float *data, int n)
 //   adds 1 to data[i] for each thread i < n. Others do nothing. Grids past
 //   CUDA's limits (x 2^31 - 1, y and z 65535) fail with
@@ -366,6 +369,10 @@ FA_FAKE_API cuModuleLoadDataEx(cu::Module *module, const void *image,
   if (!current)
     return kInvalidContext;
   std::string text(static_cast<const char *>(image));
+  if (text.rfind("\x7f"
+                 "ELF",
+                 0) == 0)
+    countCall("cuModuleLoadDataEx(cubin)");
   if (text.find("syntax error") != std::string::npos) {
     writeOption(numOptions, options, values, cu::CU_JIT_ERROR_LOG_BUFFER,
                 cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -388,6 +395,60 @@ FA_FAKE_API cuModuleLoadDataEx(cu::Module *module, const void *image,
               "ptxas info    : fake: " +
                   std::to_string(loaded->functions.size()) + " entries\n");
   *module = loaded;
+  return 0;
+}
+
+/// A link of one PTX input: its "cubin" is the ELF magic and the PTX text
+/// (which cuModuleLoadDataEx reads as it reads PTX).
+struct CUlinkState_st {
+  std::vector<cu::JitOption> options;
+  std::vector<void *> values;
+  std::string cubin;
+};
+
+FA_FAKE_API cuLinkCreate_v2(unsigned numOptions, cu::JitOption *options,
+                            void **values, cu::LinkState *state) {
+  countCall("cuLinkCreate_v2");
+  if (!current)
+    return kInvalidContext;
+  *state = new CUlinkState_st{
+      {options, options + numOptions}, {values, values + numOptions}, {}};
+  return 0;
+}
+
+FA_FAKE_API cuLinkAddData_v2(cu::LinkState state, cu::JitInputType type,
+                             void *data, size_t size, const char *, unsigned,
+                             cu::JitOption *, void **) {
+  countCall("cuLinkAddData_v2");
+  if (type != cu::CU_JIT_INPUT_PTX || !data || !size)
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  std::string text(static_cast<const char *>(data));
+  if (text.find("syntax error") != std::string::npos) {
+    writeOption(unsigned(state->options.size()), state->options.data(),
+                state->values.data(), cu::CU_JIT_ERROR_LOG_BUFFER,
+                cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                "ptxas application ptx input, line 1; error   : fake syntax "
+                "error\nptxas fatal   : Ptx assembly aborted due to errors\n");
+    return cu::CUDA_ERROR_INVALID_PTX;
+  }
+  state->cubin = "\x7f"
+                 "ELF" +
+                 text;
+  return 0;
+}
+
+FA_FAKE_API cuLinkComplete(cu::LinkState state, void **cubin, size_t *size) {
+  countCall("cuLinkComplete");
+  if (state->cubin.empty())
+    return cu::CUDA_ERROR_INVALID_VALUE;
+  *cubin = state->cubin.data();
+  *size = state->cubin.size();
+  return 0;
+}
+
+FA_FAKE_API cuLinkDestroy(cu::LinkState state) {
+  countCall("cuLinkDestroy");
+  delete state;
   return 0;
 }
 

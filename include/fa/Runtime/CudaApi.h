@@ -26,6 +26,7 @@ struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
 struct CUtensorMap_st;
+struct CUlinkState_st;
 
 namespace fa::runtime::cu {
 
@@ -40,6 +41,8 @@ using Event = ::CUevent_st *;         // CUevent
 using DeviceAttribute = int;          // CUdevice_attribute
 using FunctionAttribute = int;        // CUfunction_attribute
 using JitOption = int;                // CUjit_option
+using JitInputType = int;             // CUjitInputType
+using LinkState = ::CUlinkState_st *; // CUlinkState
 using PointerAttribute = int;         // CUpointer_attribute
 using TensorMap = ::CUtensorMap_st;   // CUtensorMap (128 bytes, opaque)
 using TensorMapDataType = int;        // CUtensorMapDataType
@@ -92,6 +95,11 @@ enum : JitOption {
   CU_JIT_LOG_VERBOSE = 12,
 };
 
+// CUjitInputType.
+enum : JitInputType {
+  CU_JIT_INPUT_PTX = 1,
+};
+
 // CUpointer_attribute and CUmemorytype.
 enum : PointerAttribute {
   CU_POINTER_ATTRIBUTE_CONTEXT = 1,
@@ -137,6 +145,15 @@ using PFN_cuCtxSynchronize = Result (*)();
 using PFN_cuModuleLoadDataEx = Result (*)(Module *module, const void *image,
                                           unsigned numOptions,
                                           JitOption *options, void **values);
+using PFN_cuLinkCreate_v2 = Result (*)(unsigned numOptions, JitOption *options,
+                                       void **values, LinkState *state);
+using PFN_cuLinkAddData_v2 = Result (*)(LinkState state, JitInputType type,
+                                        void *data, size_t size,
+                                        const char *name, unsigned numOptions,
+                                        JitOption *options, void **values);
+using PFN_cuLinkComplete = Result (*)(LinkState state, void **cubin,
+                                      size_t *size);
+using PFN_cuLinkDestroy = Result (*)(LinkState state);
 using PFN_cuModuleGetFunction = Result (*)(Function *function, Module module,
                                            const char *name);
 using PFN_cuModuleUnload = Result (*)(Module module);
@@ -202,6 +219,10 @@ using PFN_cuTensorMapEncodeTiled =
   X(cuCtxGetCurrent)                                                           \
   X(cuCtxSynchronize)                                                          \
   X(cuModuleLoadDataEx)                                                        \
+  X(cuLinkCreate_v2)                                                           \
+  X(cuLinkAddData_v2)                                                          \
+  X(cuLinkComplete)                                                            \
+  X(cuLinkDestroy)                                                             \
   X(cuModuleGetFunction)                                                       \
   X(cuModuleUnload)                                                            \
   X(cuFuncSetAttribute)                                                        \
