@@ -120,9 +120,9 @@ struct HostKernelArg {
 class HostKernel {
 public:
   /// Lowers `kernelModule` (as built by buildHostKernelModule, forward or
-  /// backward; it is lowered in place) and JIT-compiles it at opt level 3.
-  /// Pipeline failures are reported through the context's diagnostics and give
-  /// an error saying the pipeline failed.
+  /// backward; it is lowered in place) and JIT-compiles it (LLVM O2, aggressive
+  /// codegen). Pipeline failures are reported through the context's diagnostics
+  /// and give an error saying the pipeline failed.
   static llvm::Expected<std::unique_ptr<HostKernel>>
   compile(ModuleOp kernelModule, const HostPipelineOptions &options);
 
