@@ -210,6 +210,21 @@ void writeOption(unsigned count, cu::JitOption *options, void **values,
   std::memcpy(out, text.data(), n);
   out[n] = '\0';
 }
+
+/// What the stand-in's "cubins" start with (an ELF file's magic).
+const std::string kCubinMagic = "\x7f"
+                                "ELF";
+
+/// PTX holding "syntax error": a ptxas-like log into the options' error
+/// buffer, and the driver's result.
+cu::Result failSyntaxError(unsigned numOptions, cu::JitOption *options,
+                           void **values) {
+  writeOption(numOptions, options, values, cu::CU_JIT_ERROR_LOG_BUFFER,
+              cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+              "ptxas application ptx input, line 1; error   : fake syntax "
+              "error\nptxas fatal   : Ptx assembly aborted due to errors\n");
+  return cu::CUDA_ERROR_INVALID_PTX;
+}
 } // namespace
 
 extern "C" {
@@ -369,17 +384,10 @@ FA_FAKE_API cuModuleLoadDataEx(cu::Module *module, const void *image,
   if (!current)
     return kInvalidContext;
   std::string text(static_cast<const char *>(image));
-  if (text.rfind("\x7f"
-                 "ELF",
-                 0) == 0)
+  if (text.rfind(kCubinMagic, 0) == 0)
     countCall("cuModuleLoadDataEx(cubin)");
-  if (text.find("syntax error") != std::string::npos) {
-    writeOption(numOptions, options, values, cu::CU_JIT_ERROR_LOG_BUFFER,
-                cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                "ptxas application ptx input, line 1; error   : fake syntax "
-                "error\nptxas fatal   : Ptx assembly aborted due to errors\n");
-    return cu::CUDA_ERROR_INVALID_PTX;
-  }
+  if (text.find("syntax error") != std::string::npos)
+    return failSyntaxError(numOptions, options, values);
   auto *loaded = new CUmod_st;
   for (size_t at = text.find(".entry "); at != std::string::npos;
        at = text.find(".entry ", at + 1)) {
@@ -423,17 +431,10 @@ FA_FAKE_API cuLinkAddData_v2(cu::LinkState state, cu::JitInputType type,
   if (type != cu::CU_JIT_INPUT_PTX || !data || !size)
     return cu::CUDA_ERROR_INVALID_VALUE;
   std::string text(static_cast<const char *>(data));
-  if (text.find("syntax error") != std::string::npos) {
-    writeOption(unsigned(state->options.size()), state->options.data(),
-                state->values.data(), cu::CU_JIT_ERROR_LOG_BUFFER,
-                cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                "ptxas application ptx input, line 1; error   : fake syntax "
-                "error\nptxas fatal   : Ptx assembly aborted due to errors\n");
-    return cu::CUDA_ERROR_INVALID_PTX;
-  }
-  state->cubin = "\x7f"
-                 "ELF" +
-                 text;
+  if (text.find("syntax error") != std::string::npos)
+    return failSyntaxError(unsigned(state->options.size()),
+                           state->options.data(), state->values.data());
+  state->cubin = kCubinMagic + text;
   return 0;
 }
 
