@@ -146,17 +146,31 @@ public:
   /// on one device, and runs there (in that device's primary context; the
   /// thread's current context is the same after the call as before) on
   /// `stream` (a CUstream of that device; null: the default stream) without
-  /// synchronizing or allocating: a CUDA graph may capture it once the
-  /// kernel ran on the device (the first call there loads it). A view on
-  /// another device than q's is an error ("k is on cuda:1 but q is on
-  /// cuda:0"). `captures` are the views of spec.captures (any sizes and
-  /// strides; on q's device).
+  /// synchronizing or allocating (but see `workspace`): a CUDA graph may
+  /// capture it once the kernel ran on the device (the first call there
+  /// loads it). A view on another device than q's is an error ("k is on
+  /// cuda:1 but q is on cuda:0"). `captures` are the views of
+  /// spec.captures (any sizes and strides; on q's device).
+  /// A mask_mod whose kept keys form ranges (documents, say) adds a kernel
+  /// that finds each query tile's key range first; the ranges live in
+  /// `workspace`: at least forwardWorkspaceBytes() bytes of device memory on
+  /// q's device (contiguous, 256-byte aligned) that must stay alive until
+  /// the stream has run the forward. Without one such a call takes them
+  /// from the stream-ordered allocator (cuMemAllocAsync) and frees them on
+  /// the stream: still no host wait, but an allocation.
   void forward(const TensorView &q, const TensorView &k, const TensorView &v,
                const TensorView &out, const TensorView *lse = nullptr,
                const TensorView *bias = nullptr,
                const TensorView *alibiSlopes = nullptr, int64_t dropoutSeed = 0,
                void *stream = nullptr,
-               const std::vector<TensorView> &captures = {}) const;
+               const std::vector<TensorView> &captures = {},
+               const TensorView *workspace = nullptr) const;
+
+  /// Bytes of the workspace forward() takes for Q of batch size `batch`,
+  /// `headsQ` heads and `seqQ` rows: 0 unless the GPU kernel finds key
+  /// ranges (see forward), and always 0 for a host kernel.
+  size_t forwardWorkspaceBytes(int64_t batch, int64_t headsQ,
+                               int64_t seqQ) const;
 
   /// dQ, dK, dV of forward's O: given forward's inputs, its out and lse
   /// [B, Hq, Nq] (f32; from a kernel of the same spec with returnLse), and

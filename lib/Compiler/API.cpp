@@ -761,14 +761,47 @@ gpuCaptures(const fa::AttentionSpec &spec,
   return captures;
 }
 
+/// The workspace of a call of `api`: at least `bytes` (what `sizeFn` says)
+/// of contiguous device memory where the call runs, 256-byte aligned.
+uint64_t checkWorkspace(const char *api, const char *sizeFn,
+                        const fa::TensorView &t, Place where, uint64_t bytes) {
+  checkPlace(api, t, "workspace", where);
+  uint64_t elements = 1;
+  for (int64_t n : t.shape) {
+    if (n < 0)
+      fail(api, "workspace has a negative size in shape " + shapeText(t.shape));
+    elements *= uint64_t(n);
+  }
+  if (!t.strides.empty()) {
+    if (t.strides.size() != t.shape.size())
+      fail(api, "workspace has " + std::to_string(t.strides.size()) +
+                    " strides for rank " + std::to_string(t.shape.size()));
+    int64_t stride = 1;
+    for (size_t i = t.shape.size(); i-- > 0;) {
+      if (t.shape[i] > 1 && t.strides[i] != stride)
+        fail(api, "workspace must be contiguous");
+      stride *= t.shape[i];
+    }
+  }
+  uint64_t have = elements * dtypeBytes(t.dtype);
+  if (have < bytes)
+    fail(api, "workspace has " + std::to_string(have) +
+                  " bytes, but this call needs " + std::to_string(bytes) +
+                  " (" + sizeFn + ")");
+  if (reinterpret_cast<uintptr_t>(t.data) % 256 != 0)
+    fail(api, "workspace must be 256-byte aligned");
+  return reinterpret_cast<uint64_t>(t.data);
+}
+
 /// Runs the GPU kernel on device views, after the checks its ABI needs:
 /// rows contiguous (stride 1 in the head dim) and 16-byte aligned rows for
 /// cp.async. `allArgs` are q, k, v, [bias], [ALiBi slopes], [seed],
 /// [captures], out, [lse], as the host kernel takes them, all on CUDA device
 /// `device`.
 void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
-               const std::vector<mlir::fa::HostKernelArg> &allArgs, int device,
-               void *stream) {
+               const std::vector<mlir::fa::HostKernelArg> &allArgs, Place where,
+               const fa::TensorView *workspace, void *stream) {
+  int device = where.index;
   // The variant's operands apart: the rest is the plain kernel's q, k, v, o,
   // lse.
   std::vector<mlir::fa::HostKernelArg> args(allArgs.begin(),
@@ -853,8 +886,14 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   rt::ScopedContext scope(loaded.device);
   if (scope.getStatus().failed())
     fail(scope.getStatus().getMessage());
-  if (rt::Status st = mlir::fa::launchCudaForward(
-          gpu.image.getImage(), loaded.functions, call, stream);
+  uint64_t workspaceAddress = 0;
+  if (workspace)
+    workspaceAddress = checkWorkspace(
+        kForward, "forwardWorkspaceBytes", *workspace, where,
+        mlir::fa::getCudaForwardWorkspaceBytes(gpu.image.getImage(), call));
+  if (rt::Status st =
+          mlir::fa::launchCudaForward(gpu.image.getImage(), loaded.functions,
+                                      call, stream, workspaceAddress);
       st.failed())
     fail(st.getMessage());
 }
@@ -865,8 +904,8 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
                          const TensorView &v, const TensorView &out,
                          const TensorView *lse, const TensorView *bias,
                          const TensorView *alibiSlopes, int64_t dropoutSeed,
-                         void *stream,
-                         const std::vector<TensorView> &captures) const {
+                         void *stream, const std::vector<TensorView> &captures,
+                         const TensorView *workspace) const {
   const AttentionSpec &spec = impl->spec;
   Place device = placeOf(kForward, impl->gpu ? Device::CUDA : Device::CPU, q);
   CheckedInputs in = checkInputs(kForward, spec, device, q, k, v, bias,
@@ -887,7 +926,7 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
   }
 
   if (impl->gpu)
-    return launchGpu(*impl->gpu, spec, args, device.index, stream);
+    return launchGpu(*impl->gpu, spec, args, device, workspace, stream);
   if (llvm::Error err = impl->host->run(args))
     fail(llvm::toString(std::move(err)));
 }
@@ -950,39 +989,6 @@ getBackward(const fa::Kernel::Impl &impl, bool withBias) {
   if (!impl.hostBackward[withBias] && !impl.gpuBackward[withBias])
     fail(kBackward, impl.backwardError[withBias]);
   return {impl.hostBackward[withBias].get(), impl.gpuBackward[withBias].get()};
-}
-
-/// The workspace of a backward call: at least `bytes` of contiguous device
-/// memory where the call runs, 256-byte aligned.
-uint64_t checkWorkspace(const fa::TensorView &t, Place where, uint64_t bytes) {
-  checkPlace(kBackward, t, "workspace", where);
-  uint64_t elements = 1;
-  for (int64_t n : t.shape) {
-    if (n < 0)
-      fail(kBackward,
-           "workspace has a negative size in shape " + shapeText(t.shape));
-    elements *= uint64_t(n);
-  }
-  if (!t.strides.empty()) {
-    if (t.strides.size() != t.shape.size())
-      fail(kBackward, "workspace has " + std::to_string(t.strides.size()) +
-                          " strides for rank " +
-                          std::to_string(t.shape.size()));
-    int64_t stride = 1;
-    for (size_t i = t.shape.size(); i-- > 0;) {
-      if (t.shape[i] > 1 && t.strides[i] != stride)
-        fail(kBackward, "workspace must be contiguous");
-      stride *= t.shape[i];
-    }
-  }
-  uint64_t have = elements * dtypeBytes(t.dtype);
-  if (have < bytes)
-    fail(kBackward, "workspace has " + std::to_string(have) +
-                        " bytes, but this call needs " + std::to_string(bytes) +
-                        " (backwardWorkspaceBytes)");
-  if (reinterpret_cast<uintptr_t>(t.data) % 256 != 0)
-    fail(kBackward, "workspace must be 256-byte aligned");
-  return reinterpret_cast<uint64_t>(t.data);
 }
 
 /// Runs the GPU backward on device views (checked as the forward's are:
@@ -1083,7 +1089,7 @@ void launchGpuBackward(GpuBackward &gpu, const fa::AttentionSpec &spec,
   // No workspace: the launcher takes one from the stream-ordered allocator.
   if (workspace)
     call.workspace =
-        checkWorkspace(*workspace, where,
+        checkWorkspace(kBackward, "backwardWorkspaceBytes", *workspace, where,
                        mlir::fa::getCudaBackwardWorkspaceBytes(image, call));
   const LoadedImage &loaded = gpu.image.load(kBackward, where.index);
   rt::ScopedContext scope(loaded.device);
@@ -1145,6 +1151,23 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
                              stream);
   if (llvm::Error err = host->run(args))
     fail(kBackward, llvm::toString(std::move(err)));
+}
+
+size_t fa::Kernel::forwardWorkspaceBytes(int64_t batch, int64_t headsQ,
+                                         int64_t seqQ) const {
+  if (batch < 0 || headsQ < 0 || seqQ < 0)
+    fail("fa::Kernel::forwardWorkspaceBytes",
+         "sizes must be >= 0, got batch " + std::to_string(batch) +
+             ", headsQ " + std::to_string(headsQ) + ", seqQ " +
+             std::to_string(seqQ));
+  if (!impl->gpu)
+    return 0;
+  rt::KernelCall call;
+  call.batch = batch;
+  call.headsQ = headsQ;
+  call.seqQ = seqQ;
+  return mlir::fa::getCudaForwardWorkspaceBytes(impl->gpu->image.getImage(),
+                                                call);
 }
 
 size_t fa::Kernel::backwardWorkspaceBytes(int64_t batch, int64_t headsQ,

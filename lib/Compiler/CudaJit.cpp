@@ -232,10 +232,17 @@ mlir::fa::loadCudaFunctions(const rt::CachedKernel &kernel,
   return functions;
 }
 
+uint64_t mlir::fa::getCudaForwardWorkspaceBytes(const rt::CachedKernel &kernel,
+                                                const rt::KernelCall &call) {
+  if (kernel.kernels.size() != 2)
+    return 0;
+  return rt::getKeyRangesBytes(kernel.kernels[0].grid, call);
+}
+
 rt::Status mlir::fa::launchCudaForward(const rt::CachedKernel &kernel,
                                        const CudaFunctions &functions,
-                                       const rt::KernelCall &call,
-                                       void *stream) {
+                                       const rt::KernelCall &call, void *stream,
+                                       uint64_t workspace) {
   size_t count = kernel.kernels.size();
   if (count < 1 || count > 2 || functions.kernels.size() != count)
     return rt::Status::error(
@@ -252,20 +259,29 @@ rt::Status mlir::fa::launchCudaForward(const rt::CachedKernel &kernel,
   if (grid->empty())
     return rt::Status::success();
   // The key ranges, written by the key-range kernel and read by the
-  // forward, then freed on the stream (no host wait).
-  rt::Expected<rt::StreamBuffer> ranges = rt::StreamBuffer::allocate(
-      functions.kernels[0].getDevice(),
-      rt::getKeyRangesBytes(forward.grid, call), stream);
-  if (ranges.failed())
-    return ranges.getStatus();
+  // forward: in the caller's workspace, or allocated and freed on the
+  // stream (no host wait).
+  if (workspace % 256 != 0)
+    return rt::Status::error("forward: the workspace must be 256-byte "
+                             "aligned");
+  rt::StreamBuffer ownRanges;
+  if (!workspace) {
+    rt::Expected<rt::StreamBuffer> ranges = rt::StreamBuffer::allocate(
+        functions.kernels[0].getDevice(),
+        rt::getKeyRangesBytes(forward.grid, call), stream);
+    if (ranges.failed())
+      return ranges.getStatus();
+    ownRanges = ranges.take();
+    workspace = ownRanges.getPointer();
+  }
   rt::KernelCall values = call;
-  values[rt::AbiTensor::KeyRanges].data = ranges->getPointer();
+  values[rt::AbiTensor::KeyRanges].data = workspace;
   for (size_t i : {size_t(1), size_t(0)})
     if (rt::Status st = launchCudaKernel(kernel.kernels[i],
                                          functions.kernels[i], values, stream);
         st.failed())
       return st;
-  return ranges->release();
+  return ownRanges.release();
 }
 
 //===----------------------------------------------------------------------===//

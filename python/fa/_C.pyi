@@ -77,6 +77,7 @@ class Kernel:
         dropout_seed: int = 0,
         stream: int = 0,
         captures: Sequence[Any] = (),
+        workspace: Any = None,
     ) -> None: ...
     def backward(
         self,
@@ -105,6 +106,7 @@ class Kernel:
         dropout_seed: int = 0,
         stream: int = 0,
         captures: Sequence[Any] = (),
+        workspace: Any = None,
     ) -> None: ...
     def run_backward(
         self,
@@ -118,6 +120,7 @@ class Kernel:
         captures: Sequence[Any] = (),
         workspace: Any = None,
     ) -> None: ...
+    def forward_workspace_bytes(self, batch: int, heads_q: int, seq_q: int) -> int: ...
     def backward_workspace_bytes(
         self, batch: int, heads_q: int, seq_q: int, dbias: bool = False
     ) -> int: ...

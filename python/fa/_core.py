@@ -692,6 +692,18 @@ class Kernel:
         del keep
         return self._grads(inputs, outputs)
 
+    def _forward_workspace(self, inputs: _C.Inputs, like: Any) -> Any:
+        """A mask_mod's key ranges on a CUDA device: in memory of torch's
+        caching allocator on the kernel's stream (None: no key ranges, or
+        not torch)."""
+        if not (self._variant.mask_mod and inputs.torch) or inputs.is_cpu:
+            return None
+        nbytes = self._kernel.forward_workspace_bytes(*inputs.lse_shape)
+        if not nbytes:
+            return None
+        torch = sys.modules["torch"]
+        return torch.empty(nbytes, dtype=torch.uint8, device=like.device)
+
     @staticmethod
     def _grads(inputs: _C.Inputs, grads: list[Any]) -> tuple[Any, ...]:
         """The gradients; dbias summed to the caller's bias shape."""
@@ -732,9 +744,19 @@ class Kernel:
                 "fa.attention", self._captures if captures is None else captures
             )
             self._kernel.run(
-                inputs, out, lse, dropout_seed, _current_stream(inputs, like), capture_raws
+                inputs,
+                out,
+                lse,
+                dropout_seed,
+                _current_stream(inputs, like),
+                capture_raws,
+                self._forward_workspace(inputs, like),
             )
             del keep
+        elif self._variant.mask_mod:
+            stream = _current_stream(inputs, like)
+            workspace = self._forward_workspace(inputs, like)
+            self._kernel.run(inputs, out, lse, dropout_seed, stream, (), workspace)
         else:
             self._kernel.run(inputs, out, lse, dropout_seed, _current_stream(inputs, like))
         return (out, lse) if lse is not None else out

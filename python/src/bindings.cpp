@@ -220,15 +220,15 @@ std::vector<fa::TensorView> toCaptureViews(const py::object &captures) {
   return views;
 }
 
-/// The backward's workspace: None, a raw tuple, or a (torch) tensor of bytes
+/// A workspace: None, a raw tuple, or a (torch) tensor of bytes
 /// (uint8 / int8; any other dtype FA knows counts its elements' bytes).
 std::optional<fa::TensorView> toWorkspace(const py::object &obj);
 
 void forward(const fa::Kernel &kernel, const py::object &q, const py::object &k,
              const py::object &v, const py::object &out, const py::object &lse,
              const py::object &bias, const py::object &alibiSlopes,
-             int64_t dropoutSeed, uintptr_t stream,
-             const py::object &captures) {
+             int64_t dropoutSeed, uintptr_t stream, const py::object &captures,
+             const py::object &workspace) {
   fa::TensorView qView = toView(q, "q", false);
   fa::TensorView kView = toView(k, "k", false);
   fa::TensorView vView = toView(v, "v", false);
@@ -238,12 +238,14 @@ void forward(const fa::Kernel &kernel, const py::object &q, const py::object &k,
   std::optional<fa::TensorView> slopesView =
       toOptionalView(alibiSlopes, "alibi_slopes", false);
   std::vector<fa::TensorView> captureViews = toCaptureViews(captures);
+  std::optional<fa::TensorView> workspaceView = toWorkspace(workspace);
   // The caller keeps every tensor alive for the duration of the call.
   py::gil_scoped_release release;
   kernel.forward(qView, kView, vView, outView, lseView ? &*lseView : nullptr,
                  biasView ? &*biasView : nullptr,
                  slopesView ? &*slopesView : nullptr, dropoutSeed,
-                 reinterpret_cast<void *>(stream), captureViews);
+                 reinterpret_cast<void *>(stream), captureViews,
+                 workspaceView ? &*workspaceView : nullptr);
 }
 
 void backward(const fa::Kernel &kernel, const py::object &q,
@@ -898,7 +900,7 @@ fa::TensorView biasView(const Inputs &in, const fa::AttentionSpec &spec) {
 
 void run(const fa::Kernel &kernel, const Inputs &in, const py::handle &out,
          const py::handle &lse, int64_t dropoutSeed, uintptr_t stream,
-         const py::object &captures) {
+         const py::object &captures, const py::object &workspace) {
   const fa::AttentionSpec &spec = kernel.spec();
   fa::TensorView q = in.kernelView(in.q.view()), k = in.kernelView(in.k.view()),
                  v = in.kernelView(in.v.view());
@@ -911,10 +913,12 @@ void run(const fa::Kernel &kernel, const Inputs &in, const py::handle &out,
   if (in.slopes)
     slopes = in.slopes->view();
   std::vector<fa::TensorView> captureViews = toCaptureViews(captures);
+  std::optional<fa::TensorView> work = toWorkspace(workspace);
   py::gil_scoped_release release;
   kernel.forward(q, k, v, o, l ? &*l : nullptr, bias ? &*bias : nullptr,
                  slopes ? &*slopes : nullptr, dropoutSeed,
-                 reinterpret_cast<void *>(stream), captureViews);
+                 reinterpret_cast<void *>(stream), captureViews,
+                 work ? &*work : nullptr);
 }
 
 void runBackward(const fa::Kernel &kernel, const Inputs &in,
@@ -1097,9 +1101,12 @@ PYBIND11_MODULE(_C, m) {
            py::arg("out"), py::arg("lse") = py::none(),
            py::arg("bias") = py::none(), py::arg("alibi_slopes") = py::none(),
            py::arg("dropout_seed") = 0, py::arg("stream") = 0,
-           py::arg("captures") = py::tuple(),
+           py::arg("captures") = py::tuple(), py::arg("workspace") = py::none(),
            "Runs the kernel: O (and lse) are written into `out` (and `lse`); "
-           "a GPU kernel runs on `stream` (a CUstream as an int).")
+           "a GPU kernel runs on `stream` (a CUstream as an int). A "
+           "`workspace` of forward_workspace_bytes() bytes on q's device "
+           "holds a mask_mod's key ranges (None: stream-ordered memory of "
+           "the driver's).")
       .def("backward", &backward, py::arg("q"), py::arg("k"), py::arg("v"),
            py::arg("out"), py::arg("dout"), py::arg("lse"), py::arg("dq"),
            py::arg("dk"), py::arg("dv"), py::arg("bias") = py::none(),
@@ -1115,6 +1122,7 @@ PYBIND11_MODULE(_C, m) {
       .def("run", &run, py::arg("inputs"), py::arg("out"),
            py::arg("lse") = py::none(), py::arg("dropout_seed") = 0,
            py::arg("stream") = 0, py::arg("captures") = py::tuple(),
+           py::arg("workspace") = py::none(),
            "forward() on checked inputs (fa.check_inputs) into new `out` "
            "(and `lse`).")
       .def("run_backward", &runBackward, py::arg("inputs"), py::arg("dq"),
@@ -1123,6 +1131,15 @@ PYBIND11_MODULE(_C, m) {
            py::arg("captures") = py::tuple(), py::arg("workspace") = py::none(),
            "backward() on checked inputs (Inputs.check_grads done) into new "
            "`dq`, `dk`, `dv` (and `dbias`).")
+      .def(
+          "forward_workspace_bytes",
+          [](const fa::Kernel &kernel, int64_t batch, int64_t headsQ,
+             int64_t seqQ) {
+            return kernel.forwardWorkspaceBytes(batch, headsQ, seqQ);
+          },
+          py::arg("batch"), py::arg("heads_q"), py::arg("seq_q"),
+          "Bytes of the workspace forward() takes: 0 unless a GPU kernel's "
+          "mask_mod has key ranges.")
       .def(
           "backward_workspace_bytes",
           [](const fa::Kernel &kernel, int64_t batch, int64_t headsQ,

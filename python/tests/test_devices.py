@@ -4,7 +4,8 @@
   captured in a CUDA graph replays with new inputs and gives the float64
   reference's gradients: nothing on the call path allocates with cuMemAlloc or
   waits on the host (the backward's workspace comes from torch's caching
-  allocator; FAFakeDeviceTests counts the driver calls).
+  allocator; FAFakeDeviceTests counts the driver calls). So does one with a
+  document mask_mod, whose key ranges live in a workspace of torch's too.
 - Tensors on cuda:1 run on device 1, whatever the current device, which FA
   leaves as it was; tensors of one call on two devices are a named error.
   Needs two GPUs (skipped, saying so, with fewer).
@@ -21,7 +22,14 @@ import numpy as np
 import pytest
 
 import fa
-from reference import check, np_dtype, reference, reference_grad
+from reference import (
+    check,
+    check_attention,
+    check_attention_grad,
+    np_dtype,
+    reference,
+    reference_grad,
+)
 
 try:
     import torch
@@ -112,6 +120,73 @@ def test_training_step_in_a_cuda_graph() -> None:
         graph.replay()
         torch.cuda.synchronize()
         check_step(q, k, v, dout, static_o, grads, "top_left")
+
+
+def test_document_mask_in_a_cuda_graph() -> None:
+    """A document mask_mod's key-range kernel writes its ranges into a
+    workspace from torch's caching allocator: forward and backward capture in
+    a CUDA graph, and replays with new inputs and new document ids (the
+    captured tensor, changed in place) give the reference's O and
+    gradients."""
+    shape = (1, 4, 384, 64)
+    n = shape[2]
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    doc = torch.zeros(n, dtype=torch.int32, device="cuda")
+
+    def mask(b, h, q_idx, kv_idx):
+        return doc[q_idx] == doc[kv_idx]
+
+    def randn():
+        return torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=gen)
+
+    def new_documents(seed: int) -> None:
+        lengths = torch.randint(1, 160, (n,), generator=torch.Generator().manual_seed(seed))
+        ids = torch.repeat_interleave(torch.arange(n), lengths)[:n]
+        doc.copy_(ids.to(torch.int32))
+
+    q, k, v = (randn().requires_grad_() for _ in range(3))
+    dout = randn()
+
+    def step():
+        o = fa.attention(q, k, v, mask_mod=mask)
+        o.backward(dout)
+        return o
+
+    new_documents(0)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            for x in (q, k, v):
+                x.grad = None
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+
+    graph = torch.cuda.CUDAGraph()
+    for x in (q, k, v):
+        x.grad = None
+    with torch.cuda.graph(graph):
+        static_o = step()
+    grads = (q.grad, k.grad, v.grad)
+
+    for seed in (21, 22):
+        new_documents(seed)
+        gen.manual_seed(seed)
+        with torch.no_grad():
+            for static in (q, k, v, dout):
+                static.copy_(randn())
+        graph.replay()
+        torch.cuda.synchronize()
+        ids = doc.cpu().numpy()
+
+        def np_mask(b, h, i, j):
+            return ids[i] == ids[j]
+
+        args = (numpy(q), numpy(k), numpy(v))
+        check_attention(*args, numpy(static_o), mask_mod=np_mask)
+        check_attention_grad(
+            *args, numpy(dout), tuple(numpy(g) for g in grads), mask_mod=np_mask
+        )
 
 
 def two_gpus() -> None:

@@ -9,9 +9,10 @@
 // counts every driver call. Checked: a call on cuda:1 loads and launches in
 // device 1's context, once per device, and leaves the thread's current
 // context as it was; views on two devices are an error naming both; forward
-// and backward with a workspace allocate and synchronize nothing; without
-// one the backward's workspace is stream-ordered (cuMemAllocAsync /
-// cuMemFreeAsync) and still nothing synchronizes.
+// and backward with a workspace allocate and synchronize nothing (a
+// mask_mod's key ranges included); without one the workspace is
+// stream-ordered (cuMemAllocAsync / cuMemFreeAsync) and still nothing
+// synchronizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -263,6 +264,78 @@ TEST_F(FakeDeviceTest, NoAllocationOrSynchronizationWithAWorkspace) {
   EXPECT_EQ(fake.callCount("cuMemFreeAsync"), 1);
   EXPECT_EQ(fake.callCount("cuMemAlloc_v2"), 0);
   EXPECT_EQ(fake.synchronizations(), 0);
+}
+
+TEST_F(FakeDeviceTest, KeyRangesInTheForwardsWorkspace) {
+  // A document mask_mod: a key-range kernel finds each query tile's keys
+  // first, into the forward's workspace.
+  fa::AttentionSpec spec;
+  spec.dtype = fa::DType::BF16;
+  spec.headDim = kD;
+  spec.captures = {{fa::DType::I32, 1}};
+  spec.maskMod = R"mlir(
+    %di = tensor.extract %cap0[%q_idx] : tensor<?xi32>
+    %dj = tensor.extract %cap0[%kv_idx] : tensor<?xi32>
+    %keep = arith.cmpi eq, %di, %dj : i32
+    fa.yield %keep : i1
+  )mlir";
+  fa::Kernel documents = fa::compile(spec, "sm_90a");
+  fa::TensorView docs = view(0xa0000, 1);
+  docs.dtype = fa::DType::I32;
+  docs.shape = {kN};
+  auto forwardWith = [&](const fa::TensorView *workspace) {
+    documents.forward(view(0x10000, 1), view(0x20000, 1), view(0x30000, 1),
+                      view(0x40000, 1), nullptr, nullptr, nullptr, 0, nullptr,
+                      {docs}, workspace);
+  };
+  forwardWith(nullptr); // Loads it on device 1.
+  // 256 bytes at least; and none where there is no key-range kernel.
+  size_t bytes = documents.forwardWorkspaceBytes(kB, kH, kN);
+  EXPECT_GE(bytes, 256u);
+  EXPECT_EQ(documents.forwardWorkspaceBytes(kB, kH, 0), 256u);
+  EXPECT_EQ(kernel().forwardWorkspaceBytes(kB, kH, kN), 0u);
+
+  fa::TensorView workspace = workspaceView(0x100000, bytes, 1);
+  fake.clear();
+  forwardWith(&workspace);
+  EXPECT_EQ(fake.allocations(), 0);
+  EXPECT_EQ(fake.callCount("cuMemFreeAsync"), 0);
+  EXPECT_EQ(fake.synchronizations(), 0);
+  std::vector<FaFakeLaunch> launches = fake.launches();
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_STREQ(launches[0].name, "fa_forward_0_key_ranges");
+  EXPECT_STREQ(launches[1].name, "fa_forward_0");
+  // Both kernels get the workspace's address as the key ranges.
+  for (const FaFakeLaunch &l : launches) {
+    int found = 0;
+    for (int i = 0; i < l.numParams; ++i)
+      found += l.paramSizes[i] == 8 && l.params[i] == 0x100000u;
+    EXPECT_EQ(found, 1) << l.name;
+  }
+
+  // Without one: stream-ordered memory, freed on the stream, no wait.
+  fake.clear();
+  forwardWith(nullptr);
+  EXPECT_EQ(fake.callCount("cuMemAllocAsync"), 1);
+  EXPECT_EQ(fake.callCount("cuMemFreeAsync"), 1);
+  EXPECT_EQ(fake.synchronizations(), 0);
+
+  fake.clear();
+  fa::TensorView small = workspaceView(0x100000, bytes - 1, 1);
+  EXPECT_EQ(errorOf([&] { forwardWith(&small); }),
+            "fa::Kernel::forward: workspace has " + std::to_string(bytes - 1) +
+                " bytes, but this call needs " + std::to_string(bytes) +
+                " (forwardWorkspaceBytes)");
+  fa::TensorView misaligned = workspaceView(0x100080, bytes, 1);
+  EXPECT_EQ(errorOf([&] { forwardWith(&misaligned); }),
+            "fa::Kernel::forward: workspace must be 256-byte aligned");
+  fa::TensorView elsewhere = workspaceView(0x100000, bytes, 0);
+  EXPECT_EQ(errorOf([&] { forwardWith(&elsewhere); }),
+            "fa::Kernel::forward: workspace is on cuda:0 but q is on cuda:1");
+  EXPECT_EQ(errorOf([&] { documents.forwardWorkspaceBytes(1, -1, 8); }),
+            "fa::Kernel::forwardWorkspaceBytes: sizes must be >= 0, got "
+            "batch 1, headsQ -1, seqQ 8");
+  EXPECT_TRUE(fake.launches().empty());
 }
 
 TEST_F(FakeDeviceTest, TensorsOnTwoDevicesAreAnError) {

@@ -102,14 +102,22 @@ struct CudaFunctions {
 loadCudaFunctions(const ::fa::runtime::CachedKernel &kernel,
                   const ::fa::runtime::Module &module);
 
+/// Bytes of the forward's workspace for `call` (its batch, heads and Nq):
+/// the key ranges where `kernel` has a key-range kernel, else 0.
+uint64_t getCudaForwardWorkspaceBytes(const ::fa::runtime::CachedKernel &kernel,
+                                      const ::fa::runtime::KernelCall &call);
+
 /// Launches the forward of a cache entry: its kernel, or where it has two
 /// the key-range kernel (the second) and then the forward (the first), on
-/// key ranges the stream-ordered allocator gives the call
-/// (cuMemAllocAsync) and frees after them; never waits on the host.
+/// key ranges in `workspace` (at least getCudaForwardWorkspaceBytes(),
+/// 256-byte aligned) or, where it is 0, in memory the stream-ordered
+/// allocator gives the call (cuMemAllocAsync) and frees after them; never
+/// waits on the host.
 ::fa::runtime::Status
 launchCudaForward(const ::fa::runtime::CachedKernel &kernel,
                   const CudaFunctions &functions,
-                  const ::fa::runtime::KernelCall &call, void *stream);
+                  const ::fa::runtime::KernelCall &call, void *stream,
+                  uint64_t workspace = 0);
 
 //===----------------------------------------------------------------------===//
 // The backward (fa.attention_grad)
