@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from fa import _C as _fa_C
 from fa import _core, _trace
 
 __all__ = ["attention"]
@@ -509,10 +510,14 @@ class _Attention(torch.autograd.Function):
         captures: list[Tensor],
         bshd: bool,
     ) -> tuple[Tensor, Tensor]:
-        out, lse = _core.forward(
-            "fa.attention", q, k, v, bias, alibi_slopes, options, captures, seed, True, bshd
-        )
+        api = "fa.attention"
+        inputs = _fa_C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
+        kernel = _core.kernel_for(api, inputs, options, True)
+        out, lse = kernel._run(inputs, q, seed, captures)
         ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes, *captures)
+        # The checked inputs and the kernel, for the backward: what it would
+        # otherwise check and look up again.
+        ctx.fa = (inputs, kernel)
         ctx.options = options
         ctx.seed = seed
         ctx.bshd = bshd
@@ -523,22 +528,13 @@ class _Attention(torch.autograd.Function):
     def backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:  # type: ignore[override]
         q, k, v, out, lse, bias, alibi_slopes, *captures = ctx.saved_tensors
         bias_grad = bias is not None and ctx.needs_input_grad[3]
-        grads = _core.backward(
-            "fa.attention (backward)",
-            q,
-            k,
-            v,
-            out,
-            _unit_last_stride(dout),
-            lse,
-            bias,
-            alibi_slopes,
-            ctx.options,
-            captures,
-            ctx.seed,
-            bias_grad,
-            ctx.bshd,
-        )
+        inputs, kernel = ctx.fa
+        api = "fa.attention (backward)"
+        if kernel._variant.deterministic != torch.are_deterministic_algorithms_enabled():
+            # Switched since the forward: the backward of the other dQ.
+            kernel = _core.kernel_for(api, inputs, ctx.options, True)
+        inputs.check_grads(api, out, _unit_last_stride(dout), lse)
+        grads = kernel._run_backward(inputs, q, ctx.seed, bias_grad, captures)
         dbias = grads[3] if bias_grad else None
         return grads[0], grads[1], grads[2], dbias, None, None, None, None, None
 
