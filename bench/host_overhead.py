@@ -1,11 +1,13 @@
 """Host overhead per call: fa.attention against torch SDPA on tiny shapes.
 
 Both run in one process on the same torch tensors, on the CPU and (where
-torch sees one) on a CUDA device: the forward, and forward + backward through
-autograd (``o.sum().backward()``). Shapes are tiny so that the time is the
+torch sees one) on a CUDA device: the forward, the forward with grad on (it
+records autograd's graph), and forward + backward through autograd
+(``o.sum().backward()``). Shapes are tiny so that the time is the
 host's (Python, bindings, dispatch, allocation, launch), not the kernel's:
 FA's variant is compiled and cached before timing. Prints microseconds per
-call (the median of --repeats runs of --calls calls each) and FA / SDPA.
+call (the median of --repeats runs of --calls calls each; FA's and SDPA's
+runs alternate) and FA / SDPA (the median of the paired runs' ratios).
 
     PYTHONPATH=build/python python3 bench/host_overhead.py
     python3 bench/host_overhead.py --device cuda --shape 1,8,128,64 --dtype bfloat16
@@ -28,19 +30,35 @@ from torch.nn.functional import scaled_dot_product_attention as sdpa
 import fa
 
 
-def per_call_us(fn: Callable[[], Any], calls: int, repeats: int, sync: Callable[[], None]) -> float:
-    """Median over `repeats` runs of the mean time of one call, in µs."""
-    for _ in range(max(10, calls // 10)):
+def run_us(fn: Callable[[], Any], calls: int, sync: Callable[[], None]) -> float:
+    """The mean time of one call over a run of `calls` calls, in µs."""
+    start = time.perf_counter()
+    for _ in range(calls):
         fn()
     sync()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def paired_us(
+    fa_fn: Callable[[], Any],
+    sdpa_fn: Callable[[], Any],
+    calls: int,
+    repeats: int,
+    sync: Callable[[], None],
+) -> tuple[float, float, float]:
+    """FA's and SDPA's median µs per call over `repeats` runs of each, run
+    alternately so that a busy host slows both alike, and the median of the
+    runs' FA / SDPA ratios."""
+    for fn in (fa_fn, sdpa_fn):
+        for _ in range(max(10, calls // 10)):
             fn()
-        sync()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(times)
+    sync()
+    fa_times, sdpa_times = [], []
+    for _ in range(repeats):
+        fa_times.append(run_us(fa_fn, calls, sync))
+        sdpa_times.append(run_us(sdpa_fn, calls, sync))
+    ratios = [f / t for f, t in zip(fa_times, sdpa_times)]
+    return statistics.median(fa_times), statistics.median(sdpa_times), statistics.median(ratios)
 
 
 def bench(
@@ -57,6 +75,12 @@ def bench(
     def sdpa_fwd() -> Any:
         return sdpa(q, k, v, is_causal=True)
 
+    def fa_fwd_grad() -> Any:
+        return fa.attention(*grads, causal=True)
+
+    def sdpa_fwd_grad() -> Any:
+        return sdpa(*grads, is_causal=True)
+
     def fa_train() -> None:
         fa.attention(*grads, causal=True).sum().backward()
 
@@ -68,14 +92,16 @@ def bench(
     err = (fa_fwd().float() - want).abs().max().item()
     print(f"{device} {list(shape)} {str(dtype)[6:]}, causal: max |FA - SDPA| = {err:.2e}")
     print(f"  {'':18} {'FA µs':>9} {'SDPA µs':>9} {'FA/SDPA':>8}")
+    # The forward alone, the forward that records autograd's graph, and a
+    # training step (that forward and the backward through autograd).
     for name, fa_fn, sdpa_fn in (
         ("forward", fa_fwd, sdpa_fwd),
+        ("forward (grad)", fa_fwd_grad, sdpa_fwd_grad),
         ("forward+backward", fa_train, sdpa_train),
     ):
         with torch.no_grad() if name == "forward" else torch.enable_grad():
-            t_fa = per_call_us(fa_fn, calls, repeats, sync)
-            t_sdpa = per_call_us(sdpa_fn, calls, repeats, sync)
-        print(f"  {name:18} {t_fa:9.1f} {t_sdpa:9.1f} {t_fa / t_sdpa:8.2f}")
+            t_fa, t_sdpa, ratio = paired_us(fa_fn, sdpa_fn, calls, repeats, sync)
+        print(f"  {name:18} {t_fa:9.1f} {t_sdpa:9.1f} {ratio:8.2f}")
 
 
 def main() -> None:
@@ -86,7 +112,7 @@ def main() -> None:
     )
     parser.add_argument("--dtype", default=None, help="default: CPU float32, CUDA bfloat16")
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     args = parser.parse_args()
     if args.threads:
