@@ -522,10 +522,15 @@ class _Attention(torch.autograd.Function):
         ctx.seed = seed
         ctx.bshd = bshd
         ctx.mark_non_differentiable(lse)
+        # The lse has no gradient: no zeros made for it before each backward
+        # (an allocation and a fill kernel); dout is None when O has none.
+        ctx.set_materialize_grads(False)
         return out, lse
 
     @staticmethod
-    def backward(ctx: Any, dout: Tensor, dlse: Tensor | None) -> tuple[Any, ...]:  # type: ignore[override]
+    def backward(ctx: Any, dout: Tensor | None, dlse: Tensor | None) -> tuple[Any, ...]:  # type: ignore[override]
+        if dout is None:
+            return (None,) * 9
         q, k, v, out, lse, bias, alibi_slopes, *captures = ctx.saved_tensors
         bias_grad = bias is not None and ctx.needs_input_grad[3]
         inputs, kernel = ctx.fa
