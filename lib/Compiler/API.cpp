@@ -1153,13 +1153,20 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
     fail(kBackward, llvm::toString(std::move(err)));
 }
 
+namespace {
+/// The sizes a *WorkspaceBytes query of `api` takes, none negative.
+void checkWorkspaceSizes(const char *api, int64_t batch, int64_t headsQ,
+                         int64_t seqQ) {
+  if (batch < 0 || headsQ < 0 || seqQ < 0)
+    fail(api, "sizes must be >= 0, got batch " + std::to_string(batch) +
+                  ", headsQ " + std::to_string(headsQ) + ", seqQ " +
+                  std::to_string(seqQ));
+}
+} // namespace
+
 size_t fa::Kernel::forwardWorkspaceBytes(int64_t batch, int64_t headsQ,
                                          int64_t seqQ) const {
-  if (batch < 0 || headsQ < 0 || seqQ < 0)
-    fail("fa::Kernel::forwardWorkspaceBytes",
-         "sizes must be >= 0, got batch " + std::to_string(batch) +
-             ", headsQ " + std::to_string(headsQ) + ", seqQ " +
-             std::to_string(seqQ));
+  checkWorkspaceSizes("fa::Kernel::forwardWorkspaceBytes", batch, headsQ, seqQ);
   if (!impl->gpu)
     return 0;
   rt::KernelCall call;
@@ -1172,11 +1179,8 @@ size_t fa::Kernel::forwardWorkspaceBytes(int64_t batch, int64_t headsQ,
 
 size_t fa::Kernel::backwardWorkspaceBytes(int64_t batch, int64_t headsQ,
                                           int64_t seqQ, bool dbias) const {
-  if (batch < 0 || headsQ < 0 || seqQ < 0)
-    fail("fa::Kernel::backwardWorkspaceBytes",
-         "sizes must be >= 0, got batch " + std::to_string(batch) +
-             ", headsQ " + std::to_string(headsQ) + ", seqQ " +
-             std::to_string(seqQ));
+  checkWorkspaceSizes("fa::Kernel::backwardWorkspaceBytes", batch, headsQ,
+                      seqQ);
   if (!impl->gpu)
     return 0;
   GpuBackward *gpu = getBackward(*impl, dbias && impl->spec.bias).second;
