@@ -696,7 +696,7 @@ class Kernel:
         """A mask_mod's key ranges on a CUDA device: in memory of torch's
         caching allocator on the kernel's stream (None: no key ranges, or
         not torch)."""
-        if not (self._variant.mask_mod and inputs.torch) or inputs.is_cpu:
+        if not self._variant.mask_mod or not inputs.torch or inputs.is_cpu:
             return None
         nbytes = self._kernel.forward_workspace_bytes(*inputs.lse_shape)
         if not nbytes:
@@ -739,24 +739,17 @@ class Kernel:
             return (out, lse) if lse is not None else out
         if dropout_seed is None:
             dropout_seed = random.getrandbits(63) if var.dropout_p > 0 else 0
-        if captures or self._captures:
-            capture_raws, keep = _capture_raws(
-                "fa.attention", self._captures if captures is None else captures
-            )
-            self._kernel.run(
-                inputs,
-                out,
-                lse,
-                dropout_seed,
-                _current_stream(inputs, like),
-                capture_raws,
-                self._forward_workspace(inputs, like),
-            )
-            del keep
-        elif self._variant.mask_mod:
-            stream = _current_stream(inputs, like)
+        stream = _current_stream(inputs, like)
+        if captures or self._captures or var.mask_mod:
+            capture_raws: list[Any] = []
+            keep: list[Any] = []
+            if captures or self._captures:
+                capture_raws, keep = _capture_raws(
+                    "fa.attention", self._captures if captures is None else captures
+                )
             workspace = self._forward_workspace(inputs, like)
-            self._kernel.run(inputs, out, lse, dropout_seed, stream, (), workspace)
+            self._kernel.run(inputs, out, lse, dropout_seed, stream, capture_raws, workspace)
+            del keep
         else:
-            self._kernel.run(inputs, out, lse, dropout_seed, _current_stream(inputs, like))
+            self._kernel.run(inputs, out, lse, dropout_seed, stream)
         return (out, lse) if lse is not None else out
