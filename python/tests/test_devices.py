@@ -76,6 +76,29 @@ def check_step(q, k, v, dout, o, grads, causal: str) -> None:
         check(name, f64(g), f64(r), base)
 
 
+def capture_step(step, params):
+    """A CUDA graph of `step` (forward and backward; it returns O): warmed up
+    on a side stream first (torch.cuda.graph's rule: loads the kernels and
+    fills the caching allocator). Returns the graph, its static O and the
+    params' gradients, which the captured backward makes in the graph's
+    pool."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            for x in params:
+                x.grad = None
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+
+    graph = torch.cuda.CUDAGraph()
+    for x in params:
+        x.grad = None
+    with torch.cuda.graph(graph):
+        static_o = step()
+    return graph, static_o, tuple(x.grad for x in params)
+
+
 def test_training_step_in_a_cuda_graph() -> None:
     """torch.cuda.graph captures fa.attention's forward and autograd's backward
     (causal bf16, GQA); replays with new inputs copied into the static tensors
@@ -94,23 +117,7 @@ def test_training_step_in_a_cuda_graph() -> None:
         o.backward(dout)
         return o
 
-    # Warm-up on a side stream (torch.cuda.graph's rule): loads the kernels
-    # and fills the caching allocator before the capture.
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            for x in (q, k, v):
-                x.grad = None
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-
-    graph = torch.cuda.CUDAGraph()
-    for x in (q, k, v):
-        x.grad = None  # the captured backward makes them, in the graph's pool
-    with torch.cuda.graph(graph):
-        static_o = step()
-    grads = (q.grad, k.grad, v.grad)
+    graph, static_o, grads = capture_step(step, (q, k, v))
 
     for seed in (11, 12):
         gen.manual_seed(seed)
@@ -153,21 +160,7 @@ def test_document_mask_in_a_cuda_graph() -> None:
         return o
 
     new_documents(0)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            for x in (q, k, v):
-                x.grad = None
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-
-    graph = torch.cuda.CUDAGraph()
-    for x in (q, k, v):
-        x.grad = None
-    with torch.cuda.graph(graph):
-        static_o = step()
-    grads = (q.grad, k.grad, v.grad)
+    graph, static_o, grads = capture_step(step, (q, k, v))
 
     for seed in (21, 22):
         new_documents(seed)
