@@ -70,14 +70,18 @@ FailureOr<int64_t> mlir::fa::ringForwardCopies(gpu::GPUFuncOp kernel,
   Location loc = loop.getLoc();
   OpBuilder b(kAlloc);
   auto qType = cast<fagpu::SharedType>(qAlloc.getType());
-  auto kvType = cast<fagpu::SharedType>(kAlloc.getType());
-  int64_t qBytes = qType.getStageBytes(), kvBytes = kvType.getStageBytes();
-  auto ringType =
-      fagpu::SharedType::get(ctx, {stages, kvType.getRows(), kvType.getCols()},
-                             kvType.getElementType(), kvType.getWgmma());
-  Value kRing = fagpu::AllocSharedOp::create(b, loc, ringType, qBytes);
-  Value vRing =
-      fagpu::AllocSharedOp::create(b, loc, ringType, qBytes + stages * kvBytes);
+  auto kType = cast<fagpu::SharedType>(kAlloc.getType());
+  auto vType = cast<fagpu::SharedType>(vAlloc.getType());
+  int64_t qBytes = qType.getStageBytes(), kBytes = kType.getStageBytes(),
+          vBytes = vType.getStageBytes();
+  // K's tiles have Q's columns, V's may have others (Dv).
+  auto ringOf = [&](fagpu::SharedType type) {
+    return fagpu::SharedType::get(ctx, {stages, type.getRows(), type.getCols()},
+                                  type.getElementType(), type.getWgmma());
+  };
+  Value kRing = fagpu::AllocSharedOp::create(b, loc, ringOf(kType), qBytes);
+  Value vRing = fagpu::AllocSharedOp::create(b, loc, ringOf(vType),
+                                             qBytes + stages * kBytes);
   kAlloc.getResult().replaceAllUsesWith(kRing);
   vAlloc.getResult().replaceAllUsesWith(vRing);
   kAlloc.erase();
@@ -212,5 +216,5 @@ FailureOr<int64_t> mlir::fa::ringForwardCopies(gpu::GPUFuncOp kernel,
                                        yields);
   if (failed(ringed))
     return kernel.emitOpError("fa-async-copy: could not ring the K/V loop");
-  return qBytes + 2 * stages * kvBytes;
+  return qBytes + stages * (kBytes + vBytes);
 }

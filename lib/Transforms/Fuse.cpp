@@ -152,11 +152,12 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
-    int64_t d = op.getQuery().getType().getDimSize(3);
     ForwardTile oneStage = tile;
     oneStage.kvStages = 1;
     Value shared = arith::ConstantIntOp::create(
-        b, loc, b.getI32Type(), forwardSharedBytes(oneStage, d));
+        b, loc, b.getI32Type(),
+        forwardSharedBytes(oneStage, op.getQuery().getType().getDimSize(3),
+                           op.getValue().getType().getDimSize(3)));
     Value one = index(1);
     gpu::LaunchFuncOp::create(b, loc, kernel, {tiles, heads, batch},
                               {index(threads), one, one}, shared, hostOperands);
@@ -189,7 +190,8 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
     bool chipHasWgmma =
         wgmma && target && target->has(::fa::target::Feature::Wgmma);
     auto usesWgmma = [&](AttentionOp op) {
-      return chipHasWgmma && op.getQuery().getType().getDimSize(3) % 64 == 0;
+      return chipHasWgmma && op.getQuery().getType().getDimSize(3) % 64 == 0 &&
+             op.getValue().getType().getDimSize(3) % 64 == 0;
     };
     auto specializes = [&](AttentionOp op) {
       return warpSpecialize && usesWgmma(op);

@@ -48,7 +48,11 @@ bool mlir::fa::hasKeyRanges(AttentionOp op) {
 // above D = 64.
 ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
                                          bool warpSpecialize) {
-  int64_t d = op.getQuery().getType().getDimSize(3);
+  // Dk != Dv takes the tile of the larger (registers hold O and Q's
+  // fragments, shared memory Q, K and V), except with a producer warpgroup,
+  // where Q and K stay in shared memory and O (Dv) sets the key tile.
+  int64_t dv = op.getValue().getType().getDimSize(3);
+  int64_t d = std::max(op.getQuery().getType().getDimSize(3), dv);
   bool masked = op.getCausalAttr() || op.getWindowAttr();
   ForwardTile tile;
   // With a producer warpgroup (TMA, H200 A/B, performance.md): two consumer
@@ -59,7 +63,7 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
   // variants (`*-ptxas.mlir`), and for a bias 64 keys, the fastest (H200
   // A/B, performance.md: the scored path with a producer warpgroup).
   if (wgmma && warpSpecialize) {
-    tile = d > 128 ? ForwardTile{128, 64} : ForwardTile{128, 128};
+    tile = dv > 128 ? ForwardTile{128, 64} : ForwardTile{128, 128};
     bool bias = bool(op.getBias()), scoreMod = !op.getScoreMod().empty();
     int64_t terms =
         bias + scoreMod + !op.getMaskMod().empty() + bool(op.getDropoutSeed());
@@ -67,7 +71,7 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
     // with two terms, 128 x 64 then spills (captures-ptxas.mlir).
     if (terms >= 2 && hasKeyRanges(op))
       ++terms;
-    if (terms >= 3 || (d > 128 && terms))
+    if (terms >= 3 || (dv > 128 && terms))
       tile.blockKV = 32;
     else if (terms == 2 || bias || (d > 64 && terms == 1 && !scoreMod))
       tile.blockKV = 64;
@@ -105,7 +109,8 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
 int64_t mlir::fa::defaultKVStages(AttentionOp op, int64_t blockQ,
                                   int64_t blockKV, bool wgmma,
                                   bool warpSpecialize) {
-  int64_t d = op.getQuery().getType().getDimSize(3);
+  int64_t d = std::max(op.getQuery().getType().getDimSize(3),
+                       op.getValue().getType().getDimSize(3));
   // A producer warpgroup: two stages of K and V (what fits 128 x 128 at
   // D = 128 and 128 x 64 at D = 256).
   if (wgmma && warpSpecialize)
@@ -220,7 +225,7 @@ bool mlir::fa::isKernelRegionOp(Operation *op) {
 }
 
 std::string mlir::fa::unsupportedForwardReason(AttentionOp op) {
-  std::string reason = unsupportedShapeReason(op);
+  std::string reason = unsupportedShapeReason(op, /*equalDims=*/false);
   if (!reason.empty())
     return reason;
   for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),
@@ -267,16 +272,18 @@ FailureOr<ForwardTile> mlir::fa::chooseKVStages(gpu::GPUFuncOp kernel,
                                     << " (got " << stages << ")";
   ForwardTile tile{blockQ.getInt(), blockKV.getInt()};
   int64_t d = cast<MemRefType>(kernel.getArgumentTypes()[0]).getDimSize(3);
+  int64_t dv = cast<MemRefType>(kernel.getArgumentTypes()[2]).getDimSize(3);
   // The option, else the default fa-tile recorded for the variant.
   auto recorded = kernel->getAttrOfType<IntegerAttr>(kKVStagesAttr);
   tile.kvStages = stages ? stages : (recorded ? recorded.getInt() : int64_t(1));
-  int64_t bytes = forwardSharedBytes(tile, d) + extraBytes;
+  int64_t bytes = forwardSharedBytes(tile, d, dv) + extraBytes;
   std::optional<int64_t> maxShared = maxSharedBytesPerBlock(chip);
   if (maxShared && bytes > *maxShared)
     return kernel.emitOpError(pass)
            << ": " << tile.kvStages << " K/V stages of a " << tile.blockQ
-           << " x " << tile.blockKV << " tile at D = " << d << " need " << bytes
-           << " bytes of shared memory; " << chip << " gives a CTA "
+           << " x " << tile.blockKV << " tile at D = " << d
+           << (d == dv ? "" : ", Dv = " + std::to_string(dv)) << " need "
+           << bytes << " bytes of shared memory; " << chip << " gives a CTA "
            << *maxShared;
   return tile;
 }

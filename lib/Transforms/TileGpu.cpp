@@ -37,7 +37,8 @@ public:
               int64_t blockKV)
       : b(kernel.getContext()), loc(op.getLoc()), kernel(kernel), op(op),
         blockQ(blockQ), blockKV(blockKV), wgmma(kernel->hasAttr(kWgmmaAttr)),
-        d(op.getQuery().getType().getDimSize(3)), et(op.getElementType()),
+        d(op.getQuery().getType().getDimSize(3)),
+        dv(op.getValue().getType().getDimSize(3)), et(op.getElementType()),
         f32(b.getF32Type()) {
     MLIRContext *ctx = b.getContext();
     // fa-fuse's threads per CTA.
@@ -70,7 +71,8 @@ private:
   int64_t blockQ, blockKV;
   /// Warpgroup MMAs reading every tile from shared memory (fa.wgmma).
   bool wgmma;
-  int64_t d;
+  /// Head dims of Q and K, and of V and O.
+  int64_t d, dv;
   Type et, f32;
   Attribute acc, operand, rows, partial;
 };
@@ -176,14 +178,15 @@ void KernelTiler::build() {
 
   // Shared memory: the Q tile, then one K and one V tile (fa-async-copy
   // makes rings of them).
-  auto sharedType = [&](int64_t rowsOf) {
-    return fagpu::SharedType::get(b.getContext(), {1, rowsOf, d}, et, wgmma);
+  auto sharedType = [&](int64_t rowsOf, int64_t cols) {
+    return fagpu::SharedType::get(b.getContext(), {1, rowsOf, cols}, et, wgmma);
   };
-  int64_t qBytes = blockQ * d * 2, kvBytes = blockKV * d * 2;
-  Value sQ = fagpu::AllocSharedOp::create(b, loc, sharedType(blockQ), 0);
-  Value sK = fagpu::AllocSharedOp::create(b, loc, sharedType(blockKV), qBytes);
-  Value sV = fagpu::AllocSharedOp::create(b, loc, sharedType(blockKV),
-                                          qBytes + kvBytes);
+  int64_t qBytes = blockQ * d * 2, kBytes = blockKV * d * 2;
+  Value sQ = fagpu::AllocSharedOp::create(b, loc, sharedType(blockQ, d), 0);
+  Value sK =
+      fagpu::AllocSharedOp::create(b, loc, sharedType(blockKV, d), qBytes);
+  Value sV = fagpu::AllocSharedOp::create(b, loc, sharedType(blockKV, dv),
+                                          qBytes + kBytes);
   fagpu::CopyOp::create(b, loc, q, batch, head, q0, nq, sQ, c0);
   // Q's A fragments stay in registers where they fit (up to 32 of them),
   // else S reads them from shared memory per k-step.
@@ -196,7 +199,7 @@ void KernelTiler::build() {
   if (maskMod)
     full = fagpu::FullKeysOp::create(b, loc, idx, idx, q0, keyRanges, blockQ);
 
-  RankedTensorType accS = tile(blockKV, acc), accO = tile(d, acc);
+  RankedTensorType accS = tile(blockKV, acc), accO = tile(dv, acc);
   RankedTensorType rowT = rowsType(rows), partialT = rowsType(partial);
   Value ninf = splat(rowT, negInf), zeroRows = splat(rowT, 0.0);
   Value scaleRows = splat(rowT, scaleLog2), scaleTile = splat(accS, scaleLog2);

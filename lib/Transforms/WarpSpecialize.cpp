@@ -307,18 +307,22 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   Location loc = loop.getLoc();
   OpBuilder b(kAlloc);
   auto qType = cast<fagpu::SharedType>(qAlloc.getType());
-  auto kvType = cast<fagpu::SharedType>(kAlloc.getType());
-  int64_t qBytes = qType.getStageBytes(), kvBytes = kvType.getStageBytes();
-  auto ringType =
-      fagpu::SharedType::get(ctx, {stages, kvType.getRows(), kvType.getCols()},
-                             kvType.getElementType(), kvType.getWgmma());
+  auto kType = cast<fagpu::SharedType>(kAlloc.getType());
+  auto vType = cast<fagpu::SharedType>(vAlloc.getType());
+  int64_t qBytes = qType.getStageBytes(), kBytes = kType.getStageBytes(),
+          vBytes = vType.getStageBytes();
+  // K's tiles have Q's columns, V's may have others (Dv).
+  auto ringOf = [&](fagpu::SharedType type) {
+    return fagpu::SharedType::get(ctx, {stages, type.getRows(), type.getCols()},
+                                  type.getElementType(), type.getWgmma());
+  };
   Rings rings;
   rings.bulk =
       tma && llvm::all_of(std::array{qCopy, kCopy, vCopy}, canCopyInBulk);
-  rings.k = fagpu::AllocSharedOp::create(b, loc, ringType, qBytes);
-  rings.v =
-      fagpu::AllocSharedOp::create(b, loc, ringType, qBytes + stages * kvBytes);
-  int64_t offset = qBytes + 2 * stages * kvBytes;
+  rings.k = fagpu::AllocSharedOp::create(b, loc, ringOf(kType), qBytes);
+  rings.v = fagpu::AllocSharedOp::create(b, loc, ringOf(vType),
+                                         qBytes + stages * kBytes);
+  int64_t offset = qBytes + stages * (kBytes + vBytes);
   auto barriers = [&](int64_t count, int64_t arrivals) {
     auto type = fagpu::BarriersType::get(ctx, count);
     Value ring = fagpu::AllocBarriersOp::create(b, loc, type, offset, arrivals);
@@ -346,7 +350,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // to D = 128: ptxas compiles each instruction within the launch's
   // registers, and a 64 x 256 wgmma accumulator does not fit half an SM's.
   int64_t warpgroups = consumers / 128;
-  int64_t d = qType.getCols();
+  int64_t d = std::max(qType.getCols(), vType.getCols());
   int64_t ctas =
       warpgroups == 1 && d <= 128 && 2 * (sharedBytes + 1024) <= 233472 ? 2 : 1;
   auto specialized =

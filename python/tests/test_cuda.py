@@ -89,6 +89,35 @@ def test_matches_float64(dtype, causal) -> None:
     check("lse", f64(lse), f64(ref_lse), lowp_lse)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dk_and_dv_differ(dtype) -> None:
+    """DeepSeek's head dims (D = 192 for Q and K, Dv = 128 for V and O) in the
+    forward, causal GQA with ragged N; the GPU backward takes equal head dims
+    only, and says so."""
+    dtype = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(2)
+
+    def make(h: int, n: int, d: int):
+        return torch.randn(2, h, n, d, device="cuda", dtype=dtype, generator=gen)
+
+    q, k, v = make(8, 333, 192), make(2, 400, 192), make(2, 400, 128)
+    o, lse = fa.attention(q, k, v, causal="bottom_right", return_lse=True)
+    assert o.shape == (2, 8, 333, 128) and o.dtype == dtype
+    ref_o, ref_lse = reference(q, k, v, "bottom_right")
+    lowp_o, lowp_lse = low_precision(q, k, v, causal="bottom_right")
+    check("O", f64(o), f64(ref_o), lowp_o)
+    check("lse", f64(lse), f64(ref_lse), lowp_lse)
+
+    q.requires_grad_()
+    o = fa.attention(q, k, v, causal="bottom_right")
+    message = (
+        r"head dims must be equal and one of 32, 64, 80, 96, 128, 192, 256 on the GPU "
+        r"\(got D = 192, Dv = 128\)"
+    )
+    with pytest.raises(RuntimeError, match=message):
+        o.float().sum().backward()
+
+
 def test_runs_on_the_current_stream() -> None:
     q = torch.randn(1, 4, 256, 64, device="cuda", dtype=torch.bfloat16)
     stream = torch.cuda.Stream()
@@ -108,10 +137,10 @@ def test_gpu_kernel_object() -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("d", [64, 256])
+@pytest.mark.parametrize("d", [64, 80, 192, 256])
 def test_autograd_on_the_gpu(dtype, d) -> None:
-    """loss.backward() through fa.attention runs the GPU backward (D = 256:
-    dK and dV in two column passes)."""
+    """loss.backward() through fa.attention runs the GPU backward (D = 192 and
+    256: dK and dV in two column passes)."""
     dtype = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(1)
 

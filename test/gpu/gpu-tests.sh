@@ -22,7 +22,7 @@ run() {
 }
 
 for dtype in bf16 f16; do
-  for d in 64 96 128 256; do
+  for d in 64 80 96 128 192 256; do
     run --dtype=$dtype --shape=2,4,4,257,257,$d --lse
     run --dtype=$dtype --shape=1,8,2,100,333,$d --causal=bottom-right --lse
     run --dtype=$dtype --shape=1,4,1,1000,77,$d --causal=top-left --lse
@@ -38,6 +38,22 @@ done
 # D = 256: a window with softcap, and the scored path.
 run --dtype=bf16 --shape=1,4,2,300,300,256 --window=32,8 --softcap=20 --lse
 run --dtype=f16 --shape=2,4,2,129,257,256 --alibi --bias --causal=bottom-right --lse
+
+# D = 80 and 192 on the scored path (D = 80's 32-key tiles split their
+# chunks unevenly over the CTA's copies).
+run --dtype=f16 --shape=1,4,2,200,300,80 --softcap=20 --alibi --bias --lse
+run --dtype=bf16 --shape=2,4,2,129,257,192 --softcap=20 --bias --causal=bottom-right --lse
+
+# Dk != Dv in the forward: DeepSeek's 192 / 128 on each path (a producer
+# warpgroup, wgmma without one, mma.sync), causal GQA, ragged N, the scored
+# path; 96 / 64 and 64 / 128 (mma.sync and wgmma).
+run --dtype=bf16 --shape=2,8,2,333,190,192,128 --causal=bottom-right --lse
+run --dtype=f16 --shape=1,4,4,257,1000,192,128 --lse
+run --dtype=bf16 --shape=1,4,2,200,300,192,128 --softcap=20 --alibi --bias --window=40,8 --lse
+run --dtype=bf16 --shape=1,4,2,333,190,192,128 --causal=top-left --lse --fwd-warp-specialize=false
+run --dtype=f16 --shape=1,4,2,333,190,192,128 --causal=top-left --lse --fwd-wgmma=false
+run --dtype=f16 --shape=2,4,4,100,300,96,64 --causal=bottom-right --lse
+run --dtype=bf16 --shape=2,4,4,100,300,64,128 --dropout=0.1 --lse
 
 # Every forward tile configuration fa-jit offers (--block-q, --block-kv;
 # bench/fwd_tile_sweep.sh): ragged N, both causal alignments, GQA, lse.
@@ -151,6 +167,16 @@ run --backward --dtype=bf16 --shape=2,4,2,100,150,96 --dropout=0.5 --bias --dbia
 run --backward --dtype=bf16 --shape=2,4,2,257,300,256 --causal=bottom-right
 run --backward --dtype=f16 --shape=1,4,4,300,200,256 --window=40,8 --softcap=20 --bwd-atomic-dq
 run --backward --dtype=bf16 --shape=1,4,2,129,190,256 --bias --dbias --alibi --dropout=0.1 --seed=7
+
+# The backward at D = 80 and 192: causal GQA, window + softcap (192 with
+# atomic dQ, which D = 80 does not fit), the scored path with dBias and
+# dropout.
+run --backward --dtype=bf16 --shape=2,4,2,257,300,80 --causal=bottom-right
+run --backward --dtype=bf16 --shape=2,4,2,257,300,192 --causal=bottom-right
+run --backward --dtype=f16 --shape=1,4,4,300,200,192 --window=40,8 --softcap=20 --bwd-atomic-dq
+run --backward --dtype=f16 --shape=1,4,4,300,200,80 --window=40,8 --softcap=20
+run --backward --dtype=bf16 --shape=1,4,2,129,190,80 --bias --dbias --alibi --dropout=0.1 --seed=7
+run --backward --dtype=bf16 --shape=1,4,2,129,190,192 --bias --dbias --alibi --dropout=0.1 --seed=7
 
 # Captures (document ids, a per-head table), forward and backward: ids of
 # exactly N tokens (ragged tiles read them clamped in range), and more ids

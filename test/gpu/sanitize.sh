@@ -49,6 +49,8 @@ variants=(
   "--dtype=f16 --shape=1,2,1,100,531,128 --window=300,8 --kv-stages=3"
   "$inputs/score-mod-all.mlir --shape=1,4,2,77,131,128"
   "$inputs/mask-mod-docs.mlir --shape=1,4,2,100,133,64"
+  "--dtype=bf16 --shape=1,4,2,257,131,192,128 --causal=bottom-right --lse"
+  "--dtype=f16 --shape=1,2,2,77,200,80 --softcap=20 --lse"
 )
 # Captures of exactly N entries (ragged tiles must read them in bounds).
 caps=$(mktemp -d)

@@ -94,9 +94,9 @@ int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV,
 std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);
 
 /// Dynamic shared memory of the forward kernel: the Q tile and, per stage, a
-/// K and a V tile, of `d` 2-byte columns.
-inline int64_t forwardSharedBytes(ForwardTile tile, int64_t d) {
-  return (tile.blockQ + 2 * tile.kvStages * tile.blockKV) * d * 2;
+/// K tile, all of `d` 2-byte columns, and a V tile of `dv`.
+inline int64_t forwardSharedBytes(ForwardTile tile, int64_t d, int64_t dv) {
+  return (tile.blockQ * d + tile.kvStages * tile.blockKV * (d + dv)) * 2;
 }
 
 /// The most dynamic shared memory one CTA may use on `chip` (the target
@@ -132,21 +132,25 @@ SmallVector<gpu::LaunchFuncOp> getLaunchesOf(ModuleOp module,
 
 /// Why `op`'s element type and head dims (fa.attention or fa.attention_grad)
 /// have no GPU kernel, or an empty string. `dims`: the head dims its
-/// kernels take.
+/// kernels take (D of Q and K, Dv of V and O, each one of them);
+/// `equalDims`: whether they must be equal.
 template <typename OpT>
-std::string unsupportedShapeReason(OpT op, ArrayRef<int64_t> dims = {
-                                               32, 64, 96, 128, 256}) {
+std::string unsupportedShapeReason(OpT op, bool equalDims,
+                                   ArrayRef<int64_t> dims = {32, 64, 80, 96,
+                                                             128, 192, 256}) {
   Type et = op.getElementType();
   int64_t d = op.getQuery().getType().getDimSize(3);
   int64_t dv = op.getValue().getType().getDimSize(3);
   if (!et.isF16() && !et.isBF16())
     return "element type must be f16 or bf16 on the GPU";
-  if (d != dv || !llvm::is_contained(dims, d)) {
+  if ((equalDims && d != dv) || !llvm::is_contained(dims, d) ||
+      !llvm::is_contained(dims, dv)) {
     std::string list;
     for (int64_t x : dims)
       list += (list.empty() ? "" : ", ") + std::to_string(x);
-    return "head dims must be equal and one of " + list +
-           " on the GPU (got D = " + std::to_string(d) +
+    return std::string(equalDims ? "head dims must be equal and "
+                                 : "head dims must each be ") +
+           "one of " + list + " on the GPU (got D = " + std::to_string(d) +
            ", Dv = " + std::to_string(dv) + ")";
   }
   return "";

@@ -103,7 +103,7 @@ public:
     //    in one A/B run, performance.md), 32 on sm_80 and with atomic dQ in
     //    4 warps, where that spills (8 warps split dQ's columns finer); 16
     //    with softcap's 1 - tanh^2 per score or on the scored path.
-    //  - D = 256 computes dK and dV in two passes of 128 columns (S^T and
+    //  - D > 128 computes dK and dV in two passes of up to 128 columns (S^T and
     //    dP^T once per pass), each a loop over the Q tiles without
     //    prefetch with the registers of D = 128 plus addresses into
     //    512-byte rows: 16.
@@ -154,6 +154,9 @@ public:
   int64_t getDkDvBlockQ() const { return dkdvBlockQ; }
   /// Whether the dkdv kernel multiplies with wgmma.
   bool usesWgmma() const { return dkdvWgmma; }
+  /// Atomic dQ: whether each warp's columns of dQ are whole ldmatrix pairs
+  /// (16); not at D = 80.
+  bool atomicDQFits() const { return dkdvDQCols() % 16 == 0; }
   /// Warps of a dkdv CTA and its K/V rows (16 per warp).
   int64_t getDkDvWarps() const { return dkdvWarps; }
   int64_t dkdvRows() const { return 16 * dkdvWarps; }
@@ -342,6 +345,13 @@ private:
   std::array<Value, 2> loadPair(Value array, Value index);
   /// The element-type vector of 8 at element `offset` of global `base`.
   Value loadChunk(Value base, Value offset);
+  /// Where a quad of lanes covers a row's columns 8 at a time, 32 per step
+  /// (Dsum, dQ's conversion): for step `j`, whether the lane's chunk at
+  /// `col` lies inside D, or null where every lane's does.
+  Value columnsInside(Value col, int64_t j) {
+    return (j + 1) * 32 > d ? cmp(arith::CmpIPredicate::slt, col, c32(d))
+                            : Value();
+  }
 
   AttentionGradOp op;
   Masks masks;
@@ -798,10 +808,18 @@ void GradKernelBuilder::buildDsum(StringRef name) {
     Value oRow = gep(oBase, mul(ext64(srcRow), a.os[2]), et);
     Value dORow = gep(dOBase, mul(ext64(srcRow), a.dOs[2]), et);
     Value sum = cf(0.0);
-    for (int64_t j = 0; j < d / 32; ++j) {
-      Value col = ext64(add(shl(tq, 3), c32(j * 32)));
+    for (int64_t j = 0; j < llvm::divideCeil(d, 32); ++j) {
+      // Lanes past D (D = 80: the last 32 columns are half there) read
+      // column 0 and add nothing.
+      Value col32 = add(shl(tq, 3), c32(j * 32));
+      Value inside = columnsInside(col32, j);
+      if (inside)
+        col32 = sel(inside, col32, c32(0));
+      Value col = ext64(col32);
       Value o = LLVM::FPExtOp::create(b, loc, v8f32, loadChunk(oRow, col));
       Value dO = LLVM::FPExtOp::create(b, loc, v8f32, loadChunk(dORow, col));
+      if (inside)
+        dO = sel(inside, dO, LLVM::ZeroOp::create(b, loc, v8f32));
       for (int64_t e = 0; e < 8; ++e) {
         Value x = LLVM::ExtractElementOp::create(b, loc, o, c32(e));
         Value y = LLVM::ExtractElementOp::create(b, loc, dO, c32(e));
@@ -816,12 +834,16 @@ void GradKernelBuilder::buildDsum(StringRef name) {
       enterIf(valid);
       Value accRow = gep(a.dqAcc, mul(add(dsumBase, ext64(row)), c64(d)), f32);
       Value zeros = LLVM::ZeroOp::create(b, loc, VectorType::get({4}, f32));
-      for (int64_t j = 0; j < d / 32; ++j)
+      for (int64_t j = 0; j < llvm::divideCeil(d, 32); ++j) {
+        OpBuilder::InsertionGuard colGuard(b);
+        if (Value inside = columnsInside(add(shl(tq, 3), c32(j * 32)), j))
+          enterIf(inside);
         for (int64_t half = 0; half < 2; ++half) {
           Value col = ext64(add(shl(tq, 3), c32(j * 32 + half * 4)));
           LLVM::StoreOp::create(b, loc, zeros, gep(accRow, col, f32),
                                 /*alignment=*/16);
         }
+      }
     }
     Value write = arith::AndIOp::create(
         b, loc, valid, cmp(arith::CmpIPredicate::eq, tq, c32(0)));
@@ -986,6 +1008,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   if (!prefetch)
     visibleQueries();
 
+  // nTilesO: the current pass's column tiles of dK and dV (set per pass).
   int64_t nTilesS = blockQ / 8, nTilesO = dkdvCols / 8, qSteps = blockQ / 16;
   Value scoreScale = softcap ? cf(1.0) : a.scaleLog2;
   Value keyRow = add(add(k0, warpRow0), g);
@@ -1172,10 +1195,12 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
     return std::make_pair(dK, dV);
   };
 
-  // A pass per dkdvCols columns of dK and dV (one but at D = 256): over the
-  // query heads of the group, then the visible Q tiles. Every pass computes
-  // S^T, P^T and dS^T; the first adds dS K into dQ (atomic dQ).
+  // A pass per dkdvCols columns of dK and dV (one up to D = 128; 128 + 64
+  // at D = 192, 128 + 128 at 256): over the query heads of the group, then
+  // the visible Q tiles. Every pass computes S^T, P^T and dS^T; the first
+  // adds dS K into dQ (atomic dQ).
   for (int64_t col0 = 0; col0 < d; col0 += dkdvCols) {
+    nTilesO = std::min(dkdvCols, d - col0) / 8;
     bool withDQ = atomicDQ && col0 == 0;
     bool pipelined = withDQ && pipelinedDQ();
     const size_t numAcc = 2 * nTilesO * 4;
@@ -1680,8 +1705,11 @@ void GradKernelBuilder::buildDqConvert(StringRef name) {
     enterIf(cmp(arith::CmpIPredicate::slt, row, a.nq));
     Value accRow = gep(a.dqAcc, mul(add(accHead, ext64(row)), c64(d)), f32);
     Value dqRow = gep(dqBase, mul(ext64(row), a.dqs[2]), et);
-    for (int64_t j = 0; j < d / 32; ++j) {
+    for (int64_t j = 0; j < llvm::divideCeil(d, 32); ++j) {
       Value col = add(shl(tq, 3), c32(j * 32));
+      OpBuilder::InsertionGuard colGuard(b);
+      if (Value inside = columnsInside(col, j))
+        enterIf(inside);
       Value lo =
           LLVM::LoadOp::create(b, loc, v4f32, gep(accRow, ext64(col), f32), 16);
       Value hi = LLVM::LoadOp::create(
@@ -2039,6 +2067,13 @@ mlir::fa::nvvm::buildAttentionGradKernels(OpBuilder &b, AttentionGradOp op,
         GradKernelBuilder(b, op.getLoc(), op, atomic).usesWgmma();
   }
   GradKernelBuilder kernels(b, op.getLoc(), op, options);
+  if (options.atomicDQ && !kernels.atomicDQFits()) {
+    op.emitOpError("convert-fa-to-nvvm: bwd-atomic-dq does not fit D = ")
+        << op.getQuery().getType().getDimSize(3)
+        << " (each dK/dV warp's dQ columns, D x Q-tile rows / 16 / warps, "
+           "must be a multiple of 16); its dq kernel computes dQ";
+    return failure();
+  }
   if (options.dkdvWarps == 8 && kernels.getDkDvWarps() != 8) {
     op.emitOpError("convert-fa-to-nvvm: bwd-dkdv-warps=8 does not fit D = ")
         << op.getQuery().getType().getDimSize(3) << " with a dK/dV Q tile of "

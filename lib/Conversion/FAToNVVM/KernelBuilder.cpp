@@ -283,12 +283,14 @@ Value KernelBuilder::swizzledAt(Value rowLane, int64_t rowConst, Value colLane,
 void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
                              Value row0, Value rows, Value stride, Value tid,
                              bool threadAddresses) {
-  int64_t chunksPerRow = d / 8;
-  int64_t perThread = tileRows * chunksPerRow / threads;
-  assert(perThread * threads == tileRows * chunksPerRow &&
-         "a tile's chunks must split evenly over the CTA");
+  int64_t chunksPerRow = d / 8, chunks = tileRows * chunksPerRow;
+  // D = 80: 32 rows are 320 chunks, 2.5 per thread of 128; the last pass
+  // is partial.
+  int64_t perThread = llvm::divideCeil(chunks, threads);
+  bool ragged = chunks % threads != 0;
   int64_t rowsPerPass = threads / chunksPerRow;
-  if (threadAddresses && threads % chunksPerRow == 0 && rowsPerPass % 8 == 0) {
+  if (threadAddresses && !ragged && threads % chunksPerRow == 0 &&
+      rowsPerPass % 8 == 0) {
     // Each pass of the CTA covers rowsPerPass whole rows, a multiple of 8,
     // so a thread's chunks share their column and swizzle phase: its shared
     // addresses are one offset plus immediates (taken from an opaque tid, so
@@ -317,6 +319,9 @@ void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
   }
   for (int64_t i = 0; i < perThread; ++i) {
     Value chunkId = add(tid, c32(i * threads));
+    OpBuilder::InsertionGuard guard(b);
+    if ((i + 1) * threads > chunks)
+      enterIf(cmp(arith::CmpIPredicate::slt, chunkId, c32(chunks)));
     Value r = divu(chunkId, c32(chunksPerRow));
     Value c = remu(chunkId, c32(chunksPerRow));
     Value gRow = add(row0, r);

@@ -432,7 +432,7 @@ template <typename OpT> bool hasScoreTerms(OpT op) {
 /// Why `op` (fa.attention_grad; the forward has its own) cannot have a GPU
 /// kernel, or an empty string.
 template <typename OpT> std::string unsupportedReason(OpT op) {
-  std::string reason = unsupportedShapeReason(op);
+  std::string reason = unsupportedShapeReason(op, /*equalDims=*/true);
   if (!reason.empty())
     return reason;
   if (!op.getScoreMod().empty() && op.getScoreModGrad().empty())

@@ -8,10 +8,19 @@ func.func @f32(%q: tensor<1x1x8x64xf32>) -> tensor<1x1x8x64xf32> {
 
 // -----
 
-func.func @d80(%q: tensor<1x1x8x80xbf16>) -> tensor<1x1x8x80xbf16> {
-  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: head dims must be equal and one of 32, 64, 96, 128, 256 on the GPU (got D = 80, Dv = 80)}}
-  %o = fa.attention %q, %q, %q : tensor<1x1x8x80xbf16>, tensor<1x1x8x80xbf16>, tensor<1x1x8x80xbf16> -> tensor<1x1x8x80xbf16>
-  return %o : tensor<1x1x8x80xbf16>
+func.func @d48(%q: tensor<1x1x8x48xbf16>) -> tensor<1x1x8x48xbf16> {
+  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: head dims must each be one of 32, 64, 80, 96, 128, 192, 256 on the GPU (got D = 48, Dv = 48)}}
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x48xbf16>, tensor<1x1x8x48xbf16>, tensor<1x1x8x48xbf16> -> tensor<1x1x8x48xbf16>
+  return %o : tensor<1x1x8x48xbf16>
+}
+
+// -----
+
+// Dk and Dv may differ, but each must be a supported head dim.
+func.func @dv(%q: tensor<1x1x8x64xbf16>, %v: tensor<1x1x8x40xbf16>) -> tensor<1x1x8x40xbf16> {
+  // expected-error @+1 {{'fa.attention' op convert-fa-to-nvvm: head dims must each be one of 32, 64, 80, 96, 128, 192, 256 on the GPU (got D = 64, Dv = 40)}}
+  %o = fa.attention %q, %q, %v : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x40xbf16> -> tensor<1x1x8x40xbf16>
+  return %o : tensor<1x1x8x40xbf16>
 }
 
 // -----
