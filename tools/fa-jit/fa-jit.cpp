@@ -174,9 +174,9 @@ static cl::opt<std::string>
 static cl::opt<bool> benchOpt(
     "bench",
     cl::desc("GPU: time the kernel with CUDA events after warm-up and print "
-             "`bench: median_ms=<ms> tflops=<TFLOP/s>` (4*B*Hq*Nq*Nk*D FLOPs, "
-             "half when causal; the backward's three kernels together, 2.5 "
-             "times that)"),
+             "`bench: median_ms=<ms> tflops=<TFLOP/s>` (2*B*Hq*Nq*Nk*(D + Dv) "
+             "FLOPs, half when causal; the backward's kernels together, "
+             "2*B*Hq*Nq*Nk*(3D + 2Dv))"),
     cl::cat(faCategory));
 static cl::opt<int> benchItersOpt("bench-iters",
                                   cl::desc("Timed runs of --bench"),
@@ -1588,11 +1588,12 @@ bool Driver::compileAndRunOnGpu() {
     }
     std::sort(times.begin(), times.end());
     double median = times[times.size() / 2];
-    double flops = 4.0 * b * hq * double(nq) * double(nk) * d;
+    // Two products per score: Q K^T over D and P V over Dv; the backward
+    // recomputes S and has dP (Dv), dV (Dv), dK and dQ (D).
+    double flops = 2.0 * b * hq * double(nq) * double(nk) *
+                   (backward ? 3 * d + 2 * dvDim : d + dvDim);
     if (op.getCausalAttr())
       flops /= 2;
-    if (backward)
-      flops *= 2.5;
     llvm::outs() << llvm::formatv("bench: median_ms={0:f4} tflops={1:f1}\n",
                                   median, flops / (median * 1e9));
   }
