@@ -403,6 +403,24 @@ def test_gpu_kernel_ptx() -> None:
     assert fa.compile("bfloat16", 128, target="sm_90a").ptx.count(".target sm_90a") == 1
 
 
+def test_gpu_head_dims() -> None:
+    """The GPU's head dims (compiled without a GPU): D = 80 on mma.sync, D = 192
+    and Dk = 192 with Dv = 128 on wgmma with a producer warpgroup (P V of Dv
+    columns); other head dims are a compile error naming the supported ones."""
+    assert "mma.sync" in fa.compile("bfloat16", 80, target="sm_90a").ptx
+    ptx = fa.compile("bfloat16", 192, target="sm_90a").ptx
+    assert ".maxntid 384, 1, 1" in ptx and "wgmma.mma_async.sync.aligned.m64n192k16" in ptx
+    ptx = fa.compile("bfloat16", 192, 128, target="sm_90a").ptx
+    assert ".maxntid 384, 1, 1" in ptx and "wgmma.mma_async.sync.aligned.m64n128k16" in ptx
+    assert "m64n192k16" not in ptx
+    message = (
+        r"head dims must each be one of 32, 64, 80, 96, 128, 192, 256 on the GPU "
+        r"\(got D = 48, Dv = 48\)"
+    )
+    with pytest.raises(fa.FAError, match=message):
+        fa.compile("bfloat16", 48, target="sm_90a")
+
+
 def test_host_kernel_has_no_ptx() -> None:
     kernel = fa.compile("float32", 16)
     with pytest.raises(
