@@ -63,7 +63,15 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
   // variants (`*-ptxas.mlir`), and for a bias 64 keys, the fastest (H200
   // A/B, performance.md: the scored path with a producer warpgroup).
   if (wgmma && warpSpecialize) {
-    tile = dv > 128 ? ForwardTile{128, 64} : ForwardTile{128, 128};
+    // 128-key tiles where O (Dv) allows and their two stages and barriers
+    // (fa-warp-specialize's) fit an sm_90a CTA (Dk = 256 with Dv = 128 does
+    // not).
+    tile = ForwardTile{128, 128, 2};
+    int64_t bytes =
+        forwardSharedBytes(tile, op.getQuery().getType().getDimSize(3), dv) +
+        8 * (1 + 4 * tile.kvStages);
+    if (dv > 128 || bytes > maxSharedBytesPerBlock("sm_90a").value_or(0))
+      tile = ForwardTile{128, 64};
     bool bias = bool(op.getBias()), scoreMod = !op.getScoreMod().empty();
     int64_t terms =
         bias + scoreMod + !op.getMaskMod().empty() + bool(op.getDropoutSeed());
@@ -225,7 +233,7 @@ bool mlir::fa::isKernelRegionOp(Operation *op) {
 }
 
 std::string mlir::fa::unsupportedForwardReason(AttentionOp op) {
-  std::string reason = unsupportedShapeReason(op, /*equalDims=*/false);
+  std::string reason = unsupportedShapeReason(op, /*dvUpToD=*/false);
   if (!reason.empty())
     return reason;
   for (auto [region, name] : {std::make_pair(&op.getScoreMod(), "score_mod"),

@@ -91,14 +91,14 @@ def test_matches_float64(dtype, causal) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dk_and_dv_differ(dtype) -> None:
-    """DeepSeek's head dims (D = 192 for Q and K, Dv = 128 for V and O) in the
-    forward, causal GQA with ragged N; the GPU backward takes equal head dims
-    only, and says so."""
+    """DeepSeek's head dims (D = 192 for Q and K, Dv = 128 for V and O), causal
+    GQA with ragged N: the forward, and the backward through autograd."""
     dtype = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(2)
 
     def make(h: int, n: int, d: int):
-        return torch.randn(2, h, n, d, device="cuda", dtype=dtype, generator=gen)
+        x = torch.randn(2, h, n, d, device="cuda", dtype=dtype, generator=gen)
+        return x.requires_grad_()
 
     q, k, v = make(8, 333, 192), make(2, 400, 192), make(2, 400, 128)
     o, lse = fa.attention(q, k, v, causal="bottom_right", return_lse=True)
@@ -108,11 +108,30 @@ def test_dk_and_dv_differ(dtype) -> None:
     check("O", f64(o), f64(ref_o), lowp_o)
     check("lse", f64(lse), f64(ref_lse), lowp_lse)
 
-    q.requires_grad_()
-    o = fa.attention(q, k, v, causal="bottom_right")
+    do = torch.randn(2, 8, 333, 128, device="cuda", dtype=dtype, generator=gen)
+    (o.float() * do.float()).sum().backward()
+    torch.cuda.synchronize()
+    ref = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
+    kr, vr = ref[1].repeat_interleave(4, 1), ref[2].repeat_interleave(4, 1)
+    s = ref[0] @ kr.transpose(-1, -2) / math.sqrt(192)
+    i, j = torch.arange(333).view(-1, 1), torch.arange(400).view(1, -1)
+    s = s.masked_fill(~(j <= i + 67), float("-inf"))
+    (torch.softmax(s, dim=-1) @ vr * do.double().cpu()).sum().backward()
+    lowp = low_precision_grad(q, k, v, do, causal="bottom_right")
+    for name, x, r, base in zip(("dQ", "dK", "dV"), (q, k, v), ref, lowp):
+        assert x.grad.shape == x.shape
+        check(name, f64(x.grad), f64(r.grad), base)
+
+
+def test_dv_above_d_has_no_gpu_backward() -> None:
+    """The GPU backward works at D's width with V and dO zero past Dv: Dv > D
+    is refused, by name, when the backward runs (the forward takes it)."""
+    q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(1, 2, 64, 128, device="cuda", dtype=torch.bfloat16)
+    o = fa.attention(q, q, v)
     message = (
-        r"head dims must be equal and one of 32, 64, 80, 96, 128, 192, 256 on the GPU "
-        r"\(got D = 192, Dv = 128\)"
+        r"head dims must each be one of 32, 64, 80, 96, 128, 192, 256, with Dv <= D, "
+        r"on the GPU \(got D = 64, Dv = 128\)"
     )
     with pytest.raises(RuntimeError, match=message):
         o.float().sum().backward()

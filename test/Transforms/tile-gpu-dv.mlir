@@ -26,6 +26,21 @@ func.func @dk192_dv128(%q: tensor<?x8x?x192xbf16>, %k: tensor<?x2x?x192xbf16>, %
 
 // -----
 
+// Dk = 256 with Dv = 128: two stages of 128-key tiles would need 256 KB, so
+// the key tile is 64 rows, as at D = 256.
+// CHECK-LABEL: func.func @dk256_dv128
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64
+// CHECK: fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x128x256xbf16, wgmma>
+// CHECK-NEXT: fagpu.alloc_shared {offset = 65536 : i64} : !fagpu.shared<2x64x256xbf16, wgmma>
+// CHECK-NEXT: fagpu.alloc_shared {offset = 131072 : i64} : !fagpu.shared<2x64x128xbf16, wgmma>
+func.func @dk256_dv128(%q: tensor<?x8x?x256xbf16>, %k: tensor<?x2x?x256xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x256xbf16>, tensor<?x2x?x256xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
+}
+
+// -----
+
 // mma.sync (sm_80) at D = 96, Dv = 64: Q's fragments in registers, S = Q
 // K^T over 96 columns, P V into 64; one stage of 32 KB.
 // SM80-LABEL: func.func @dk96_dv64

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU half of the suite: fa-jit --target=auto runs every supported variant
 # on the GPU and checks it against the float64 reference. Exits 77 (skipped)
-# where there is no GPU. Usage: gpu-tests.sh [path/to/fa-jit]
+# where there is no GPU. Usage: gpu-tests.sh [path/to/fa-jit]; with
+# FA_GPU_TESTS_MATCH=REGEX only the cases whose arguments match it run.
 set -uo pipefail
 fajit=${1:-$(dirname "$0")/../../build/bin/fa-jit}
 
@@ -11,6 +12,9 @@ probe_gpu gpu-tests "$fajit"
 passed=0 failed=0
 run() {
   local out
+  if [ -n "${FA_GPU_TESTS_MATCH:-}" ] && ! [[ "$*" =~ $FA_GPU_TESTS_MATCH ]]; then
+    return
+  fi
   if out=$("$fajit" --target=auto --check "$@" 2>&1) && [[ "$out" == *" on sm_"* ]]; then
     passed=$((passed + 1))
     echo "PASS: $* | $(echo "$out" | grep -E 'rel_err' | tr '\n' ' ')"
@@ -46,13 +50,14 @@ run --dtype=bf16 --shape=2,4,2,129,257,192 --softcap=20 --bias --causal=bottom-r
 
 # Dk != Dv in the forward: DeepSeek's 192 / 128 on each path (a producer
 # warpgroup, wgmma without one, mma.sync), causal GQA, ragged N, the scored
-# path; 96 / 64 and 64 / 128 (mma.sync and wgmma).
+# path; 96 / 64, 256 / 128 (64-key tiles: 128 do not fit) and 64 / 128.
 run --dtype=bf16 --shape=2,8,2,333,190,192,128 --causal=bottom-right --lse
 run --dtype=f16 --shape=1,4,4,257,1000,192,128 --lse
 run --dtype=bf16 --shape=1,4,2,200,300,192,128 --softcap=20 --alibi --bias --window=40,8 --lse
 run --dtype=bf16 --shape=1,4,2,333,190,192,128 --causal=top-left --lse --fwd-warp-specialize=false
 run --dtype=f16 --shape=1,4,2,333,190,192,128 --causal=top-left --lse --fwd-wgmma=false
 run --dtype=f16 --shape=2,4,4,100,300,96,64 --causal=bottom-right --lse
+run --dtype=bf16 --shape=1,4,2,333,190,256,128 --causal=bottom-right --lse
 run --dtype=bf16 --shape=2,4,4,100,300,64,128 --dropout=0.1 --lse
 
 # Every forward tile configuration fa-jit offers (--block-q, --block-kv;
@@ -177,6 +182,16 @@ run --backward --dtype=f16 --shape=1,4,4,300,200,192 --window=40,8 --softcap=20 
 run --backward --dtype=f16 --shape=1,4,4,300,200,80 --window=40,8 --softcap=20
 run --backward --dtype=bf16 --shape=1,4,2,129,190,80 --bias --dbias --alibi --dropout=0.1 --seed=7
 run --backward --dtype=bf16 --shape=1,4,2,129,190,192 --bias --dbias --alibi --dropout=0.1 --seed=7
+# Dv < D (V and dO zero past Dv in the kernels' tiles): DeepSeek's 192 / 128
+# in each dQ mode and on the scored path, 256 / 128, 128 / 64 (the dq kernel
+# and atomic dQ), 96 / 64.
+run --backward --dtype=bf16 --shape=2,8,2,333,190,192,128 --causal=bottom-right
+run --backward --dtype=f16 --shape=1,4,4,257,300,192,128 --window=40,8 --softcap=20 --bwd-atomic-dq
+run --backward --dtype=bf16 --shape=1,4,2,129,190,192,128 --bias --dbias --alibi --dropout=0.1 --seed=7
+run --backward --dtype=bf16 --shape=1,4,2,129,190,256,128 --causal=bottom-right
+run --backward --dtype=bf16 --shape=2,4,2,200,300,128,64 --causal=top-left
+run --backward --dtype=f16 --shape=2,4,2,200,300,128,64 --bwd-atomic-dq
+run --backward --dtype=bf16 --shape=1,4,4,100,300,96,64 --bwd-deterministic
 
 # Captures (document ids, a per-head table), forward and backward: ids of
 # exactly N tokens (ragged tiles read them clamped in range), and more ids

@@ -133,9 +133,9 @@ SmallVector<gpu::LaunchFuncOp> getLaunchesOf(ModuleOp module,
 /// Why `op`'s element type and head dims (fa.attention or fa.attention_grad)
 /// have no GPU kernel, or an empty string. `dims`: the head dims its
 /// kernels take (D of Q and K, Dv of V and O, each one of them);
-/// `equalDims`: whether they must be equal.
+/// `dvUpToD`: whether Dv must not exceed D (the backward's).
 template <typename OpT>
-std::string unsupportedShapeReason(OpT op, bool equalDims,
+std::string unsupportedShapeReason(OpT op, bool dvUpToD,
                                    ArrayRef<int64_t> dims = {32, 64, 80, 96,
                                                              128, 192, 256}) {
   Type et = op.getElementType();
@@ -143,14 +143,14 @@ std::string unsupportedShapeReason(OpT op, bool equalDims,
   int64_t dv = op.getValue().getType().getDimSize(3);
   if (!et.isF16() && !et.isBF16())
     return "element type must be f16 or bf16 on the GPU";
-  if ((equalDims && d != dv) || !llvm::is_contained(dims, d) ||
+  if ((dvUpToD && dv > d) || !llvm::is_contained(dims, d) ||
       !llvm::is_contained(dims, dv)) {
     std::string list;
     for (int64_t x : dims)
       list += (list.empty() ? "" : ", ") + std::to_string(x);
-    return std::string(equalDims ? "head dims must be equal and "
-                                 : "head dims must each be ") +
-           "one of " + list + " on the GPU (got D = " + std::to_string(d) +
+    return "head dims must each be one of " + list +
+           (dvUpToD ? ", with Dv <= D," : "") +
+           " on the GPU (got D = " + std::to_string(d) +
            ", Dv = " + std::to_string(dv) + ")";
   }
   return "";

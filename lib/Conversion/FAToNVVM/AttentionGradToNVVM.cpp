@@ -79,7 +79,8 @@ public:
                     GradKernelOptions options)
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
-        op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
+        dv(op.getValue().getType().getDimSize(3)), op(op),
+        masks{op.getCausalAttr(), op.getWindowAttr()},
         scored(hasScoreTerms(op) || op.getDropoutSeed()),
         prefetch(options.prefetch), atomicDQ(options.atomicDQ),
         bulkDQ(atomicDQ && has(options, Feature::BulkCopy)) {
@@ -110,7 +111,7 @@ public:
     // GradKernelOptions::wgmma, where it applies (atomic dQ's pipelining
     // needs the prefetch): the plain path at D = 64 and 128 in 8 warps.
     bool wgmmaShape = options.wgmma && hopper && prefetch &&
-                      (d == 64 || d == 128) && !scored && !softcap;
+                      (d == 64 || d == 128) && dv == d && !scored && !softcap;
     // dkdv's warps: by default 8 (128 keys per CTA) with atomic dQ on sm_90,
     // where the tile's Q copies and dQ columns split evenly over them, and
     // where it multiplies with wgmma.
@@ -348,11 +349,15 @@ private:
   /// Where a quad of lanes covers a row's columns 8 at a time, 32 per step
   /// (Dsum, dQ's conversion): for step `j`, whether the lane's chunk at
   /// `col` lies inside D, or null where every lane's does.
-  Value columnsInside(Value col, int64_t j) {
-    return (j + 1) * 32 > d ? cmp(arith::CmpIPredicate::slt, col, c32(d))
-                            : Value();
+  Value columnsInside(Value col, int64_t j, int64_t width) {
+    return (j + 1) * 32 > width
+               ? cmp(arith::CmpIPredicate::slt, col, c32(width))
+               : Value();
   }
 
+  /// V's and O's head dim (at most D: V's and dO's tiles have D columns,
+  /// zero past Dv).
+  int64_t dv;
   AttentionGradOp op;
   Masks masks;
   /// ALiBi, bias, score_mod, mask_mod or dropout: the scored path (its own
@@ -808,11 +813,11 @@ void GradKernelBuilder::buildDsum(StringRef name) {
     Value oRow = gep(oBase, mul(ext64(srcRow), a.os[2]), et);
     Value dORow = gep(dOBase, mul(ext64(srcRow), a.dOs[2]), et);
     Value sum = cf(0.0);
-    for (int64_t j = 0; j < llvm::divideCeil(d, 32); ++j) {
-      // Lanes past D (D = 80: the last 32 columns are half there) read
-      // column 0 and add nothing.
+    for (int64_t j = 0; j < llvm::divideCeil(dv, 32); ++j) {
+      // Lanes past Dv (80: the last 32 columns are half there) read column
+      // 0 and add nothing.
       Value col32 = add(shl(tq, 3), c32(j * 32));
-      Value inside = columnsInside(col32, j);
+      Value inside = columnsInside(col32, j, dv);
       if (inside)
         col32 = sel(inside, col32, c32(0));
       Value col = ext64(col32);
@@ -836,7 +841,7 @@ void GradKernelBuilder::buildDsum(StringRef name) {
       Value zeros = LLVM::ZeroOp::create(b, loc, VectorType::get({4}, f32));
       for (int64_t j = 0; j < llvm::divideCeil(d, 32); ++j) {
         OpBuilder::InsertionGuard colGuard(b);
-        if (Value inside = columnsInside(add(shl(tq, 3), c32(j * 32)), j))
+        if (Value inside = columnsInside(add(shl(tq, 3), c32(j * 32)), j, d))
           enterIf(inside);
         for (int64_t half = 0; half < 2; ++half) {
           Value col = ext64(add(shl(tq, 3), c32(j * 32 + half * 4)));
@@ -962,14 +967,14 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   };
 
   copyTile(kvRows, sK, kBase, k0, a.nk, a.ks[2], tid);
-  copyTile(kvRows, sV, vBase, k0, a.nk, a.vs[2], tid);
+  copyTile(kvRows, sV, vBase, k0, a.nk, a.vs[2], tid, false, dv);
   if (prefetch) {
     visibleQueries();
     // The first Q tile (head 0, qBegin) to stage 0 with K and V. In bounds
     // even where the loops are empty: rows past Nq are zero-filled.
     HeadRows first = headRows(c32(0));
     copyTile(blockQ, sQ, first.qBase, qBegin, a.nq, a.qs[2], tid);
-    copyTile(blockQ, sDO, first.dOBase, qBegin, a.nq, a.dOs[2], tid);
+    copyTile(blockQ, sDO, first.dOBase, qBegin, a.nq, a.dOs[2], tid, false, dv);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     storeStats(stageAt(c32(2 * kvBytes)), {}, first.lseRow, first.dsumRow,
                qBegin);
@@ -1282,7 +1287,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                     copyTile(blockQ, next.q, rows.qBase, nextQ0, a.nq, a.qs[2],
                              tid);
                     copyTile(blockQ, next.dO, rows.dOBase, nextQ0, a.nq,
-                             a.dOs[2], tid);
+                             a.dOs[2], tid, false, dv);
                   }
                   NVVM::CpAsyncCommitGroupOp::create(b, loc);
                   // Loaded now, stored to shared memory after the math.
@@ -1296,7 +1301,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                   NVVM::Barrier0Op::create(b, loc);
                   copyTile(blockQ, sQ, qBase, q0, a.nq, a.qs[2], tid);
                   NVVM::CpAsyncCommitGroupOp::create(b, loc);
-                  copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid);
+                  copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid, false,
+                           dv);
                   NVVM::CpAsyncCommitGroupOp::create(b, loc);
                   // lse * log2(e) and Dsum, by the first blockQ threads.
                   storeStats({sQ, sDO, sLse, sDsum}, {}, lseRow, dsumRow, q0);
@@ -1491,8 +1497,14 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
         add(mul(again.tile, c32(kvRows)), mul(again.warp, c32(16))), again.g);
     storeRows(dK, gep(dkBase, c64(col0), et), a.dks[2], rowAgain, a.nk,
               again.tq, a.scale);
-    storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], rowAgain, a.nk,
-              again.tq, dropoutP ? cf(1.0 / (1.0 - *dropoutP)) : Value());
+    // V's and dO's tiles are zero past Dv (< D): so is dV there.
+    if (col0 < dv)
+      dV.resize(std::min<int64_t>(dV.size(), (dv - col0) / 8));
+    else
+      dV.clear();
+    if (!dV.empty())
+      storeRows(dV, gep(dvBase, c64(col0), et), a.dvs[2], rowAgain, a.nk,
+                again.tq, dropoutP ? cf(1.0 / (1.0 - *dropoutP)) : Value());
   }
   // The last bulk reductions are complete before the kernel ends.
   if (bulkDQ)
@@ -1530,7 +1542,7 @@ void GradKernelBuilder::buildDq(StringRef name) {
         sK = smemAt(smem, c32(2 * qBytes)),
         sV = smemAt(smem, c32(2 * qBytes + kvBytes));
   copyTile(blockQ, sQ, qBase, q0, a.nq, a.qs[2], tid);
-  copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid);
+  copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid, false, dv);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
   // lse * log2(e) (+inf past Nq and for empty rows) and Dsum of the rows
@@ -1601,7 +1613,7 @@ void GradKernelBuilder::buildDq(StringRef name) {
         NVVM::Barrier0Op::create(b, loc);
         copyTile(blockKV, sK, kBase, kv0, a.nk, a.ks[2], tid);
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
-        copyTile(blockKV, sV, vBase, kv0, a.nk, a.vs[2], tid);
+        copyTile(blockKV, sV, vBase, kv0, a.nk, a.vs[2], tid, false, dv);
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
         NVVM::Barrier0Op::create(b, loc);
@@ -1708,7 +1720,7 @@ void GradKernelBuilder::buildDqConvert(StringRef name) {
     for (int64_t j = 0; j < llvm::divideCeil(d, 32); ++j) {
       Value col = add(shl(tq, 3), c32(j * 32));
       OpBuilder::InsertionGuard colGuard(b);
-      if (Value inside = columnsInside(col, j))
+      if (Value inside = columnsInside(col, j, d))
         enterIf(inside);
       Value lo =
           LLVM::LoadOp::create(b, loc, v4f32, gep(accRow, ext64(col), f32), 16);
@@ -1824,11 +1836,11 @@ void GradKernelBuilder::buildDBias(StringRef name) {
     copyTile(blockQ, sQ, headBase(a.q, bi, hi, a.qs[0], a.qs[1]), q0, a.nq,
              a.qs[2], tid);
     copyTile(blockQ, sDO, headBase(a.dO, bi, hi, a.dOs[0], a.dOs[1]), q0, a.nq,
-             a.dOs[2], tid);
+             a.dOs[2], tid, false, dv);
     copyTile(blockKV, sK, headBase(a.k, bi, hk, a.ks[0], a.ks[1]), kv0, a.nk,
              a.ks[2], tid);
     copyTile(blockKV, sV, headBase(a.v, bi, hk, a.vs[0], a.vs[1]), kv0, a.nk,
-             a.vs[2], tid);
+             a.vs[2], tid, false, dv);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     // lse * log2(e) (+inf past Nq and for empty rows) and Dsum of the rows
     // g and g + 8 of this warp.

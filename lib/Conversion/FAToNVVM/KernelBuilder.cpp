@@ -282,14 +282,15 @@ Value KernelBuilder::swizzledAt(Value rowLane, int64_t rowConst, Value colLane,
 
 void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
                              Value row0, Value rows, Value stride, Value tid,
-                             bool threadAddresses) {
+                             bool threadAddresses, int64_t cols) {
   int64_t chunksPerRow = d / 8, chunks = tileRows * chunksPerRow;
   // D = 80: 32 rows are 320 chunks, 2.5 per thread of 128; the last pass
   // is partial.
   int64_t perThread = llvm::divideCeil(chunks, threads);
   bool ragged = chunks % threads != 0;
+  bool narrow = cols > 0 && cols < d;
   int64_t rowsPerPass = threads / chunksPerRow;
-  if (threadAddresses && !ragged && threads % chunksPerRow == 0 &&
+  if (threadAddresses && !ragged && !narrow && threads % chunksPerRow == 0 &&
       rowsPerPass % 8 == 0) {
     // Each pass of the CTA covers rowsPerPass whole rows, a multiple of 8,
     // so a thread's chunks share their column and swizzle phase: its shared
@@ -326,9 +327,14 @@ void KernelBuilder::copyTile(int64_t tileRows, Value tile, Value base,
     Value c = remu(chunkId, c32(chunksPerRow));
     Value gRow = add(row0, r);
     Value valid = cmp(arith::CmpIPredicate::slt, gRow, rows);
-    // Out-of-range rows read nothing (src-size 0) from row 0.
+    // Out-of-range rows (and columns) read nothing (src-size 0) from row 0
+    // (column 0).
+    if (narrow)
+      valid = arith::AndIOp::create(
+          b, loc, valid, cmp(arith::CmpIPredicate::slt, c, c32(cols / 8)));
     Value srcRow = sel(valid, gRow, c32(0));
-    Value offset = add(mul(ext64(srcRow), stride), ext64(shl(c, 3)));
+    Value offset = add(mul(ext64(srcRow), stride),
+                       ext64(shl(narrow ? sel(valid, c, c32(0)) : c, 3)));
     Value src = gep(base, offset, et);
     Value dst = smemAt(tile, swizzled(r, shl(c, 3)));
     Value size = sel(valid, c32(16), c32(0));

@@ -230,9 +230,11 @@ public:
   /// groups of 8 rows (D != 96, 256), each thread computes one global
   /// address and one shared offset and steps from them (fewer instructions
   /// and registers; the forward's choice) instead of addressing each chunk.
+  /// With `cols` (0: d) below d, the matrix has `cols` columns and the
+  /// tile's columns past them are zero-filled too.
   void copyTile(int64_t tileRows, Value tile, Value base, Value row0,
                 Value rows, Value stride, Value tid,
-                bool threadAddresses = false);
+                bool threadAddresses = false, int64_t cols = 0);
   /// ldmatrix.x4 (of 8 x 8 b16 matrices), transposed or not.
   Value ldmatrix(Value ptr, bool transpose);
   /// ldmatrix.x4's four registers.
@@ -432,7 +434,7 @@ template <typename OpT> bool hasScoreTerms(OpT op) {
 /// Why `op` (fa.attention_grad; the forward has its own) cannot have a GPU
 /// kernel, or an empty string.
 template <typename OpT> std::string unsupportedReason(OpT op) {
-  std::string reason = unsupportedShapeReason(op, /*equalDims=*/true);
+  std::string reason = unsupportedShapeReason(op, /*dvUpToD=*/true);
   if (!reason.empty())
     return reason;
   if (!op.getScoreMod().empty() && op.getScoreModGrad().empty())

@@ -12,7 +12,7 @@ func.func @f32(%q: tensor<1x1x8x64xf32>, %lse: tensor<1x1x8xf32>) -> tensor<1x1x
 // -----
 
 func.func @d48(%q: tensor<1x1x8x48xbf16>, %lse: tensor<1x1x8xf32>) -> tensor<1x1x8x48xbf16> {
-  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: head dims must be equal and one of 32, 64, 80, 96, 128, 192, 256 on the GPU (got D = 48, Dv = 48)}}
+  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: head dims must each be one of 32, 64, 80, 96, 128, 192, 256, with Dv <= D, on the GPU (got D = 48, Dv = 48)}}
   %dq, %dk, %dv = fa.attention_grad %q, %q, %q, %q, %q, %lse : tensor<1x1x8x48xbf16>, tensor<1x1x8x48xbf16>, tensor<1x1x8x48xbf16>, tensor<1x1x8x48xbf16>, tensor<1x1x8x48xbf16>, tensor<1x1x8xf32> -> tensor<1x1x8x48xbf16>, tensor<1x1x8x48xbf16>, tensor<1x1x8x48xbf16>
   return %dq : tensor<1x1x8x48xbf16>
 }
@@ -20,7 +20,7 @@ func.func @d48(%q: tensor<1x1x8x48xbf16>, %lse: tensor<1x1x8xf32>) -> tensor<1x1
 // -----
 
 func.func @dv(%q: tensor<1x1x8x64xf16>, %v: tensor<1x1x8x128xf16>, %o: tensor<1x1x8x128xf16>, %lse: tensor<1x1x8xf32>) -> tensor<1x1x8x64xf16> {
-  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: head dims must be equal and one of 32, 64, 80, 96, 128, 192, 256 on the GPU (got D = 64, Dv = 128)}}
+  // expected-error @+1 {{'fa.attention_grad' op convert-fa-to-nvvm: head dims must each be one of 32, 64, 80, 96, 128, 192, 256, with Dv <= D, on the GPU (got D = 64, Dv = 128)}}
   %dq, %dk, %dv = fa.attention_grad %q, %q, %v, %o, %o, %lse : tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8xf32> -> tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16>, tensor<1x1x8x128xf16>
   return %dq : tensor<1x1x8x64xf16>
 }
