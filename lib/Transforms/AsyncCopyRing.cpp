@@ -71,16 +71,13 @@ FailureOr<int64_t> mlir::fa::ringForwardCopies(gpu::GPUFuncOp kernel,
   OpBuilder b(kAlloc);
   auto qType = cast<fagpu::SharedType>(qAlloc.getType());
   auto kType = cast<fagpu::SharedType>(kAlloc.getType());
+  // V's tiles have Dv columns, Q's and K's D.
   auto vType = cast<fagpu::SharedType>(vAlloc.getType());
   int64_t qBytes = qType.getStageBytes(), kBytes = kType.getStageBytes(),
           vBytes = vType.getStageBytes();
-  // K's tiles have Q's columns, V's may have others (Dv).
-  auto ringOf = [&](fagpu::SharedType type) {
-    return fagpu::SharedType::get(ctx, {stages, type.getRows(), type.getCols()},
-                                  type.getElementType(), type.getWgmma());
-  };
-  Value kRing = fagpu::AllocSharedOp::create(b, loc, ringOf(kType), qBytes);
-  Value vRing = fagpu::AllocSharedOp::create(b, loc, ringOf(vType),
+  Value kRing =
+      fagpu::AllocSharedOp::create(b, loc, kType.withStages(stages), qBytes);
+  Value vRing = fagpu::AllocSharedOp::create(b, loc, vType.withStages(stages),
                                              qBytes + stages * kBytes);
   kAlloc.getResult().replaceAllUsesWith(kRing);
   vAlloc.getResult().replaceAllUsesWith(vRing);

@@ -308,19 +308,16 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   OpBuilder b(kAlloc);
   auto qType = cast<fagpu::SharedType>(qAlloc.getType());
   auto kType = cast<fagpu::SharedType>(kAlloc.getType());
+  // V's tiles have Dv columns, Q's and K's D.
   auto vType = cast<fagpu::SharedType>(vAlloc.getType());
   int64_t qBytes = qType.getStageBytes(), kBytes = kType.getStageBytes(),
           vBytes = vType.getStageBytes();
-  // K's tiles have Q's columns, V's may have others (Dv).
-  auto ringOf = [&](fagpu::SharedType type) {
-    return fagpu::SharedType::get(ctx, {stages, type.getRows(), type.getCols()},
-                                  type.getElementType(), type.getWgmma());
-  };
   Rings rings;
   rings.bulk =
       tma && llvm::all_of(std::array{qCopy, kCopy, vCopy}, canCopyInBulk);
-  rings.k = fagpu::AllocSharedOp::create(b, loc, ringOf(kType), qBytes);
-  rings.v = fagpu::AllocSharedOp::create(b, loc, ringOf(vType),
+  rings.k =
+      fagpu::AllocSharedOp::create(b, loc, kType.withStages(stages), qBytes);
+  rings.v = fagpu::AllocSharedOp::create(b, loc, vType.withStages(stages),
                                          qBytes + stages * kBytes);
   int64_t offset = qBytes + stages * (kBytes + vBytes);
   auto barriers = [&](int64_t count, int64_t arrivals) {

@@ -348,7 +348,8 @@ private:
   Value loadChunk(Value base, Value offset);
   /// Where a quad of lanes covers a row's columns 8 at a time, 32 per step
   /// (Dsum, dQ's conversion): for step `j`, whether the lane's chunk at
-  /// `col` lies inside D, or null where every lane's does.
+  /// `col` lies inside the row's `width` columns, or null where every
+  /// lane's does.
   Value columnsInside(Value col, int64_t j, int64_t width) {
     return (j + 1) * 32 > width
                ? cmp(arith::CmpIPredicate::slt, col, c32(width))
@@ -967,14 +968,16 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
   };
 
   copyTile(kvRows, sK, kBase, k0, a.nk, a.ks[2], tid);
-  copyTile(kvRows, sV, vBase, k0, a.nk, a.vs[2], tid, false, dv);
+  copyTile(kvRows, sV, vBase, k0, a.nk, a.vs[2], tid,
+           /*threadAddresses=*/false, /*cols=*/dv);
   if (prefetch) {
     visibleQueries();
     // The first Q tile (head 0, qBegin) to stage 0 with K and V. In bounds
     // even where the loops are empty: rows past Nq are zero-filled.
     HeadRows first = headRows(c32(0));
     copyTile(blockQ, sQ, first.qBase, qBegin, a.nq, a.qs[2], tid);
-    copyTile(blockQ, sDO, first.dOBase, qBegin, a.nq, a.dOs[2], tid, false, dv);
+    copyTile(blockQ, sDO, first.dOBase, qBegin, a.nq, a.dOs[2], tid,
+             /*threadAddresses=*/false, /*cols=*/dv);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     storeStats(stageAt(c32(2 * kvBytes)), {}, first.lseRow, first.dsumRow,
                qBegin);
@@ -1287,7 +1290,8 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                     copyTile(blockQ, next.q, rows.qBase, nextQ0, a.nq, a.qs[2],
                              tid);
                     copyTile(blockQ, next.dO, rows.dOBase, nextQ0, a.nq,
-                             a.dOs[2], tid, false, dv);
+                             a.dOs[2], tid,
+                             /*threadAddresses=*/false, /*cols=*/dv);
                   }
                   NVVM::CpAsyncCommitGroupOp::create(b, loc);
                   // Loaded now, stored to shared memory after the math.
@@ -1542,7 +1546,8 @@ void GradKernelBuilder::buildDq(StringRef name) {
         sK = smemAt(smem, c32(2 * qBytes)),
         sV = smemAt(smem, c32(2 * qBytes + kvBytes));
   copyTile(blockQ, sQ, qBase, q0, a.nq, a.qs[2], tid);
-  copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid, false, dv);
+  copyTile(blockQ, sDO, dOBase, q0, a.nq, a.dOs[2], tid,
+           /*threadAddresses=*/false, /*cols=*/dv);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
   // lse * log2(e) (+inf past Nq and for empty rows) and Dsum of the rows
@@ -1613,7 +1618,8 @@ void GradKernelBuilder::buildDq(StringRef name) {
         NVVM::Barrier0Op::create(b, loc);
         copyTile(blockKV, sK, kBase, kv0, a.nk, a.ks[2], tid);
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
-        copyTile(blockKV, sV, vBase, kv0, a.nk, a.vs[2], tid, false, dv);
+        copyTile(blockKV, sV, vBase, kv0, a.nk, a.vs[2], tid,
+                 /*threadAddresses=*/false, /*cols=*/dv);
         NVVM::CpAsyncCommitGroupOp::create(b, loc);
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
         NVVM::Barrier0Op::create(b, loc);
@@ -1836,11 +1842,13 @@ void GradKernelBuilder::buildDBias(StringRef name) {
     copyTile(blockQ, sQ, headBase(a.q, bi, hi, a.qs[0], a.qs[1]), q0, a.nq,
              a.qs[2], tid);
     copyTile(blockQ, sDO, headBase(a.dO, bi, hi, a.dOs[0], a.dOs[1]), q0, a.nq,
-             a.dOs[2], tid, false, dv);
+             a.dOs[2], tid,
+             /*threadAddresses=*/false, /*cols=*/dv);
     copyTile(blockKV, sK, headBase(a.k, bi, hk, a.ks[0], a.ks[1]), kv0, a.nk,
              a.ks[2], tid);
     copyTile(blockKV, sV, headBase(a.v, bi, hk, a.vs[0], a.vs[1]), kv0, a.nk,
-             a.vs[2], tid, false, dv);
+             a.vs[2], tid,
+             /*threadAddresses=*/false, /*cols=*/dv);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     // lse * log2(e) (+inf past Nq and for empty rows) and Dsum of the rows
     // g and g + 8 of this warp.

@@ -67,6 +67,11 @@ def FAGPU_SharedType : FAGPU_Type<"Shared", "shared"> {
     int64_t getCols() const { return getShape()[2]; }
     /// Bytes of one stage.
     int64_t getStageBytes() const;
+    /// The same tile in `stages` stages (a ring of it).
+    SharedType withStages(int64_t stages) const {
+      return get(getContext(), {stages, getRows(), getCols()},
+                 getElementType(), getWgmma());
+    }
   }];
 }
 
