@@ -79,11 +79,11 @@ public:
                     GradKernelOptions options)
       : KernelBuilder(b, loc, op.getElementType(),
                       op.getQuery().getType().getDimSize(3)),
-        dv(op.getValue().getType().getDimSize(3)), op(op),
-        masks{op.getCausalAttr(), op.getWindowAttr()},
+        op(op), masks{op.getCausalAttr(), op.getWindowAttr()},
         scored(hasScoreTerms(op) || op.getDropoutSeed()),
         prefetch(options.prefetch), atomicDQ(options.atomicDQ),
         bulkDQ(atomicDQ && has(options, Feature::BulkCopy)) {
+    dv = op.getValue().getType().getDimSize(3);
     // The tiles below were tuned on the H100 (sm_90a, where wgmma exists);
     // other chips get sm_80's.
     const bool hopper = has(options, Feature::Wgmma);
