@@ -30,8 +30,9 @@ DTYPES = ["bfloat16", "float16"]
 
 
 def reference(q, k, v, causal: str | None):
-    """Attention in float64 on the CPU, bottom-right causal like fa."""
-    q, k, v = (t.detach().double().cpu() for t in (q, k, v))
+    """Attention in float64 on the CPU, bottom-right causal like fa
+    (differentiable: reference_grads)."""
+    q, k, v = (t.double().cpu() for t in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
@@ -43,6 +44,14 @@ def reference(q, k, v, causal: str | None):
         keep = j <= i + (nk - nq if causal == "bottom_right" else 0)
         s = s.masked_fill(~keep, float("-inf"))
     return torch.softmax(s, dim=-1) @ v, torch.logsumexp(s, dim=-1)
+
+
+def reference_grads(q, k, v, dout, causal: str | None) -> list[Any]:
+    """(dQ, dK, dV) in float64 on the CPU: autograd through reference() with
+    dO = dout."""
+    leaves = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
+    (reference(*leaves, causal)[0] * dout.double().cpu()).sum().backward()
+    return [x.grad for x in leaves]
 
 
 def rel(a, b) -> float:
@@ -111,16 +120,11 @@ def test_dk_and_dv_differ(dtype) -> None:
     do = torch.randn(2, 8, 333, 128, device="cuda", dtype=dtype, generator=gen)
     (o.float() * do.float()).sum().backward()
     torch.cuda.synchronize()
-    ref = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
-    kr, vr = ref[1].repeat_interleave(4, 1), ref[2].repeat_interleave(4, 1)
-    s = ref[0] @ kr.transpose(-1, -2) / math.sqrt(192)
-    i, j = torch.arange(333).view(-1, 1), torch.arange(400).view(1, -1)
-    s = s.masked_fill(~(j <= i + 67), float("-inf"))
-    (torch.softmax(s, dim=-1) @ vr * do.double().cpu()).sum().backward()
+    ref = reference_grads(q, k, v, do, "bottom_right")
     lowp = low_precision_grad(q, k, v, do, causal="bottom_right")
     for name, x, r, base in zip(("dQ", "dK", "dV"), (q, k, v), ref, lowp):
         assert x.grad.shape == x.shape
-        check(name, f64(x.grad), f64(r.grad), base)
+        check(name, f64(x.grad), f64(r), base)
 
 
 def test_dv_above_d_has_no_gpu_backward() -> None:
@@ -174,17 +178,11 @@ def test_autograd_on_the_gpu(dtype, d) -> None:
     torch.cuda.synchronize()
 
     dout = do.to(dtype)  # the gradient of O that FA's backward gets, in O's dtype
-    ref = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
-    group = 4
-    kr, vr = ref[1].repeat_interleave(group, 1), ref[2].repeat_interleave(group, 1)
-    s = ref[0] @ kr.transpose(-1, -2) / math.sqrt(d)
-    i, j = torch.arange(100).view(-1, 1), torch.arange(150).view(1, -1)
-    s = s.masked_fill(~(j <= i + 50), float("-inf"))
-    (torch.softmax(s, dim=-1) @ vr * dout.double().cpu()).sum().backward()
+    ref = reference_grads(q, k, v, dout, "bottom_right")
     lowp = low_precision_grad(q, k, v, dout, causal="bottom_right")
     for name, x, r, base in zip(("dQ", "dK", "dV"), (q, k, v), ref, lowp):
         assert x.grad.device.type == "cuda" and x.grad.dtype == dtype
-        check(name, f64(x.grad), f64(r.grad), base)
+        check(name, f64(x.grad), f64(r), base)
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -200,14 +198,10 @@ def test_autograd_of_a_sum_on_the_gpu(compiled) -> None:
     f = torch.compile(fa.attention, fullgraph=True, backend="aot_eager") if compiled else fa.attention
     f(q, k, v, causal="top_left").sum().backward()
     dout = torch.ones(1, 4, 70, 64, device="cuda", dtype=torch.bfloat16)
-    ref = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
-    s = ref[0] @ ref[1].transpose(-1, -2) / 8.0
-    i, j = torch.arange(70).view(-1, 1), torch.arange(70).view(1, -1)
-    s = s.masked_fill(~(j <= i), float("-inf"))
-    (torch.softmax(s, dim=-1) @ ref[2]).sum().backward()
+    ref = reference_grads(q, k, v, dout, "top_left")
     lowp = low_precision_grad(q, k, v, dout, causal="top_left")
     for name, x, r, base in zip(("dQ", "dK", "dV"), (q, k, v), ref, lowp):
-        check(name, f64(x.grad), f64(r.grad), base)
+        check(name, f64(x.grad), f64(r), base)
 
 
 def test_atomic_dq_and_deterministic_algorithms() -> None:
