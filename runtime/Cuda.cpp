@@ -310,50 +310,6 @@ Expected<Module> Module::load(const Device &device, std::string_view image) {
   return module;
 }
 
-Expected<std::string> fa::runtime::linkPtx(const Device &device,
-                                           std::string_view ptx) {
-  if (ptx.empty())
-    return Status::error("cannot compile empty PTX");
-  FA_RETURN_IF_ERROR(device.makeCurrent());
-  Driver &driver = device.getDriver();
-  std::string data(ptx); // NUL-terminated
-  std::string errorLog(kJitLogBytes, '\0');
-  cu::JitOption options[] = {cu::CU_JIT_ERROR_LOG_BUFFER,
-                             cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {
-      errorLog.data(),
-      reinterpret_cast<void *>(static_cast<uintptr_t>(errorLog.size() - 1))};
-  auto failed = [&](cu::Result result, const char *call) {
-    std::string message = driver.check(result, call).getMessage() +
-                          " compiling " + std::to_string(ptx.size()) +
-                          " bytes of PTX for " + describeDevice(device);
-    std::string log = trimLog(errorLog);
-    return Status::error(
-        message + "\nJIT error log:" + (log.empty() ? " (empty)" : "\n" + log));
-  };
-  cu::LinkState state = nullptr;
-  cu::Result result = driver.api().cuLinkCreate_v2(2, options, values, &state);
-  if (result != cu::CUDA_SUCCESS)
-    return failed(result, "cuLinkCreate");
-  result =
-      driver.api().cuLinkAddData_v2(state, cu::CU_JIT_INPUT_PTX, data.data(),
-                                    data.size() + 1, "fa", 0, nullptr, nullptr);
-  void *cubin = nullptr;
-  size_t size = 0;
-  if (result == cu::CUDA_SUCCESS)
-    result = driver.api().cuLinkComplete(state, &cubin, &size);
-  // The cubin belongs to the link state: copied before it goes.
-  std::string image = result == cu::CUDA_SUCCESS
-                          ? std::string(static_cast<const char *>(cubin), size)
-                          : std::string();
-  cu::Result destroyed = driver.api().cuLinkDestroy(state);
-  if (result != cu::CUDA_SUCCESS)
-    return failed(result, "cuLinkAddData/cuLinkComplete");
-  if (destroyed != cu::CUDA_SUCCESS)
-    return driver.check(destroyed, "cuLinkDestroy");
-  return image;
-}
-
 Module::Module(Module &&other) noexcept
     : device(other.device), handle(std::exchange(other.handle, nullptr)),
       jitInfoLog(std::move(other.jitInfoLog)) {}

@@ -288,13 +288,17 @@ public:
     rt::ScopedContext scope(device.value());
     if (scope.getStatus().failed())
       fail(api, scope.getStatus().getMessage());
-    std::shared_ptr<const rt::CachedKernel> binary = getCubin(api, *device);
+    // The PTX itself, which the driver compiles as a whole program (its
+    // own cache keeps the SASS). A cubin of the driver's linker (cuLink*)
+    // is compiled for separate linking: ptxas then ignores setmaxnreg and
+    // serializes the wgmmas, and the kernels ran at 0.65-0.75x
+    // (performance.md, "persistent").
     rt::Expected<rt::Module> module =
-        rt::Module::load(device.value(), binary->image);
+        rt::Module::load(device.value(), image->image);
     if (module.failed())
       fail(api, module.getMessage());
     rt::Expected<mlir::fa::CudaFunctions> functions =
-        mlir::fa::loadCudaFunctions(*binary, module.value());
+        mlir::fa::loadCudaFunctions(*image, module.value());
     if (functions.failed())
       fail(api, functions.getMessage());
     auto entry = std::make_unique<LoadedImage>(
@@ -303,42 +307,6 @@ public:
   }
 
 private:
-  /// The image as `device`'s SASS: PTX compiled by the driver's JIT once
-  /// per (PTX, architecture, driver) and kept in the kernel cache beside
-  /// the PTX, so that later processes load it without compiling (the
-  /// driver's own cache of JIT results may be off, full or another
-  /// user's); a cubin as it is.
-  std::shared_ptr<const rt::CachedKernel> getCubin(const char *api,
-                                                   const rt::Device &device) {
-    if (image->format == rt::CachedKernel::Format::Cubin)
-      return image;
-    std::string target = device.getArch() + ";driver " +
-                         std::to_string(device.getDriver().getVersion());
-    rt::Expected<std::shared_ptr<const rt::CachedKernel>> cubin =
-        rt::KernelCache::global().getOrCompile(
-            rt::makeKey(image->image, target, "SASS of FA's PTX"),
-            [&]() -> rt::Expected<rt::CachedKernel> {
-              rt::Expected<std::string> linked =
-                  rt::linkPtx(device, image->image);
-              if (linked.failed())
-                return linked.getStatus();
-              // Element by element: a vector copy instantiates a std::
-              // template that fa.map would export (its demangled name
-              // starts with its return type, fa::runtime::KernelAbi *).
-              rt::CachedKernel kernel;
-              kernel.kernels.reserve(image->kernels.size());
-              for (const rt::KernelAbi &abi : image->kernels)
-                kernel.kernels.push_back(abi);
-              kernel.chip = image->chip;
-              kernel.format = rt::CachedKernel::Format::Cubin;
-              kernel.image = linked.take();
-              return kernel;
-            });
-    if (cubin.failed())
-      fail(api, cubin.getMessage());
-    return cubin.value();
-  }
-
   std::shared_ptr<const rt::CachedKernel> image;
   std::mutex mutex;
   std::map<int, std::unique_ptr<const LoadedImage>> loaded;

@@ -25,7 +25,6 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <unistd.h>
@@ -374,10 +373,12 @@ TEST_F(FakeDeviceTest, TensorsOnTwoDevicesAreAnError) {
   EXPECT_TRUE(fake.launches().empty());
 }
 
-TEST_F(FakeDeviceTest, PtxIsCompiledOncePerArchitectureAndCached) {
-  // A variant of its own (a window): its PTX is compiled to SASS by the
-  // driver (cuLink*) when first loaded, unless an earlier run of this test
-  // left the cubin in the kernel cache; the module loaded is the cubin.
+TEST_F(FakeDeviceTest, ModulesLoadThePtxAsAWholeProgram) {
+  // Each device loads the PTX itself (cuModuleLoadDataEx: the driver
+  // compiles it as one program and keeps the SASS in its own cache), never
+  // a cubin of the driver's linker: cuLink* compiles for separate linking,
+  // where ptxas ignores setmaxnreg and serializes the wgmmas (0.65-0.75x
+  // on the H200, performance.md "persistent").
   fa::AttentionSpec spec;
   spec.dtype = fa::DType::BF16;
   spec.headDim = kD;
@@ -388,28 +389,14 @@ TEST_F(FakeDeviceTest, PtxIsCompiledOncePerArchitectureAndCached) {
                      view(0x30000, device), view(0x40000, device));
   };
   forwardOn(0);
-  EXPECT_LE(fake.callCount("cuLinkComplete"), 1);
-  EXPECT_EQ(fake.callCount("cuLinkCreate_v2"), fake.callCount("cuLinkDestroy"));
+  forwardOn(0);
   EXPECT_EQ(fake.callCount("cuModuleLoadDataEx"), 1);
-  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx(cubin)"), 1);
-  int linked = fake.callCount("cuLinkComplete");
-  // Device 1 has the same architecture: the same cubin, not compiled again.
+  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx(cubin)"), 0);
   forwardOn(1);
-  EXPECT_EQ(fake.callCount("cuLinkComplete"), linked);
-  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx(cubin)"), 2);
-  ASSERT_EQ(fake.launches().size(), 2u);
-  // The cubin is in the cache directory, beside the PTX, for later
-  // processes.
-  int cubins = 0;
-  for (const auto &entry :
-       std::filesystem::directory_iterator(std::getenv("FA_CACHE_DIR"))) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::string content((std::istreambuf_iterator<char>(in)),
-                        std::istreambuf_iterator<char>());
-    if (content.find("\nformat cubin\n") != std::string::npos)
-      ++cubins;
-  }
-  EXPECT_GE(cubins, 1);
+  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx"), 2);
+  EXPECT_EQ(fake.callCount("cuLinkCreate_v2"), 0);
+  EXPECT_EQ(fake.callCount("cuLinkComplete"), 0);
+  ASSERT_EQ(fake.launches().size(), 3u);
 }
 
 TEST_F(FakeDeviceTest, CompileForADevice) {

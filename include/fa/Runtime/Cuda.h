@@ -195,11 +195,6 @@ private:
   std::string jitInfoLog;
 };
 
-/// `ptx` compiled for `device` by the driver's JIT (cuLink*): the cubin
-/// that Module::load then loads without compiling. On failure the error
-/// carries the JIT compiler's error log.
-Expected<std::string> linkPtx(const Device &device, std::string_view ptx);
-
 /// A kernel of a loaded Module; valid while the Module is.
 class Function {
 public:
