@@ -291,6 +291,9 @@ std::string fa::runtime::printGridAxis(const GridAxis &axis) {
     return "Hkv";
   case GridAxis::Kind::B:
     return "B";
+  case GridAxis::Kind::Persistent:
+    return "persistent(Nq, " + std::to_string(axis.rows) + ", " +
+           std::to_string(axis.ctasPerSM) + ")";
   }
   return "?";
 }
@@ -319,11 +322,23 @@ Status fa::runtime::verifyKernelAbi(const KernelAbi &abi) {
                  std::to_string(abi.threads));
   using K = GridAxis::Kind;
   const GridRule &g = abi.grid;
-  if (g.x.kind != K::One && g.x.kind != K::TilesNq && g.x.kind != K::TilesNk)
-    return error("grid x must be tiles(Nq, R), tiles(Nk, R) or 1, got " +
+  if (g.x.kind != K::One && g.x.kind != K::TilesNq && g.x.kind != K::TilesNk &&
+      g.x.kind != K::Persistent)
+    return error("grid x must be tiles(Nq, R), tiles(Nk, R), persistent(Nq, "
+                 "R, C) or 1, got " +
                  printGridAxis(g.x));
   if ((g.x.kind == K::One) != (g.x.rows == 0))
     return error("grid x: tiles need rows > 0");
+  if ((g.x.kind == K::Persistent) != (g.x.ctasPerSM != 0))
+    return error("grid x: a persistent grid needs C > 0 CTAs an SM");
+  if (g.x.kind == K::Persistent) {
+    if (g.y.kind != K::One || g.z.kind != K::One)
+      return error("grid y and z of a persistent grid must be 1");
+    for (AbiSize size : {AbiSize::Hq, AbiSize::B})
+      if (findParam(abi, KernelParam::ofSize(size)) < 0)
+        return error(std::string("grid x is persistent, which needs ") +
+                     getName(size) + " as a parameter");
+  }
   if (g.y.kind != K::One && g.y.kind != K::Hq && g.y.kind != K::Hkv)
     return error("grid y must be Hq, Hkv or 1, got " + printGridAxis(g.y));
   if (g.z.kind != K::One && g.z.kind != K::B)
@@ -573,10 +588,25 @@ Expected<GridAxis> parseAxis(AbiLexer &lex) {
     return GridAxis::hkv();
   if (lex.consume("B"))
     return GridAxis::batch();
-  if (!lex.consume("tiles"))
-    return lex.expected("a grid axis (tiles(N, R), Hq, Hkv, B or 1)");
+  bool persistent = lex.consume("persistent");
+  if (!persistent && !lex.consume("tiles"))
+    return lex.expected(
+        "a grid axis (tiles(N, R), persistent(Nq, R, C), Hq, Hkv, B or 1)");
   FA_ABI_TRY(lex.expect("("));
   GridAxis axis;
+  if (persistent) {
+    FA_ABI_TRY(lex.expect("Nq"));
+    FA_ABI_TRY(lex.expect(","));
+    Expected<uint32_t> rows = lex.integer();
+    if (rows.failed())
+      return rows.getStatus();
+    FA_ABI_TRY(lex.expect(","));
+    Expected<uint32_t> ctas = lex.integer();
+    if (ctas.failed())
+      return ctas.getStatus();
+    FA_ABI_TRY(lex.expect(")"));
+    return GridAxis::persistent(*rows, *ctas);
+  }
   if (lex.consume("Nq"))
     axis.kind = GridAxis::Kind::TilesNq;
   else if (lex.consume("Nk"))
@@ -758,6 +788,21 @@ Expected<int64_t> fa::runtime::getExtent(const GridAxis &axis,
       return Status::error("negative sequence length");
     return (n + int64_t(axis.rows) - 1) / int64_t(axis.rows);
   }
+  case GridAxis::Kind::Persistent: {
+    // The work items.
+    if (call.seqQ < 0 || call.headsQ < 0 || call.batch < 0 || axis.rows == 0)
+      return Status::error("negative size");
+    int64_t tiles = (call.seqQ + int64_t(axis.rows) - 1) / int64_t(axis.rows);
+    if (tiles && call.headsQ && call.batch &&
+        (tiles > int64_t(kMaxGridX) / call.headsQ ||
+         tiles * call.headsQ > int64_t(kMaxGridX) / call.batch))
+      return Status::error("the persistent kernel's work items, tiles(Nq, " +
+                           std::to_string(axis.rows) +
+                           ") * Hq * B = " + std::to_string(tiles) + " * " +
+                           std::to_string(call.headsQ) + " * " +
+                           std::to_string(call.batch) + ", exceed 2^31 - 1");
+    return tiles * call.headsQ * call.batch;
+  }
   case GridAxis::Kind::Hq:
   case GridAxis::Kind::Hkv:
   case GridAxis::Kind::B: {
@@ -773,7 +818,8 @@ Expected<int64_t> fa::runtime::getExtent(const GridAxis &axis,
 }
 
 Expected<GridSize> fa::runtime::getLaunchGrid(const GridRule &rule,
-                                              const KernelCall &call) {
+                                              const KernelCall &call,
+                                              uint32_t multiprocessors) {
   int64_t extents[3];
   const GridAxis *axes[3] = {&rule.x, &rule.y, &rule.z};
   for (int i = 0; i < 3; ++i) {
@@ -784,6 +830,11 @@ Expected<GridSize> fa::runtime::getLaunchGrid(const GridRule &rule,
   }
   if (!extents[0] || !extents[1] || !extents[2])
     return GridSize{};
+  if (rule.x.kind == GridAxis::Kind::Persistent && call.persistentCtas > 0)
+    extents[0] = std::min<int64_t>(extents[0], call.persistentCtas);
+  else if (rule.x.kind == GridAxis::Kind::Persistent && multiprocessors)
+    extents[0] = std::min<int64_t>(extents[0],
+                                   int64_t(multiprocessors) * rule.x.ctasPerSM);
   if (extents[0] > int64_t(kMaxGridX))
     return Status::error(
         "grid x is " + printGridAxis(rule.x) + " = " +

@@ -14,6 +14,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::fa;
 
@@ -64,6 +67,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdTma = tile.tma;
   options.fwdPingpong = tile.pingpong;
   options.fwdWsOverlap = tile.wsOverlap;
+  options.fwdPersistent = tile.persistent;
   options.fwdKeyRanges = tile.keyRanges;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
@@ -119,6 +123,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-pingpong=0";
   if (tile.warpSpecialize && !tile.wsOverlap)
     target += ";fwd-ws-overlap=0";
+  if (tile.warpSpecialize && tile.persistent != "auto")
+    target += ";fwd-persistent=" + tile.persistent;
   if (!tile.keyRanges)
     target += ";fwd-key-ranges=0";
   if (!bwd.prefetch)
@@ -191,17 +197,39 @@ mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
   return cached.value();
 }
 
+namespace {
+/// `call`, with FA_PERSISTENT_CTAS (a positive integer: the CTAs of a
+/// persistent grid at most, e.g. to leave SMs to concurrent kernels) where
+/// the call sets none.
+const rt::KernelCall &
+persistentCtasFromEnvironment(const rt::KernelCall &call) {
+  static const int64_t ctas = [] {
+    const char *env = std::getenv("FA_PERSISTENT_CTAS");
+    return env ? std::max<int64_t>(0, std::atoll(env)) : 0;
+  }();
+  if (!ctas || call.persistentCtas)
+    return call;
+  thread_local rt::KernelCall capped;
+  capped = call;
+  capped.persistentCtas = ctas;
+  return capped;
+}
+} // namespace
+
 rt::Status mlir::fa::launchCudaKernel(const rt::KernelAbi &abi,
                                       const rt::Function &function,
                                       const rt::KernelCall &call,
                                       void *stream) {
-  rt::Expected<rt::GridSize> grid = rt::getLaunchGrid(abi.grid, call);
+  const rt::Device &device = function.getDevice();
+  rt::Expected<rt::GridSize> grid =
+      rt::getLaunchGrid(abi.grid, persistentCtasFromEnvironment(call),
+                        uint32_t(device.getSMCount()));
   if (grid.failed())
     return rt::Status::error("kernel " + abi.name + ": " + grid.getMessage());
   if (grid->empty())
     return rt::Status::success();
   // TMA kernels' maps, encoded by the driver of the function's device.
-  rt::Driver &driver = function.getDevice().getDriver();
+  rt::Driver &driver = device.getDriver();
   rt::Expected<rt::ParamBuffer> params = rt::ParamBuffer::build(
       abi, call, [&](const rt::TensorMapRequest &request, void *map) {
         return rt::encodeTensorMap(request, map, driver);

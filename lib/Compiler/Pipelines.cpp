@@ -121,6 +121,7 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
     specialize.tma = options.fwdTma;
     specialize.pingpong = options.fwdPingpong;
     specialize.overlap = options.fwdWsOverlap;
+    specialize.persistent = options.fwdPersistent;
     pm.addPass(createFAWarpSpecialize(specialize));
   }
   FAAsyncCopyOptions asyncCopy;

@@ -24,6 +24,8 @@ void mlir::fa::rotateSoftmaxLoop(SoftmaxLoop l,
   auto guard =
       scf::IfOp::create(b, loc, loop.getResultTypes(), any, /*withElse=*/true);
   b.setInsertionPointToStart(guard.elseBlock());
+  if (hooks.noTiles)
+    hooks.noTiles(b);
   scf::YieldOp::create(b, loc, loop.getInitArgs());
 
   // Tile 0: everything but P V.

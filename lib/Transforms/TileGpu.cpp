@@ -148,9 +148,10 @@ void KernelTiler::build() {
   Type idx = b.getIndexType();
   Value c0 = index(0), c2 = index(2), cBlockQ = index(blockQ),
         cBlockKV = index(blockKV);
-  auto coords = fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx,
-                                             /*heavy_first=*/!!causal,
-                                             /*rematerialize=*/false);
+  auto coords =
+      fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
+                                   /*heavy_first=*/!!causal,
+                                   /*rematerialize=*/false);
   Value batch = coords.getBatch(), head = coords.getHead();
   Value headKV = fagpu::KVHeadOp::create(b, loc, idx, head, q, k);
   Value q0 = arith::MulIOp::create(b, loc, coords.getTile(), cBlockQ);
@@ -343,9 +344,10 @@ void KernelTiler::build() {
   // (m + log2 l) ln 2 (-inf there).
   // The CTA's place is read again: the prologue's would stay live across
   // the loop.
-  auto again = fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx,
-                                            /*heavy_first=*/!!causal,
-                                            /*rematerialize=*/true);
+  auto again =
+      fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
+                                   /*heavy_first=*/!!causal,
+                                   /*rematerialize=*/true);
   Value row0 = arith::MulIOp::create(b, loc, again.getTile(), cBlockQ);
   Value l = fagpu::ReduceRowsOp::create(b, loc, rowT, fagpu::ReduceKind::Sum,
                                         loop.getResult(0));

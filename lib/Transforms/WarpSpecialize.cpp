@@ -48,8 +48,8 @@ using namespace mlir::fa;
 
 namespace {
 
-/// The most the mbarriers take: Q's, and four per stage.
-constexpr int64_t kBarrierBytes = 8 * (1 + 4 * kMaxKVStages);
+/// The most the mbarriers take: Q's two, and four per stage.
+constexpr int64_t kBarrierBytes = 8 * (2 + 4 * kMaxKVStages);
 
 /// setmaxnreg's split of the registers the launch gives each warpgroup
 /// (`launch` per thread): the consumers as many as leave the producer 40
@@ -85,6 +85,8 @@ std::pair<Value, Value> advance(OpBuilder &b, Location loc, Value stage,
 struct Rings {
   Value k, v;
   Value qFull, kFull, vFull, kEmpty, vEmpty;
+  /// A persistent kernel's: the consumers are done with Q.
+  Value qEmpty;
   /// The copies are TMA's (`bulk`).
   bool bulk = false;
 };
@@ -122,21 +124,26 @@ void copyAsync(OpBuilder &b, fagpu::CopyOp copy, Value row, Value ring,
 }
 
 /// The producer: Q, then K(n) and V(n) of every tile into stage n % S, each
-/// once its stage is empty.
+/// once its stage is empty, the rings from `position` (stage, parity).
+/// In a persistent kernel's work loop (`qParity`: the item's parity), Q's
+/// copy first waits for the consumers to be done with the last item's.
 void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
                    fagpu::CopyOp kCopy, fagpu::CopyOp vCopy, const Rings &rings,
-                   int64_t stages) {
+                   int64_t stages, ValueRange position, Value qParity) {
   Location loc = loop.getLoc();
   auto cst = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   Value c0 = cst(0);
+  if (qParity)
+    fagpu::BarrierWaitOp::create(
+        b, loc, rings.qEmpty, c0,
+        arith::XOrIOp::create(b, loc, qParity, cst(1)).getResult());
   copyAsync(b, qCopy, qCopy.getRow(), qCopy.getDest(), qCopy.getStage(),
             rings.qFull, c0, rings.bulk);
   scf::ForOp::create(
       b, loc, loop.getLowerBound(), loop.getUpperBound(), loop.getStep(),
-      ValueRange{c0, c0},
-      [&](OpBuilder &lb, Location, Value row, ValueRange args) {
+      position, [&](OpBuilder &lb, Location, Value row, ValueRange args) {
         Value stage = args[0], parity = args[1];
         // The consumers' last round of this stage has the other parity (a
         // fresh barrier passes it).
@@ -153,17 +160,178 @@ void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
       });
 }
 
+/// Whether every query tile of `kernel` visits the same keys (no causal
+/// mask, window or key ranges), so that round robin shares its work evenly.
+bool hasUniformWork(gpu::GPUFuncOp kernel) {
+  return !kernel
+              .walk([](fagpu::VisibleKeysOp keys) {
+                return keys.getCausal() || keys.getWindow() ||
+                               keys.getKeyRanges()
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
+              })
+              .wasInterrupted();
+}
+
+/// A persistent kernel's work: `items` (query tiles x heads x batches) shared
+/// round robin from `first` by `stride` CTAs (`count` of them this CTA's),
+/// and what each item recomputes: the CTA's coordinates and the ops of the
+/// kernel's entry that depend on them (its K/V head, row, visible keys).
+struct WorkItems {
+  Value first, stride, items, tiles, count;
+  fagpu::BlockCoordsOp coords;
+  SmallVector<Operation *> perItem;
+
+  /// `scf.for %k = 0 to count`, the CTA's k-th item `first + k stride`,
+  /// whose body starts with the item's coordinates and per-item ops and
+  /// then what `body` builds.
+  scf::ForOp build(OpBuilder &b, Location loc,
+                   function_ref<void(OpBuilder &, Value k)> body) {
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    return scf::ForOp::create(
+        b, loc, c0, count, c1, ValueRange(),
+        [&](OpBuilder &lb, Location, Value k, ValueRange) {
+          Type idx = lb.getIndexType();
+          Value item = arith::AddIOp::create(
+              lb, loc, first, arith::MulIOp::create(lb, loc, k, stride));
+          auto mine = fagpu::BlockCoordsOp::create(
+              lb, loc, idx, idx, idx, item, tiles, coords.getHeavyFirst(),
+              /*rematerialize=*/false);
+          IRMapping map;
+          map.map(coords.getResults(), mine.getResults());
+          for (Operation *op : perItem)
+            lb.clone(*op, map);
+          body(lb, k);
+          scf::YieldOp::create(lb, loc);
+        });
+  }
+
+  /// Points the uses inside `loop` (built by `build`) of the coordinates
+  /// and per-item values at the loop's own; an epilogue's rematerialized
+  /// coordinates are recomputed from the item.
+  void bind(scf::ForOp loop) {
+    Block *body = loop.getBody();
+    auto mine = *body->getOps<fagpu::BlockCoordsOp>().begin();
+    auto inLoop = [&](OpOperand &use) {
+      return loop->isProperAncestor(use.getOwner());
+    };
+    for (auto [old, now] : llvm::zip(coords.getResults(), mine.getResults()))
+      old.replaceUsesWithIf(now, inLoop);
+    Operation *clone = mine->getNextNode();
+    for (Operation *op : perItem) {
+      for (auto [old, now] : llvm::zip(op->getResults(), clone->getResults()))
+        old.replaceUsesWithIf(now, inLoop);
+      clone = clone->getNextNode();
+    }
+    SmallVector<fagpu::BlockCoordsOp> again;
+    loop.walk([&](fagpu::BlockCoordsOp op) {
+      if (op.getRematerialize())
+        again.push_back(op);
+    });
+    // Recomputed from the item where they are, as the CTA's would be read
+    // again: nothing derived from them lives across the K/V loop.
+    for (fagpu::BlockCoordsOp op : again) {
+      OpBuilder b(op);
+      Type idx = b.getIndexType();
+      auto recomputed = fagpu::BlockCoordsOp::create(
+          b, op.getLoc(), idx, idx, idx, mine.getWork(), tiles,
+          coords.getHeavyFirst(), /*rematerialize=*/false);
+      op->replaceAllUsesWith(recomputed.getResults());
+      op.erase();
+    }
+  }
+};
+
+/// Where the CTA's k-th item starts: the K/V rings' stage and parity, and
+/// Q's parity. Every item visits the same number of K/V tiles (those of
+/// `loop`), so they follow from k: nothing is carried from item to item
+/// (which would also keep ptxas from seeing them uniform, and the wgmma
+/// descriptors built from them in uniform registers).
+std::array<Value, 3> getItemStart(OpBuilder &b, Location loc, Value k,
+                                  scf::ForOp loop, int64_t stages) {
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value span = arith::MaxSIOp::create(
+      b, loc,
+      arith::SubIOp::create(b, loc, loop.getUpperBound(), loop.getLowerBound()),
+      cst(0));
+  Value step = loop.getStep();
+  Value tiles = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc, span,
+          arith::SubIOp::create(b, loc, step, cst(1)).getResult()),
+      step);
+  Value done = arith::MulIOp::create(b, loc, k, tiles);
+  Value one = cst(1);
+  return {arith::RemUIOp::create(b, loc, done, cst(stages)),
+          arith::AndIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, done, cst(stages)), one),
+          arith::AndIOp::create(b, loc, k, one)};
+}
+
+/// The work of `kernel`'s CTA program from `coords` (its entry's block
+/// coordinates) on, up to `end` (the op the roles' regions replace): the
+/// items' count and slot are built at `b`.
+WorkItems getWorkItems(OpBuilder &b, Location loc, fagpu::BlockCoordsOp coords,
+                       Operation *end, Value query, int64_t blockQ) {
+  WorkItems work;
+  work.coords = coords;
+  DenseSet<Value> derived(coords->result_begin(), coords->result_end());
+  for (Operation &op :
+       llvm::make_range(std::next(coords->getIterator()), end->getIterator())) {
+    // Q's copy and fragments move to the roles themselves.
+    if (isa<fagpu::CopyOp, fagpu::LoadOperandOp>(op))
+      continue;
+    bool uses = false;
+    op.walk([&](Operation *inner) {
+      uses |= llvm::any_of(inner->getOperands(),
+                           [&](Value v) { return derived.contains(v); });
+    });
+    if (!uses)
+      continue;
+    work.perItem.push_back(&op);
+    derived.insert(op.result_begin(), op.result_end());
+  }
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto dim = [&](int64_t i) {
+    return b.createOrFold<memref::DimOp>(loc, query, i);
+  };
+  Value rows = arith::AddIOp::create(b, loc, dim(2), cst(blockQ - 1));
+  work.tiles = arith::DivUIOp::create(b, loc, rows, cst(blockQ));
+  work.items = arith::MulIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, work.tiles, dim(1)), dim(0));
+  Type idx = b.getIndexType();
+  auto slot = fagpu::WorkSlotOp::create(b, loc, idx, idx);
+  work.first = slot.getFirst();
+  work.stride = slot.getStride();
+  // ceil((items - first) / stride), none where first is past the items.
+  Value left = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, work.items, work.first), cst(0));
+  work.count = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc, left,
+          arith::SubIOp::create(b, loc, work.stride, cst(1)).getResult()),
+      work.stride);
+  return work;
+}
+
 /// Ping-pong's turns, where there are two or more consumer warpgroups.
 struct Turns {
   int64_t warpgroups = 0;
   explicit operator bool() const { return warpgroups >= 2; }
   void take(OpBuilder &b, Location loc, bool first = false) const {
     if (*this)
-      fagpu::TakeTurnOp::create(b, loc, warpgroups, first);
+      fagpu::TakeTurnOp::create(b, loc, warpgroups, first, /*end=*/false);
   }
   void pass(OpBuilder &b, Location loc, bool last = false) const {
     if (*this)
-      fagpu::PassTurnOp::create(b, loc, warpgroups, last);
+      fagpu::PassTurnOp::create(b, loc, warpgroups, last, /*start=*/false);
   }
 };
 
@@ -215,9 +383,12 @@ void pingPong(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
 /// (rotateSoftmaxLoop, SoftmaxRotation.h), with the rings' barriers for
 /// V(n - 1): its wait before P(n - 1) V(n - 1) and its release after that
 /// product's wait, so the producer's schedule is unchanged. With turns, a
-/// turn is the issue of S(n) and P(n - 1) V(n - 1). Returns false (the
-/// loop untouched) where the loop is not fa-online-softmax's.
-bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
+/// turn is the issue of S(n) and P(n - 1) V(n - 1). With `qEmpty` (a
+/// persistent kernel's), Q is released once the last S is done: before the
+/// last P V, or at once where there is no tile. Returns false (the loop
+/// untouched) where the loop is not fa-online-softmax's.
+bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns,
+            Value qEmpty) {
   Block *body = loop.getBody();
   auto yield = cast<scf::YieldOp>(body->getTerminator());
   auto products = matchProducts(loop, kRing, vRing);
@@ -263,7 +434,13 @@ bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
   };
   auto take = [&](OpBuilder &b, bool first) { turns.take(b, loc, first); };
   auto pass = [&](OpBuilder &b) { turns.pass(b, loc); };
+  auto releaseQ = [&](OpBuilder &b) {
+    if (qEmpty)
+      fagpu::BarrierArriveOp::create(b, loc, qEmpty,
+                                     arith::ConstantIndexOp::create(b, loc, 0));
+  };
   auto beforeLastPV = [&](OpBuilder &b, ValueRange position, ValueRange) {
+    releaseQ(b);
     waitForV(b, position);
     turns.take(b, loc);
   };
@@ -280,12 +457,14 @@ bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns) {
   hooks.afterPVWait = releaseV;
   hooks.beforeLastPV = beforeLastPV;
   hooks.afterLastPV = afterLastPV;
+  hooks.noTiles = releaseQ;
   rotateSoftmaxLoop(l, hooks);
   return true;
 }
 
 LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
-                         bool pingpong, bool overlap, int64_t &sharedBytes) {
+                         bool pingpong, bool overlap, StringRef persistentGrid,
+                         int64_t &sharedBytes) {
   auto fail = [&](const Twine &why) {
     return kernel.emitOpError("fa-warp-specialize: ") << why;
   };
@@ -334,6 +513,21 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   rings.vFull = barriers(stages, copiers);
   rings.kEmpty = barriers(stages, consumers / 128);
   rings.vEmpty = barriers(stages, consumers / 128);
+  // Persistent where every query tile does the same work, from the entry's
+  // coordinates.
+  fagpu::BlockCoordsOp coords;
+  for (auto op : entry.getOps<fagpu::BlockCoordsOp>())
+    if (!op.getRematerialize() && !op.getWork())
+      coords = op;
+  // `auto`: where it measured faster than a CTA an item (performance.md,
+  // "persistent"): at D = 64 and 256 ptxas keeps the persistent loop's wgmma
+  // descriptors out of uniform registers, which costs more than it gains.
+  bool persistent = persistentGrid == "always" ||
+                    (persistentGrid == "auto" && qType.getCols() == 128 &&
+                     vType.getCols() == 128);
+  persistent &= coords && hasUniformWork(kernel);
+  if (persistent)
+    rings.qEmpty = barriers(1, consumers / 128);
   sharedBytes = offset;
   gpu::BarrierOp::create(b, loc);
   kAlloc.getResult().replaceAllUsesWith(rings.k);
@@ -342,6 +536,20 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   vAlloc.erase();
 
   b.setInsertionPoint(loop);
+  std::optional<WorkItems> work;
+  if (persistent) {
+    // Every query tile visits the same keys: those of the first, found
+    // once for the CTA rather than per item from the item's row (through
+    // the divisions that place it, which ptxas does not keep in uniform
+    // registers, nor then the loop and the ring positions built on them).
+    for (auto keys : entry.getOps<fagpu::VisibleKeysOp>()) {
+      OpBuilder kb(keys);
+      keys.getQueryOffsetMutable().assign(
+          arith::ConstantIndexOp::create(kb, loc, 0));
+    }
+    work =
+        getWorkItems(b, loc, coords, loop, qCopy.getSource(), qType.getRows());
+  }
   // One consumer warpgroup whose shared memory leaves room for a second
   // CTA gets it (the SM's 228 KB, 1 KB of it per CTA for the system), up
   // to D = 128: ptxas compiles each instruction within the launch's
@@ -360,20 +568,47 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   Block *consumer = b.createBlock(&specialized.getConsumers());
 
   b.setInsertionPointToStart(producer);
-  buildProducer(b, qCopy, loop, kCopy, vCopy, rings, stages);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  if (work) {
+    scf::ForOp items = work->build(b, loc, [&](OpBuilder &lb, Value k) {
+      auto [stage, parity, qParity] = getItemStart(lb, loc, k, loop, stages);
+      buildProducer(lb, qCopy, loop, kCopy, vCopy, rings, stages,
+                    ValueRange{stage, parity}, qParity);
+    });
+    work->bind(items);
+  } else {
+    buildProducer(b, qCopy, loop, kCopy, vCopy, rings, stages,
+                  ValueRange{c0, c0}, Value());
+  }
 
-  // The consumers: everything from the loop on, after Q has landed.
+  // The consumers: everything from the loop on, after Q has landed; in a
+  // persistent kernel, for each work item.
   Operation *terminator = entry.getTerminator();
   consumer->getOperations().splice(consumer->end(), entry.getOperations(),
                                    Block::iterator(loop),
                                    Block::iterator(terminator));
   b.setInsertionPointToStart(consumer);
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  fagpu::BarrierWaitOp::create(b, loc, rings.qFull, c0, c0);
+  c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  scf::ForOp consumerItems;
+  Value qParity = c0;
+  SmallVector<Value, 2> ringStart = {c0, c0};
+  if (work) {
+    consumerItems = work->build(b, loc, [](OpBuilder &, Value) {});
+    Block *body = consumerItems.getBody();
+    body->getOperations().splice(
+        Block::iterator(body->getTerminator()), consumer->getOperations(),
+        std::next(Block::iterator(consumerItems)), consumer->end());
+    b.setInsertionPoint(loop);
+    auto [stage, parity, qItemParity] =
+        getItemStart(b, loc, consumerItems.getInductionVar(), loop, stages);
+    qParity = qItemParity;
+    ringStart.assign({stage, parity});
+  }
+  fagpu::BarrierWaitOp::create(b, loc, rings.qFull, c0, qParity);
   // Q's fragments (mma.sync's form) load once it is there.
   for (Operation *user : llvm::to_vector(qAlloc->getUsers()))
     if (isa<fagpu::LoadOperandOp>(user) && user->getBlock() == &entry)
-      user->moveBefore(consumer, consumer->end());
+      user->moveBefore(loop);
   qCopy.erase();
 
   IRRewriter rewriter(ctx);
@@ -411,15 +646,47 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   };
   FailureOr<LoopLikeOpInterface> specializedLoop =
       cast<LoopLikeOpInterface>(loop.getOperation())
-          .replaceWithAdditionalYields(rewriter, ValueRange{c0, c0},
+          .replaceWithAdditionalYields(rewriter, ringStart,
                                        /*replaceInitOperandUsesInLoop=*/false,
                                        yields);
   if (failed(specializedLoop))
     return fail("could not add the ring's stage to the K/V loop");
   auto consumerLoop = cast<scf::ForOp>(specializedLoop->getOperation());
+  if (work)
+    work->bind(consumerItems);
   Turns turns{pingpong ? warpgroups : 0};
-  if (!(overlap && rotate(consumerLoop, rings.k, rings.v, turns)) && turns)
+  // The rotated loop releases a persistent kernel's Q after its last S;
+  // otherwise the item's products are done with Q after the loop.
+  bool rotated = overlap && rotate(consumerLoop, rings.k, rings.v, turns,
+                                   work ? rings.qEmpty : Value());
+  if (!rotated && turns)
     pingPong(consumerLoop, rings.k, rings.v, turns);
+  if (work && !rotated) {
+    OpBuilder ib(consumerLoop->getContext());
+    ib.setInsertionPointAfter(consumerLoop);
+    fagpu::BarrierArriveOp::create(ib, loc, rings.qEmpty, c0);
+  }
+  if (work && turns) {
+    // One rotation over all items: started before the first, ended after
+    // the last, each item's takes and passes the plain ones.
+    consumerItems.walk([](fagpu::TakeTurnOp op) { op.setFirst(false); });
+    consumerItems.walk([](fagpu::PassTurnOp op) { op.setLast(false); });
+    OpBuilder tb(consumerItems);
+    fagpu::PassTurnOp::create(tb, loc, warpgroups, /*last=*/false,
+                              /*start=*/true);
+    tb.setInsertionPointAfter(consumerItems);
+    fagpu::TakeTurnOp::create(tb, loc, warpgroups, /*first=*/false,
+                              /*end=*/true);
+  }
+  if (work) {
+    for (Operation *op : llvm::reverse(work->perItem))
+      if (op->use_empty())
+        op->erase();
+    if (!work->coords->use_empty())
+      return fail("a persistent kernel's block coordinates are used outside "
+                  "its work loops");
+    work->coords.erase();
+  }
   kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
       ctx, {int32_t(consumers + kProducerThreads), 1, 1}));
   return success();
@@ -449,8 +716,15 @@ struct FAWarpSpecializePass
       if (failed(tile))
         return signalPassFailure();
       int64_t bytes = 0;
+      if (persistent != "auto" && persistent != "always" &&
+          persistent != "never") {
+        kernel.emitOpError("fa-warp-specialize: persistent must be auto, "
+                           "always or never (got '")
+            << persistent << "')";
+        return signalPassFailure();
+      }
       if (failed(specialize(kernel, tile->kvStages, tma, pingpong, overlap,
-                            bytes)))
+                            persistent, bytes)))
         return signalPassFailure();
       kernel->setAttr(kKVStagesAttr,
                       Builder(&getContext()).getI64IntegerAttr(tile->kvStages));

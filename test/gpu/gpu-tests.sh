@@ -10,6 +10,7 @@ source "$(dirname "$0")/Inputs/probe.sh"
 probe_gpu gpu-tests "$fajit"
 
 passed=0 failed=0
+inputs=$(dirname "$0")/Inputs
 run() {
   local out
   if [ -n "${FA_GPU_TESTS_MATCH:-}" ] && ! [[ "$*" =~ $FA_GPU_TESTS_MATCH ]]; then
@@ -60,6 +61,23 @@ run --dtype=f16 --shape=2,4,4,100,300,96,64 --causal=bottom-right --lse
 run --dtype=bf16 --shape=1,4,2,333,190,256,128 --causal=bottom-right --lse
 run --dtype=bf16 --shape=2,4,4,100,300,64,128 --dropout=0.1 --lse
 
+# Persistent grids (fa-warp-specialize's persistent: no causal mask, window
+# or key ranges; by default at D = 128, `always` elsewhere): more work items
+# than the SMs hold, so that each CTA runs
+# several and the rings and Q's barriers go on from item to item; ragged N,
+# GQA, lse, every head-dim class, the scored path (a full f32 bias too),
+# dropout, a mask_mod without key ranges, and the same kernel without a
+# persistent grid.
+run --dtype=bf16 --shape=4,32,8,1000,777,128 --lse
+run --dtype=f16 --shape=8,16,16,300,1000,64 --lse --fwd-persistent=always
+run --dtype=bf16 --shape=2,64,16,1025,513,256 --lse --fwd-persistent=always
+run --dtype=f16 --shape=4,16,4,500,400,192,128 --lse --fwd-persistent=always
+run --dtype=bf16 --shape=4,16,4,700,300,128 --softcap=20 --alibi --bias --lse
+run --dtype=f16 --shape=4,16,8,333,257,64 --dropout=0.1 --lse --fwd-persistent=always
+run "$inputs/bias-full-f32.mlir" --shape=16,4,4,300,400,128
+run "$inputs/mask-mod-blocks.mlir" --shape=16,4,4,1000,1100,128 --fwd-key-ranges=false
+run --dtype=bf16 --shape=4,32,8,1000,777,128 --lse --fwd-persistent=never
+
 # Every forward tile configuration fa-jit offers (--block-q, --block-kv;
 # bench/fwd_tile_sweep.sh): ragged N, both causal alignments, GQA, lse.
 for tile in 32:128x64 64:128x64 64:128x32 64:64x64 64:64x128 96:64x64 \
@@ -100,7 +118,6 @@ done
 run --dtype=bf16 --shape=1,2,2,128,128,64 --scale=150 --lse
 
 # The scored path: ALiBi, bias, score_mod, mask_mod (odd N, GQA, causal).
-inputs=$(dirname "$0")/Inputs
 run --dtype=bf16 --shape=2,8,2,129,257,64 --alibi --causal=bottom-right --lse
 run --dtype=f16 --shape=2,4,4,100,100,96 --bias --alibi --softcap=20 --window=40,8 --lse
 run "$inputs/alibi-batch-gqa.mlir" --shape=3,4,2,77,131,64

@@ -51,6 +51,8 @@ variants=(
   "$inputs/mask-mod-docs.mlir --shape=1,4,2,100,133,64"
   "--dtype=bf16 --shape=1,4,2,257,131,192,128 --causal=bottom-right --lse"
   "--dtype=f16 --shape=1,2,2,77,200,80 --softcap=20 --lse"
+  # A persistent grid with several work items a CTA.
+  "--dtype=bf16 --shape=8,16,4,300,257,128 --lse"
 )
 # Captures of exactly N entries (ragged tiles must read them in bounds).
 caps=$(mktemp -d)

@@ -230,6 +230,19 @@ static cl::opt<bool> fwdWsOverlapOpt(
     cl::desc("With --fwd-warp-specialize, each tile's softmax runs under the "
              "previous tile's P V (the consumers' loop rotated)"),
     cl::init(true), cl::cat(faCategory));
+static cl::opt<std::string> fwdPersistentOpt(
+    "fwd-persistent",
+    cl::desc("With --fwd-warp-specialize, where every query tile visits the "
+             "same keys, a persistent grid: each CTA runs work items round "
+             "robin and copies the next one's Q and K/V under the current "
+             "one's epilogue (auto: where it measured faster, D = Dv = 128; "
+             "always; never)"),
+    cl::init("auto"), cl::cat(faCategory));
+static cl::opt<int64_t> persistentCtasOpt(
+    "persistent-ctas",
+    cl::desc("A persistent forward's CTAs at most (0: as many as the GPU's "
+             "SMs hold)"),
+    cl::init(0), cl::cat(faCategory));
 static cl::opt<bool> fwdKeyRangesOpt(
     "fwd-key-ranges",
     cl::desc("A forward whose mask_mod reads neither b nor h visits only the "
@@ -1106,11 +1119,11 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image =
-        compileCudaKernel(op, chip,
-                          {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt,
-                           fwdOverlapOpt, fwdWarpSpecializeOpt, fwdTmaOpt,
-                           fwdPingpongOpt, fwdWsOverlapOpt, fwdKeyRangesOpt});
+    FailureOr<CudaKernelImage> image = compileCudaKernel(
+        op, chip,
+        {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
+         fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
+         fwdPersistentOpt, fwdKeyRangesOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1368,7 +1381,7 @@ bool Driver::compileAndRunOnGpu() {
       op, chip, compiledNow, error,
       {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
        fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-       fwdKeyRangesOpt});
+       fwdPersistentOpt, fwdKeyRangesOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;
@@ -1467,6 +1480,7 @@ bool Driver::compileAndRunOnGpu() {
              {slopes.shape.size() == 2 ? hq : 0});
   if (op.getDropoutSeed())
     call.seed = static_cast<int64_t>(seedOpt);
+  call.persistentCtas = persistentCtasOpt;
   // The captures, contiguous (row-major strides).
   for (auto [capture, buffer] : llvm::zip(captures, captureBufs)) {
     CudaCapture c;

@@ -81,7 +81,9 @@ TEST(KernelAbi, ParserSaysWhatIsWrong) {
   for (const Bad &bad : {
            Bad{"", "expected 'grid'"},
            Bad{"grid = [Hq, 1, 1], threads = 1, shared = 0, params = []",
-               "grid x must be tiles(Nq, R), tiles(Nk, R) or 1, got Hq"},
+               "grid x must be tiles(Nq, R), tiles(Nk, R), persistent(Nq, R, "
+               "C) "
+               "or 1, got Hq"},
            Bad{"grid = [tiles(Nv, 64), 1, 1], threads = 1, shared = 0, "
                "params = []",
                "expected Nq or Nk"},
@@ -185,6 +187,73 @@ TEST(KernelAbi, GridFoldsHeadsAndBatch) {
       getLaunchGrid(forward, callOf(65536, 65535, 1, 1));
   ASSERT_TRUE(tooMany.failed());
   EXPECT_TRUE(contains(tooMany.getMessage(), "above CUDA's limit of 65535^2"))
+      << tooMany.getMessage();
+}
+
+TEST(KernelAbi, PersistentGridFillsTheSMs) {
+  // Text, parse and checks.
+  Expected<KernelAbi> abi =
+      parseKernelAbi("grid = [persistent(Nq, 128, 2), 1, 1], threads = 384, "
+                     "shared = 0, params = [Hq : i32, B : i32]");
+  ASSERT_TRUE(abi.ok()) << abi.getMessage();
+  EXPECT_EQ(abi->grid.x, GridAxis::persistent(128, 2));
+  EXPECT_EQ(printKernelAbi(*abi), "grid = [persistent(Nq, 128, 2), 1, 1], "
+                                  "threads = 384, shared = 0, params = [Hq : "
+                                  "i32, B : i32]");
+  struct Bad {
+    const char *text, *error;
+  } bad[] = {
+      {"grid = [persistent(Nq, 128, 1), Hq, 1], threads = 384, shared = 0, "
+       "params = [Hq : i32, B : i32]",
+       "grid y and z of a persistent grid must be 1"},
+      {"grid = [persistent(Nq, 128, 1), 1, 1], threads = 384, shared = 0, "
+       "params = [Hq : i32]",
+       "grid x is persistent, which needs B as a parameter"},
+      {"grid = [persistent(Nq, 128, 0), 1, 1], threads = 384, shared = 0, "
+       "params = [Hq : i32, B : i32]",
+       "a persistent grid needs C > 0 CTAs an SM"},
+      {"grid = [persistent(Nk, 128, 1), 1, 1], threads = 384, shared = 0, "
+       "params = []",
+       "expected 'Nq'"},
+  };
+  for (const Bad &b : bad) {
+    Expected<KernelAbi> parsed = parseKernelAbi(b.text);
+    ASSERT_TRUE(parsed.failed()) << b.text;
+    EXPECT_TRUE(contains(parsed.getMessage(), b.error)) << parsed.getMessage();
+  }
+
+  // The launch: min(items, C x SMs) CTAs; every item where the SMs are not
+  // known; at most the call's persistentCtas where it sets them.
+  GridRule rule{GridAxis::persistent(128, 1), GridAxis::one(), GridAxis::one()};
+  auto x = [&](const KernelCall &call, uint32_t sms) -> int64_t {
+    Expected<GridSize> g = getLaunchGrid(rule, call, sms);
+    EXPECT_TRUE(g.ok()) << g.getMessage();
+    return g.ok() ? (g->empty() ? 0 : int64_t(g->x)) : -1;
+  };
+  // 8 tiles x 16 heads x 4 batches = 512 items.
+  KernelCall call = callOf(4, 16, 1000, 777);
+  EXPECT_EQ(x(call, 132), 132);
+  EXPECT_EQ(x(call, 0), 512);
+  EXPECT_EQ(x(callOf(1, 2, 129, 1), 132), 4);
+  GridRule two = rule;
+  two.x.ctasPerSM = 2;
+  Expected<GridSize> g2 = getLaunchGrid(two, call, 132);
+  ASSERT_TRUE(g2.ok());
+  EXPECT_EQ(g2->x, 264u);
+  EXPECT_EQ(g2->y, 1u);
+  EXPECT_EQ(g2->z, 1u);
+  call.persistentCtas = 100;
+  EXPECT_EQ(x(call, 132), 100);
+  call.persistentCtas = 100000;
+  EXPECT_EQ(x(call, 132), 512);
+  // No items: nothing to launch; more than 2^31 - 1: an error naming them.
+  EXPECT_EQ(x(callOf(4, 16, 0, 777), 132), 0);
+  Expected<GridSize> tooMany =
+      getLaunchGrid(rule, callOf(65536, 65536, 128, 1), 132);
+  ASSERT_TRUE(tooMany.failed());
+  EXPECT_TRUE(contains(tooMany.getMessage(),
+                       "the persistent kernel's work items, tiles(Nq, 128) * "
+                       "Hq * B = 1 * 65536 * 65536, exceed 2^31 - 1"))
       << tooMany.getMessage();
 }
 

@@ -55,6 +55,8 @@ struct CudaForwardTile {
   bool tma = true;
   bool pingpong = true;
   bool wsOverlap = true;
+  /// fwd-persistent: auto, always or never.
+  std::string persistent = "auto";
   /// fwd-key-ranges.
   bool keyRanges = true;
 };

@@ -95,6 +95,13 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "overlap; fwd-overlap does it for the other wgmma "
                      "kernels)"),
       llvm::cl::init(true)};
+  Option<std::string> fwdPersistent{
+      *this, "fwd-persistent",
+      llvm::cl::desc("With fwd-warp-specialize, where every query tile "
+                     "visits the same keys: a persistent grid, each CTA "
+                     "running work items round robin (fa-warp-specialize's "
+                     "persistent: auto, always or never)"),
+      llvm::cl::init("auto")};
   Option<bool> fwdKeyRanges{
       *this, "fwd-key-ranges",
       llvm::cl::desc("A forward whose mask_mod reads neither b nor h visits "

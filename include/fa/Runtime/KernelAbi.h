@@ -17,6 +17,7 @@
 //             scale_log2 : f32, capture0 : ptr, stride(capture0, 0) : i64]
 //
 //   axis   := tiles(Nq, R) | tiles(Nk, R) | Hq | Hkv | B | 1
+//           | persistent(Nq, R, C)
 //   param  := value `:` (ptr | i32 | i64 | f32 | tmap)
 //   value  := tensor                    its pointer (dq_accum(D): rows of D)
 //           | stride(tensor, dim)       its element stride in dim
@@ -39,6 +40,12 @@
 // Tensor dims are those of fa.attention(_grad): q [B, Hq, Nq, D], lse
 // [B, Hq, Nq], slopes [B, Hq] (stride(slopes, 0) is 0 for `[Hq]`), bias and
 // dbias [B, H, Nq, Nk] (stride 0 where a dim broadcasts), dsum [B, Hq, Nq].
+//
+// A persistent kernel (grid [persistent(Nq, R, C), 1, 1]) has
+// tiles(Nq, R) * Hq * B work items, which its CTAs share round robin
+// (fagpu.work_slot): the launch makes min(items, C * the device's SMs) CTAs
+// (or one an item where the SM count is not known). Its items are counted in
+// 32 bits: more than 2^31 - 1 is an error.
 //
 // Key ranges. A forward whose mask_mod reads neither b nor h launches a
 // key-range kernel first (grid [tiles(Nq, R), 1, 1], R the forward's query
@@ -175,10 +182,13 @@ struct KernelParam {
 
 /// One axis of a grid rule.
 struct GridAxis {
-  enum class Kind : uint8_t { One, TilesNq, TilesNk, Hq, Hkv, B };
+  enum class Kind : uint8_t { One, TilesNq, TilesNk, Hq, Hkv, B, Persistent };
   Kind kind = Kind::One;
-  /// TilesNq, TilesNk: rows per tile (the axis is ceil(N / rows)).
+  /// TilesNq, TilesNk, Persistent: rows per tile (the axis is ceil(N /
+  /// rows)).
   uint32_t rows = 0;
+  /// Persistent: CTAs an SM holds at once.
+  uint32_t ctasPerSM = 0;
 
   static GridAxis one() { return {Kind::One, 0}; }
   static GridAxis tilesNq(uint32_t rows) { return {Kind::TilesNq, rows}; }
@@ -186,9 +196,13 @@ struct GridAxis {
   static GridAxis hq() { return {Kind::Hq, 0}; }
   static GridAxis hkv() { return {Kind::Hkv, 0}; }
   static GridAxis batch() { return {Kind::B, 0}; }
+  static GridAxis persistent(uint32_t rows, uint32_t ctasPerSM) {
+    return {Kind::Persistent, rows, ctasPerSM};
+  }
 
   bool operator==(const GridAxis &other) const {
-    return kind == other.kind && rows == other.rows;
+    return kind == other.kind && rows == other.rows &&
+           ctasPerSM == other.ctasPerSM;
   }
   bool operator!=(const GridAxis &other) const { return !(*this == other); }
 };
@@ -280,6 +294,9 @@ struct KernelCall {
   int64_t batch = 0, headsQ = 0, headsKV = 0, seqQ = 0, seqKV = 0;
   float scaleLog2 = 0, scale = 0;
   int64_t seed = 0;
+  /// A persistent grid's CTAs at most (0: as many as the device's SMs
+  /// hold, getLaunchGrid).
+  int64_t persistentCtas = 0;
 
   Tensor &operator[](AbiTensor tensor) { return tensors[size_t(tensor)]; }
   const Tensor &operator[](AbiTensor tensor) const {
@@ -307,8 +324,11 @@ Expected<int64_t> getExtent(const GridAxis &axis, const KernelCall &call);
 /// The grid of `rule` for `call`: (x, H, B) with H, B the extents of y and
 /// z, or where either exceeds 65535 (x, min(H * B, 65535), ceil(H * B /
 /// 65535)); empty when an extent is 0. An error when x exceeds 2^31 - 1 or
-/// H * B exceeds 65535^2.
-Expected<GridSize> getLaunchGrid(const GridRule &rule, const KernelCall &call);
+/// H * B exceeds 65535^2. A persistent x is min(items, the call's
+/// persistentCtas) where it sets them, else min(items, C *
+/// multiprocessors), or the items where `multiprocessors` is 0.
+Expected<GridSize> getLaunchGrid(const GridRule &rule, const KernelCall &call,
+                                 uint32_t multiprocessors = 0);
 /// Bytes of the key ranges of a kernel whose grid x is `rule`'s (tiles of
 /// Nq) for `call`, at least 256.
 uint64_t getKeyRangesBytes(const GridRule &rule, const KernelCall &call);

@@ -389,6 +389,14 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     softmax of tile n + 1 runs while P V(n) does (a turn, with `pingpong`,
     is then the issue of both).
 
+    With `persistent` (`auto`, the default: at D = Dv = 128, where it
+    measured faster; `always`; `never`), where every query tile visits the
+    same keys, the kernel is persistent: `fagpu.work_slot` places the CTA, both
+    roles loop over its work items (`fagpu.block_coords of %item`), the
+    rings' stages and parities run on across items, and Q has an "empty"
+    barrier too, so that the producer copies the next item's Q and K/V
+    while the consumers finish the current one.
+
     Other kernels (mma.sync, unmarked) are left as they are.
   }];
   let options = [
@@ -400,7 +408,13 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "Consumer warpgroups take turns at the tensor cores">,
     Option<"overlap", "overlap", "bool", /*default=*/"true",
            "Rotate the consumers' loop: each tile's softmax under the "
-           "previous tile's P V (fa-overlap-softmax's schedule)">
+           "previous tile's P V (fa-overlap-softmax's schedule)">,
+    Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
+           "A persistent grid where every query tile visits the same keys "
+           "(no causal mask, window or key ranges): each CTA runs work "
+           "items round robin and the producer copies the next item's Q "
+           "and K/V under the current item's epilogue. auto: where it "
+           "measured faster (D = Dv = 128); always; never">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

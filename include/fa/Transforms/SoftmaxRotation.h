@@ -57,6 +57,8 @@ struct SoftmaxRotationHooks {
   llvm::function_ref<void(OpBuilder &, ValueRange position, ValueRange results)>
       beforeLastPV;
   llvm::function_ref<void(OpBuilder &, ValueRange position)> afterLastPV;
+  /// Where there is no tile (the guard's other branch).
+  llvm::function_ref<void(OpBuilder &)> noTiles;
 };
 
 /// Replaces `l.loop` by the guarded, peeled and rotated loop.

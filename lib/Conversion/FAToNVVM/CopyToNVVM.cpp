@@ -285,12 +285,13 @@ struct TakeTurnLowering : public OpConversionPattern<fagpu::TakeTurnOp> {
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
     Value wg = consumerWarpgroup(kb, rewriter, loc);
-    // Warpgroup 0's first turn is its own.
-    Value cond = op.getFirst() ? arith::CmpIOp::create(rewriter, loc,
-                                                       arith::CmpIPredicate::ne,
-                                                       wg, kb.c32(0))
-                                     .getResult()
-                               : Value();
+    // Warpgroup 0's first turn is its own; the end is warpgroup 0's alone.
+    Value cond;
+    if (op.getFirst() || op.getEnd())
+      cond = arith::CmpIOp::create(rewriter, loc,
+                                   op.getFirst() ? arith::CmpIPredicate::ne
+                                                 : arith::CmpIPredicate::eq,
+                                   wg, kb.c32(0));
     guarded(rewriter, loc, cond, [&] {
       NVVM::BarrierOp::create(rewriter, loc, TypeRange{}, turnBarrier(kb, wg),
                               kb.c32(256), {}, Value());
@@ -311,13 +312,15 @@ struct PassTurnLowering : public OpConversionPattern<fagpu::PassTurnOp> {
     Value wg = consumerWarpgroup(kb, rewriter, loc);
     Value last = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                                        wg, kb.c32(warpgroups - 1));
-    // The last warpgroup's last pass would never be taken.
+    // The last warpgroup's last pass would never be taken; the start is
+    // the last warpgroup's alone.
     Value cond = op.getLast()
                      ? arith::XOrIOp::create(
                            rewriter, loc, last,
                            arith::ConstantIntOp::create(rewriter, loc, 1, 1))
                            .getResult()
-                     : Value();
+                 : op.getStart() ? last
+                                 : Value();
     guarded(rewriter, loc, cond, [&] {
       Value next = arith::SelectOp::create(rewriter, loc, last, kb.c32(0),
                                            kb.add(wg, kb.c32(1)));

@@ -228,10 +228,23 @@ struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
                       const KernelBinding &binding)
       : OpConversionPattern(converter, ctx), binding(binding) {}
   LogicalResult
-  matchAndRewrite(fagpu::BlockCoordsOp op, OpAdaptor,
+  matchAndRewrite(fagpu::BlockCoordsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    if (Value work = adaptor.getWork()) {
+      // A persistent kernel's item: the tile fastest, then head, batch.
+      Value item = toI32(rewriter, loc, work);
+      Value tiles = toI32(rewriter, loc, adaptor.getTiles());
+      Value tile = kb.remu(item, tiles);
+      Value heads = kb.divu(item, tiles);
+      if (op.getHeavyFirst())
+        tile = kb.sub(kb.sub(tiles, kb.c32(1)), tile);
+      rewriter.replaceOp(op, {kb.toIndex(kb.divu(heads, binding.heads)),
+                              kb.toIndex(kb.remu(heads, binding.heads)),
+                              kb.toIndex(tile)});
+      return success();
+    }
     bool again = op.getRematerialize();
     Value tile = again ? kb.opaque(NVVM::BlockIdXOp::create(
                              rewriter, loc, rewriter.getI32Type()))
@@ -246,6 +259,22 @@ struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
     return success();
   }
   const KernelBinding &binding;
+};
+
+/// A persistent CTA's first item and stride: ctaid.x and nctaid.x.
+struct WorkSlotLowering : public OpConversionPattern<fagpu::WorkSlotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::WorkSlotOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    Type i32 = rewriter.getI32Type();
+    rewriter.replaceOp(
+        op, {kb.toIndex(NVVM::BlockIdXOp::create(rewriter, loc, i32)),
+             kb.toIndex(NVVM::GridDimXOp::create(rewriter, loc, i32))});
+    return success();
+  }
 };
 
 struct KVHeadLowering : public OpConversionPattern<fagpu::KVHeadOp> {
@@ -468,6 +497,7 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
                ExtractLowering, WarpSpecializeLowering>(converter, ctx,
                                                         binding);
+  patterns.add<WorkSlotLowering>(converter, ctx);
 }
 
 bool mlir::fa::nvvm::isFAGPUKernel(gpu::GPUFuncOp kernel) {
@@ -523,8 +553,20 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
            << kBlockQAttr << "' (outline it with fa-fuse)";
   abi = KernelAbi();
   abi.name = name.str();
-  // A key-range kernel's work is the same for every (batch, head).
-  if (kernel->hasAttr(kKeyRangesAttr))
+  // A persistent kernel's items are shared by as many CTAs as the SMs hold
+  // (the launcher's to count); a key-range kernel's work is the same for
+  // every (batch, head).
+  std::optional<fagpu::WarpSpecializeOp> specialized;
+  kernel.walk([&](fagpu::WarpSpecializeOp op) { specialized = op; });
+  bool persistent =
+      kernel.walk([](fagpu::WorkSlotOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
+  if (persistent)
+    abi.grid = {
+        GridAxis::persistent(blockQ.getInt(),
+                             specialized ? specialized->getCtasPerSm() : 1),
+        GridAxis::one(), GridAxis::one()};
+  else if (kernel->hasAttr(kKeyRangesAttr))
     abi.grid = {GridAxis::tilesNq(blockQ.getInt()), GridAxis::one(),
                 GridAxis::one()};
   else
@@ -644,6 +686,7 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
       b, loc, LLVM::LLVMPointerType::get(ctx, kShared), "fa_smem");
   binding.group = args.size(AbiSize::Group);
   binding.threads = abi.threads;
+  binding.persistent = persistent;
   kernel.walk([&](fagpu::WarpSpecializeOp op) {
     // The launch's registers per thread, which setmaxnreg then moves
     // between the roles.
@@ -707,6 +750,11 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     // Q, O and lse have Nq rows, K and V Nk.
     bool keys = t == AbiTensor::K || t == AbiTensor::V;
     binding.sizes[{memref, 2}] = args.size(keys ? AbiSize::Nk : AbiSize::Nq);
+    // A persistent kernel counts its work items from Q's batch and heads.
+    if (t == AbiTensor::Q) {
+      binding.sizes[{memref, 0}] = args.size(AbiSize::B);
+      binding.sizes[{memref, 1}] = args.size(AbiSize::Hq);
+    }
   }
   for (const Extra &extra : extras) {
     Value ptr = args.get(extra.pointer);

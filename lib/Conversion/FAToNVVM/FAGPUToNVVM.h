@@ -61,6 +61,8 @@ struct KernelBinding {
   DenseSet<Operation *> unfencedWaits;
   /// The CTA's place, from the kernel's prologue, and Hq (i32).
   Value batch, head, tile, heads;
+  /// The kernel is persistent (fagpu.work_slot): its CTAs loop over items.
+  bool persistent = false;
 };
 
 /// Rows of the box a bulk copy into `tile` issues (the tensor map's box

@@ -210,8 +210,9 @@ void rewriteLaunch(gpu::LaunchFuncOp launch, const KernelArgs &args,
   }
   launch.getKernelOperandsMutable().assign(operands);
 
-  // The grid: x tiles; y and z H and B, folded where either exceeds 65535:
-  // (min(H B, 65535), ceil(H B / 65535)).
+  // The grid: x tiles (or a persistent kernel's items); y and z H and B,
+  // folded where either exceeds 65535: (min(H B, 65535), ceil(H B /
+  // 65535)).
   auto extent = [&](const GridAxis &axis) -> Value {
     switch (axis.kind) {
     case GridAxis::Kind::One:
@@ -229,6 +230,16 @@ void rewriteLaunch(gpu::LaunchFuncOp launch, const KernelArgs &args,
       return sizeOf(AbiSize::Hkv);
     case GridAxis::Kind::B:
       return sizeOf(AbiSize::B);
+    case GridAxis::Kind::Persistent:
+      // One CTA an item: the SMs a launch fills are the runtime's to know.
+      return arith::MulIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc,
+                                arith::CeilDivUIOp::create(b, loc,
+                                                           sizeOf(AbiSize::Nq),
+                                                           index(axis.rows)),
+                                sizeOf(AbiSize::Hq)),
+          sizeOf(AbiSize::B));
     }
     llvm_unreachable("unknown grid axis");
   };

@@ -133,7 +133,9 @@ struct BroadcastRowsLowering
 };
 
 struct MaskLowering : public OpConversionPattern<fagpu::MaskOp> {
-  using OpConversionPattern::OpConversionPattern;
+  MaskLowering(const TypeConverter &converter, MLIRContext *ctx,
+               const KernelBinding &binding)
+      : OpConversionPattern(converter, ctx), binding(binding) {}
   LogicalResult
   matchAndRewrite(fagpu::MaskOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -143,9 +145,12 @@ struct MaskLowering : public OpConversionPattern<fagpu::MaskOp> {
     auto i32 = [&](ValueRange v) { return toI32(rewriter, loc, v.front()); };
     Value nq = i32(adaptor.getQueryLen()), nk = i32(adaptor.getKeyLen());
     Value diag = kb.sub(nk, nq);
+    // In a persistent kernel, rebuilt where the mask is: hoisted out of its
+    // loops, a column per accumulator pair would hold a register across
+    // both (D = 256 spilled 56 bytes).
     AccCoords at =
         getAccCoords(kb, rewriter, loc, type, i32(adaptor.getQueryOffset()),
-                     i32(adaptor.getKeyOffset()));
+                     i32(adaptor.getKeyOffset()), binding.persistent);
     Masks masks{op.getCausalAttr(), op.getWindowAttr()};
     ValueRange scores = adaptor.getScores();
     SmallVector<Value> values;
@@ -160,6 +165,7 @@ struct MaskLowering : public OpConversionPattern<fagpu::MaskOp> {
     rewriter.replaceOpWithMultiple(op, {values});
     return success();
   }
+  const KernelBinding &binding;
 };
 
 /// The kernel's buffer `memref`, or null after an error on `op` that `what`
@@ -425,8 +431,8 @@ void mlir::fa::nvvm::populateFAGPURowsToNVVMPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ReduceRowsLowering, UpdateRowSumLowering, ScaleRowsLowering,
-               BroadcastRowsLowering, MaskLowering, TileNeedsMaskLowering>(
-      converter, ctx);
+               BroadcastRowsLowering, TileNeedsMaskLowering>(converter, ctx);
+  patterns.add<MaskLowering>(converter, ctx, binding);
   patterns.add<StoreLowering, VisibleKeysLowering, FullKeysLowering,
                StoreKeyRangeLowering>(converter, ctx, binding);
 }

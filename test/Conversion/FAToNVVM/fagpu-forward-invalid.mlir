@@ -31,9 +31,11 @@ module attributes {gpu.container_module} {
   gpu.module @fa_kernels [#nvvm.target<chip = "sm_90a">] {
     gpu.func @k(%q: !m, %k: !m, %v: !m, %o: !m) kernel attributes {fa.block_q = 64 : i64} {
       %c1 = arith.constant 1 : index
-      // The kernel passes only the row counts of its buffers.
+      // The kernel passes the row counts of its buffers, and Q's batch and
+      // heads (a persistent kernel counts its items from them), no other
+      // size.
       // expected-error @+1 {{convert-fa-to-nvvm: the kernel has no parameter for dim 1 of this buffer}}
-      %h = memref.dim %q, %c1 : !m
+      %h = memref.dim %k, %c1 : !m
       %s = fagpu.alloc_shared {offset = 0} : !fagpu.shared<1x64x64xbf16>
       fagpu.copy %q[%h, %h, %h] bound %h to %s[%h] : !m to !fagpu.shared<1x64x64xbf16>
       gpu.return

@@ -8,7 +8,7 @@ func.func private @f() attributes {abi = #fa.kernel_abi<grid = [Nq, Hq, B], thre
 
 // -----
 
-// expected-error @+1 {{kernel ABI: grid x must be tiles(Nq, R), tiles(Nk, R) or 1, got Hq}}
+// expected-error @+1 {{kernel ABI: grid x must be tiles(Nq, R), tiles(Nk, R), persistent(Nq, R, C) or 1, got Hq}}
 func.func private @f() attributes {abi = #fa.kernel_abi<grid = [Hq, Hq, B], threads = 128, shared = 0, params = [Hq : i32, B : i32]>}
 
 // -----

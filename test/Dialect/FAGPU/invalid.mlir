@@ -510,3 +510,47 @@ func.func @store_key_range_buffer(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %
   fagpu.store_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?x2xi32>
   return
 }
+
+// -----
+
+gpu.module @m {
+  gpu.func @turn_first_and_end() kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      %a = arith.constant 0 : index
+    } consumers {
+      // expected-error @+1 {{is either the first take or the end, not both}}
+      fagpu.take_turn of 2 {end, first}
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  gpu.func @turn_last_and_start() kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      %a = arith.constant 0 : index
+    } consumers {
+      // expected-error @+1 {{is either the last pass or the start, not both}}
+      fagpu.pass_turn of 2 {last, start}
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+func.func @coords_remat(%i: index) {
+  // expected-error @+1 {{of a work item cannot be rematerialized (the item is a value, not a special register)}}
+  %b, %h, %t = fagpu.block_coords of %i in %i {rematerialize}
+  return
+}
+
+// -----
+
+func.func @coords_work_without_tiles(%i: index) {
+  // expected-error @+1 {{takes a work item and its tiles together}}
+  %b, %h, %t = "fagpu.block_coords"(%i) {operandSegmentSizes = array<i32: 1, 0>} : (index) -> (index, index, index)
+  return
+}

@@ -210,6 +210,31 @@ gpu.module @m {
   }
 }
 
+// A persistent kernel's slot, items and turns across them.
+// CHECK-LABEL: gpu.func @persistent
+// CHECK: %[[FIRST:.*]], %[[STRIDE:.*]] = fagpu.work_slot
+// CHECK: fagpu.pass_turn of 2 {start}
+// CHECK: scf.for %[[ITEM:.*]] = %[[FIRST]] to %{{.*}} step %[[STRIDE]]
+// CHECK-NEXT: fagpu.block_coords of %[[ITEM]] in %{{.*}} {heavy_first}
+// CHECK: fagpu.take_turn of 2 {end}
+gpu.module @persistent_m {
+  gpu.func @persistent(%items: index, %tiles: index) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+    %first, %stride = fagpu.work_slot
+    fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64} producer {
+      %a = arith.constant 0 : index
+    } consumers {
+      fagpu.pass_turn of 2 {start}
+      scf.for %item = %first to %items step %stride {
+        %b, %h, %t = fagpu.block_coords of %item in %tiles {heavy_first}
+        fagpu.take_turn of 2
+        fagpu.pass_turn of 2
+      }
+      fagpu.take_turn of 2 {end}
+    }
+    gpu.return
+  }
+}
+
 // A bulk (TMA) copy: bounded by its source's rows, signalling one arrival.
 // CHECK-LABEL: func.func @bulk_copy
 // CHECK: %[[N:.*]] = memref.dim %[[K:.*]], %{{.*}} : memref<?x8x?x128xbf16>

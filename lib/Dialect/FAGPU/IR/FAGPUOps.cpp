@@ -285,11 +285,24 @@ static LogicalResult verifyTurn(Operation *op, int64_t warpgroups) {
 }
 
 LogicalResult TakeTurnOp::verify() {
+  if (getFirst() && getEnd())
+    return emitOpError("is either the first take or the end, not both");
   return verifyTurn(*this, getWarpgroups());
 }
 
 LogicalResult PassTurnOp::verify() {
+  if (getLast() && getStart())
+    return emitOpError("is either the last pass or the start, not both");
   return verifyTurn(*this, getWarpgroups());
+}
+
+LogicalResult BlockCoordsOp::verify() {
+  if (bool(getWork()) != bool(getTiles()))
+    return emitOpError("takes a work item and its tiles together");
+  if (getWork() && getRematerialize())
+    return emitOpError("of a work item cannot be rematerialized (the item "
+                       "is a value, not a special register)");
+  return success();
 }
 
 LogicalResult LoadOperandOp::verify() {

@@ -20,7 +20,8 @@ def FAGPU_Register : RankedTensorOf<[AnyType]>;
 // Where the CTA is
 //===----------------------------------------------------------------------===//
 
-def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure]> {
+def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure,
+    AttrSizedOperandSegments]> {
   let summary = "The (batch, query head, query tile) of this CTA";
   let description = [{
     The CTA's batch, query head and query tile (block ids z, y, x). With
@@ -29,9 +30,30 @@ def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure]> {
     CTAs for the grid's tail. With `rematerialize` the values are read again
     from the special registers where they are used instead of being kept
     live (in registers) across the loop before them.
+
+    With `of %work in %tiles`, those of work item `work` of a persistent
+    kernel (`fagpu.work_slot`) instead: items are numbered with the query
+    tile fastest (`tiles` of them a head, so that the CTAs running at once
+    share K and V in L2), then the query head, then the batch.
   }];
-  let arguments = (ins UnitAttr:$heavy_first, UnitAttr:$rematerialize);
+  let arguments = (ins Optional<Index>:$work, Optional<Index>:$tiles,
+                       UnitAttr:$heavy_first, UnitAttr:$rematerialize);
   let results = (outs Index:$batch, Index:$head, Index:$tile);
+  let assemblyFormat = "(`of` $work^ `in` $tiles)? attr-dict";
+  let hasVerifier = 1;
+}
+
+def FAGPU_WorkSlotOp : FAGPU_Op<"work_slot", [Pure]> {
+  let summary = "This CTA's place in a persistent grid";
+  let description = [{
+    A persistent kernel's CTAs share its work items round robin: CTA `first`
+    (block id x) runs items first, first + stride, ... where `stride` is the
+    number of CTAs (grid x). The launch's grid rule is `persistent(...)`
+    (KernelAbi.h): as many CTAs as the SMs hold at once, at most one an
+    item, so that a CTA's next item's copies run under its current item's
+    epilogue.
+  }];
+  let results = (outs Index:$first, Index:$stride);
   let assemblyFormat = "attr-dict";
 }
 
@@ -328,14 +350,17 @@ class FAGPU_TurnOp<string mnemonic, dag args> : FAGPU_Op<mnemonic> {
 }
 
 def FAGPU_TakeTurnOp : FAGPU_TurnOp<"take_turn",
-    (ins FAGPU_Warpgroups:$warpgroups, UnitAttr:$first)> {
+    (ins FAGPU_Warpgroups:$warpgroups, UnitAttr:$first, UnitAttr:$end)> {
   let summary = "Waits for this consumer warpgroup's turn";
   let description = [{
     Turns go round the `warpgroups` consumer warpgroups of a
     fagpu.warp_specialize in order, 0, 1, ..., 0: a warpgroup's n-th take
     returns once the warpgroup before it made its n-th `fagpu.pass_turn`.
     With `first` (the first take), warpgroup 0 returns at once: it starts
-    the rotation. What a warpgroup does between its take and its pass (the
+    the rotation. With `end`, only warpgroup 0 takes (the last warpgroup's
+    last pass, which a `last` pass would have dropped): a persistent kernel
+    ends its rotation so after its last work item. What a warpgroup does
+    between its take and its pass (the
     tensor-core products it issues) is never interleaved with another's:
     FlashAttention-3's ping-pong, one warpgroup's softmax under the other's
     products. Lowered to a named barrier per warpgroup (ids 1 to
@@ -344,13 +369,17 @@ def FAGPU_TakeTurnOp : FAGPU_TurnOp<"take_turn",
 }
 
 def FAGPU_PassTurnOp : FAGPU_TurnOp<"pass_turn",
-    (ins FAGPU_Warpgroups:$warpgroups, UnitAttr:$last)> {
+    (ins FAGPU_Warpgroups:$warpgroups, UnitAttr:$last, UnitAttr:$start)> {
   let summary = "Gives the turn to the next consumer warpgroup";
   let description = [{
     Ends this warpgroup's turn without waiting: the next warpgroup (the
     first after the last) may take it. With `last` (the last pass), the last
     warpgroup does not pass, so that every pass is taken: the rotation ends
-    with each warpgroup having taken as many turns as it passed.
+    with each warpgroup having taken as many turns as it passed. With
+    `start`, only the last warpgroup passes (to warpgroup 0), so that
+    warpgroup 0's first take returns at once without `first`: a persistent
+    kernel starts its rotation so, before its first work item, and every
+    item's takes and passes are then the plain ones.
   }];
 }
 

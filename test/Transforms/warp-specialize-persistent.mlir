@@ -1,0 +1,116 @@
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=always -fa-async-copy | FileCheck %s --check-prefix=ALWAYS
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=never -fa-async-copy | FileCheck %s --check-prefix=NEVER
+// RUN: not fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: 'gpu.func' op fa-warp-specialize: persistent must be auto, always or never (got 'sometimes')
+
+// fa-warp-specialize's persistent grid (D = 128, no mask: every query tile
+// visits the same keys). The keys are found once for the CTA (from row 0);
+// the items, tiles(Nq) x Hq x B, are shared round robin from the CTA's slot,
+// ceil((items - first) / stride) of them its own. Both roles loop over the
+// CTA's items k = 0, 1, ...: the item first + k stride, its coordinates (the
+// tile fastest) and what depends on them (K/V head, row). Every item visits
+// the same number of key tiles, so the rings' stage and parity at item k
+// follow from k (k * tiles % 2, k * tiles / 2 & 1), and Q's parity is
+// k & 1. Q has an "empty" barrier (one arrival per consumer warpgroup): the
+// producer waits for it with the other parity before copying the item's Q.
+// The consumers release Q once the item's last S is done (before its last
+// P V), or at once where the item has no key tile, and store O with the
+// item's coordinates, recomputed from the item after the loop. One
+// ping-pong rotation spans the items: started before the first (the last
+// warpgroup passes) and ended after the last (warpgroup 0 takes); no take
+// or pass inside is `first` or `last`.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: %[[QF:[0-9]+]] = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 163840 : i64} : !fagpu.barriers<1>
+// CHECK: %[[QE:[0-9]+]] = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 163912 : i64} : !fagpu.barriers<1>
+// CHECK: gpu.barrier
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[BEGIN:.*]], %[[END:.*]] = fagpu.visible_keys %[[C0]] of
+// CHECK: %[[NQ:.*]] = memref.dim %arg0, %{{.*}} : memref<?x8x?x128xbf16
+// CHECK: %[[R:.*]] = arith.addi %[[NQ]], %{{.*}} : index
+// CHECK: %[[TILES:.*]] = arith.divui %[[R]], %{{.*}} : index
+// CHECK: %[[B:.*]] = memref.dim %arg0, %{{.*}} : memref<?x8x?x128xbf16
+// CHECK: %[[TH:.*]] = arith.muli %[[TILES]], %{{.*}} : index
+// CHECK: %[[ITEMS:.*]] = arith.muli %[[TH]], %[[B]] : index
+// CHECK: %[[FIRST:.*]], %[[STRIDE:.*]] = fagpu.work_slot
+// CHECK: %[[LEFT:.*]] = arith.subi %[[ITEMS]], %[[FIRST]] : index
+// CHECK: %[[POS:.*]] = arith.maxsi %[[LEFT]], %{{.*}} : index
+// CHECK: %[[COUNT:.*]] = arith.divui %{{.*}}, %[[STRIDE]] : index
+// CHECK: fagpu.warp_specialize {{.*}} producer {
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %[[COUNT]] step %{{.*}} {
+// CHECK: %[[KS:.*]] = arith.muli %[[K]], %[[STRIDE]] : index
+// CHECK: %[[ITEM:.*]] = arith.addi %[[FIRST]], %[[KS]] : index
+// CHECK: %[[BATCH:.*]], %[[HEAD:.*]], %[[TILE:.*]] = fagpu.block_coords of %[[ITEM]] in %[[TILES]]
+// CHECK: %[[KVH:.*]] = fagpu.kv_head %[[HEAD]] of
+// CHECK: %[[ROW:.*]] = arith.muli %[[TILE]], %{{.*}} : index
+// CHECK: %[[DONE:.*]] = arith.muli %[[K]], %{{.*}} : index
+// CHECK: %[[STAGE:.*]] = arith.remui %[[DONE]], %{{.*}} : index
+// CHECK: %[[LAP:.*]] = arith.divui %[[DONE]], %{{.*}} : index
+// CHECK: %[[PAR:.*]] = arith.andi %[[LAP]], %{{.*}} : index
+// CHECK: %[[QPAR:.*]] = arith.andi %[[K]], %{{.*}} : index
+// CHECK: %[[FREE:.*]] = arith.xori %[[QPAR]], %{{.*}} : index
+// CHECK: fagpu.barrier_wait %[[QE]][%{{.*}}] parity %[[FREE]]
+// CHECK: fagpu.async_copy %arg0[%[[BATCH]], %[[HEAD]], %[[ROW]]] bound %{{.*}} signal %[[QF]]
+// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %[[END]] step %{{.*}} iter_args(%{{.*}} = %[[STAGE]], %{{.*}} = %[[PAR]])
+// CHECK: fagpu.async_copy %arg1[%[[BATCH]], %[[KVH]], %{{.*}}]
+// CHECK: } consumers {
+// CHECK: fagpu.pass_turn of 2 {start}
+// CHECK: scf.for %[[CK:.*]] = %{{.*}} to %[[COUNT]] step %{{.*}} {
+// CHECK: %[[CITEM:.*]] = arith.addi %[[FIRST]], %{{.*}} : index
+// CHECK: fagpu.block_coords of %[[CITEM]] in %[[TILES]]
+// CHECK: %[[CQPAR:.*]] = arith.andi %[[CK]], %{{.*}} : index
+// CHECK: fagpu.barrier_wait %[[QF]][%{{.*}}] parity %[[CQPAR]]
+// CHECK: %[[ANY:.*]] = arith.cmpi slt, %[[BEGIN]], %[[END]] : index
+// CHECK: scf.if %[[ANY]]
+// CHECK-NOT: {first}
+// CHECK-NOT: {last}
+// CHECK: fagpu.barrier_arrive %[[QE]][%{{.*}}]
+// CHECK: fagpu.barrier_wait
+// CHECK: fagpu.take_turn of 2
+// CHECK: fagpu.mma
+// CHECK: } else {
+// CHECK: fagpu.barrier_arrive %[[QE]][%{{.*}}]
+// CHECK: %[[OB:.*]], %[[OH:.*]], %[[OT:.*]] = fagpu.block_coords of %[[CITEM]] in %[[TILES]]
+// CHECK: %[[OROW:.*]] = arith.muli %[[OT]], %{{.*}} : index
+// CHECK: fagpu.store %{{.*}} to %arg3[%[[OB]], %[[OH]], %[[OROW]]]
+// CHECK: }
+// CHECK: fagpu.take_turn of 2 {end}
+// ALWAYS-LABEL: gpu.func @fa_forward_0
+// ALWAYS: fagpu.work_slot
+// NEVER-LABEL: gpu.func @fa_forward_0
+// NEVER-NOT: fagpu.work_slot
+// NEVER: fagpu.take_turn of 2 {first}
+func.func @d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
+}
+
+// -----
+
+// D = 64: persistent only with `always` (by default, where it measured
+// faster: D = Dv = 128).
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fagpu.work_slot
+// CHECK: gpu.return
+// ALWAYS-LABEL: gpu.func @fa_forward_0
+// ALWAYS: fagpu.work_slot
+// ALWAYS: fagpu.block_coords of
+func.func @d64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+  return %o : tensor<?x8x?x64xbf16>
+}
+
+// -----
+
+// A causal mask: query tiles visit different keys, so no persistent grid,
+// even with `always` (round robin would share the work unevenly).
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fagpu.work_slot
+// CHECK: fagpu.take_turn of 2 {first}
+// ALWAYS-LABEL: gpu.func @fa_forward_0
+// ALWAYS-NOT: fagpu.work_slot
+// ALWAYS: gpu.return
+func.func @causal(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
+}
