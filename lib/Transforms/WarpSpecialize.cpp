@@ -176,7 +176,7 @@ bool hasUniformWork(gpu::GPUFuncOp kernel) {
 /// A persistent kernel's work: `items` (query tiles x heads x batches) shared
 /// round robin from `first` by `stride` CTAs (`count` of them this CTA's),
 /// and what each item recomputes: the CTA's coordinates and the ops of the
-/// kernel's entry that depend on them (its K/V head, row, visible keys).
+/// kernel's entry that depend on them (its K/V head and row).
 struct WorkItems {
   Value first, stride, items, tiles, count;
   fagpu::BlockCoordsOp coords;
@@ -245,9 +245,9 @@ struct WorkItems {
 
 /// Where the CTA's k-th item starts: the K/V rings' stage and parity, and
 /// Q's parity. Every item visits the same number of K/V tiles (those of
-/// `loop`), so they follow from k: nothing is carried from item to item
-/// (which would also keep ptxas from seeing them uniform, and the wgmma
-/// descriptors built from them in uniform registers).
+/// `loop`), so they follow from k: nothing is carried from item to item,
+/// which kept fewer registers live across the items' loops (0 spills at
+/// D = 256, where carrying them spilled).
 std::array<Value, 3> getItemStart(OpBuilder &b, Location loc, Value k,
                                   scf::ForOp loop, int64_t stages) {
   auto cst = [&](int64_t v) {
@@ -539,9 +539,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   std::optional<WorkItems> work;
   if (persistent) {
     // Every query tile visits the same keys: those of the first, found
-    // once for the CTA rather than per item from the item's row (through
-    // the divisions that place it, which ptxas does not keep in uniform
-    // registers, nor then the loop and the ring positions built on them).
+    // once for the CTA rather than per item from the item's row.
     for (auto keys : entry.getOps<fagpu::VisibleKeysOp>()) {
       OpBuilder kb(keys);
       keys.getQueryOffsetMutable().assign(
