@@ -198,21 +198,15 @@ mlir::fa::getOrCompileCudaKernel(AttentionOp op, StringRef chip, bool &compiled,
 }
 
 namespace {
-/// `call`, with FA_PERSISTENT_CTAS (a positive integer: the CTAs of a
-/// persistent grid at most, e.g. to leave SMs to concurrent kernels) where
-/// the call sets none.
-const rt::KernelCall &
-persistentCtasFromEnvironment(const rt::KernelCall &call) {
+/// FA_PERSISTENT_CTAS (a positive integer): the CTAs of a persistent grid at
+/// most where the call sets none, e.g. to leave SMs to concurrent kernels;
+/// 0 where it is unset. Read once.
+int64_t persistentCtasFromEnvironment() {
   static const int64_t ctas = [] {
     const char *env = std::getenv("FA_PERSISTENT_CTAS");
     return env ? std::max<int64_t>(0, std::atoll(env)) : 0;
   }();
-  if (!ctas || call.persistentCtas)
-    return call;
-  thread_local rt::KernelCall capped;
-  capped = call;
-  capped.persistentCtas = ctas;
-  return capped;
+  return ctas;
 }
 } // namespace
 
@@ -222,10 +216,13 @@ rt::Status mlir::fa::launchCudaKernel(const rt::KernelAbi &abi,
                                       void *stream) {
   const rt::Device &device = function.getDevice();
   rt::Expected<rt::GridSize> grid =
-      rt::getLaunchGrid(abi.grid, persistentCtasFromEnvironment(call),
-                        uint32_t(device.getSMCount()));
+      rt::getLaunchGrid(abi.grid, call, uint32_t(device.getSMCount()));
   if (grid.failed())
     return rt::Status::error("kernel " + abi.name + ": " + grid.getMessage());
+  if (int64_t cap = persistentCtasFromEnvironment();
+      cap && !call.persistentCtas &&
+      abi.grid.x.kind == rt::GridAxis::Kind::Persistent)
+    grid->x = uint32_t(std::min<int64_t>(grid->x, cap));
   if (grid->empty())
     return rt::Status::success();
   // TMA kernels' maps, encoded by the driver of the function's device.
