@@ -389,10 +389,10 @@ Status fa::runtime::verifyKernelAbi(const KernelAbi &abi) {
       if (!isTensorMapTensor(p.tensor))
         return error(what + ": a tensor map is of q, k, v, o, do, dq, dk or "
                             "dv");
-      if (p.dim == 0 || p.dim % 64 != 0 || p.dim / 64 > 256)
+      if (p.dim == 0 || p.dim % 8 != 0 || p.dim > 16384)
         return error(what +
                      ": a tensor map's columns must be a positive "
-                     "multiple of 64, at most 16384, got " +
+                     "multiple of 8, at most 16384, got " +
                      std::to_string(p.dim));
       if (p.boxRows < 1 || p.boxRows > 256)
         return error(what +
@@ -880,7 +880,7 @@ fa::runtime::getTensorMapRequest(const KernelParam &param,
                                  const KernelCall &call) {
   if (param.kind != KernelParam::Kind::TensorMap ||
       !isTensorMapTensor(param.tensor) || param.dim == 0 ||
-      param.dim % 64 != 0 || param.boxRows == 0)
+      param.dim % 8 != 0 || param.dim > 16384 || param.boxRows == 0)
     return Status::error(printKernelParam(param) + " is not a tensor map");
   TensorMapSizes sizes = getTensorMapSizes(param, call);
   bool query = isQueryTensor(param.tensor);
@@ -901,9 +901,13 @@ fa::runtime::getTensorMapRequest(const KernelParam &param,
   }
   TensorMapRequest request;
   request.data = t.data;
-  uint64_t panels = param.dim / 64;
-  uint64_t dims[5] = {64, uint64_t(sizes.rows), panels, uint64_t(sizes.heads),
-                      uint64_t(sizes.batch)};
+  // Whole panels: one box of every panel. Otherwise the box is one panel
+  // of a (D, N, 1, H, B) map, which the kernel copies once per panel, and
+  // the columns past D are out of bounds: zeros.
+  bool whole = param.dim % 64 == 0;
+  uint64_t panels = whole ? param.dim / 64 : 1;
+  uint64_t dims[5] = {whole ? 64 : param.dim, uint64_t(sizes.rows), panels,
+                      uint64_t(sizes.heads), uint64_t(sizes.batch)};
   uint32_t box[5] = {64, param.boxRows, uint32_t(panels), 1, 1};
   std::copy(std::begin(dims), std::end(dims), request.dims);
   std::copy(std::begin(box), std::end(box), request.box);

@@ -156,8 +156,10 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
     oneStage.kvStages = 1;
     Value shared = arith::ConstantIntOp::create(
         b, loc, b.getI32Type(),
-        forwardSharedBytes(oneStage, op.getQuery().getType().getDimSize(3),
-                           op.getValue().getType().getDimSize(3)));
+        forwardSharedBytes(
+            oneStage,
+            getForwardTileCols(op.getQuery().getType().getDimSize(3), wgmma),
+            getForwardTileCols(op.getValue().getType().getDimSize(3), wgmma)));
     Value one = index(1);
     gpu::LaunchFuncOp::create(b, loc, kernel, {tiles, heads, batch},
                               {index(threads), one, one}, shared, hostOperands);
@@ -184,15 +186,13 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
     if (ops.empty())
       return;
     // wgmma on the kernel module's chip where it has them; its 128-byte
-    // swizzle takes tiles of 64-column blocks.
+    // swizzle takes tiles of 64-column panels, so head dims between them
+    // (32, 80, 96, 192) are padded with zero columns (getForwardTileCols).
     const ::fa::target::GpuTarget *target = ::fa::target::lookupGpuTarget(
         !getKernelChip(module).empty() ? getKernelChip(module) : chip);
     bool chipHasWgmma =
         wgmma && target && target->has(::fa::target::Feature::Wgmma);
-    auto usesWgmma = [&](AttentionOp op) {
-      return chipHasWgmma && op.getQuery().getType().getDimSize(3) % 64 == 0 &&
-             op.getValue().getType().getDimSize(3) % 64 == 0;
-    };
+    auto usesWgmma = [&](AttentionOp) { return chipHasWgmma; };
     auto specializes = [&](AttentionOp op) {
       return warpSpecialize && usesWgmma(op);
     };

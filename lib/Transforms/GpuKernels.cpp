@@ -51,8 +51,9 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
   // Dk != Dv takes the tile of the larger (registers hold O and Q's
   // fragments, shared memory Q, K and V), except with a producer warpgroup,
   // where Q and K stay in shared memory and O (Dv) sets the key tile.
-  int64_t dv = op.getValue().getType().getDimSize(3);
-  int64_t d = std::max(op.getQuery().getType().getDimSize(3), dv);
+  int64_t dk = getForwardTileCols(op.getQuery().getType().getDimSize(3), wgmma);
+  int64_t dv = getForwardTileCols(op.getValue().getType().getDimSize(3), wgmma);
+  int64_t d = std::max(dk, dv);
   bool masked = op.getCausalAttr() || op.getWindowAttr();
   ForwardTile tile;
   // With a producer warpgroup (TMA, H200 A/B, performance.md): two consumer
@@ -68,8 +69,7 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
     // not).
     tile = ForwardTile{128, 128, 2};
     int64_t bytes =
-        forwardSharedBytes(tile, op.getQuery().getType().getDimSize(3), dv) +
-        8 * (1 + 4 * tile.kvStages);
+        forwardSharedBytes(tile, dk, dv) + 8 * (1 + 4 * tile.kvStages);
     if (dv > 128 || bytes > maxSharedBytesPerBlock("sm_90a").value_or(0))
       tile = ForwardTile{128, 64};
     bool bias = bool(op.getBias()), scoreMod = !op.getScoreMod().empty();
@@ -117,8 +117,10 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
 int64_t mlir::fa::defaultKVStages(AttentionOp op, int64_t blockQ,
                                   int64_t blockKV, bool wgmma,
                                   bool warpSpecialize) {
-  int64_t d = std::max(op.getQuery().getType().getDimSize(3),
-                       op.getValue().getType().getDimSize(3));
+  int64_t d =
+      getForwardTileCols(std::max(op.getQuery().getType().getDimSize(3),
+                                  op.getValue().getType().getDimSize(3)),
+                         wgmma);
   // A producer warpgroup: two stages of K and V (what fits 128 x 128 at
   // D = 128 and 128 x 64 at D = 256).
   if (wgmma && warpSpecialize)
@@ -281,10 +283,13 @@ FailureOr<ForwardTile> mlir::fa::chooseKVStages(gpu::GPUFuncOp kernel,
   ForwardTile tile{blockQ.getInt(), blockKV.getInt()};
   int64_t d = cast<MemRefType>(kernel.getArgumentTypes()[0]).getDimSize(3);
   int64_t dv = cast<MemRefType>(kernel.getArgumentTypes()[2]).getDimSize(3);
+  bool wgmma = kernel->hasAttr(kWgmmaAttr);
   // The option, else the default fa-tile recorded for the variant.
   auto recorded = kernel->getAttrOfType<IntegerAttr>(kKVStagesAttr);
   tile.kvStages = stages ? stages : (recorded ? recorded.getInt() : int64_t(1));
-  int64_t bytes = forwardSharedBytes(tile, d, dv) + extraBytes;
+  int64_t bytes = forwardSharedBytes(tile, getForwardTileCols(d, wgmma),
+                                     getForwardTileCols(dv, wgmma)) +
+                  extraBytes;
   std::optional<int64_t> maxShared = maxSharedBytesPerBlock(chip);
   if (maxShared && bytes > *maxShared)
     return kernel.emitOpError(pass)

@@ -89,7 +89,7 @@ void mlir::fa::rotateSoftmaxLoop(SoftmaxLoop l,
       pvStarted = fagpu::MmaOp::create(
           b, loc, l.pv.getType(), pPrev, l.pv.getB(), positionPrev.front(),
           args[l.accIndex], /*b_transposed=*/false, /*wgmma=*/true,
-          /*async=*/true);
+          /*async=*/true, /*depth=*/nullptr);
       if (hooks.afterPV)
         hooks.afterPV(b);
       map.map(l.scores.getResult(),
@@ -131,7 +131,8 @@ void mlir::fa::rotateSoftmaxLoop(SoftmaxLoop l,
   Value acc = fagpu::MmaOp::create(b, loc, l.pv.getType(), results[n],
                                    l.pv.getB(), position.front(),
                                    results[l.accIndex], /*b_transposed=*/false,
-                                   /*wgmma=*/true);
+                                   /*wgmma=*/true, /*async=*/false,
+                                   /*depth=*/nullptr);
   if (hooks.afterLastPV)
     hooks.afterLastPV(b, position);
   SmallVector<Value> out(results.take_front(n));

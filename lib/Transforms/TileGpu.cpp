@@ -37,8 +37,10 @@ public:
               int64_t blockKV)
       : b(kernel.getContext()), loc(op.getLoc()), kernel(kernel), op(op),
         blockQ(blockQ), blockKV(blockKV), wgmma(kernel->hasAttr(kWgmmaAttr)),
-        d(op.getQuery().getType().getDimSize(3)),
-        dv(op.getValue().getType().getDimSize(3)), et(op.getElementType()),
+        headD(op.getQuery().getType().getDimSize(3)),
+        headDv(op.getValue().getType().getDimSize(3)),
+        d(getForwardTileCols(headD, wgmma)),
+        dv(getForwardTileCols(headDv, wgmma)), et(op.getElementType()),
         f32(b.getF32Type()) {
     MLIRContext *ctx = b.getContext();
     // fa-fuse's threads per CTA.
@@ -72,6 +74,9 @@ private:
   /// Warpgroup MMAs reading every tile from shared memory (fa.wgmma).
   bool wgmma;
   /// Head dims of Q and K, and of V and O.
+  int64_t headD, headDv;
+  /// Their shared tiles' columns (getForwardTileCols: with wgmma, zero
+  /// columns past the head dim, which S skips and P V does not compute).
   int64_t d, dv;
   Type et, f32;
   Attribute acc, operand, rows, partial;
@@ -200,7 +205,7 @@ void KernelTiler::build() {
   if (maskMod)
     full = fagpu::FullKeysOp::create(b, loc, idx, idx, q0, keyRanges, blockQ);
 
-  RankedTensorType accS = tile(blockKV, acc), accO = tile(dv, acc);
+  RankedTensorType accS = tile(blockKV, acc), accO = tile(headDv, acc);
   RankedTensorType rowT = rowsType(rows), partialT = rowsType(partial);
   Value ninf = splat(rowT, negInf), zeroRows = splat(rowT, 0.0);
   Value scaleRows = splat(rowT, scaleLog2), scaleTile = splat(accS, scaleLog2);
@@ -211,8 +216,11 @@ void KernelTiler::build() {
     fagpu::CopyOp::create(b, loc, k, batch, headKV, kv0, nk, sK, c0);
     if (withV)
       fagpu::CopyOp::create(b, loc, v, batch, headKV, kv0, nk, sV, c0);
-    Value s = fagpu::MmaOp::create(b, loc, accS, qA, sK, c0, Value(),
-                                   /*b_transposed=*/true, wgmma);
+    // With wgmma's padded tiles, S sums over the head dim only.
+    Value s = fagpu::MmaOp::create(
+        b, loc, accS, qA, sK, c0, Value(), /*b_transposed=*/true, wgmma,
+        /*async=*/false,
+        headD < d ? b.getI64IntegerAttr(headD) : IntegerAttr());
     if (scored) {
       auto map = fagpu::MapOp::create(b, loc, accS, ValueRange{s}, q0, kv0);
       OpBuilder::InsertionGuard guard(b);
@@ -335,7 +343,8 @@ void KernelTiler::build() {
         Value pA =
             fagpu::ToOperandOp::create(b, loc, tile(blockKV, operand, et), p);
         Value accOut = fagpu::MmaOp::create(b, loc, accO, pA, sV, c0, accIn,
-                                            /*b_transposed=*/false, wgmma);
+                                            /*b_transposed=*/false, wgmma,
+                                            /*async=*/false, /*depth=*/nullptr);
         scf::YieldOp::create(b, loc, ValueRange{lNew, accOut});
       });
   loop->setAttr(kRowSumLoopAttr, b.getUnitAttr());

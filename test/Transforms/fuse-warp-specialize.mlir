@@ -1,7 +1,7 @@
 // fa-fuse's warp-specialize on sm_90a: wgmma kernels of the plain path are
 // marked `fa.warp_specialize` with a producer warpgroup's default tiles,
 // 128 query rows (two consumer warpgroups) and K/V tiles of 128 rows (64 at
-// D = 256); head dims without wgmma keep their tiles, unmarked.
+// D = 256; D = 96, padded to 128 columns, D = 128's).
 // fa-warp-specialize leaves unmarked kernels alone (the UNMARKED run: the
 // same kernels without the option). The scored path is marked too, with
 // K/V tiles by its per-score terms beyond ALiBi's (bias, score_mod,
@@ -203,10 +203,10 @@ func.func @score256(%q: tensor<1x1x8x256xbf16>) -> tensor<1x1x8x256xbf16> {
 
 // -----
 
+// D = 96: D = 128's tiles (fa-fuse pads it to wgmma's 128 columns).
 // CHECK-LABEL: func.func @d96
 // CHECK: gpu.func @fa_forward_0
-// CHECK-NOT: fa.warp_specialize
-// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
 func.func @d96(%q: tensor<1x1x8x96xbf16>) -> tensor<1x1x8x96xbf16> {
   %o = fa.attention %q, %q, %q : tensor<1x1x8x96xbf16>, tensor<1x1x8x96xbf16>, tensor<1x1x8x96xbf16> -> tensor<1x1x8x96xbf16>
   return %o : tensor<1x1x8x96xbf16>

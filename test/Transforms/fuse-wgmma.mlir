@@ -1,7 +1,7 @@
-// fa-fuse on a chip with wgmma (sm_90a): kernels whose head dim is a
-// multiple of 64 are marked `fa.wgmma` and get wgmma's default tiles, with
-// one warp per 16 query rows; other head dims, other chips and wgmma=false
-// keep mma.sync's 4 warps.
+// fa-fuse on a chip with wgmma (sm_90a): kernels are marked `fa.wgmma` and
+// get wgmma's default tiles, with one warp per 16 query rows (a head dim
+// between multiples of 64 those of the next multiple, whose columns its
+// shared tiles have); other chips and wgmma=false keep mma.sync's 4 warps.
 // RUN: fa-opt %s -split-input-file -fa-fuse=chip=sm_90a | FileCheck %s
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a wgmma=false" | FileCheck %s --check-prefix=OFF
 // RUN: fa-opt %s -split-input-file -fa-fuse=chip=sm_80 | FileCheck %s --check-prefix=OFF
@@ -34,11 +34,16 @@ func.func @d64(%q: tensor<1x1x8x64xf16>) -> tensor<1x1x8x64xf16> {
 
 // -----
 
-// D = 96 is not a multiple of wgmma's 64-column swizzle blocks: mma.sync.
+// D = 96 lies between wgmma's 64-column swizzle panels: D = 128's tiles,
+// 128 x 128, and shared memory for 128 columns, (128 + 2 x 128) x 128 x 2
+// bytes.
 // CHECK-LABEL: func.func @d96
+// CHECK: %[[SMEM:.*]] = arith.constant 98304 : i32
+// CHECK: gpu.launch_func @fa_kernels::@fa_forward_0 {{.*}} dynamic_shared_memory_size %[[SMEM]]
 // CHECK: gpu.func @fa_forward_0
-// CHECK-NOT: fa.wgmma
-// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+// OFF-LABEL: func.func @d96
+// OFF-NOT: fa.wgmma
 func.func @d96(%q: tensor<1x1x8x96xbf16>) -> tensor<1x1x8x96xbf16> {
   %o = fa.attention %q, %q, %q : tensor<1x1x8x96xbf16>, tensor<1x1x8x96xbf16>, tensor<1x1x8x96xbf16> -> tensor<1x1x8x96xbf16>
   return %o : tensor<1x1x8x96xbf16>

@@ -49,6 +49,19 @@ run --dtype=f16 --shape=2,4,2,129,257,256 --alibi --bias --causal=bottom-right -
 run --dtype=f16 --shape=1,4,2,200,300,80 --softcap=20 --alibi --bias --lse
 run --dtype=bf16 --shape=2,4,2,129,257,192 --softcap=20 --bias --causal=bottom-right --lse
 
+# Head dims between wgmma's 64-column panels (32, 80, 96) on sm_90a: tiles
+# padded with zero columns, TMA boxes per panel, the epilogue storing D; on
+# each path (a producer with TMA or cp.async, wgmma without one, mma.sync),
+# persistent, and with Dk != Dv.
+run --dtype=bf16 --shape=2,8,2,300,257,32 --causal=bottom-right --lse
+run --dtype=bf16 --shape=1,4,2,333,190,96 --causal=top-left --lse --fwd-warp-specialize=false
+run --dtype=f16 --shape=1,4,2,333,190,80 --lse --fwd-tma=false
+run --dtype=bf16 --shape=1,4,2,333,190,80 --lse --fwd-wgmma=false
+run --dtype=bf16 --shape=4,32,8,1000,777,96 --lse
+run --dtype=f16 --shape=4,32,8,1000,777,80 --lse --fwd-persistent=always
+run --dtype=bf16 --shape=2,4,2,200,300,80,128 --causal=bottom-right --lse
+run --dtype=f16 --shape=2,4,2,200,300,128,96 --window=40,8 --softcap=20 --lse
+
 # Dk != Dv in the forward: DeepSeek's 192 / 128 on each path (a producer
 # warpgroup, wgmma without one, mma.sync), causal GQA, ragged N, the scored
 # path; 96 / 64, 256 / 128 (64-key tiles: 128 do not fit) and 64 / 128.

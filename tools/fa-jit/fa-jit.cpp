@@ -204,8 +204,8 @@ static cl::opt<int64_t> hostVectorBitsOpt(
 static cl::opt<bool> fwdWgmmaOpt(
     "fwd-wgmma",
     cl::desc("On sm_90a, the forward kernel multiplies with warpgroup MMAs "
-             "(wgmma) where D is a multiple of 64 (default; false: "
-             "mma.sync)"),
+             "(wgmma; head dims between multiples of 64 padded with zero "
+             "columns) (default; false: mma.sync)"),
     cl::init(true), cl::cat(faCategory));
 static cl::opt<bool> fwdOverlapOpt(
     "fwd-overlap",

@@ -387,15 +387,15 @@ TEST(KernelAbi, TensorMapParams) {
                "a tensor map is of q, k, v, o, do, dq, dk or dv"},
            Bad{"[tensor_map(capture0, 128, 8) : tmap]",
                "a tensor map is of q, k, v, o, do, dq, dk or dv"},
-           Bad{"[tensor_map(k, 96, 8) : tmap]",
-               "parameter 0 (tensor_map(k, 96, 8) : tmap): a tensor map's "
-               "columns must be a positive multiple of 64, at most 16384, "
-               "got 96"},
+           Bad{"[tensor_map(k, 92, 8) : tmap]",
+               "parameter 0 (tensor_map(k, 92, 8) : tmap): a tensor map's "
+               "columns must be a positive multiple of 8, at most 16384, "
+               "got 92"},
            Bad{"[tensor_map(k, 0, 8) : tmap]",
-               "columns must be a positive multiple of 64, at most 16384, "
+               "columns must be a positive multiple of 8, at most 16384, "
                "got 0"},
            Bad{"[tensor_map(k, 16448, 8) : tmap]",
-               "columns must be a positive multiple of 64, at most 16384, "
+               "columns must be a positive multiple of 8, at most 16384, "
                "got 16448"},
            Bad{"[tensor_map(k, 128, 0) : tmap]",
                "parameter 0 (tensor_map(k, 128, 0) : tmap): a tensor map's "
@@ -476,6 +476,21 @@ TEST(KernelAbi, TensorMapRequests) {
   ASSERT_TRUE(narrow.ok()) << narrow.getMessage();
   expectRequest(*narrow, 0x20000, {64, 200, 1, 2, 2}, {272, 128, 54400, 108800},
                 {64, 256, 1, 1, 1});
+  // D = 96 and 80: a (D, N, 1, H, B) map with a box of one panel, which
+  // the kernel copies per panel (zeros past D).
+  Expected<TensorMapRequest> ragged =
+      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::K, 96, 128), call);
+  ASSERT_TRUE(ragged.ok()) << ragged.getMessage();
+  expectRequest(*ragged, 0x20000, {96, 200, 1, 2, 2}, {272, 128, 54400, 108800},
+                {64, 128, 1, 1, 1});
+  Expected<TensorMapRequest> d80 =
+      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::Q, 80, 64), call);
+  ASSERT_TRUE(d80.ok()) << d80.getMessage();
+  expectRequest(*d80, 0x10000, {80, 300, 1, 8, 2}, {2048, 128, 256, 614400},
+                {64, 64, 1, 1, 1});
+  EXPECT_TRUE(
+      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::K, 92, 8), call)
+          .failed());
   // Every tensor: the queries' rows and heads or the keys'.
   for (AbiTensor t :
        {AbiTensor::Q, AbiTensor::K, AbiTensor::V, AbiTensor::O, AbiTensor::DO,

@@ -72,7 +72,10 @@
 // stride(t, 1) * 2, stride(t, 0) * 2), box (64, R, D/64, 1, 1), element
 // strides all 1, no interleave, 128-byte swizzle, L2 promotion 128B, zero
 // fill out of bounds, data type UINT16 (the copy does not care whether the
-// bits are bf16 or f16). D is a positive multiple of 64 with D/64 <= 256, R
+// bits are bf16 or f16). Where D is not a multiple of 64 (80, 96), the map's
+// dims are (D, N, 1, H, B) with the same strides and its box one panel, (64,
+// R, 1, 1, 1): the kernel copies a tile as one box per panel, at column
+// 64 p, and reads zeros past D. D is a positive multiple of 8 up to 16384, R
 // is 1 to 256. The launch builds each map on the host per call
 // (getTensorMapRequest, and cuTensorMapEncodeTiled through a
 // TensorMapEncoder; ParamBuffer); a tensor without data (N, H or B 0) gets
@@ -246,8 +249,8 @@ unsigned getRank(AbiTensor tensor);
 /// Hkv or 1, z B or 1, with H and B parameters where y and z need them;
 /// pointers of type ptr, strides of existing dims (i32 or i64), sizes i32
 /// or i64, scales f32, the seed i64; tensor maps of type tmap (and only
-/// they), of q, k, v, o, do, dq, dk or dv, with D a positive multiple of 64
-/// (D/64 <= 256) and 1 to 256 box rows; no parameter twice; captures
+/// they), of q, k, v, o, do, dq, dk or dv, with D a positive multiple of 8
+/// up to 16384 and 1 to 256 box rows; no parameter twice; captures
 /// numbered from 0, each with its pointer and strides of dims 0 to rank - 1.
 Status verifyKernelAbi(const KernelAbi &abi);
 
@@ -345,9 +348,10 @@ struct TensorMapRequest {
 
 /// The request of `param` (a tensor map) for `call`: dims (64, N, D/64, H,
 /// B), byte strides (stride(t, 2) * 2, 128, stride(t, 1) * 2, stride(t, 0) *
-/// 2), box (64, boxRows, D/64, 1, 1). An error when the data is not 16-byte
-/// aligned, or a stride is not a multiple of 16 bytes or is 2^40 or more
-/// (the driver's limits), or a size is negative.
+/// 2), box (64, boxRows, D/64, 1, 1); where D is not a multiple of 64, dims
+/// (D, N, 1, H, B) and box (64, boxRows, 1, 1, 1). An error when the data is
+/// not 16-byte aligned, or a stride is not a multiple of 16 bytes or is 2^40 or
+/// more (the driver's limits), or a size is negative.
 Expected<TensorMapRequest> getTensorMapRequest(const KernelParam &param,
                                                const KernelCall &call);
 

@@ -93,8 +93,17 @@ int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV,
 /// Why `blockQ x blockKV` is not a forward tile, or an empty string.
 std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);
 
+/// The columns of a forward kernel's shared tiles and O for rows of `d`
+/// elements: with wgmma, whole 64-column panels of its 128-byte swizzle
+/// (d = 80 or 96 take 128), zero past d (the copies fill them: zeros add
+/// nothing to Q K^T or P V, and the epilogue stores d columns); else d.
+inline int64_t getForwardTileCols(int64_t d, bool wgmma) {
+  return wgmma ? (d + 63) / 64 * 64 : d;
+}
+
 /// Dynamic shared memory of the forward kernel: the Q tile and, per stage, a
-/// K tile, all of `d` 2-byte columns, and a V tile of `dv`.
+/// K tile, all of `d` 2-byte columns, and a V tile of `dv` (tile columns,
+/// getForwardTileCols).
 inline int64_t forwardSharedBytes(ForwardTile tile, int64_t d, int64_t dv) {
   return (tile.blockQ * d + tile.kvStages * tile.blockKV * (d + dv)) * 2;
 }

@@ -69,6 +69,12 @@ struct AllocSharedLowering : public OpConversionPattern<fagpu::AllocSharedOp> {
   const KernelBinding &binding;
 };
 
+/// The columns of a copy's source rows: its static D, else the tile's.
+int64_t getSourceCols(Value source, fagpu::SharedType tile) {
+  auto type = cast<MemRefType>(source.getType());
+  return type.isDynamicDim(3) ? tile.getCols() : type.getDimSize(3);
+}
+
 /// Starts the copy of `op` (fagpu.copy or fagpu.async_copy).
 template <typename CopyOp>
 LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
@@ -94,17 +100,21 @@ LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
     kb.setThreads(kProducerThreads);
     tid = kb.sub(tid, kb.c32(binding.threads));
   }
+  // Columns past the source's (a wgmma tile's padding) are zero-filled.
   kb.copyTile(type.getRows(), tile, base,
               toI32(rewriter, loc, adaptor.getRow()),
               toI32(rewriter, loc, adaptor.getBound()), buffer.strides[2], tid,
-              /*threadAddresses=*/true);
+              /*threadAddresses=*/true, getSourceCols(op.getSource(), type));
   return success();
 }
 
 /// A bulk copy: one thread expects the tile's bytes on the barrier and
-/// issues one TMA copy, a box of the whole tile at (column 0, row, slab 0,
+/// issues one TMA copy, a box of the whole tile at (column 0, row, panel 0,
 /// head, batch) of the source's 5-D tensor map (KernelAbi.h), which lands
-/// in the tile's slabs; the map zero-fills rows past the source's.
+/// in the tile's panels; the map zero-fills rows past the source's. Where
+/// the source's D is not a multiple of 64, the map's box is one panel and
+/// the thread issues one copy per panel, at (64 p, row, 0, head, batch):
+/// the map zero-fills the columns past D too.
 LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
                             fagpu::AsyncCopyOp::Adaptor adaptor,
                             ConversionPatternRewriter &rewriter,
@@ -127,21 +137,26 @@ LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
   NVVM::MBarrierArriveExpectTxOp::create(
       rewriter, loc, Type(), barrier, kb.c32(type.getRows() * rowBytes),
       NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
-  // The instruction takes a shared::cluster address; the CTA's own shared
-  // memory is part of its (one-CTA) cluster's.
-  Value dest = LLVM::AddrSpaceCastOp::create(
-      rewriter, loc,
-      LLVM::LLVMPointerType::get(rewriter.getContext(),
-                                 int(NVVM::NVVMMemorySpace::SharedCluster)),
-      tile);
-  Value coords[] = {kb.c32(0), toI32(rewriter, loc, adaptor.getRow()),
-                    kb.c32(0), toI32(rewriter, loc, adaptor.getHead()),
-                    toI32(rewriter, loc, adaptor.getBatch())};
-  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-      rewriter, loc, dest, it->second, coords, barrier,
-      /*im2colOffsets=*/ValueRange(), /*multicastMask=*/Value(),
-      /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
-      /*group=*/NVVM::CTAGroupKindAttr(), /*predicate=*/Value());
+  Value row = toI32(rewriter, loc, adaptor.getRow());
+  Value head = toI32(rewriter, loc, adaptor.getHead());
+  Value batch = toI32(rewriter, loc, adaptor.getBatch());
+  int64_t cols = getSourceCols(op.getSource(), type);
+  int64_t boxes = cols % 64 == 0 ? 1 : type.getCols() / 64;
+  for (int64_t p = 0; p < boxes; ++p) {
+    // The instruction takes a shared::cluster address; the CTA's own shared
+    // memory is part of its (one-CTA) cluster's.
+    Value at = LLVM::AddrSpaceCastOp::create(
+        rewriter, loc,
+        LLVM::LLVMPointerType::get(rewriter.getContext(),
+                                   int(NVVM::NVVMMemorySpace::SharedCluster)),
+        p ? kb.smemAt(tile, kb.c32(p * getBulkBoxRows(type) * 128)) : tile);
+    Value coords[] = {kb.c32(64 * p), row, kb.c32(0), head, batch};
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        rewriter, loc, at, it->second, coords, barrier,
+        /*im2colOffsets=*/ValueRange(), /*multicastMask=*/Value(),
+        /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+        /*group=*/NVVM::CTAGroupKindAttr(), /*predicate=*/Value());
+  }
   return success();
 }
 

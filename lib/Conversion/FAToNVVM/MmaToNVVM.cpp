@@ -85,6 +85,7 @@ SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
   auto bType = cast<fagpu::SharedType>(op.getB().getType());
   bool bStoredNK = op.getBTransposed();
   int64_t k = bStoredNK ? bType.getCols() : bType.getRows();
+  int64_t kSteps = op.getDepth().value_or(k) / 16;
   int64_t mTiles = mTilesOf(type), nTiles = type.getDimSize(1) / 8;
   KernelBuilder kb(rewriter, loc, bType.getElementType(), bType.getCols());
   kb.setWgmmaSlabs(bType.getRows());
@@ -128,7 +129,7 @@ SmallVector<Value> lowerWgmma(fagpu::MmaOp op, ValueRange aValues, Value bBase,
   }
   kb.wgmmaFence();
   for (int64_t mt = 0; mt < mTiles; ++mt) {
-    for (int64_t kk = 0; kk < k / 16; ++kk) {
+    for (int64_t kk = 0; kk < kSteps; ++kk) {
       ArrayRef<Value> a;
       Value aAt;
       if (aDesc)
@@ -203,7 +204,7 @@ struct MmaLowering : public OpConversionPattern<fagpu::MmaOp> {
     // [n][k] tile, or of 8 columns of a [k][n] one, per ldmatrix.x4.
     Value rowLane = transposed ? kb.bRow(place.lane) : kb.aRow(place.lane);
     Value colLane = transposed ? kb.bCol(place.lane) : kb.aCol(place.lane);
-    for (int64_t kk = 0; kk < k / 16; ++kk) {
+    for (int64_t kk = 0; kk < op.getDepth().value_or(k) / 16; ++kk) {
       SmallVector<SmallVector<Value, 4>> a(mTiles);
       for (int64_t mt = 0; mt < mTiles; ++mt) {
         if (aShared) {

@@ -1,8 +1,9 @@
 // fa-pipeline-cuda: the forward kernels fa-tile writes in
 // fagpu ops assemble with ptxas for sm_90a and sm_80 with no spills, at
-// the default tiles of D = 32, 96 (mma.sync), 64, 128 under a causal mask
-// and 256 with a window (wgmma with a producer warpgroup by default, and
-// without: fwd-warp-specialize=0).
+// the default tiles of D = 32, 64, 80 (persistent), 96 and 128 under a
+// causal mask, and 256 with a window (wgmma with a producer warpgroup by
+// default, and without: fwd-warp-specialize=0; D = 32, 80 and 96 in tiles
+// padded to 64 and 128 columns; mma.sync on sm_80).
 // REQUIRES: ptxas
 // RUN: split-file %s %t
 // RUN: fa-opt %t/d32.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d32.ptx
@@ -48,6 +49,12 @@
 // RUN: %ptxas -arch=sm_80 -v %t/d64.80.ptx -o %t/d64.80.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d96.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d96.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d96.ptx -o %t/d96.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d96.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=0" | %python %S/Inputs/ptx-of-binary.py > %t/d96.nows.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d96.nows.ptx -o %t/d96.nows.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d96.mlir -fa-pipeline-cuda="chip=sm_80" | %python %S/Inputs/ptx-of-binary.py > %t/d96.80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t/d96.80.ptx -o %t/d96.80.cubin 2>&1 | FileCheck %s
+// RUN: fa-opt %t/d80.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d80.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/d80.ptx -o %t/d80.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d128.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=0" | %python %S/Inputs/ptx-of-binary.py > %t/d128.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d128.ptx -o %t/d128.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d256.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=0" | %python %S/Inputs/ptx-of-binary.py > %t/d256.ptx
@@ -65,6 +72,11 @@ func.func @f(%q: tensor<?x8x?x32xbf16>, %k: tensor<?x8x?x32xbf16>, %v: tensor<?x
 func.func @f(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
   %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
   return %o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+}
+//--- d80.mlir
+func.func @f(%q: tensor<?x8x?x80xbf16>, %k: tensor<?x8x?x80xbf16>, %v: tensor<?x8x?x80xbf16>) -> tensor<?x8x?x80xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x80xbf16>, tensor<?x8x?x80xbf16>, tensor<?x8x?x80xbf16> -> tensor<?x8x?x80xbf16>
+  return %o : tensor<?x8x?x80xbf16>
 }
 //--- d96.mlir
 func.func @f(%q: tensor<?x8x?x96xf16>, %k: tensor<?x8x?x96xf16>, %v: tensor<?x8x?x96xf16>) -> (tensor<?x8x?x96xf16>, tensor<?x8x?xf32>) {

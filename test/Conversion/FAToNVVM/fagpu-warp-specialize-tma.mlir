@@ -82,7 +82,7 @@
 // CHECK-NEXT: scf.if %[[IS]] {
 // CHECK: %[[QBYTES:.*]] = arith.constant 32768 : i32
 // CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[QF:.*]], %[[QBYTES]] : !llvm.ptr<3>, i32
-// CHECK-NEXT: %[[Q0:.*]] = llvm.addrspacecast %{{.*}} : !llvm.ptr<3> to !llvm.ptr<7>
+// CHECK: %[[Q0:.*]] = llvm.addrspacecast %{{.*}} : !llvm.ptr<3> to !llvm.ptr<7>
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %[[Q0]], %[[QMAP]], %[[QF]], box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK-NOT: nvvm.cp.async.bulk.tensor
 // CHECK: scf.for

@@ -111,8 +111,8 @@ func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], thread
 
 // -----
 
-// expected-error @+1 {{kernel ABI: parameter 0 (tensor_map(k, 96, 8) : tmap): a tensor map's columns must be a positive multiple of 64, at most 16384, got 96}}
-func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [tensor_map(k, 96, 8) : tmap]>}
+// expected-error @+1 {{kernel ABI: parameter 0 (tensor_map(k, 92, 8) : tmap): a tensor map's columns must be a positive multiple of 8, at most 16384, got 92}}
+func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [tensor_map(k, 92, 8) : tmap]>}
 
 // -----
 

@@ -113,6 +113,48 @@ func.func @copy_width(%src: memref<?x?x?x128xbf16>, %dst: !fagpu.shared<1x64x64x
 
 // -----
 
+// Only wgmma's tiles are padded: 128 columns hold rows of 65 to 128.
+func.func @copy_padded_width(%src: memref<?x?x?x96xbf16>, %dst: !fagpu.shared<1x64x128xbf16>, %i: index) {
+  // expected-error @+1 {{source rows have 96 elements, the tile's 128}}
+  fagpu.copy %src[%i, %i, %i] bound %i to %dst[%i] : memref<?x?x?x96xbf16> to !fagpu.shared<1x64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @copy_wgmma_width(%src: memref<?x?x?x32xbf16>, %dst: !fagpu.shared<1x64x128xbf16, wgmma>, %i: index) {
+  // expected-error @+1 {{source rows have 32 elements, the tile's 128 (with wgmma, the elements rounded up to a multiple of 64)}}
+  fagpu.copy %src[%i, %i, %i] bound %i to %dst[%i] : memref<?x?x?x32xbf16> to !fagpu.shared<1x64x128xbf16, wgmma>
+  return
+}
+
+// -----
+
+func.func @mma_depth(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shared<2x128x128xbf16, wgmma>, %i: index) {
+  // expected-error @+1 {{depth must be a multiple of 16 below K = 128 (got 88)}}
+  %s = fagpu.mma %q, %k[%i] {b_transposed, depth = 88, wgmma} : !fagpu.shared<1x128x128xbf16, wgmma>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  return
+}
+
+// -----
+
+func.func @mma_depth_k(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shared<2x128x128xbf16, wgmma>, %i: index) {
+  // expected-error @+1 {{depth must be a multiple of 16 below K = 128 (got 128)}}
+  %s = fagpu.mma %q, %k[%i] {b_transposed, depth = 128, wgmma} : !fagpu.shared<1x128x128xbf16, wgmma>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  return
+}
+
+// -----
+
+// mma.sync's B has the result's N columns.
+func.func @mma_wide_b(%p: tensor<128x64xbf16, #fagpu.operand<warps = 4>>, %v: !fagpu.shared<1x64x128xbf16>, %i: index) {
+  // expected-error @+1 {{shapes do not compose: A is 128x64, B 64x128, the result 128x96}}
+  %o = fagpu.mma %p, %v[%i] : tensor<128x64xbf16, #fagpu.operand<warps = 4>>, !fagpu.shared<1x64x128xbf16> -> tensor<128x96xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
 func.func @copy_element(%src: memref<?x?x?x64xf16>, %dst: !fagpu.shared<1x64x64xbf16>, %i: index) {
   // expected-error @+1 {{source elements ('f16') differ from the tile's ('bf16')}}
   %t = fagpu.async_copy %src[%i, %i, %i] bound %i to %dst[%i] : memref<?x?x?x64xf16> to !fagpu.shared<1x64x64xbf16>

@@ -161,6 +161,22 @@ func.func @wgmma(%q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shared<2x1
   return %o : tensor<128x128xf32, #fagpu.acc<warps = 8>>
 }
 
+// A head dim between wgmma's panels (Dk = 80, Dv = 96) in 128-column tiles:
+// S over the first 80 columns (depth), P V of 96 columns from V's 128, and
+// copies of the 80- and 96-element rows into them.
+// CHECK-LABEL: func.func @wgmma_padded
+func.func @wgmma_padded(%qg: memref<?x?x?x80xbf16>, %vg: memref<?x?x?x96xbf16>, %q: !fagpu.shared<1x128x128xbf16, wgmma>, %k: !fagpu.shared<2x128x128xbf16, wgmma>, %p: tensor<128x128xbf16, #fagpu.operand<warps = 8>>, %acc: tensor<128x96xf32, #fagpu.acc<warps = 8>>, %i: index) -> (tensor<128x128xf32, #fagpu.acc<warps = 8>>, tensor<128x96xf32, #fagpu.acc<warps = 8>>) {
+  // CHECK: fagpu.copy %{{.*}} to %{{.*}}[%{{.*}}] : memref<?x?x?x80xbf16> to !fagpu.shared<1x128x128xbf16, wgmma>
+  fagpu.copy %qg[%i, %i, %i] bound %i to %q[%i] : memref<?x?x?x80xbf16> to !fagpu.shared<1x128x128xbf16, wgmma>
+  // CHECK: fagpu.copy %{{.*}} to %{{.*}}[%{{.*}}] : memref<?x?x?x96xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>
+  fagpu.copy %vg[%i, %i, %i] bound %i to %k[%i] : memref<?x?x?x96xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>
+  // CHECK: fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] {b_transposed, depth = 80 : i64, wgmma} : !fagpu.shared<1x128x128xbf16, wgmma>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  %s = fagpu.mma %q, %k[%i] {b_transposed, depth = 80, wgmma} : !fagpu.shared<1x128x128xbf16, wgmma>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x128xf32, #fagpu.acc<warps = 8>>
+  // CHECK: fagpu.mma %{{.*}}, %{{.*}}[%{{.*}}] acc %{{.*}} {wgmma} : tensor<128x128xbf16, #fagpu.operand<warps = 8>>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x96xf32, #fagpu.acc<warps = 8>>
+  %o = fagpu.mma %p, %k[%i] acc %acc {wgmma} : tensor<128x128xbf16, #fagpu.operand<warps = 8>>, !fagpu.shared<2x128x128xbf16, wgmma> -> tensor<128x96xf32, #fagpu.acc<warps = 8>>
+  return %s, %o : tensor<128x128xf32, #fagpu.acc<warps = 8>>, tensor<128x96xf32, #fagpu.acc<warps = 8>>
+}
+
 // Async products and their waits: S and P V in flight together, S waited
 // for with P V still pending.
 // CHECK-LABEL: func.func @wgmma_async

@@ -92,6 +92,13 @@ LogicalResult verifyWindow(Operation *op,
 
 /// A copy's source is a rank-4 [B, H, N, D] buffer of the tile's element
 /// type and width.
+/// Whether a tile of `cols` columns holds rows of `d` elements: `cols` is
+/// d, or with wgmma's layout d rounded up to whole 64-column panels (zero
+/// columns past d).
+bool isTileWidthOf(int64_t cols, int64_t d, bool wgmma) {
+  return cols == d || (wgmma && d > 0 && cols == (d + 63) / 64 * 64);
+}
+
 LogicalResult verifyCopy(Operation *op, Type source, SharedType dest) {
   auto memref = dyn_cast<MemRefType>(source);
   if (!memref || memref.getRank() != 4)
@@ -100,10 +107,13 @@ LogicalResult verifyCopy(Operation *op, Type source, SharedType dest) {
     return op->emitOpError("source elements (")
            << memref.getElementType() << ") differ from the tile's ("
            << dest.getElementType() << ")";
-  if (!memref.isDynamicDim(3) && memref.getDimSize(3) != dest.getCols())
+  if (!memref.isDynamicDim(3) &&
+      !isTileWidthOf(dest.getCols(), memref.getDimSize(3), dest.getWgmma()))
     return op->emitOpError("source rows have ")
-           << memref.getDimSize(3) << " elements, the tile's "
-           << dest.getCols();
+           << memref.getDimSize(3) << " elements, the tile's " << dest.getCols()
+           << (dest.getWgmma() ? " (with wgmma, the elements rounded up to a "
+                                 "multiple of 64)"
+                               : "");
   return success();
 }
 
@@ -349,13 +359,20 @@ LogicalResult MmaOp::verify() {
            << aElement << " vs " << b.getElementType() << ")";
   int64_t bk = getBTransposed() ? b.getCols() : b.getRows();
   int64_t bn = getBTransposed() ? b.getRows() : b.getCols();
-  if (m != result.getDimSize(0) || k != bk || bn != result.getDimSize(1))
+  int64_t n = result.getDimSize(1);
+  if (m != result.getDimSize(0) || k != bk ||
+      (bn != n && !(getWgmma() && bn > n)))
     return emitOpError("shapes do not compose: A is ")
            << m << "x" << k << ", B " << bk << "x" << bn << ", the result "
-           << result.getDimSize(0) << "x" << result.getDimSize(1);
-  if (k % 16 != 0 || bn % 16 != 0)
+           << result.getDimSize(0) << "x" << n
+           << (getWgmma() ? " (with wgmma B may have more columns)" : "");
+  if (k % 16 != 0 || n % 16 != 0)
     return emitOpError("K and N must be multiples of 16 (got ")
-           << k << ", " << bn << ")";
+           << k << ", " << n << ")";
+  if (std::optional<int64_t> depth = getDepth();
+      depth && (*depth % 16 != 0 || *depth >= k))
+    return emitOpError("depth must be a multiple of 16 below K = ")
+           << k << " (got " << *depth << ")";
   auto shared = dyn_cast<SharedType>(getA().getType());
   if (getAsync()) {
     if (!getWgmma())

@@ -448,10 +448,17 @@ def FAGPU_MmaOp : FAGPU_Op<"mma", [Pure,
     With `async` (wgmma only) the product is started, not waited for: its
     result is read through the `fagpu.mma_wait` that names it, so that other
     work runs on the tensor cores' time (fa-overlap-softmax).
+
+    Tiles padded to wgmma's 64-column panels (a head dim of 80 or 96 in a
+    128-column tile, zero past it) are read only as far as they hold data:
+    with `depth` (a multiple of 16 below K) the product sums over the first
+    `depth` of K only, and with wgmma B may have more than N columns, of
+    which the product reads the first N.
   }];
   let arguments = (ins AnyType:$a, FAGPU_Shared:$b, Index:$b_stage,
                        Optional<FAGPU_Register>:$acc, UnitAttr:$b_transposed,
-                       UnitAttr:$wgmma, UnitAttr:$async);
+                       UnitAttr:$wgmma, UnitAttr:$async,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$depth);
   let results = (outs FAGPU_Register:$result);
   let assemblyFormat = [{
     $a `,` $b `[` $b_stage `]` (`acc` $acc^)? attr-dict `:` qualified(type($a)) `,`
