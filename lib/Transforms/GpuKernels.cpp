@@ -57,13 +57,12 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
   bool masked = op.getCausalAttr() || op.getWindowAttr();
   ForwardTile tile;
   // With a producer warpgroup (TMA, H200 A/B, performance.md): two consumer
-  // warpgroups of 64 query rows (one up to D = 64 on the plain path, below),
-  // K/V tiles of 128 rows up to D = 128 and of 64 at D = 256 (two stages:
-  // 192 KB). Per-score terms beyond ALiBi's (a bias load, a score_mod, a
-  // mask_mod, dropout's hash) take registers beside S and O: the largest K/V
-  // tile without spills in the test variants (`*-ptxas.mlir`), and for a bias
-  // 64 keys, the fastest (H200 A/B, performance.md: the scored path with a
-  // producer warpgroup).
+  // warpgroups of 64 query rows, K/V tiles of 128 rows up to D = 128 and of
+  // 64 at D = 256 (two stages: 192 KB). Per-score terms beyond ALiBi's (a
+  // bias load, a score_mod, a mask_mod, dropout's hash) take registers
+  // beside S and O: the largest K/V tile without spills in the test
+  // variants (`*-ptxas.mlir`), and for a bias 64 keys, the fastest (H200
+  // A/B, performance.md: the scored path with a producer warpgroup).
   if (wgmma && warpSpecialize) {
     // 128-key tiles where O (Dv) allows and their two stages and barriers
     // (fa-warp-specialize's) fit an sm_90a CTA (Dk = 256 with Dv = 128 does
@@ -73,12 +72,6 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
         forwardSharedBytes(tile, dk, dv) + 8 * (1 + 4 * tile.kvStages);
     if (dv > 128 || bytes > maxSharedBytesPerBlock("sm_90a").value_or(0))
       tile = ForwardTile{128, 64};
-    // Up to D = 64 the plain path takes one consumer warpgroup of 64 rows:
-    // two CTAs an SM, one's prologue and epilogue under the other's loop
-    // (H100 A/B at 1d1f00d, performance.md: +3-6% up to N = 4096, even at
-    // 8192).
-    if (d <= 64 && !isScoredForward(op))
-      tile.blockQ = 64;
     bool bias = bool(op.getBias()), scoreMod = !op.getScoreMod().empty();
     int64_t terms =
         bias + scoreMod + !op.getMaskMod().empty() + bool(op.getDropoutSeed());

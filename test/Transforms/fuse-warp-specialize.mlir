@@ -1,8 +1,7 @@
 // fa-fuse's warp-specialize on sm_90a: wgmma kernels of the plain path are
 // marked `fa.warp_specialize` with a producer warpgroup's default tiles,
-// 128 query rows (two consumer warpgroups; 64 and one up to D = 64 on the
-// plain path) and K/V tiles of 128 rows (64 at D = 256; D = 96, padded to
-// 128 columns, D = 128's).
+// 128 query rows (two consumer warpgroups) and K/V tiles of 128 rows (64 at
+// D = 256; D = 96, padded to 128 columns, D = 128's).
 // fa-warp-specialize leaves unmarked kernels alone (the UNMARKED run: the
 // same kernels without the option). The scored path is marked too, with
 // K/V tiles by its per-score terms beyond ALiBi's (bias, score_mod,
@@ -13,11 +12,9 @@
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" | FileCheck %s
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a" -fa-tile -fa-online-softmax -fa-warp-specialize | FileCheck %s --check-prefix=UNMARKED
 
-// D = 64 on the plain path: one consumer warpgroup of 64 rows (two CTAs an
-// SM).
 // CHECK-LABEL: func.func @d64
 // CHECK: gpu.func @fa_forward_0
-// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 64 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
 // UNMARKED-LABEL: func.func @d64
 // UNMARKED: gpu.func @fa_forward_0
 // UNMARKED-NOT: fagpu.warp_specialize

@@ -253,9 +253,8 @@ TEST_F(CudaLaunchTest, PlainForward) {
 }
 
 // By default the plain kernel has a producer warpgroup that copies with
-// TMA: at D = 64 one consumer warpgroup of 64 query rows, 256 threads, and
-// a tensor map of Q, K and V (boxes of a whole 64-row Q tile and 128-row
-// K/V tiles), which the launch encodes through the
+// TMA: 128 query rows, 384 threads, and a tensor map of Q, K and V (boxes
+// of the whole 128-row tile at D = 64), which the launch encodes through the
 // function's driver from the call's pointers, sizes and strides.
 TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   auto op = parse<mlir::fa::AttentionOp>(kPlain);
@@ -265,9 +264,9 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   ASSERT_TRUE(mlir::succeeded(image));
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(rt::printKernelAbi(abi),
-            "grid = [tiles(Nq, 64), Hq, B], threads = 256, shared = 73800, " +
+            "grid = [tiles(Nq, 128), Hq, B], threads = 384, shared = 81992, " +
                 std::string(kPlainParams) +
-                ", tensor_map(q, 64, 64) : tmap, tensor_map(k, 64, 128) : "
+                ", tensor_map(q, 64, 128) : tmap, tensor_map(k, 64, 128) : "
                 "tmap, tensor_map(v, 64, 128) : tmap]");
   rt::Function function = load(image->ptx, abi);
 
@@ -276,9 +275,9 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   ASSERT_TRUE(status.ok()) << status.getMessage();
   std::vector<FaFakeLaunch> all = launches->all();
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].grid[0], 5u); // ceil(300 / 64)
-  EXPECT_EQ(all[0].block[0], 256u);
-  EXPECT_EQ(all[0].sharedBytes, 73800u);
+  EXPECT_EQ(all[0].grid[0], 3u); // ceil(300 / 128)
+  EXPECT_EQ(all[0].block[0], 384u);
+  EXPECT_EQ(all[0].sharedBytes, 81992u);
   // The last map encoded is V's: [2, 2, 200, 64] at 0x30000.
   FaFakeTensorMapCall map;
   ASSERT_TRUE(launches->lastTensorMap(map));

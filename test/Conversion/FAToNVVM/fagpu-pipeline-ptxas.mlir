@@ -10,21 +10,21 @@
 // RUN: %ptxas -arch=sm_90a -v %t/d32.ptx -o %t/d32.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a fwd-warp-specialize=0" | %python %S/Inputs/ptx-of-binary.py > %t/d64.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d64.ptx -o %t/d64.cubin 2>&1 | FileCheck %s
-// With fa-warp-specialize and 128 query rows (two consumer warpgroups and
-// one CTA an SM): no spills, registers moved between the roles (the
-// producer keeps 24 with TMA, 40 with cp.async).
-// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a block-q=128" | %python %S/Inputs/ptx-of-binary.py > %t/d64-ws.ptx
+// With fa-warp-specialize (128 query rows: two consumer warpgroups and one
+// CTA an SM): no spills, registers moved between the roles (the producer
+// keeps 24 with TMA, 40 with cp.async).
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d64-ws.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d64-ws.ptx -o %t/d64-ws.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=WS64 < %t/d64-ws.ptx
 // RUN: fa-opt %t/d128.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d128-ws.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d128-ws.ptx -o %t/d128-ws.cubin 2>&1 | FileCheck %s
 // RUN: fa-opt %t/d256.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d256-ws.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d256-ws.ptx -o %t/d256-ws.cubin 2>&1 | FileCheck %s
-// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a block-q=128 fwd-tma=0" | %python %S/Inputs/ptx-of-binary.py > %t/d64-ws-cp.ptx
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a fwd-tma=0" | %python %S/Inputs/ptx-of-binary.py > %t/d64-ws-cp.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d64-ws-cp.ptx -o %t/d64-ws-cp.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=WS64CP < %t/d64-ws-cp.ptx
-// One consumer warpgroup (64 query rows, D = 64's default): two CTAs an SM.
-// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a" | %python %S/Inputs/ptx-of-binary.py > %t/d64-ws1.ptx
+// One consumer warpgroup (64 query rows): two CTAs an SM.
+// RUN: fa-opt %t/d64.mlir -fa-pipeline-cuda="chip=sm_90a block-q=64" | %python %S/Inputs/ptx-of-binary.py > %t/d64-ws1.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/d64-ws1.ptx -o %t/d64-ws1.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=WS64ONE < %t/d64-ws1.ptx
 // WS64: .param .align 64 .b8 fa_forward_0_param_{{[0-9]+}}[128]
