@@ -53,6 +53,9 @@ variants=(
   "--dtype=f16 --shape=1,2,2,77,200,80 --softcap=20 --lse"
   # A persistent grid with several work items a CTA.
   "--dtype=bf16 --shape=8,16,4,300,257,128 --lse"
+  # Head dims padded to 128 columns (TMA boxes per panel, zeros past D),
+  # persistent, Dk != Dv.
+  "--dtype=bf16 --shape=4,16,4,300,257,96,80 --lse"
 )
 # Captures of exactly N entries (ragged tiles must read them in bounds).
 caps=$(mktemp -d)
