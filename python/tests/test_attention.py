@@ -404,10 +404,15 @@ def test_gpu_kernel_ptx() -> None:
 
 
 def test_gpu_head_dims() -> None:
-    """The GPU's head dims (compiled without a GPU): D = 80 on mma.sync, D = 192
-    and Dk = 192 with Dv = 128 on wgmma with a producer warpgroup (P V of Dv
-    columns); other head dims are a compile error naming the supported ones."""
-    assert "mma.sync" in fa.compile("bfloat16", 80, target="sm_90a").ptx
+    """The GPU's head dims (compiled without a GPU): D = 80 on wgmma in tiles
+    padded to 128 columns (S over 80 of them, P V of 80) and on sm_80's
+    mma.sync, D = 192 and Dk = 192 with Dv = 128 on wgmma with a producer
+    warpgroup (P V of Dv columns); other head dims are a compile error naming
+    the supported ones."""
+    ptx = fa.compile("bfloat16", 80, target="sm_90a").ptx
+    assert ".maxntid 384, 1, 1" in ptx and "wgmma.mma_async.sync.aligned.m64n80k16" in ptx
+    assert "mma.sync.aligned.m16n8k16" not in ptx
+    assert "mma.sync.aligned.m16n8k16" in fa.compile("bfloat16", 80, target="sm_80").ptx
     ptx = fa.compile("bfloat16", 192, target="sm_90a").ptx
     assert ".maxntid 384, 1, 1" in ptx and "wgmma.mma_async.sync.aligned.m64n192k16" in ptx
     ptx = fa.compile("bfloat16", 192, 128, target="sm_90a").ptx
