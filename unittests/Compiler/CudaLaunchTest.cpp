@@ -294,6 +294,50 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
     EXPECT_EQ(map.globalStrides[i], strides[i]) << "stride " << i;
 }
 
+// Head dims between wgmma's 64-column panels (Dk = 96, Dv = 80): the maps
+// keep the tensors' D, and their boxes are one 64-column panel, which the
+// kernel copies once per panel (zeros past D).
+TEST_F(CudaLaunchTest, PaddedHeadDimsEncodePanelMaps) {
+  auto op = parse<mlir::fa::AttentionOp>(R"mlir(
+func.func @f(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x2x?x96xbf16>, %v: tensor<?x2x?x80xbf16>) -> tensor<?x8x?x80xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x80xbf16> -> tensor<?x8x?x80xbf16>
+  return %o : tensor<?x8x?x80xbf16>
+}
+)mlir");
+  ASSERT_TRUE(op);
+  mlir::FailureOr<mlir::fa::CudaKernelImage> image =
+      mlir::fa::compileCudaKernel(op, "sm_90a");
+  ASSERT_TRUE(mlir::succeeded(image));
+  const rt::KernelAbi &abi = image->abi;
+  std::string text = rt::printKernelAbi(abi);
+  EXPECT_NE(text.find("tensor_map(q, 96, 128) : tmap, tensor_map(k, 96, 128) "
+                      ": tmap, tensor_map(v, 80, 128) : tmap]"),
+            std::string::npos)
+      << text;
+  rt::Function function = load(image->ptx, abi);
+
+  rt::KernelCall call = forwardCall(2, 8, 2, 300, 200, 96);
+  call.set(AbiTensor::V, 0x30000, {2 * 200 * 80, 200 * 80, 80});
+  call.set(AbiTensor::O, 0x40000, {8 * 300 * 80, 300 * 80, 80});
+  rt::Status status = mlir::fa::launchCudaKernel(abi, function, call, nullptr);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  ASSERT_EQ(launches->all().size(), 1u);
+  // V's map, the last encoded: [2, 2, 200, 80] at 0x30000.
+  FaFakeTensorMapCall map;
+  ASSERT_TRUE(launches->lastTensorMap(map));
+  EXPECT_EQ(map.rank, 5u);
+  EXPECT_EQ(map.globalAddress, 0x30000u);
+  const uint64_t dims[5] = {80, 200, 1, 2, 2};
+  const uint64_t strides[4] = {80 * 2, 128, 200 * 80 * 2, 2 * 200 * 80 * 2};
+  const uint32_t box[5] = {64, 128, 1, 1, 1};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(map.globalDim[i], dims[i]) << "dim " << i;
+    EXPECT_EQ(map.boxDim[i], box[i]) << "box " << i;
+  }
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(map.globalStrides[i], strides[i]) << "stride " << i;
+}
+
 constexpr const char *kScored = R"mlir(
 func.func @f(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>, %bias: tensor<1x4x?x?xf16>, %slopes: tensor<4xf32>, %seed: i64, %doc: tensor<?xi32>, %tab: tensor<4x?xf16>) -> tensor<?x4x?x64xbf16> {
   %o = fa.attention %q, %k, %v bias(%bias : tensor<1x4x?x?xf16>) alibi_slopes(%slopes : tensor<4xf32>) dropout_seed(%seed) captures(%doc, %tab : tensor<?xi32>, tensor<4x?xf16>) {dropout_p = 1.000000e-01 : f32} : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x4x?x64xbf16> score_mod {
