@@ -187,7 +187,7 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
       return;
     // wgmma on the kernel module's chip where it has them; its 128-byte
     // swizzle takes tiles of 64-column panels, so head dims between them
-    // (32, 80, 96, 192) are padded with zero columns (getForwardTileCols).
+    // (32, 80, 96) are padded with zero columns (getForwardTileCols).
     const ::fa::target::GpuTarget *target = ::fa::target::lookupGpuTarget(
         !getKernelChip(module).empty() ? getKernelChip(module) : chip);
     bool chipHasWgmma =

@@ -98,7 +98,7 @@ std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);
 /// (d = 80 or 96 take 128), zero past d (the copies fill them: zeros add
 /// nothing to Q K^T or P V, and the epilogue stores d columns); else d.
 inline int64_t getForwardTileCols(int64_t d, bool wgmma) {
-  return wgmma ? (d + 63) / 64 * 64 : d;
+  return wgmma ? fagpu::getWgmmaTileCols(d) : d;
 }
 
 /// Dynamic shared memory of the forward kernel: the Q tile and, per stage, a

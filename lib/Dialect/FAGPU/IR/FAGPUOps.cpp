@@ -93,10 +93,9 @@ LogicalResult verifyWindow(Operation *op,
 /// A copy's source is a rank-4 [B, H, N, D] buffer of the tile's element
 /// type and width.
 /// Whether a tile of `cols` columns holds rows of `d` elements: `cols` is
-/// d, or with wgmma's layout d rounded up to whole 64-column panels (zero
-/// columns past d).
+/// d, or with wgmma's layout d's whole panels (getWgmmaTileCols).
 bool isTileWidthOf(int64_t cols, int64_t d, bool wgmma) {
-  return cols == d || (wgmma && d > 0 && cols == (d + 63) / 64 * 64);
+  return cols == d || (wgmma && d > 0 && cols == getWgmmaTileCols(d));
 }
 
 LogicalResult verifyCopy(Operation *op, Type source, SharedType dest) {

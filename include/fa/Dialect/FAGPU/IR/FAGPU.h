@@ -35,6 +35,10 @@ unsigned getLayoutWarps(Type type);
 /// elements of operands.
 int64_t getRegistersPerThread(RankedTensorType type);
 
+/// The columns of a tile in wgmma's layout holding rows of `d` elements:
+/// whole 64-column (128-byte swizzle) panels, zero past d.
+inline int64_t getWgmmaTileCols(int64_t d) { return (d + 63) / 64 * 64; }
+
 } // namespace mlir::fagpu
 
 #endif // FA_DIALECT_FAGPU_IR_FAGPU_H
