@@ -520,8 +520,10 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
     if (!op.getRematerialize() && !op.getWork())
       coords = op;
   // `auto`: where it measured faster than a CTA an item (performance.md,
-  // "persistent"): at D = 64 and 256 ptxas keeps the persistent loop's wgmma
-  // descriptors out of uniform registers, which costs more than it gains.
+  // "persistent"), tiles of 128 columns (D = 128, and D = 80 or 96 padded to
+  // them, not measured apart): at D = 64 and 256 ptxas keeps the persistent
+  // loop's wgmma descriptors out of uniform registers, which costs more than
+  // it gains.
   bool persistent = persistentGrid == "always" ||
                     (persistentGrid == "auto" && qType.getCols() == 128 &&
                      vType.getCols() == 128);

@@ -389,8 +389,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     softmax of tile n + 1 runs while P V(n) does (a turn, with `pingpong`,
     is then the issue of both).
 
-    With `persistent` (`auto`, the default: at D = Dv = 128, where it
-    measured faster; `always`; `never`), where every query tile visits the
+    With `persistent` (`auto`, the default: Q and V tiles of 128 columns,
+    D = Dv = 128 where it measured faster and D = 80 or 96 padded to them;
+    `always`; `never`), where every query tile visits the
     same keys, the kernel is persistent: `fagpu.work_slot` places the CTA, both
     roles loop over its work items (`fagpu.block_coords of %item`), the
     rings' stages and parities run on across items, and Q has an "empty"
@@ -413,8 +414,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "A persistent grid where every query tile visits the same keys "
            "(no causal mask, window or key ranges): each CTA runs work "
            "items round robin and the producer copies the next item's Q "
-           "and K/V under the current item's epilogue. auto: where it "
-           "measured faster (D = Dv = 128); always; never">
+           "and K/V under the current item's epilogue. auto: tiles of 128 "
+           "columns (D = Dv = 128, where it measured faster; D = 80 or 96 "
+           "padded to them); always; never">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",
