@@ -69,12 +69,6 @@ struct AllocSharedLowering : public OpConversionPattern<fagpu::AllocSharedOp> {
   const KernelBinding &binding;
 };
 
-/// The columns of a copy's source rows: its static D, else the tile's.
-int64_t getSourceCols(Value source, fagpu::SharedType tile) {
-  auto type = cast<MemRefType>(source.getType());
-  return type.isDynamicDim(3) ? tile.getCols() : type.getDimSize(3);
-}
-
 /// Starts the copy of `op` (fagpu.copy or fagpu.async_copy).
 template <typename CopyOp>
 LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,

@@ -655,11 +655,9 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     // The map's D is the tensor's: past it (a wgmma tile's padding) TMA
     // fills zeros.
     auto tile = cast<fagpu::SharedType>(copy.getDest().getType());
-    auto source = cast<MemRefType>(copy.getSource().getType());
-    int64_t cols =
-        source.isDynamicDim(3) ? tile.getCols() : source.getDimSize(3);
     KernelParam map =
-        KernelParam::tensorMap(tensors[arg.getArgNumber()], uint32_t(cols),
+        KernelParam::tensorMap(tensors[arg.getArgNumber()],
+                               uint32_t(getSourceCols(copy.getSource(), tile)),
                                uint32_t(getBulkBoxRows(tile)));
     auto *same = llvm::find_if(tensorMaps, [&](auto &entry) {
       return entry.first == arg.getArgNumber();

@@ -70,6 +70,14 @@ struct KernelBinding {
 /// (64, rows, D / 64) writes as they are.
 inline int64_t getBulkBoxRows(fagpu::SharedType tile) { return tile.getRows(); }
 
+/// The columns of the rows a copy reads from `source` (a [B, H, N, D]
+/// memref) into `tile`: its static D, else the tile's. Below the tile's, a
+/// wgmma tile's padding, which the copy and the tensor map fill with zeros.
+inline int64_t getSourceCols(Value source, fagpu::SharedType tile) {
+  auto type = cast<MemRefType>(source.getType());
+  return type.isDynamicDim(3) ? tile.getCols() : type.getDimSize(3);
+}
+
 /// The calling thread's id, warp, lane, and the lane's row group (lane / 4)
 /// and quad position (lane % 4) in mma.sync fragments (all i32). With
 /// `rebuilt`, the id passes through an opaque mov: what is computed from it

@@ -204,7 +204,8 @@ struct MmaLowering : public OpConversionPattern<fagpu::MmaOp> {
     // [n][k] tile, or of 8 columns of a [k][n] one, per ldmatrix.x4.
     Value rowLane = transposed ? kb.bRow(place.lane) : kb.aRow(place.lane);
     Value colLane = transposed ? kb.bCol(place.lane) : kb.aCol(place.lane);
-    for (int64_t kk = 0; kk < op.getDepth().value_or(k) / 16; ++kk) {
+    int64_t kSteps = op.getDepth().value_or(k) / 16;
+    for (int64_t kk = 0; kk < kSteps; ++kk) {
       SmallVector<SmallVector<Value, 4>> a(mTiles);
       for (int64_t mt = 0; mt < mTiles; ++mt) {
         if (aShared) {
