@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
@@ -175,6 +176,24 @@ protected:
     }
   }
 
+  /// The last tensor map encoded was a 5-D map of `address` with these
+  /// dims, byte strides and box.
+  void expectLastTensorMap(uint64_t address,
+                           const std::array<uint64_t, 5> &dims,
+                           const std::array<uint64_t, 4> &strides,
+                           const std::array<uint32_t, 5> &box) {
+    FaFakeTensorMapCall map;
+    ASSERT_TRUE(launches->lastTensorMap(map));
+    EXPECT_EQ(map.rank, 5u);
+    EXPECT_EQ(map.globalAddress, address);
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_EQ(map.globalDim[i], dims[i]) << "dim " << i;
+      EXPECT_EQ(map.boxDim[i], box[i]) << "box " << i;
+    }
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(map.globalStrides[i], strides[i]) << "stride " << i;
+  }
+
   std::string path;
   std::unique_ptr<rt::Driver> driver;
   std::optional<rt::Device> device;
@@ -279,19 +298,9 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   EXPECT_EQ(all[0].block[0], 384u);
   EXPECT_EQ(all[0].sharedBytes, 81992u);
   // The last map encoded is V's: [2, 2, 200, 64] at 0x30000.
-  FaFakeTensorMapCall map;
-  ASSERT_TRUE(launches->lastTensorMap(map));
-  EXPECT_EQ(map.rank, 5u);
-  EXPECT_EQ(map.globalAddress, 0x30000u);
-  const uint64_t dims[5] = {64, 200, 1, 2, 2};
-  const uint64_t strides[4] = {64 * 2, 128, 200 * 64 * 2, 2 * 200 * 64 * 2};
-  const uint32_t box[5] = {64, 128, 1, 1, 1};
-  for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(map.globalDim[i], dims[i]) << "dim " << i;
-    EXPECT_EQ(map.boxDim[i], box[i]) << "box " << i;
-  }
-  for (int i = 0; i < 4; ++i)
-    EXPECT_EQ(map.globalStrides[i], strides[i]) << "stride " << i;
+  expectLastTensorMap(0x30000, {64, 200, 1, 2, 2},
+                      {64 * 2, 128, 200 * 64 * 2, 2 * 200 * 64 * 2},
+                      {64, 128, 1, 1, 1});
 }
 
 // Head dims between wgmma's 64-column panels (Dk = 96, Dv = 80): the maps
@@ -323,19 +332,9 @@ func.func @f(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x2x?x96xbf16>, %v: tensor<?x
   ASSERT_TRUE(status.ok()) << status.getMessage();
   ASSERT_EQ(launches->all().size(), 1u);
   // V's map, the last encoded: [2, 2, 200, 80] at 0x30000.
-  FaFakeTensorMapCall map;
-  ASSERT_TRUE(launches->lastTensorMap(map));
-  EXPECT_EQ(map.rank, 5u);
-  EXPECT_EQ(map.globalAddress, 0x30000u);
-  const uint64_t dims[5] = {80, 200, 1, 2, 2};
-  const uint64_t strides[4] = {80 * 2, 128, 200 * 80 * 2, 2 * 200 * 80 * 2};
-  const uint32_t box[5] = {64, 128, 1, 1, 1};
-  for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(map.globalDim[i], dims[i]) << "dim " << i;
-    EXPECT_EQ(map.boxDim[i], box[i]) << "box " << i;
-  }
-  for (int i = 0; i < 4; ++i)
-    EXPECT_EQ(map.globalStrides[i], strides[i]) << "stride " << i;
+  expectLastTensorMap(0x30000, {80, 200, 1, 2, 2},
+                      {80 * 2, 128, 200 * 80 * 2, 2 * 200 * 80 * 2},
+                      {64, 128, 1, 1, 1});
 }
 
 constexpr const char *kScored = R"mlir(
