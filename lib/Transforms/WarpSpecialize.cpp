@@ -519,14 +519,15 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   for (auto op : entry.getOps<fagpu::BlockCoordsOp>())
     if (!op.getRematerialize() && !op.getWork())
       coords = op;
-  // `auto`: where it measured faster than a CTA an item (performance.md,
-  // "persistent"), tiles of 128 columns (D = 128, and D = 80 or 96 padded to
-  // them, not measured apart): at D = 64 and 256 ptxas keeps the persistent
-  // loop's wgmma descriptors out of uniform registers, which costs more than
-  // it gains.
+  // `auto`: the plain path, where persistence measured faster than a CTA
+  // an item or level with it (D = 64, 128 and 256, performance.md,
+  // "persistent"); kernels with per-score terms (fagpu.map: softcap, ALiBi,
+  // bias, score_mod, dropout) were not measured persistent.
+  bool perScoreTerms =
+      kernel.walk([](fagpu::MapOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
   bool persistent = persistentGrid == "always" ||
-                    (persistentGrid == "auto" && qType.getCols() == 128 &&
-                     vType.getCols() == 128);
+                    (persistentGrid == "auto" && !perScoreTerms);
   persistent &= coords && hasUniformWork(kernel);
   if (persistent)
     rings.qEmpty = barriers(1, consumers / 128);

@@ -4,10 +4,10 @@
 // Dk != Dv (DeepSeek's 192 / 128): Q and K tiles have D columns, V's and O
 // have Dv. With a producer warpgroup the key tile follows Dv (128 x 128, as
 // at D = 128); the two-stage rings are Q 48 KB, K 96 KB and V 64 KB, then
-// the barriers.
+// the barriers (Q's empty one too: the grid is persistent).
 // CHECK-LABEL: func.func @dk192_dv128
 // CHECK: gpu.launch_func @fa_kernels::@fa_forward_0
-// CHECK-SAME: threads in (%c384, %c1, %c1) dynamic_shared_memory_size %c213064_i32
+// CHECK-SAME: threads in (%c384, %c1, %c1) dynamic_shared_memory_size %c213072_i32
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64
 // CHECK: %[[SQ:[0-9]+]] = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x128x192xbf16, wgmma>

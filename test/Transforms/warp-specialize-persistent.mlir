@@ -87,16 +87,35 @@ func.func @d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tens
 
 // -----
 
-// D = 64: persistent only with `always` (by default, where it measured
-// faster: D = Dv = 128).
+// D = 64: persistent by default too (the plain path at every D).
 // CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: fagpu.work_slot
+// CHECK: fagpu.block_coords of
+// ALWAYS-LABEL: gpu.func @fa_forward_0
+// ALWAYS: fagpu.work_slot
+// ALWAYS: fagpu.block_coords of
+// NEVER-LABEL: gpu.func @fa_forward_0
+// NEVER-NOT: fagpu.work_slot
+// NEVER: gpu.return
+func.func @d64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+  return %o : tensor<?x8x?x64xbf16>
+}
+
+// -----
+
+// Per-score terms (softcap: a fagpu.map in the loop): persistent only with
+// `always` (not measured persistent, so not by default).
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fagpu.work_slot
+// CHECK: fagpu.map
 // CHECK-NOT: fagpu.work_slot
 // CHECK: gpu.return
 // ALWAYS-LABEL: gpu.func @fa_forward_0
 // ALWAYS: fagpu.work_slot
-// ALWAYS: fagpu.block_coords of
-func.func @d64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
-  %o = fa.attention %q, %k, %v : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+// ALWAYS: fagpu.map
+func.func @softcap(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v {softcap = 30.0 : f32} : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
   return %o : tensor<?x8x?x64xbf16>
 }
 

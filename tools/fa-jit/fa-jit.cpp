@@ -235,9 +235,8 @@ static cl::opt<std::string> fwdPersistentOpt(
     cl::desc("With --fwd-warp-specialize, where every query tile visits the "
              "same keys, a persistent grid: each CTA runs work items round "
              "robin and copies the next one's Q and K/V under the current "
-             "one's epilogue (auto: tiles of 128 columns, D = Dv = 128 where "
-             "it measured faster, and D = 80 or 96 padded to them; always; "
-             "never)"),
+             "one's epilogue (auto: the plain path, without softcap, ALiBi, "
+             "bias, score_mod or dropout; always; never)"),
     cl::init("auto"), cl::cat(faCategory));
 static cl::opt<int64_t> persistentCtasOpt(
     "persistent-ctas",

@@ -274,7 +274,9 @@ TEST_F(CudaLaunchTest, PlainForward) {
 // By default the plain kernel has a producer warpgroup that copies with
 // TMA: 128 query rows, 384 threads, and a tensor map of Q, K and V (boxes
 // of the whole 128-row tile at D = 64), which the launch encodes through the
-// function's driver from the call's pointers, sizes and strides.
+// function's driver from the call's pointers, sizes and strides. Its grid is
+// persistent: one CTA an item here, where the items (3 query tiles x 8
+// heads x 2 batches) are fewer than the SMs hold.
 TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   auto op = parse<mlir::fa::AttentionOp>(kPlain);
   ASSERT_TRUE(op);
@@ -283,7 +285,8 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   ASSERT_TRUE(mlir::succeeded(image));
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(rt::printKernelAbi(abi),
-            "grid = [tiles(Nq, 128), Hq, B], threads = 384, shared = 81992, " +
+            "grid = [persistent(Nq, 128, 1), 1, 1], threads = 384, shared = "
+            "82000, " +
                 std::string(kPlainParams) +
                 ", tensor_map(q, 64, 128) : tmap, tensor_map(k, 64, 128) : "
                 "tmap, tensor_map(v, 64, 128) : tmap]");
@@ -294,9 +297,10 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   ASSERT_TRUE(status.ok()) << status.getMessage();
   std::vector<FaFakeLaunch> all = launches->all();
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].grid[0], 3u); // ceil(300 / 128)
+  EXPECT_EQ(all[0].grid[0], 48u); // ceil(300 / 128) x 8 x 2
+  EXPECT_EQ(all[0].grid[1], 1u);
   EXPECT_EQ(all[0].block[0], 384u);
-  EXPECT_EQ(all[0].sharedBytes, 81992u);
+  EXPECT_EQ(all[0].sharedBytes, 82000u);
   // The last map encoded is V's: [2, 2, 200, 64] at 0x30000.
   expectLastTensorMap(0x30000, {64, 200, 1, 2, 2},
                       {64 * 2, 128, 200 * 64 * 2, 2 * 200 * 64 * 2},

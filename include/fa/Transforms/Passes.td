@@ -389,9 +389,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     softmax of tile n + 1 runs while P V(n) does (a turn, with `pingpong`,
     is then the issue of both).
 
-    With `persistent` (`auto`, the default: Q and V tiles of 128 columns,
-    D = Dv = 128 where it measured faster and D = 80 or 96 padded to them;
-    `always`; `never`), where every query tile visits the
+    With `persistent` (`auto`, the default: kernels without per-score
+    terms, where it measured faster or level; `always`, also those with a
+    `fagpu.map`; `never`), where every query tile visits the
     same keys, the kernel is persistent: `fagpu.work_slot` places the CTA, both
     roles loop over its work items (`fagpu.block_coords of %item`), the
     rings' stages and parities run on across items, and Q has an "empty"
@@ -414,9 +414,8 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "A persistent grid where every query tile visits the same keys "
            "(no causal mask, window or key ranges): each CTA runs work "
            "items round robin and the producer copies the next item's Q "
-           "and K/V under the current item's epilogue. auto: tiles of 128 "
-           "columns (D = Dv = 128, where it measured faster; D = 80 or 96 "
-           "padded to them); always; never">
+           "and K/V under the current item's epilogue. auto: kernels "
+           "without per-score terms (no fagpu.map); always; never">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

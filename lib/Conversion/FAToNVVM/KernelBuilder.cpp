@@ -232,6 +232,14 @@ void KernelBuilder::ptx(StringRef text, StringRef constraints,
                             LLVM::AsmDialectAttr(), ArrayAttr());
 }
 
+void KernelBuilder::storeIf(Value pred, Value ptr, Value value) {
+  bool f = value.getType().isF32();
+  Value flag = LLVM::ZExtOp::create(b, loc, i32, pred);
+  ptx(f ? "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p st.global.f32 [$1], $2; }"
+        : "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p st.global.b32 [$1], $2; }",
+      f ? "r,l,f" : "r,l,r", ValueRange{flag, ptr, value});
+}
+
 Value KernelBuilder::headBase(Value base, Value batch, Value head,
                               Value batchStride, Value headStride) {
   return gep(base,

@@ -184,6 +184,9 @@ public:
   /// memory (operands per `constraints`, e.g. "l,r").
   void ptx(StringRef text, StringRef constraints = "",
            ValueRange operands = {});
+  /// `*ptr = value` (32 bits, to global memory) where `pred` holds, as one
+  /// predicated st.global rather than a branch around it.
+  void storeIf(Value pred, Value ptr, Value value);
 
   /// Element pointer `base + offset` (offset in elements of `elementType`,
   /// i64).

@@ -392,17 +392,16 @@ struct StoreLowering : public OpConversionPattern<fagpu::StoreOp> {
           Value first = kb.cmp(arith::CmpIPredicate::eq, place.tq, kb.c32(0));
           inRange = arith::AndIOp::create(rewriter, loc, inRange, first);
         }
-        auto store = scf::IfOp::create(rewriter, loc, inRange,
-                                       /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard guard(rewriter);
-        rewriter.setInsertionPointToStart(store.thenBlock());
+        // Predicated stores, not a branch per row: a persistent kernel's
+        // item loop ends here, and a divergent branch before its back edge
+        // made ptxas keep the K/V rings' positions and descriptors in
+        // per-thread registers (an R2UR before every wgmma).
         if (type.getRank() == 1) {
           Value at64 = kb.add(kb.add(kb.mul(kb.ext64(batch), buffer.strides[0]),
                                      kb.mul(kb.ext64(head), buffer.strides[1])),
                               kb.ext64(row));
-          LLVM::StoreOp::create(
-              rewriter, loc, values[mt * 2 + r],
-              kb.gep(buffer.ptr, at64, rewriter.getF32Type()));
+          kb.storeIf(inRange, kb.gep(buffer.ptr, at64, rewriter.getF32Type()),
+                     values[mt * 2 + r]);
           continue;
         }
         Value base = kb.headBase(buffer.ptr, batch, head, buffer.strides[0],
@@ -413,9 +412,7 @@ struct StoreLowering : public OpConversionPattern<fagpu::StoreOp> {
         for (int64_t nt = 0; nt < at.nTiles; ++nt) {
           int64_t i = (mt * at.nTiles + nt) * 4 + 2 * r;
           Value ptr = kb.gep(rowBase, kb.ext64(at.col(nt, 0)), et);
-          LLVM::StoreOp::create(rewriter, loc,
-                                kb.pack(values[i], values[i + 1]), ptr,
-                                /*alignment=*/4);
+          kb.storeIf(inRange, ptr, kb.pack(values[i], values[i + 1]));
         }
       }
     rewriter.eraseOp(op);

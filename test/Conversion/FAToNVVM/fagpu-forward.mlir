@@ -48,7 +48,13 @@
 // CHECK: scf.yield
 // The epilogue: O / l, lse = (m + lg2 l) ln 2.
 // CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;"
+// Rows below Nq store: 2 m-tiles x 2 rows x 8 column pairs of O, each one
+// predicated st.global (no branch), then each row's lse.
+// CHECK-COUNT-32: llvm.inline_asm has_side_effects "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p st.global.b32 [$1], $2; }", "r,l,r,~{memory}"
+// CHECK-NOT: scf.if
 // CHECK: llvm.inline_asm "lg2.approx.f32 $0, $1;"
+// CHECK-NOT: scf.if
+// CHECK-COUNT-4: llvm.inline_asm has_side_effects "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p st.global.f32 [$1], $2; }", "r,l,f,~{memory}"
 // CHECK-NOT: fagpu.
 // CHECK-NOT: builtin.unrealized_conversion_cast
 // CHECK-NOT: nvvm.mma.sync

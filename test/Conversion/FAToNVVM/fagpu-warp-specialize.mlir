@@ -7,7 +7,8 @@
 // producer arrivals for full, one per consumer warpgroup for empty) before
 // the CTA barrier; threads below 256 raise their registers to 232 and wait
 // for full stages (fencing cp.async's writes to wgmma's reads), their
-// warpgroups' first threads release stages; the producer lowers its
+// warpgroups' first threads release stages (a predicated arrive, not a
+// branch); the producer lowers its
 // registers to 40, waits for empty stages and has each copy's landing
 // arrive on the full barrier.
 // CHECK-LABEL: llvm.func @fa_forward_0(
@@ -26,9 +27,10 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: nvvm.fence.proxy
 // CHECK: wgmma.mma_async
-// CHECK: arith.andi %{{.*}}, %{{.*}} : i32
-// CHECK: scf.if
-// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK: %[[M127:.*]] = arith.constant 127 : i32
+// CHECK-NEXT: %[[LANE:.*]] = arith.andi %{{.*}}, %[[M127]] : i32
+// CHECK-NOT: scf.if
+// CHECK: llvm.inline_asm has_side_effects "{ .reg .pred p; .reg .b64 s; setp.eq.b32 p, $0, 0; @p mbarrier.arrive.shared.b64 s, [$1]; }", "r,l,~{memory}" %[[LANE]], %{{.*}} : (i32, !llvm.ptr<3>) -> ()
 // CHECK: nvvm.setmaxregister decrease 40
 // CHECK: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
