@@ -323,6 +323,9 @@ def check_options(
 _CACHE_SIZE = 64
 _cache: OrderedDict[tuple[Any, ...], Kernel] = OrderedDict()
 _cache_lock = threading.Lock()
+# The last hit, read without the lock (one tuple, replaced whole): a model
+# calls one variant many times in a row.
+_last: tuple[tuple[Any, ...] | None, Kernel | None] = (None, None)
 
 
 def compile_variant(api: str, variant: Variant, target: str = "host") -> Kernel:
@@ -339,8 +342,10 @@ def compile_variant(api: str, variant: Variant, target: str = "host") -> Kernel:
 
 def clear_cache() -> None:
     """Forgets the kernels ``fa.attention`` compiled."""
+    global _last
     with _cache_lock:
         _cache.clear()
+        _last = (None, None)
 
 
 def kernel_for(api: str, inputs: _C.Inputs, options: Options, return_lse: bool) -> Kernel:
@@ -351,11 +356,16 @@ def kernel_for(api: str, inputs: _C.Inputs, options: Options, return_lse: bool) 
     if not inputs.is_cpu:
         torch = sys.modules.get("torch")
         deterministic = torch is not None and torch.are_deterministic_algorithms_enabled()
+    global _last
     key = (inputs.key, options.key, return_lse, deterministic)
+    last_key, last_kernel = _last
+    if last_kernel is not None and last_key == key:
+        return last_kernel
     with _cache_lock:
         kernel = _cache.get(key)
         if kernel is not None:
             _cache.move_to_end(key)
+            _last = (key, kernel)
             return kernel
     dtype, head_dim, head_dim_v, bias, alibi, device = inputs.key
     variant = Variant(
@@ -382,6 +392,7 @@ def kernel_for(api: str, inputs: _C.Inputs, options: Options, return_lse: bool) 
         _cache.move_to_end(key)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
+        _last = (key, kernel)
     return kernel
 
 

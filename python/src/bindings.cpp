@@ -708,13 +708,17 @@ std::unique_ptr<Inputs> checkInputs(const std::string &api, const py::handle &q,
       raise<py::type_error>(api, std::string(name) +
                                      " must have the dtype of q (" +
                                      tq.dtypeName + "), got " + t->dtypeName);
-  for (auto [name, t, dims] : {std::tuple{"q", &tq, in->qDims("D")},
-                               std::tuple{"k", &tk, in->kvDims("D")},
-                               std::tuple{"v", &tv, in->kvDims("Dv")}})
-    if (t->shape.size() != 4)
+  // The dims' text only for the error (this runs on every call).
+  for (auto [name, t] :
+       {std::pair{"q", &tq}, std::pair{"k", &tk}, std::pair{"v", &tv}})
+    if (t->shape.size() != 4) {
+      std::string dims = t == &tq   ? in->qDims("D")
+                         : t == &tk ? in->kvDims("D")
+                                    : in->kvDims("Dv");
       raise<py::value_error>(api, std::string(name) + " must have rank 4 " +
                                       dims + ", got shape " +
                                       tupleText(t->shape));
+    }
   const int h = in->headDim(), n = in->seqDim();
   int64_t b = tq.shape[0], hq = tq.shape[h], nq = tq.shape[n], d = tq.shape[3];
   int64_t hkv = tk.shape[h], nk = tk.shape[n];

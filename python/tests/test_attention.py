@@ -340,6 +340,12 @@ def test_kernels_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
     fa.attention(q, k, v, causal=True)
     fa.attention(q.astype(np.float16), k.astype(np.float16), v.astype(np.float16))
     assert len(compiled) == 4
+    # The last variant is served without the lock, until the cache is cleared.
+    fa.attention(q.astype(np.float16), k.astype(np.float16), v.astype(np.float16))
+    assert len(compiled) == 4
+    fa.clear_cache()
+    fa.attention(q.astype(np.float16), k.astype(np.float16), v.astype(np.float16))
+    assert len(compiled) == 5
 
 
 def test_compile_once_run_many_shapes() -> None:
