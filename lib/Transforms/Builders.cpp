@@ -115,9 +115,12 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
                            Value *derivative, Region *scoreModGrad,
                            bool wrtBias, bool unscaled) {
   Type f32 = b.getF32Type();
+  // The scale's product may fuse with the terms added to it (one fma).
+  auto contract = arith::FastMathFlags::contract;
   Value s;
   if (!variant.softcap)
-    s = arith::MulFOp::create(b, loc, dot, f32Const(b, loc, variant.scale));
+    s = arith::MulFOp::create(b, loc, dot, f32Const(b, loc, variant.scale),
+                              contract);
   // d s / d dot, by the chain rule through each step that is not additive.
   // The bias is added after the scale and the softcap, so only score_mod
   // and the masks act on its derivative.
@@ -138,11 +141,11 @@ Value mlir::fa::buildScore(OpBuilder &b, Location loc,
     Value dist32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), dist);
     Value distF = arith::SIToFPOp::create(b, loc, f32, dist32);
     Value absDist = math::AbsFOp::create(b, loc, distF);
-    Value penalty = arith::MulFOp::create(b, loc, slope, absDist);
-    s = arith::SubFOp::create(b, loc, s, penalty);
+    Value penalty = arith::MulFOp::create(b, loc, slope, absDist, contract);
+    s = arith::SubFOp::create(b, loc, s, penalty, contract);
   }
   if (bias)
-    s = arith::AddFOp::create(b, loc, s, extToF32(b, loc, bias));
+    s = arith::AddFOp::create(b, loc, s, extToF32(b, loc, bias), contract);
   if (variant.scoreMod) {
     SmallVector<Value> args = {s, pos.batch, pos.head, pos.query, pos.key};
     llvm::append_range(args, variant.captures);

@@ -22,7 +22,7 @@
 // DECOMPOSE-NEXT: %[[I:.+]] = linalg.index 3 : index
 // DECOMPOSE-NEXT: %[[J:.+]] = linalg.index 4 : index
 // DECOMPOSE-NEXT: %[[SCALE:.+]] = arith.constant 0.353553385 : f32
-// DECOMPOSE-NEXT: %[[SCALED:.+]] = arith.mulf %[[S]], %[[SCALE]] : f32
+// DECOMPOSE-NEXT: %[[SCALED:.+]] = arith.mulf %[[S]], %[[SCALE]] fastmath<contract> : f32
 // DECOMPOSE-NEXT: %[[T:.+]] = tensor.extract %[[TAB]][%[[H]]] : tensor<2xf32>
 // DECOMPOSE-NEXT: %[[MOD:.+]] = arith.addf %[[SCALED]], %[[T]] : f32
 // DECOMPOSE-NEXT: %[[DI:.+]] = tensor.extract %[[DOC]][%[[I]]] : tensor<?xi32>

@@ -25,7 +25,7 @@
 // CHECK: %[[SS:.+]] = linalg.generic {indexing_maps = [#[[ALL5]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%[[S]] : tensor<2x4x1x16x24xf32>)
 // CHECK-NEXT: ^bb0(%[[X:[^:]+]]: f32):
 // CHECK-NEXT:   %[[SC:.+]] = arith.constant 0.176776692 : f32
-// CHECK-NEXT:   %[[XS:.+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[XS:.+]] = arith.mulf %[[X]], %[[SC]] fastmath<contract> : f32
 // CHECK-NEXT:   linalg.yield %[[XS]] : f32
 // Row max from -inf.
 // CHECK: %[[NINF:.+]] = arith.constant 0xFF800000 : f32
@@ -124,7 +124,7 @@ func.func @dynamic_heads(%q: tensor<1x?x8x16xbf16>, %k: tensor<1x?x8x16xbf16>, %
 // CHECK-NEXT:   %[[I:.+]] = linalg.index 3 : index
 // CHECK-NEXT:   %[[J:.+]] = linalg.index 4 : index
 // CHECK-NEXT:   %[[SC:.+]] = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT:   %[[S:.+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[S:.+]] = arith.mulf %[[X]], %[[SC]] fastmath<contract> : f32
 // CHECK-NEXT:   %[[KEEP:.+]] = arith.cmpi sle, %[[J]], %[[I]] : index
 // CHECK-NEXT:   %[[NINF:.+]] = arith.constant 0xFF800000 : f32
 // CHECK-NEXT:   %[[R:.+]] = arith.select %[[KEEP]], %[[S]], %[[NINF]] : f32
@@ -227,8 +227,8 @@ func.func @softcap(%q: tensor<1x1x8x4xf32>, %k: tensor<1x1x8x4xf32>, %v: tensor<
 // CHECK-NEXT:   %[[D32:.+]] = arith.index_cast %[[DIST]] : index to i32
 // CHECK-NEXT:   %[[DF:.+]] = arith.sitofp %[[D32]] : i32 to f32
 // CHECK-NEXT:   %[[ABS:.+]] = math.absf %[[DF]] : f32
-// CHECK-NEXT:   %[[PEN:.+]] = arith.mulf %[[SLOPEV]], %[[ABS]] : f32
-// CHECK-NEXT:   %[[R:.+]] = arith.subf %[[S]], %[[PEN]] : f32
+// CHECK-NEXT:   %[[PEN:.+]] = arith.mulf %[[SLOPEV]], %[[ABS]] fastmath<contract> : f32
+// CHECK-NEXT:   %[[R:.+]] = arith.subf %[[S]], %[[PEN]] fastmath<contract> : f32
 // CHECK-NEXT:   linalg.yield %[[R]] : f32
 func.func @alibi(%q: tensor<1x4x8x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>, %slopes: tensor<4xf32>) -> tensor<1x4x8x4xf32> {
   %o = fa.attention %q, %k, %v alibi_slopes(%slopes : tensor<4xf32>) : tensor<1x4x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x4x8x4xf32>
@@ -262,7 +262,7 @@ func.func @alibi_per_batch(%q: tensor<3x4x8x4xf32>, %k: tensor<3x2x8x4xf32>, %v:
 // CHECK-NEXT:   arith.constant
 // CHECK-NEXT:   %[[S:.+]] = arith.mulf %[[X]]
 // CHECK-NEXT:   %[[BE:.+]] = arith.extf %[[BV]] : bf16 to f32
-// CHECK-NEXT:   %[[R:.+]] = arith.addf %[[S]], %[[BE]] : f32
+// CHECK-NEXT:   %[[R:.+]] = arith.addf %[[S]], %[[BE]] fastmath<contract> : f32
 // CHECK-NEXT:   linalg.yield %[[R]] : f32
 func.func @bias_broadcast(%q: tensor<2x4x8x4xbf16>, %k: tensor<2x4x8x4xbf16>, %v: tensor<2x4x8x4xbf16>, %bias: tensor<1x1x8x8xbf16>) -> tensor<2x4x8x4xbf16> {
   %o = fa.attention %q, %k, %v bias(%bias : tensor<1x1x8x8xbf16>) : tensor<2x4x8x4xbf16>, tensor<2x4x8x4xbf16>, tensor<2x4x8x4xbf16> -> tensor<2x4x8x4xbf16>

@@ -216,7 +216,7 @@ func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v:
 // CHECK: %[[JC:[0-9]+]] = arith.minui %[[J]], %{{.*}} : index
 // CHECK: %[[BV:[0-9]+]] = memref.load %[[BIAS]][%{{.*}}, %[[H]], %[[IC]], %[[JC]]]
 // CHECK: arith.mulf %[[SLOPE]]
-// CHECK: arith.addf %{{.*}}, %[[BV]] : f32
+// CHECK: arith.addf %{{.*}}, %[[BV]] fastmath<contract> : f32
 // CHECK: tensor.extract %[[T]][%[[JC]]]
 // CHECK: fagpu.yield
 func.func @terms(%q: tensor<2x2x?x64xbf16>, %k: tensor<2x2x?x64xbf16>, %v: tensor<2x2x?x64xbf16>, %bias: tensor<1x2x?x?xf32>, %slopes: tensor<2xf32>, %table: tensor<?xf32>) -> tensor<2x2x?x64xbf16> {

@@ -14,7 +14,7 @@
 // CHECK-NEXT: %[[I:.+]] = arith.addi %[[Q0]], %[[R]] : index
 // CHECK-NEXT: %[[J:.+]] = arith.addi %[[K0]], %[[C]] : index
 // CHECK-NEXT: %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT: %[[SCALED:.+]] = arith.mulf %[[DOT]], %[[HALF]] : f32
+// CHECK-NEXT: %[[SCALED:.+]] = arith.mulf %[[DOT]], %[[HALF]] fastmath<contract> : f32
 // CHECK-NEXT: %[[DS0:.+]] = arith.constant 5.000000e-01 : f32
 // CHECK-NEXT: %[[W:.+]] = tensor.extract %[[TAB]][%[[H]], %[[B]]] : tensor<4x2xf16>
 // CHECK-NEXT: %[[WF:.+]] = arith.extf %[[W]] : f16 to f32

@@ -37,7 +37,7 @@
 // CHECK-NEXT:   %[[I:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[R]] : index
 // CHECK-NEXT:   %[[J:[a-z0-9_]+]] = arith.addi %[[K0]], %[[C]] : index
 // CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 1.250000e-01 : f32
-// CHECK-NEXT:   %[[XS:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[XS:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] fastmath<contract> : f32
 // CHECK-NEXT:   linalg.yield %[[XS]] : f32
 // CHECK-NEXT: } -> tensor<?x?xf32>
 // CHECK-NEXT: return %[[S]] : tensor<?x?xf32>
@@ -64,7 +64,7 @@ func.func @plain(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, %b: index, %h: inde
 // CHECK-NEXT:   %[[I:[a-z0-9_]+]] = arith.addi %[[Q0]], %[[R]] : index
 // CHECK-NEXT:   %[[J:[a-z0-9_]+]] = arith.addi %[[K0]], %[[C]] : index
 // CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] fastmath<contract> : f32
 // CHECK-NEXT:   %[[KEEP:[a-z0-9_]+]] = arith.cmpi sle, %[[J]], %[[I]] : index
 // CHECK-NEXT:   %[[NINF:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
 // CHECK-NEXT:   %[[RES:[a-z0-9_]+]] = arith.select %[[KEEP]], %[[S]], %[[NINF]] : f32
@@ -91,7 +91,7 @@ func.func @causal_top_left(%q: tensor<16x8xf32>, %k: tensor<8x8xf32>, %b: index,
 // CHECK-NEXT:   %[[J:[a-z0-9_]+]] = arith.addi %[[K0]], %[[C]] : index
 // CHECK-NEXT:   %[[IA:[a-z0-9_]+]] = arith.addi %[[I]], %[[DIAG]] : index
 // CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] fastmath<contract> : f32
 // CHECK-NEXT:   %[[KEEP:[a-z0-9_]+]] = arith.cmpi sle, %[[J]], %[[IA]] : index
 // CHECK-NEXT:   %[[NINF:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
 // CHECK-NEXT:   %[[RES:[a-z0-9_]+]] = arith.select %[[KEEP]], %[[S]], %[[NINF]] : f32
@@ -150,9 +150,9 @@ func.func @window(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %b: index, %h: index
 // CHECK-NEXT:   %[[Z2:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT:   %[[BV:[a-z0-9_]+]] = tensor.extract %[[BIAS]][%[[Z0]], %[[H]], %[[Z2]], %[[J]]] : tensor<1x4x1x?xbf16>
 // CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 1.250000e-01 : f32
-// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] fastmath<contract> : f32
 // CHECK-NEXT:   %[[BE:[a-z0-9_]+]] = arith.extf %[[BV]] : bf16 to f32
-// CHECK-NEXT:   %[[RES:[a-z0-9_]+]] = arith.addf %[[S]], %[[BE]] : f32
+// CHECK-NEXT:   %[[RES:[a-z0-9_]+]] = arith.addf %[[S]], %[[BE]] fastmath<contract> : f32
 // CHECK-NEXT:   linalg.yield %[[RES]] : f32
 func.func @bias_broadcast(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>, %bias: tensor<1x4x1x?xbf16>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<?x?xf32> {
   %s = fa.score_tile %q, %k at [%b, %h, %q0, %k0] of [%nq, %nk] bias(%bias : tensor<1x4x1x?xbf16>) {scale = 0.125 : f32} : tensor<?x8xbf16>, tensor<?x8xbf16> -> tensor<?x?xf32>
@@ -170,7 +170,7 @@ func.func @bias_broadcast(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>, %bias: ten
 // CHECK-NEXT: %[[BV:[a-z0-9_]+]] = tensor.extract %[[BIAS]][%[[B]], %[[H]], %[[I]], %[[J]]] : tensor<2x4x?x?xf32>
 // CHECK-NEXT: arith.constant
 // CHECK-NEXT: %[[S:[a-z0-9_]+]] = arith.mulf
-// CHECK-NEXT: %[[RES:[a-z0-9_]+]] = arith.addf %[[S]], %[[BV]] : f32
+// CHECK-NEXT: %[[RES:[a-z0-9_]+]] = arith.addf %[[S]], %[[BV]] fastmath<contract> : f32
 // CHECK-NEXT: linalg.yield %[[RES]] : f32
 func.func @bias_full(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %bias: tensor<2x4x?x?xf32>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<?x?xf32> {
   %s = fa.score_tile %q, %k at [%b, %h, %q0, %k0] of [%nq, %nk] bias(%bias : tensor<2x4x?x?xf32>) {scale = 0.125 : f32} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x?xf32>
@@ -193,13 +193,13 @@ func.func @bias_full(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %bias: tensor<2x4
 // CHECK-NEXT:   %[[IA:[a-z0-9_]+]] = arith.addi %[[I]], %[[DIAG]] : index
 // CHECK-NEXT:   %[[SLOPE:[a-z0-9_]+]] = tensor.extract %[[SL]][%[[H]]] : tensor<4xf32>
 // CHECK-NEXT:   %[[SC:[a-z0-9_]+]] = arith.constant 1.250000e-01 : f32
-// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] : f32
+// CHECK-NEXT:   %[[S:[a-z0-9_]+]] = arith.mulf %[[X]], %[[SC]] fastmath<contract> : f32
 // CHECK-NEXT:   %[[DIST:[a-z0-9_]+]] = arith.subi %[[IA]], %[[J]] : index
 // CHECK-NEXT:   %[[D32:[a-z0-9_]+]] = arith.index_cast %[[DIST]] : index to i32
 // CHECK-NEXT:   %[[DF:[a-z0-9_]+]] = arith.sitofp %[[D32]] : i32 to f32
 // CHECK-NEXT:   %[[ABS:[a-z0-9_]+]] = math.absf %[[DF]] : f32
-// CHECK-NEXT:   %[[PEN:[a-z0-9_]+]] = arith.mulf %[[SLOPE]], %[[ABS]] : f32
-// CHECK-NEXT:   %[[RES:[a-z0-9_]+]] = arith.subf %[[S]], %[[PEN]] : f32
+// CHECK-NEXT:   %[[PEN:[a-z0-9_]+]] = arith.mulf %[[SLOPE]], %[[ABS]] fastmath<contract> : f32
+// CHECK-NEXT:   %[[RES:[a-z0-9_]+]] = arith.subf %[[S]], %[[PEN]] fastmath<contract> : f32
 // CHECK-NEXT:   linalg.yield %[[RES]] : f32
 func.func @alibi_heads(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %slopes: tensor<4xf32>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<?x?xf32> {
   %s = fa.score_tile %q, %k at [%b, %h, %q0, %k0] of [%nq, %nk] alibi_slopes(%slopes : tensor<4xf32>) {scale = 0.125 : f32} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x?xf32>
@@ -213,8 +213,8 @@ func.func @alibi_heads(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %slopes: tensor
 // CHECK-LABEL: func.func @alibi_batch_heads
 // CHECK-SAME: %[[SL:[^:]+]]: tensor<2x4xf32>, %[[B:[^:]+]]: index, %[[H:[^:]+]]: index
 // CHECK: %[[SLOPE:[a-z0-9_]+]] = tensor.extract %[[SL]][%[[B]], %[[H]]] : tensor<2x4xf32>
-// CHECK: %[[PEN:[a-z0-9_]+]] = arith.mulf %[[SLOPE]], %{{[a-z0-9_]+}} : f32
-// CHECK-NEXT: arith.subf %{{[a-z0-9_]+}}, %[[PEN]] : f32
+// CHECK: %[[PEN:[a-z0-9_]+]] = arith.mulf %[[SLOPE]], %{{[a-z0-9_]+}} fastmath<contract> : f32
+// CHECK-NEXT: arith.subf %{{[a-z0-9_]+}}, %[[PEN]] fastmath<contract> : f32
 func.func @alibi_batch_heads(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %slopes: tensor<2x4xf32>, %b: index, %h: index, %q0: index, %k0: index, %nq: index, %nk: index) -> tensor<?x?xf32> {
   %s = fa.score_tile %q, %k at [%b, %h, %q0, %k0] of [%nq, %nk] alibi_slopes(%slopes : tensor<2x4xf32>) {scale = 0.125 : f32} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x?xf32>
   return %s : tensor<?x?xf32>
@@ -333,9 +333,9 @@ func.func @mods(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %b: index, %h: index, 
 // CHECK-NEXT:   %[[D32:[a-z0-9_]+]] = arith.index_cast %[[DIST]] : index to i32
 // CHECK-NEXT:   %[[DF:[a-z0-9_]+]] = arith.sitofp %[[D32]] : i32 to f32
 // CHECK-NEXT:   %[[ABS:[a-z0-9_]+]] = math.absf %[[DF]] : f32
-// CHECK-NEXT:   %[[PEN:[a-z0-9_]+]] = arith.mulf %[[SLOPE]], %[[ABS]] : f32
-// CHECK-NEXT:   %[[S3:[a-z0-9_]+]] = arith.subf %[[S2]], %[[PEN]] : f32
-// CHECK-NEXT:   %[[S4:[a-z0-9_]+]] = arith.addf %[[S3]], %[[BV]] : f32
+// CHECK-NEXT:   %[[PEN:[a-z0-9_]+]] = arith.mulf %[[SLOPE]], %[[ABS]] fastmath<contract> : f32
+// CHECK-NEXT:   %[[S3:[a-z0-9_]+]] = arith.subf %[[S2]], %[[PEN]] fastmath<contract> : f32
+// CHECK-NEXT:   %[[S4:[a-z0-9_]+]] = arith.addf %[[S3]], %[[BV]] fastmath<contract> : f32
 // CHECK-NEXT:   %[[HALF:[a-z0-9_]+]] = arith.constant 5.000000e-01 : f32
 // CHECK-NEXT:   %[[S5:[a-z0-9_]+]] = arith.mulf %[[S4]], %[[HALF]] : f32
 // CHECK-NEXT:   %[[CAUSAL:[a-z0-9_]+]] = arith.cmpi sle, %[[J]], %[[I]] : index

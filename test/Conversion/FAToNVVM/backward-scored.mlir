@@ -36,11 +36,11 @@
 // CHECK: arith.muli %{{.+}}, %[[SI]] : i64
 // CHECK: %[[B:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f16
 // CHECK: %[[SCALE:.+]] = arith.constant 1.250000e-01 : f32
-// CHECK: arith.mulf %{{.+}}, %[[SCALE]] : f32
+// CHECK: arith.mulf %{{.+}}, %[[SCALE]] fastmath<contract> : f32
 // CHECK: %[[DIST:.+]] = arith.sitofp %{{.+}} : i32 to f32
 // CHECK: %[[ABS:.+]] = llvm.intr.fabs(%[[DIST]]) : (f32) -> f32
-// CHECK: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[ABS]] : f32
-// CHECK: arith.subf %{{.+}}, %[[ALIBI]] : f32
+// CHECK: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[ABS]] fastmath<contract> : f32
+// CHECK: arith.subf %{{.+}}, %[[ALIBI]] fastmath<contract> : f32
 // CHECK: arith.extf %[[B]] : f16 to f32
 // CHECK: %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
 // CHECK: arith.mulf %{{.+}}, %[[HALF]] : f32

@@ -25,10 +25,10 @@
 // CHECK-NEXT: %[[S1:.+]] = arith.mulf %[[CAP]], %[[T]] : f32
 // ALiBi: - slope |distance|, then the bias, then score_mod's exp(s) + h.
 // CHECK: %[[D:.+]] = llvm.intr.fabs
-// CHECK-NEXT: %[[AL:.+]] = arith.mulf %[[SLOPE]], %[[D]] : f32
-// CHECK-NEXT: %[[S2:.+]] = arith.subf %[[S1]], %[[AL]] : f32
+// CHECK-NEXT: %[[AL:.+]] = arith.mulf %[[SLOPE]], %[[D]] fastmath<contract> : f32
+// CHECK-NEXT: %[[S2:.+]] = arith.subf %[[S1]], %[[AL]] fastmath<contract> : f32
 // CHECK-NEXT: %[[BF:.+]] = arith.extf %[[B]] : f16 to f32
-// CHECK-NEXT: arith.addf %[[S2]], %[[BF]] : f32
+// CHECK-NEXT: arith.addf %[[S2]], %[[BF]] fastmath<contract> : f32
 func.func @all(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>, %b: tensor<1x4x1x?xf16>, %s: tensor<1x4xf32>) -> tensor<1x4x?x64xbf16> {
   %o = fa.attention %q, %k, %v bias(%b : tensor<1x4x1x?xf16>) alibi_slopes(%s : tensor<1x4xf32>) {softcap = 2.000000e+01 : f32}
       : tensor<1x4x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16> -> tensor<1x4x?x64xbf16> score_mod {
