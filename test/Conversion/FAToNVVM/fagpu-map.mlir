@@ -2,7 +2,7 @@
 
 // fagpu.map's body runs once per value a thread holds: a 64 x 64 tile over
 // 128 threads is 32 values each, so softcap's tanh (the builder's accurate
-// one: ex2, rcp, copysign; NVPTX has no tanh libcall) and mask_mod's
+// one: ex2, rcp, an fma, copysign; NVPTX has no tanh libcall) and mask_mod's
 // select appear 32 times per K/V tile, and no fagpu op or math.tanh is
 // left.
 
@@ -10,7 +10,13 @@
 // CHECK-NOT: fagpu.
 // CHECK-NOT: math.tanh
 // CHECK: scf.for
-// CHECK-COUNT-32: llvm.intr.copysign
+// tanh(x) = copysign(1 - 2 / (e^2|x| + 1), x): 1 - 2 r as one fma.
+// CHECK: %[[R:.*]] = llvm.inline_asm "rcp.approx.ftz.f32 $0, $1;", "=f,f"
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[M2:.*]] = arith.constant -2.000000e+00 : f32
+// CHECK-NEXT: %[[L:.*]] = math.fma %[[M2]], %[[R]], %[[ONE]] : f32
+// CHECK-NEXT: llvm.intr.copysign(%[[L]], %{{.*}}) : (f32, f32) -> f32
+// CHECK-COUNT-31: llvm.intr.copysign
 // CHECK-NOT: llvm.intr.copysign
 // CHECK: llvm.return
 func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>) -> tensor<1x2x?x64xbf16> {
