@@ -124,6 +124,15 @@ protected:
     return found;
   }
 
+  /// `text`'s fa.attention compiled for sm_90a with `tile`'s options.
+  mlir::FailureOr<mlir::fa::CudaKernelImage>
+  compileSm90a(const std::string &text, mlir::fa::CudaForwardTile tile = {}) {
+    auto op = parse<mlir::fa::AttentionOp>(text);
+    if (!op)
+      return mlir::failure();
+    return mlir::fa::compileCudaKernel(op, "sm_90a", tile);
+  }
+
   /// The image's kernel `name`, loaded on the stand-in with its shared
   /// memory allowed.
   rt::Function load(const std::string &ptx, const rt::KernelAbi &abi) {
@@ -229,10 +238,8 @@ constexpr const char *kPlainParams =
     "group : i32, Hq : i32, B : i32";
 
 TEST_F(CudaLaunchTest, PlainForward) {
-  auto op = parse<mlir::fa::AttentionOp>(kPlain);
-  ASSERT_TRUE(op);
   mlir::FailureOr<mlir::fa::CudaKernelImage> image =
-      mlir::fa::compileCudaKernel(op, "sm_90a", withoutWarpSpecialization());
+      compileSm90a(kPlain, withoutWarpSpecialization());
   ASSERT_TRUE(mlir::succeeded(image));
   // The kernel-level IR's kernel: its scale is a constant of the kernel, so
   // its ABI has no scale parameter. On sm_90a without a producer warpgroup
@@ -278,10 +285,7 @@ TEST_F(CudaLaunchTest, PlainForward) {
 // persistent: one CTA an item here, where the items (3 query tiles x 8
 // heads x 2 batches) are fewer than the SMs hold.
 TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
-  auto op = parse<mlir::fa::AttentionOp>(kPlain);
-  ASSERT_TRUE(op);
-  mlir::FailureOr<mlir::fa::CudaKernelImage> image =
-      mlir::fa::compileCudaKernel(op, "sm_90a");
+  mlir::FailureOr<mlir::fa::CudaKernelImage> image = compileSm90a(kPlain);
   ASSERT_TRUE(mlir::succeeded(image));
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(rt::printKernelAbi(abi),
@@ -311,15 +315,12 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
 // keep the tensors' D, and their boxes are one 64-column panel, which the
 // kernel copies once per panel (zeros past D).
 TEST_F(CudaLaunchTest, PaddedHeadDimsEncodePanelMaps) {
-  auto op = parse<mlir::fa::AttentionOp>(R"mlir(
+  mlir::FailureOr<mlir::fa::CudaKernelImage> image = compileSm90a(R"mlir(
 func.func @f(%q: tensor<?x8x?x96xbf16>, %k: tensor<?x2x?x96xbf16>, %v: tensor<?x2x?x80xbf16>) -> tensor<?x8x?x80xbf16> {
   %o = fa.attention %q, %k, %v : tensor<?x8x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x80xbf16> -> tensor<?x8x?x80xbf16>
   return %o : tensor<?x8x?x80xbf16>
 }
 )mlir");
-  ASSERT_TRUE(op);
-  mlir::FailureOr<mlir::fa::CudaKernelImage> image =
-      mlir::fa::compileCudaKernel(op, "sm_90a");
   ASSERT_TRUE(mlir::succeeded(image));
   const rt::KernelAbi &abi = image->abi;
   std::string text = rt::printKernelAbi(abi);
@@ -361,10 +362,7 @@ func.func @f(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x
 )mlir";
 
 TEST_F(CudaLaunchTest, ScoredForwardWithDropoutAndCaptures) {
-  auto op = parse<mlir::fa::AttentionOp>(kScored);
-  ASSERT_TRUE(op);
-  mlir::FailureOr<mlir::fa::CudaKernelImage> image =
-      mlir::fa::compileCudaKernel(op, "sm_90a");
+  mlir::FailureOr<mlir::fa::CudaKernelImage> image = compileSm90a(kScored);
   ASSERT_TRUE(mlir::succeeded(image));
   const rt::KernelAbi &abi = image->abi;
   std::string text = rt::printKernelAbi(abi);
@@ -445,10 +443,7 @@ func.func @f(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x
 )mlir";
 
 TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
-  auto op = parse<mlir::fa::AttentionOp>(kDocuments);
-  ASSERT_TRUE(op);
-  mlir::FailureOr<mlir::fa::CudaKernelImage> image =
-      mlir::fa::compileCudaKernel(op, "sm_90a");
+  mlir::FailureOr<mlir::fa::CudaKernelImage> image = compileSm90a(kDocuments);
   ASSERT_TRUE(mlir::succeeded(image));
   // A mask_mod of i and j: the forward, then its key-range kernel (one CTA
   // of 4 warps per query tile of the forward), both taking the ranges.
@@ -509,7 +504,7 @@ TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
   // Without fwd-key-ranges: the forward alone, with no ranges to take.
   mlir::fa::CudaForwardTile tile;
   tile.keyRanges = false;
-  image = mlir::fa::compileCudaKernel(op, "sm_90a", tile);
+  image = compileSm90a(kDocuments, tile);
   ASSERT_TRUE(mlir::succeeded(image));
   EXPECT_FALSE(image->keyRanges);
   EXPECT_FALSE(rt::takesKeyRanges(image->abi));

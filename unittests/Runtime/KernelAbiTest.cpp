@@ -455,38 +455,38 @@ void expectRequest(const TensorMapRequest &r, uint64_t data,
             std::vector<uint32_t>(box));
 }
 
+/// `param`'s request for `call`, expected to succeed with these fields.
+void expectRequest(const KernelParam &param, const KernelCall &call,
+                   uint64_t data, std::initializer_list<uint64_t> dims,
+                   std::initializer_list<uint64_t> strides,
+                   std::initializer_list<uint32_t> box) {
+  Expected<TensorMapRequest> r = getTensorMapRequest(param, call);
+  ASSERT_TRUE(r.ok()) << r.getMessage();
+  expectRequest(*r, data, dims, strides, box);
+}
+
 TEST(KernelAbi, TensorMapRequests) {
   KernelCall call = tensorMapCall();
   // q: (64, Nq, D/64, Hq, B); byte strides (stride 2, 128, stride 1,
   // stride 0) * 2.
-  Expected<TensorMapRequest> q =
-      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::Q, 128, 64), call);
-  ASSERT_TRUE(q.ok()) << q.getMessage();
-  expectRequest(*q, 0x10000, {64, 300, 2, 8, 2}, {2048, 128, 256, 614400},
+  expectRequest(KernelParam::tensorMap(AbiTensor::Q, 128, 64), call, 0x10000,
+                {64, 300, 2, 8, 2}, {2048, 128, 256, 614400},
                 {64, 64, 2, 1, 1});
   // k of GQA: Nk and Hkv.
-  Expected<TensorMapRequest> k =
-      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::K, 128, 8), call);
-  ASSERT_TRUE(k.ok()) << k.getMessage();
-  expectRequest(*k, 0x20000, {64, 200, 2, 2, 2}, {272, 128, 54400, 108800},
+  expectRequest(KernelParam::tensorMap(AbiTensor::K, 128, 8), call, 0x20000,
+                {64, 200, 2, 2, 2}, {272, 128, 54400, 108800},
                 {64, 8, 2, 1, 1});
   // D = 64: one panel; D = 256: four.
-  Expected<TensorMapRequest> narrow =
-      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::K, 64, 256), call);
-  ASSERT_TRUE(narrow.ok()) << narrow.getMessage();
-  expectRequest(*narrow, 0x20000, {64, 200, 1, 2, 2}, {272, 128, 54400, 108800},
+  expectRequest(KernelParam::tensorMap(AbiTensor::K, 64, 256), call, 0x20000,
+                {64, 200, 1, 2, 2}, {272, 128, 54400, 108800},
                 {64, 256, 1, 1, 1});
   // D = 96 and 80: a (D, N, 1, H, B) map with a box of one panel, which
   // the kernel copies per panel (zeros past D).
-  Expected<TensorMapRequest> ragged =
-      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::K, 96, 128), call);
-  ASSERT_TRUE(ragged.ok()) << ragged.getMessage();
-  expectRequest(*ragged, 0x20000, {96, 200, 1, 2, 2}, {272, 128, 54400, 108800},
+  expectRequest(KernelParam::tensorMap(AbiTensor::K, 96, 128), call, 0x20000,
+                {96, 200, 1, 2, 2}, {272, 128, 54400, 108800},
                 {64, 128, 1, 1, 1});
-  Expected<TensorMapRequest> d80 =
-      getTensorMapRequest(KernelParam::tensorMap(AbiTensor::Q, 80, 64), call);
-  ASSERT_TRUE(d80.ok()) << d80.getMessage();
-  expectRequest(*d80, 0x10000, {80, 300, 1, 8, 2}, {2048, 128, 256, 614400},
+  expectRequest(KernelParam::tensorMap(AbiTensor::Q, 80, 64), call, 0x10000,
+                {80, 300, 1, 8, 2}, {2048, 128, 256, 614400},
                 {64, 64, 1, 1, 1});
   EXPECT_TRUE(
       getTensorMapRequest(KernelParam::tensorMap(AbiTensor::K, 92, 8), call)
