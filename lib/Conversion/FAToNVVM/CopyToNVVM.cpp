@@ -254,17 +254,14 @@ struct BarrierArriveLowering
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
-    // The warpgroup's thread 0 arrives, predicated rather than branched
-    // to: a persistent kernel's item loop holds these, and a divergent
-    // branch in it made ptxas keep the rings' positions and descriptors in
-    // per-thread registers.
+    // The warpgroup's thread 0 arrives (predicated: a persistent kernel's
+    // item loop holds these).
     Value lane = kb.andi(
         NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type()), 127);
-    kb.ptx("{ .reg .pred p; .reg .b64 s; setp.eq.b32 p, $0, 0; "
-           "@p mbarrier.arrive.shared.b64 s, [$1]; }",
-           "r,l",
-           ValueRange{lane, barrierAt(rewriter, loc, adaptor.getBarriers(),
-                                      adaptor.getStage())});
+    kb.ptxIf(
+        kb.cmp(arith::CmpIPredicate::eq, lane, kb.c32(0)),
+        "mbarrier.arrive.shared.b64 _, [$1];", "l",
+        barrierAt(rewriter, loc, adaptor.getBarriers(), adaptor.getStage()));
     rewriter.eraseOp(op);
     return success();
   }

@@ -235,12 +235,18 @@ void KernelBuilder::ptx(StringRef text, StringRef constraints,
                             LLVM::AsmDialectAttr(), ArrayAttr());
 }
 
+void KernelBuilder::ptxIf(Value pred, StringRef instruction,
+                          StringRef constraints, ValueRange operands) {
+  SmallVector<Value> all = {LLVM::ZExtOp::create(b, loc, i32, pred)};
+  llvm::append_range(all, operands);
+  ptx(("{ .reg .pred p; setp.ne.b32 p, $0, 0; @p " + instruction + " }").str(),
+      ("r," + constraints).str(), all);
+}
+
 void KernelBuilder::storeIf(Value pred, Value ptr, Value value) {
   bool f = value.getType().isF32();
-  Value flag = LLVM::ZExtOp::create(b, loc, i32, pred);
-  ptx(f ? "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p st.global.f32 [$1], $2; }"
-        : "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p st.global.b32 [$1], $2; }",
-      f ? "r,l,f" : "r,l,r", ValueRange{flag, ptr, value});
+  ptxIf(pred, f ? "st.global.f32 [$1], $2;" : "st.global.b32 [$1], $2;",
+        f ? "l,f" : "l,r", ValueRange{ptr, value});
 }
 
 Value KernelBuilder::headBase(Value base, Value batch, Value head,

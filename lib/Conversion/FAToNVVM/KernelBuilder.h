@@ -184,8 +184,13 @@ public:
   /// memory (operands per `constraints`, e.g. "l,r").
   void ptx(StringRef text, StringRef constraints = "",
            ValueRange operands = {});
-  /// `*ptr = value` (32 bits, to global memory) where `pred` holds, as one
-  /// predicated st.global rather than a branch around it.
+  /// The PTX `instruction` (operands $1, $2, ... per `constraints`) where
+  /// the i1 `pred` holds: predicated, not a branch around it, so that code
+  /// after it stays convergent (ptxas keeps warp-uniform values in uniform
+  /// registers only outside divergent regions).
+  void ptxIf(Value pred, StringRef instruction, StringRef constraints,
+             ValueRange operands);
+  /// `*ptr = value` (32 bits, to global memory) where `pred` holds.
   void storeIf(Value pred, Value ptr, Value value);
 
   /// Element pointer `base + offset` (offset in elements of `elementType`,

@@ -30,7 +30,9 @@
 // CHECK: %[[M127:.*]] = arith.constant 127 : i32
 // CHECK-NEXT: %[[LANE:.*]] = arith.andi %{{.*}}, %[[M127]] : i32
 // CHECK-NOT: scf.if
-// CHECK: llvm.inline_asm has_side_effects "{ .reg .pred p; .reg .b64 s; setp.eq.b32 p, $0, 0; @p mbarrier.arrive.shared.b64 s, [$1]; }", "r,l,~{memory}" %[[LANE]], %{{.*}} : (i32, !llvm.ptr<3>) -> ()
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %{{.*}} : i32
+// CHECK-NEXT: %[[P:.*]] = llvm.zext %[[FIRST]] : i1 to i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p mbarrier.arrive.shared.b64 _, [$1]; }", "r,l,~{memory}" %[[P]], %{{.*}} : (i32, !llvm.ptr<3>) -> ()
 // CHECK: nvvm.setmaxregister decrease 40
 // CHECK: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
