@@ -31,6 +31,18 @@ using namespace mlir::fa;
 
 namespace {
 
+/// Drops what a map's body built and did not use (the bottom-right row of a
+/// score with no causal term), so that a body of the score alone reads no
+/// position (fagpu.map's isElementwise).
+void eraseUnused(Block &body) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
 class KernelTiler {
 public:
   KernelTiler(gpu::GPUFuncOp kernel, AttentionOp op, int64_t blockQ,
@@ -242,6 +254,7 @@ void KernelTiler::build() {
       Value x = buildScore(b, loc, variant, body.getArgument(0), biasValue,
                            slope, pos);
       fagpu::YieldOp::create(b, loc, x);
+      eraseUnused(body);
       s = map.getResult();
     }
     // Masks (keys past Nk, causal, window) only on tiles that cross an

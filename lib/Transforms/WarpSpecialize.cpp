@@ -519,15 +519,19 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   for (auto op : entry.getOps<fagpu::BlockCoordsOp>())
     if (!op.getRematerialize() && !op.getWork())
       coords = op;
-  // `auto`: the plain path, where persistence measured faster than a CTA
-  // an item or level with it (D = 64, 128 and 256, performance.md,
-  // "persistent"); kernels with per-score terms (fagpu.map: softcap, ALiBi,
-  // bias, score_mod, dropout) were not measured persistent.
-  bool perScoreTerms =
-      kernel.walk([](fagpu::MapOp) { return WalkResult::interrupt(); })
-          .wasInterrupted();
+  // `auto`: where persistence measured faster than a CTA an item, or level
+  // (performance.md): the plain path at D = 64, 128 and 256, and terms of
+  // the score alone (softcap, +2-5%). Terms of the position or of memory
+  // (ALiBi -8 to -13%, dropout -2 to -4%, bias level) keep a CTA an item.
+  bool positionalTerms = kernel
+                             .walk([](fagpu::MapOp map) {
+                               return map.isElementwise()
+                                          ? WalkResult::advance()
+                                          : WalkResult::interrupt();
+                             })
+                             .wasInterrupted();
   bool persistent = persistentGrid == "always" ||
-                    (persistentGrid == "auto" && !perScoreTerms);
+                    (persistentGrid == "auto" && !positionalTerms);
   persistent &= coords && hasUniformWork(kernel);
   if (persistent)
     rings.qEmpty = barriers(1, consumers / 128);

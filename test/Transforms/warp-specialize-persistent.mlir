@@ -104,8 +104,25 @@ func.func @d64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<
 
 // -----
 
-// Per-score terms (softcap: a fagpu.map in the loop): persistent only with
-// `always` (not measured persistent, so not by default).
+// A term of the score alone (softcap: a fagpu.map that reads neither the
+// position nor memory) is persistent by default: it measured faster so.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: fagpu.work_slot
+// CHECK: fagpu.map
+// ALWAYS-LABEL: gpu.func @fa_forward_0
+// ALWAYS: fagpu.work_slot
+// NEVER-LABEL: gpu.func @fa_forward_0
+// NEVER-NOT: fagpu.work_slot
+// NEVER: gpu.return
+func.func @softcap(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v {softcap = 30.0 : f32} : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+  return %o : tensor<?x8x?x64xbf16>
+}
+
+// -----
+
+// A term of the position (ALiBi's slope times |i - j|): persistent only
+// with `always` (it measured slower so).
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-NOT: fagpu.work_slot
 // CHECK: fagpu.map
@@ -114,8 +131,8 @@ func.func @d64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<
 // ALWAYS-LABEL: gpu.func @fa_forward_0
 // ALWAYS: fagpu.work_slot
 // ALWAYS: fagpu.map
-func.func @softcap(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
-  %o = fa.attention %q, %k, %v {softcap = 30.0 : f32} : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+func.func @alibi(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>, %slopes: tensor<8xf32>) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v alibi_slopes(%slopes : tensor<8xf32>) : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
   return %o : tensor<?x8x?x64xbf16>
 }
 

@@ -235,8 +235,9 @@ static cl::opt<std::string> fwdPersistentOpt(
     cl::desc("With --fwd-warp-specialize, where every query tile visits the "
              "same keys, a persistent grid: each CTA runs work items round "
              "robin and copies the next one's Q and K/V under the current "
-             "one's epilogue (auto: the plain path, without softcap, ALiBi, "
-             "bias, score_mod or dropout; always; never)"),
+             "one's epilogue (auto: the plain path and terms of the score "
+             "alone such as softcap, not ALiBi, bias, dropout or a score_mod "
+             "of the position; always; never)"),
     cl::init("auto"), cl::cat(faCategory));
 static cl::opt<int64_t> persistentCtasOpt(
     "persistent-ctas",

@@ -390,8 +390,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     is then the issue of both).
 
     With `persistent` (`auto`, the default: kernels without per-score
-    terms, where it measured faster or level; `always`, also those with a
-    `fagpu.map`; `never`), where every query tile visits the
+    terms or whose `fagpu.map`s read the score alone, such as softcap,
+    where it measured faster or level; `always`, also maps of the position
+    or of memory: ALiBi, bias, dropout; `never`), where every query tile visits the
     same keys, the kernel is persistent: `fagpu.work_slot` places the CTA, both
     roles loop over its work items (`fagpu.block_coords of %item`), the
     rings' stages and parities run on across items, and Q has an "empty"
@@ -415,7 +416,8 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "(no causal mask, window or key ranges): each CTA runs work "
            "items round robin and the producer copies the next item's Q "
            "and K/V under the current item's epilogue. auto: kernels "
-           "without per-score terms (no fagpu.map); always; never">
+           "without per-score terms or with terms of the score alone (softcap); "
+           "always; never">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::fagpu;
@@ -163,6 +164,21 @@ void MapOp::build(OpBuilder &b, OperationState &state, Type resultType,
                        state.location);
   block->addArguments({b.getIndexType(), b.getIndexType()},
                       {state.location, state.location});
+}
+
+bool MapOp::isElementwise() {
+  Block &block = getBody().front();
+  unsigned numInputs = getInputs().size();
+  if (!block.getArgument(numInputs).use_empty() ||
+      !block.getArgument(numInputs + 1).use_empty())
+    return false;
+  // No op of the body reads memory (a bias, a capture).
+  return !block
+              .walk([](Operation *op) {
+                return isMemoryEffectFree(op) ? WalkResult::advance()
+                                              : WalkResult::interrupt();
+              })
+              .wasInterrupted();
 }
 
 LogicalResult MapOp::verify() {

@@ -172,6 +172,11 @@ def FAGPU_MapOp : FAGPU_Op<"map", [RecursiveMemoryEffects, SingleBlock]> {
     OpBuilder<(ins "Type":$resultType, "ValueRange":$inputs,
                    "Value":$rowOffset, "Value":$colOffset)>
   ];
+  let extraClassDeclaration = [{
+    /// Whether the body reads only its inputs' elements: not the position
+    /// nor memory (softcap, not ALiBi, bias, dropout or a capture).
+    bool isElementwise();
+  }];
 }
 
 def FAGPU_YieldOp : FAGPU_Op<"yield", [Pure, Terminator, HasParent<"MapOp">]> {
