@@ -76,7 +76,7 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
   auto coords =
       fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
                                    /*heavy_first=*/false,
-                                   /*rematerialize=*/false);
+                                   /*rematerialize=*/false, IntegerAttr());
   Value tile = coords.getTile();
   Value q0 = arith::MulIOp::create(b, loc, tile, index(blockQ));
   Value nq = memref::DimOp::create(b, loc, q, index(2));

@@ -67,6 +67,13 @@ public:
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  /// A causal wgmma grid's heavy tiles first across groups of 8 heads
+  /// (fagpu.block_coords): +2-6% at D = 128 and 256 on the H100, level at
+  /// D = 64 and -4% there at N = 1024 (performance.md), so not below 128.
+  IntegerAttr headGroup() {
+    return op.getCausalAttr() && wgmma && headD >= 128 ? b.getI64IntegerAttr(8)
+                                                       : IntegerAttr();
+  }
   RankedTensorType tile(int64_t cols, Attribute layout, Type type = {}) {
     return RankedTensorType::get({blockQ, cols}, type ? type : f32, layout);
   }
@@ -168,7 +175,7 @@ void KernelTiler::build() {
   auto coords =
       fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
                                    /*heavy_first=*/!!causal,
-                                   /*rematerialize=*/false);
+                                   /*rematerialize=*/false, headGroup());
   Value batch = coords.getBatch(), head = coords.getHead();
   Value headKV = fagpu::KVHeadOp::create(b, loc, idx, head, q, k);
   Value q0 = arith::MulIOp::create(b, loc, coords.getTile(), cBlockQ);
@@ -369,7 +376,7 @@ void KernelTiler::build() {
   auto again =
       fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
                                    /*heavy_first=*/!!causal,
-                                   /*rematerialize=*/true);
+                                   /*rematerialize=*/true, headGroup());
   Value row0 = arith::MulIOp::create(b, loc, again.getTile(), cBlockQ);
   Value l = fagpu::ReduceRowsOp::create(b, loc, rowT, fagpu::ReduceKind::Sum,
                                         loop.getResult(0));

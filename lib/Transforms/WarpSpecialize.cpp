@@ -197,7 +197,7 @@ struct WorkItems {
               lb, loc, first, arith::MulIOp::create(lb, loc, k, stride));
           auto mine = fagpu::BlockCoordsOp::create(
               lb, loc, idx, idx, idx, item, tiles, coords.getHeavyFirst(),
-              /*rematerialize=*/false);
+              /*rematerialize=*/false, IntegerAttr());
           IRMapping map;
           map.map(coords.getResults(), mine.getResults());
           for (Operation *op : perItem)
@@ -236,7 +236,7 @@ struct WorkItems {
       Type idx = b.getIndexType();
       auto recomputed = fagpu::BlockCoordsOp::create(
           b, op.getLoc(), idx, idx, idx, mine.getWork(), tiles,
-          coords.getHeavyFirst(), /*rematerialize=*/false);
+          coords.getHeavyFirst(), /*rematerialize=*/false, IntegerAttr());
       op->replaceAllUsesWith(recomputed.getResults());
       op.erase();
     }

@@ -39,3 +39,27 @@ func.func @d80(%q: tensor<?x4x?x80xf16>, %k: tensor<?x4x?x80xf16>, %v: tensor<?x
   %o = fa.attention %q, %k, %v : tensor<?x4x?x80xf16>, tensor<?x4x?x80xf16>, tensor<?x4x?x96xf16> -> tensor<?x4x?x96xf16>
   return %o : tensor<?x4x?x96xf16>
 }
+
+// -----
+
+// A causal grid at D = 128 runs its heaviest tiles first across groups of
+// 8 heads (head_group), both where the CTA's place is read and where the
+// epilogue reads it again.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: fagpu.block_coords {head_group = 8 : i64, heavy_first}
+// CHECK: fagpu.block_coords {head_group = 8 : i64, heavy_first, rematerialize}
+func.func @causal_d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
+}
+
+// -----
+
+// At D = 64 one head's tiles run heavy to light (groups measured no faster).
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: fagpu.block_coords {heavy_first}
+// CHECK: fagpu.block_coords {heavy_first, rematerialize}
+func.func @causal_d64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>} : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+  return %o : tensor<?x8x?x64xbf16>
+}

@@ -246,6 +246,13 @@ struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
       return success();
     }
     bool again = op.getRematerialize();
+    if (std::optional<uint64_t> group = op.getHeadGroup()) {
+      auto [tile, head, batch] =
+          kb.heavyFirstPlace(*group, binding.heads, binding.batches, again);
+      rewriter.replaceOp(
+          op, {kb.toIndex(batch), kb.toIndex(head), kb.toIndex(tile)});
+      return success();
+    }
     Value tile = again ? kb.opaque(NVVM::BlockIdXOp::create(
                              rewriter, loc, rewriter.getI32Type()))
                        : binding.tile;
@@ -785,6 +792,7 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   binding.head = place.head;
   binding.tile = place.tile;
   binding.heads = args.size(AbiSize::Hq);
+  binding.batches = args.size(AbiSize::B);
   Block *start = b.getInsertionBlock();
   start->getOperations().splice(start->end(), body.getOperations());
   auto ret = cast<gpu::ReturnOp>(start->getTerminator());

@@ -59,8 +59,8 @@ struct KernelBinding {
   /// Waits on barriers that only bulk copies fill: their writes are the
   /// async proxy's already, so no fence follows.
   DenseSet<Operation *> unfencedWaits;
-  /// The CTA's place, from the kernel's prologue, and Hq (i32).
-  Value batch, head, tile, heads;
+  /// The CTA's place, from the kernel's prologue, Hq and B (i32).
+  Value batch, head, tile, heads, batches;
   /// The kernel is persistent (fagpu.work_slot): its CTAs loop over items.
   bool persistent = false;
 };

@@ -121,6 +121,30 @@ Value KernelBuilder::lastTileFirst(Value x, bool rebuilt) {
   return sub(sub(tiles, c32(1)), x);
 }
 
+KernelBuilder::TilePlace KernelBuilder::heavyFirstPlace(int64_t group,
+                                                        Value heads,
+                                                        Value batches,
+                                                        bool rebuilt) {
+  auto read = [&](Value x) { return rebuilt ? opaque(x) : x; };
+  Value x = read(NVVM::BlockIdXOp::create(b, loc, i32));
+  Value tiles = read(NVVM::GridDimXOp::create(b, loc, i32));
+  Value y = NVVM::BlockIdYOp::create(b, loc, i32);
+  Value z = NVVM::BlockIdZOp::create(b, loc, i32);
+  Value rows = read(NVVM::GridDimYOp::create(b, loc, i32));
+  // The launch index; the prologue returned the CTAs past heads x batches.
+  Value launched = add(mul(add(mul(z, rows), y), tiles), x);
+  Value pairs = mul(heads, batches);
+  Value groupCtas = mul(tiles, c32(group));
+  Value index = divu(launched, groupCtas);
+  Value inGroup = sub(launched, mul(index, groupCtas));
+  Value first = mul(index, c32(group));
+  Value width = mins(sub(pairs, first), c32(group));
+  Value fromLast = divu(inGroup, width);
+  Value pair = add(first, sub(inGroup, mul(fromLast, width)));
+  return {sub(sub(tiles, c32(1)), fromLast), remu(pair, heads),
+          divu(pair, heads)};
+}
+
 LLVM::LLVMFuncOp
 KernelBuilder::createKernel(StringRef name, const ::fa::runtime::KernelAbi &abi,
                             bool flushDenormals) {

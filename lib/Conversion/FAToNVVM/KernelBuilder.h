@@ -119,6 +119,16 @@ public:
   /// most keys to visit, and starting them first leaves light CTAs, not
   /// heavy ones, for the grid's tail. `rebuilt` as for getThreadPlace.
   Value lastTileFirst(Value x, bool rebuilt = false);
+  /// The CTA's (tile, head, batch), heaviest tiles first across `group`
+  /// (head, batch) pairs: the launch order (ctaid.x fastest, then the heads
+  /// and batches) read as groups of `group` pairs, each group's tiles last
+  /// one first and its heads fastest (fagpu.block_coords's head_group).
+  /// `rebuilt` as for rebuildThreadPlace.
+  struct TilePlace {
+    Value tile, head, batch;
+  };
+  TilePlace heavyFirstPlace(int64_t group, Value heads, Value batches,
+                            bool rebuilt);
 
   // Constants and arithmetic.
   Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }

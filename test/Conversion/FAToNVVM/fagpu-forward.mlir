@@ -1,4 +1,5 @@
 // RUN: fa-opt %S/Inputs/fagpu-causal-d64.mlir -convert-fa-to-nvvm | FileCheck %s
+// RUN: sed -e 's/{heavy_first}/{heavy_first, head_group = 8}/' -e 's/{heavy_first, rematerialize}/{heavy_first, head_group = 8, rematerialize}/' %S/Inputs/fagpu-causal-d64.mlir | fa-opt -convert-fa-to-nvvm | FileCheck %s --check-prefix=GROUP
 
 // convert-fa-to-nvvm on a kernel in fagpu ops (causal, bf16, D = 64, 128 x
 // 64 tiles, one stage): the gpu.func becomes an llvm.func with the
@@ -11,6 +12,12 @@
 // CHECK: llvm.cond_br
 // CHECK-NEXT: ^bb1:
 // CHECK-NEXT: llvm.return
+// By default the tile is nctaid.x - 1 - ctaid.x (the prologue's ctaid.x;
+// head and batch as read).
+// CHECK: %[[N:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[N]], %{{.*}} : i32
+// CHECK-NEXT: arith.subi %[[LAST]], %{{[0-9]+}} : i32
 // Q (one group), then K(0) if there are keys to visit.
 // CHECK-COUNT-8: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
@@ -58,3 +65,40 @@
 // CHECK-NOT: fagpu.
 // CHECK-NOT: builtin.unrealized_conversion_cast
 // CHECK-NOT: nvvm.mma.sync
+
+// With head_group = 8, the CTA's place, heaviest tiles first in groups of 8
+// (head, batch) pairs:
+// launched = (ctaid.z nctaid.y + ctaid.y) nctaid.x + ctaid.x; its group and
+// place in it; the group's width min(Hq B - 8 group, 8); the tile
+// nctaid.x - 1 - place / width, the pair 8 group + place % width.
+// GROUP-LABEL: llvm.func @fa_forward_0(
+// GROUP: llvm.return
+// GROUP: %[[X:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
+// GROUP-NEXT: %[[TILES:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// GROUP-NEXT: %[[Y:.*]] = nvvm.read.ptx.sreg.ctaid.y : i32
+// GROUP-NEXT: %[[Z:.*]] = nvvm.read.ptx.sreg.ctaid.z : i32
+// GROUP-NEXT: %[[ROWS:.*]] = nvvm.read.ptx.sreg.nctaid.y : i32
+// GROUP-NEXT: %[[ZR:.*]] = arith.muli %[[Z]], %[[ROWS]] : i32
+// GROUP-NEXT: %[[ROW:.*]] = arith.addi %[[ZR]], %[[Y]] : i32
+// GROUP-NEXT: %[[RT:.*]] = arith.muli %[[ROW]], %[[TILES]] : i32
+// GROUP-NEXT: %[[L:.*]] = arith.addi %[[RT]], %[[X]] : i32
+// GROUP-NEXT: %[[PAIRS:.*]] = arith.muli %[[HQ:arg[0-9]+]], %[[B:arg[0-9]+]] : i32
+// GROUP-NEXT: %[[C8:.*]] = arith.constant 8 : i32
+// GROUP-NEXT: %[[GC:.*]] = arith.muli %[[TILES]], %[[C8]] : i32
+// GROUP-NEXT: %[[G:.*]] = arith.divui %[[L]], %[[GC]] : i32
+// GROUP-NEXT: %[[GL:.*]] = arith.muli %[[G]], %[[GC]] : i32
+// GROUP-NEXT: %[[IN:.*]] = arith.subi %[[L]], %[[GL]] : i32
+// GROUP-NEXT: arith.constant 8 : i32
+// GROUP-NEXT: %[[FIRST:.*]] = arith.muli %[[G]], %{{.*}} : i32
+// GROUP-NEXT: arith.constant 8 : i32
+// GROUP-NEXT: %[[LEFT:.*]] = arith.subi %[[PAIRS]], %[[FIRST]] : i32
+// GROUP-NEXT: %[[W:.*]] = arith.minsi %[[LEFT]], %{{.*}} : i32
+// GROUP-NEXT: %[[BACK:.*]] = arith.divui %[[IN]], %[[W]] : i32
+// GROUP-NEXT: %[[BW:.*]] = arith.muli %[[BACK]], %[[W]] : i32
+// GROUP-NEXT: %[[COL:.*]] = arith.subi %[[IN]], %[[BW]] : i32
+// GROUP-NEXT: %[[PAIR:.*]] = arith.addi %[[FIRST]], %[[COL]] : i32
+// GROUP-NEXT: arith.constant 1 : i32
+// GROUP-NEXT: %[[LAST:.*]] = arith.subi %[[TILES]], %{{.*}} : i32
+// GROUP-NEXT: %[[TILE:.*]] = arith.subi %[[LAST]], %[[BACK]] : i32
+// GROUP-NEXT: arith.remui %[[PAIR]], %[[HQ]] : i32
+// GROUP-NEXT: arith.divui %[[PAIR]], %[[HQ]] : i32

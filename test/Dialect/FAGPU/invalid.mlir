@@ -596,3 +596,19 @@ func.func @coords_work_without_tiles(%i: index) {
   %b, %h, %t = "fagpu.block_coords"(%i) {operandSegmentSizes = array<i32: 1, 0>} : (index) -> (index, index, index)
   return
 }
+
+// -----
+
+func.func @coords_group_without_heavy_first() {
+  // expected-error @+1 {{takes head_group with heavy_first only, not with a work item}}
+  %b, %h, %t = fagpu.block_coords {head_group = 8 : i64}
+  return
+}
+
+// -----
+
+func.func @coords_group_zero() {
+  // expected-error @+1 {{attribute 'head_group' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %b, %h, %t = fagpu.block_coords {heavy_first, head_group = 0 : i64}
+  return
+}

@@ -327,6 +327,9 @@ LogicalResult BlockCoordsOp::verify() {
   if (getWork() && getRematerialize())
     return emitOpError("of a work item cannot be rematerialized (the item "
                        "is a value, not a special register)");
+  if (getHeadGroup() && (getWork() || !getHeavyFirst()))
+    return emitOpError("takes head_group with heavy_first only, not with a "
+                       "work item");
   return success();
 }
 

@@ -27,7 +27,11 @@ def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure,
     The CTA's batch, query head and query tile (block ids z, y, x). With
     `heavy_first`, tiles run last to first: under a causal mask the last
     query tiles see the most keys, and launching them first leaves light
-    CTAs for the grid's tail. With `rematerialize` the values are read again
+    CTAs for the grid's tail. With `head_group = G` too, the launch order
+    is read in groups of G (head, batch) pairs, each group's tiles last to
+    first and its heads fastest, so that the grid's tail is light tiles of
+    G heads rather than one head's tiles from heavy to light, while the
+    CTAs that run at once still share a few heads' K/V in L2. With `rematerialize` the values are read again
     from the special registers where they are used instead of being kept
     live (in registers) across the loop before them.
 
@@ -37,7 +41,8 @@ def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure,
     share K and V in L2), then the query head, then the batch.
   }];
   let arguments = (ins Optional<Index>:$work, Optional<Index>:$tiles,
-                       UnitAttr:$heavy_first, UnitAttr:$rematerialize);
+                       UnitAttr:$heavy_first, UnitAttr:$rematerialize,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$head_group);
   let results = (outs Index:$batch, Index:$head, Index:$tile);
   let assemblyFormat = "(`of` $work^ `in` $tiles)? attr-dict";
   let hasVerifier = 1;
