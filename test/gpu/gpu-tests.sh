@@ -44,6 +44,11 @@ done
 run --dtype=bf16 --shape=1,4,2,300,300,256 --window=32,8 --softcap=20 --lse
 run --dtype=f16 --shape=2,4,2,129,257,256 --alibi --bias --causal=bottom-right --lse
 
+# Causal grids in groups of 8 heads (D >= 128): 15 (head, batch) pairs (a
+# group of 8, then 7), and 70000 heads (the folded grid, grouped).
+run --dtype=bf16 --shape=3,5,1,1000,1000,128 --causal=bottom-right --lse
+run --dtype=bf16 --shape=1,70000,70000,16,16,128 --causal=top-left
+
 # D = 80 and 192 on the scored path (D = 80's 32-key tiles split their
 # chunks unevenly over the CTA's copies).
 run --dtype=f16 --shape=1,4,2,200,300,80 --softcap=20 --alibi --bias --lse
