@@ -138,6 +138,44 @@ func.func @alibi(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tenso
 
 // -----
 
+// A score_mod of the score alone is persistent by default.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: fagpu.work_slot
+// CHECK: fagpu.map
+// ALWAYS-LABEL: gpu.func @fa_forward_0
+// ALWAYS: fagpu.work_slot
+func.func @score_alone(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %two = arith.constant 2.0 : f32
+    %r = arith.mulf %s, %two : f32
+    fa.yield %r : f32
+  }
+  return %o : tensor<?x8x?x64xbf16>
+}
+
+// -----
+
+// One that reads a capture (by head, no position) is not: a load a score.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fagpu.work_slot
+// CHECK: fagpu.map
+// CHECK-NOT: fagpu.work_slot
+// CHECK: gpu.return
+// ALWAYS-LABEL: gpu.func @fa_forward_0
+// ALWAYS: fagpu.work_slot
+func.func @capture(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>, %tab: tensor<8xf32>) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v captures(%tab : tensor<8xf32>) : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<8xf32>):
+    %x = tensor.extract %t[%h] : tensor<8xf32>
+    %r = arith.addf %s, %x : f32
+    fa.yield %r : f32
+  }
+  return %o : tensor<?x8x?x64xbf16>
+}
+
+// -----
+
 // A causal mask: query tiles visit different keys, so no persistent grid,
 // even with `always` (round robin would share the work unevenly).
 // CHECK-LABEL: gpu.func @fa_forward_0

@@ -172,11 +172,17 @@ bool MapOp::isElementwise() {
   if (!block.getArgument(numInputs).use_empty() ||
       !block.getArgument(numInputs + 1).use_empty())
     return false;
-  // No op of the body reads memory (a bias, a capture).
+  // No op of the body reads memory: a bias (memref.load) or a capture
+  // (tensor.extract of the buffer's tensor, which is pure).
   return !block
               .walk([](Operation *op) {
-                return isMemoryEffectFree(op) ? WalkResult::advance()
-                                              : WalkResult::interrupt();
+                bool readsArray =
+                    llvm::any_of(op->getOperandTypes(), [](Type type) {
+                      return isa<ShapedType>(type);
+                    });
+                return readsArray || !isMemoryEffectFree(op)
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
               })
               .wasInterrupted();
 }
