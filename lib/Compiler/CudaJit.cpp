@@ -69,6 +69,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdWsOverlap = tile.wsOverlap;
   options.fwdPersistent = tile.persistent;
   options.fwdKeyRanges = tile.keyRanges;
+  options.fwdHeadGroup = tile.headGroup;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -127,6 +128,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-persistent=" + tile.persistent;
   if (!tile.keyRanges)
     target += ";fwd-key-ranges=0";
+  if (tile.headGroup)
+    target += ";fwd-head-group=" + std::to_string(tile.headGroup);
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

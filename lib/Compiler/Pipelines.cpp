@@ -104,6 +104,7 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   fuse.blockKV = options.blockKV;
   fuse.wgmma = options.fwdWgmma;
   fuse.warpSpecialize = options.fwdWarpSpecialize;
+  fuse.headGroup = options.fwdHeadGroup;
   pm.addPass(createFAFuse(fuse));
   // A mask_mod's key tiles, found once per query tile by a kernel of their
   // own, bound each forward's key loop.

@@ -119,6 +119,8 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
     kernel->setAttr(kWgmmaAttr, kb.getUnitAttr());
   if (warpSpecialize)
     kernel->setAttr(kWarpSpecializeAttr, kb.getUnitAttr());
+  if (op.getCausalAttr() && tile.headGroup > 1)
+    kernel->setAttr(kHeadGroupAttr, kb.getI64IntegerAttr(tile.headGroup));
   Block &entry = kernel.getBody().front();
   kb.setInsertionPointToStart(&entry);
   // The op's regions are isolated from above: only its operands change.
@@ -177,6 +179,12 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (headGroup < 0) {
+      module.emitError("fa-fuse: head-group must be 0 (the default) or at "
+                       "least 1, got ")
+          << static_cast<int64_t>(headGroup);
+      return signalPassFailure();
+    }
     // Ops already in a kernel stay there.
     SmallVector<AttentionOp> ops;
     module.walk([&](AttentionOp op) {
@@ -202,6 +210,8 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
         tile.blockQ = blockQ;
       if (blockKV)
         tile.blockKV = blockKV;
+      if (headGroup)
+        tile.headGroup = headGroup;
       return tile;
     };
     for (AttentionOp op : ops) {

@@ -67,12 +67,11 @@ public:
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  /// A causal wgmma grid's heavy tiles first across groups of 8 heads
-  /// (fagpu.block_coords): +2-6% at D = 128 and 256 on the H100, level at
-  /// D = 64 and -4% there at N = 1024 (performance.md), so not below 128.
+  /// fa-fuse's head group of a causal kernel (fagpu.block_coords).
   IntegerAttr headGroup() {
-    return op.getCausalAttr() && wgmma && headD >= 128 ? b.getI64IntegerAttr(8)
-                                                       : IntegerAttr();
+    return op.getCausalAttr()
+               ? kernel->getAttrOfType<IntegerAttr>(kHeadGroupAttr)
+               : IntegerAttr();
   }
   RankedTensorType tile(int64_t cols, Attribute layout, Type type = {}) {
     return RankedTensorType::get({blockQ, cols}, type ? type : f32, layout);

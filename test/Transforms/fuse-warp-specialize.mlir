@@ -26,6 +26,18 @@ func.func @d64(%q: tensor<1x1x8x64xf16>) -> tensor<1x1x8x64xf16> {
 
 // -----
 
+// Causal at D >= 128: the heaviest tiles of 8 heads first (fa.head_group;
+// at D = 64 above, one head's tiles heavy to light).
+// CHECK-LABEL: func.func @causal128
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.head_group = 8 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @causal128(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
+  %o = fa.attention %q, %q, %q {causal = #fa.causal<bottom_right>} : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
+  return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @d256
 // CHECK: gpu.func @fa_forward_0
 // CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>

@@ -1,4 +1,7 @@
 // RUN: fa-opt %s -split-input-file -fa-fuse=chip=sm_90a -fa-tile -fa-online-softmax -fa-async-copy | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a head-group=4" -fa-tile -fa-online-softmax -fa-async-copy | FileCheck %s --check-prefix=GROUP
+// RUN: not fa-opt %s -split-input-file -fa-fuse="chip=sm_90a head-group=-1" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: fa-fuse: head-group must be 0 (the default) or at least 1, got -1
 
 // fa-tile on a kernel fa-fuse marked fa.wgmma (sm_90a, D = 128, no mask):
 // 128 x 128 tiles over 8 warps (two warpgroups), every tile in wgmma's
@@ -42,12 +45,17 @@ func.func @d80(%q: tensor<?x4x?x80xf16>, %k: tensor<?x4x?x80xf16>, %v: tensor<?x
 
 // -----
 
-// A causal grid at D = 128 runs its heaviest tiles first across groups of
-// 8 heads (head_group), both where the CTA's place is read and where the
-// epilogue reads it again.
+// A causal grid: one head's tiles heavy to light by default here (no
+// producer warpgroup); with fa-fuse's head-group, the heaviest tiles of 4
+// heads first, where the CTA's place is read and where the epilogue reads it
+// again.
 // CHECK-LABEL: gpu.func @fa_forward_0
-// CHECK: fagpu.block_coords {head_group = 8 : i64, heavy_first}
-// CHECK: fagpu.block_coords {head_group = 8 : i64, heavy_first, rematerialize}
+// CHECK-NOT: fa.head_group
+// CHECK: fagpu.block_coords {heavy_first}
+// CHECK: fagpu.block_coords {heavy_first, rematerialize}
+// GROUP: gpu.func @fa_forward_0{{.*}}fa.head_group = 4 : i64
+// GROUP: fagpu.block_coords {head_group = 4 : i64, heavy_first}
+// GROUP: fagpu.block_coords {head_group = 4 : i64, heavy_first, rematerialize}
 func.func @causal_d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
   %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
   return %o : tensor<?x8x?x128xbf16>
@@ -55,11 +63,9 @@ func.func @causal_d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %
 
 // -----
 
-// At D = 64 one head's tiles run heavy to light (groups measured no faster).
-// CHECK-LABEL: gpu.func @fa_forward_0
-// CHECK: fagpu.block_coords {heavy_first}
-// CHECK: fagpu.block_coords {heavy_first, rematerialize}
-func.func @causal_d64(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>) -> tensor<?x8x?x64xbf16> {
-  %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>} : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
-  return %o : tensor<?x8x?x64xbf16>
+// Without a causal mask the head group has nothing to order.
+// GROUP-NOT: head_group
+func.func @noncausal_d128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return %o : tensor<?x8x?x128xbf16>
 }

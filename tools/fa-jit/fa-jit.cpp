@@ -239,6 +239,13 @@ static cl::opt<std::string> fwdPersistentOpt(
              "alone such as softcap, not ALiBi, bias, dropout or a score_mod "
              "of the position; always; never)"),
     cl::init("auto"), cl::cat(faCategory));
+static cl::opt<int64_t> fwdHeadGroupOpt(
+    "fwd-head-group",
+    cl::desc("Under a causal mask, run the heaviest query tiles of this many "
+             "(head, batch) pairs before the lighter ones (1: one head's "
+             "tiles heavy to light; 0: the default, 8 at D >= 128 with a "
+             "producer warpgroup, else 1)"),
+    cl::init(0), cl::cat(faCategory));
 static cl::opt<int64_t> persistentCtasOpt(
     "persistent-ctas",
     cl::desc("A persistent forward's CTAs at most (0: as many as the GPU's "
@@ -1124,7 +1131,7 @@ bool Driver::emit() {
         op, chip,
         {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
          fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-         fwdPersistentOpt, fwdKeyRangesOpt});
+         fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1382,7 +1389,7 @@ bool Driver::compileAndRunOnGpu() {
       op, chip, compiledNow, error,
       {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
        fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-       fwdPersistentOpt, fwdKeyRangesOpt});
+       fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

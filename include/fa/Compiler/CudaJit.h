@@ -59,6 +59,8 @@ struct CudaForwardTile {
   std::string persistent = "auto";
   /// fwd-key-ranges.
   bool keyRanges = true;
+  /// fwd-head-group (0: the default).
+  int64_t headGroup = 0;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

@@ -102,6 +102,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "running work items round robin (fa-warp-specialize's "
                      "persistent: auto, always or never)"),
       llvm::cl::init("auto")};
+  Option<int64_t> fwdHeadGroup{
+      *this, "fwd-head-group",
+      llvm::cl::desc("Under a causal mask, the heaviest query tiles of this "
+                     "many (head, batch) pairs first (fa-fuse's head-group; "
+                     "0: the default for the variant)"),
+      llvm::cl::init(0)};
   Option<bool> fwdKeyRanges{
       *this, "fwd-key-ranges",
       llvm::cl::desc("A forward whose mask_mod reads neither b nor h visits "

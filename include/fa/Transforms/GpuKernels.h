@@ -29,6 +29,8 @@ inline constexpr llvm::StringLiteral kKernelModuleName = "fa_kernels";
 inline constexpr llvm::StringLiteral kBlockQAttr = "fa.block_q";
 inline constexpr llvm::StringLiteral kBlockKVAttr = "fa.block_kv";
 inline constexpr llvm::StringLiteral kKVStagesAttr = "fa.kv_stages";
+/// On an outlined causal forward kernel: ForwardTile's headGroup, when > 1.
+inline constexpr llvm::StringLiteral kHeadGroupAttr = "fa.head_group";
 /// On an outlined forward kernel (unit): its products are warpgroup MMAs
 /// (sm_90a), so fa-tile lays its shared tiles out in wgmma's swizzle.
 inline constexpr llvm::StringLiteral kWgmmaAttr = "fa.wgmma";
@@ -69,6 +71,10 @@ struct ForwardTile {
   /// Buffers of K and of V: 1, FlashAttention-2's schedule; S > 1, tile
   /// n + S - 1 is copied during all of tile n.
   int64_t kvStages = 1;
+  /// Under a causal mask, the heaviest query tiles of this many (head,
+  /// batch) pairs run before the lighter ones (fagpu.block_coords's
+  /// head_group); 1: one head's tiles heavy to light.
+  int64_t headGroup = 1;
 };
 
 /// Whether `op` takes the forward kernel's scored path (per-element variant

@@ -278,7 +278,12 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
     Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"false",
            "Mark wgmma kernels of the plain path `fa.warp_specialize`, with "
            "the tiles of a producer warpgroup (128 query rows): "
-           "fa-warp-specialize then gives them one">
+           "fa-warp-specialize then gives them one">,
+    Option<"headGroup", "head-group", "int64_t", /*default=*/"0",
+           "Under a causal mask, run the heaviest query tiles of this many "
+           "(head, batch) pairs before the lighter ones (`fa.head_group`); "
+           "1: one head's tiles heavy to light; 0: the default for the "
+           "variant">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
