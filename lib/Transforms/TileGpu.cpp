@@ -31,18 +31,6 @@ using namespace mlir::fa;
 
 namespace {
 
-/// Drops what a map's body built and did not use (the bottom-right row of a
-/// score with no causal term), so that a body of the score alone reads no
-/// position (fagpu.map's isElementwise).
-void eraseUnused(Block &body) {
-  SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
-  for (Operation *op : llvm::reverse(ops))
-    if (isOpTriviallyDead(op))
-      op->erase();
-}
-
 class KernelTiler {
 public:
   KernelTiler(gpu::GPUFuncOp kernel, AttentionOp op, int64_t blockQ,
@@ -247,9 +235,13 @@ void KernelTiler::build() {
       Value i = body.getArgument(1), j = body.getArgument(2);
       if (bias || !captureBuffers.empty())
         std::tie(i, j) = clampPositions(b, loc, i, j, nq, nk);
-      ScorePositions pos{batch, head, i, j,
-                         arith::AddIOp::create(
-                             b, loc, i, arith::SubIOp::create(b, loc, nk, nq))};
+      // The bottom-right row only for ALiBi (causal and window are the
+      // kernel's masks here): a body of the score alone then reads no
+      // position (fagpu.map's isElementwise).
+      ScorePositions pos{batch, head, i, j, Value()};
+      if (slope)
+        pos.queryAligned = arith::AddIOp::create(
+            b, loc, i, arith::SubIOp::create(b, loc, nk, nq));
       Value biasValue;
       if (bias)
         biasValue = memref::LoadOp::create(
@@ -260,7 +252,6 @@ void KernelTiler::build() {
       Value x = buildScore(b, loc, variant, body.getArgument(0), biasValue,
                            slope, pos);
       fagpu::YieldOp::create(b, loc, x);
-      eraseUnused(body);
       s = map.getResult();
     }
     // Masks (keys past Nk, causal, window) only on tiles that cross an
