@@ -75,7 +75,7 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
   Type idx = b.getIndexType(), f32 = b.getF32Type();
   auto coords =
       fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
-                                   /*heavy_first=*/false,
+                                   /*heavy_first=*/false, /*paired=*/false,
                                    /*rematerialize=*/false, IntegerAttr());
   Value tile = coords.getTile();
   Value q0 = arith::MulIOp::create(b, loc, tile, index(blockQ));

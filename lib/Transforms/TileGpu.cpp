@@ -161,7 +161,7 @@ void KernelTiler::build() {
         cBlockKV = index(blockKV);
   auto coords =
       fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
-                                   /*heavy_first=*/!!causal,
+                                   /*heavy_first=*/!!causal, /*paired=*/false,
                                    /*rematerialize=*/false, headGroup());
   Value batch = coords.getBatch(), head = coords.getHead();
   Value headKV = fagpu::KVHeadOp::create(b, loc, idx, head, q, k);
@@ -365,7 +365,7 @@ void KernelTiler::build() {
   // the loop.
   auto again =
       fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
-                                   /*heavy_first=*/!!causal,
+                                   /*heavy_first=*/!!causal, /*paired=*/false,
                                    /*rematerialize=*/true, headGroup());
   Value row0 = arith::MulIOp::create(b, loc, again.getTile(), cBlockQ);
   Value l = fagpu::ReduceRowsOp::create(b, loc, rowT, fagpu::ReduceKind::Sum,

@@ -173,37 +173,64 @@ bool hasUniformWork(gpu::GPUFuncOp kernel) {
               .wasInterrupted();
 }
 
-/// A persistent kernel's work: `items` (query tiles x heads x batches) shared
-/// round robin from `first` by `stride` CTAs (`count` of them this CTA's),
-/// and what each item recomputes: the CTA's coordinates and the ops of the
-/// kernel's entry that depend on them (its K/V head and row).
+/// Whether `kernel`'s query tiles differ in work by a causal mask alone
+/// (no window or key ranges), so that a heavy and a light tile together
+/// see about as many keys as any other such pair.
+bool hasCausalWork(gpu::GPUFuncOp kernel) {
+  bool causal = false, other = false;
+  kernel.walk([&](fagpu::VisibleKeysOp keys) {
+    causal |= bool(keys.getCausal());
+    other |= keys.getWindow() || keys.getKeyRanges();
+  });
+  return causal && !other;
+}
+
+/// A persistent kernel's work: its items (query tiles x heads x batches)
+/// shared round robin from `first` by `stride` CTAs (`count` of them this
+/// CTA's), and what each item recomputes: the CTA's coordinates and the ops of
+/// the kernel's entry that depend on them (its K/V head and row). `paired` (a
+/// causal kernel's): shared as pairs of a heavy and a light tile
+/// (fagpu.block_coords's `paired`), the CTA's items 2k and 2k + 1 those of
+/// its k-th pair.
 struct WorkItems {
-  Value first, stride, items, tiles, count;
+  Value first, stride, tiles, count;
+  bool paired = false;
   fagpu::BlockCoordsOp coords;
   SmallVector<Operation *> perItem;
 
-  /// `scf.for %k = 0 to count`, the CTA's k-th item `first + k stride`,
-  /// whose body starts with the item's coordinates and per-item ops and
-  /// then what `body` builds.
-  scf::ForOp build(OpBuilder &b, Location loc,
-                   function_ref<void(OpBuilder &, Value k)> body) {
-    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  /// `scf.for %k = 0 to count`, the CTA's k-th item (`first + k stride`, or
+  /// paired `2 (first + (k / 2) stride) + k % 2`), whose body starts with
+  /// the item's coordinates and per-item ops and then what `body` builds.
+  /// With `init`, the loop carries one index from it: what `body` returns.
+  scf::ForOp build(OpBuilder &b, Location loc, Value init,
+                   function_ref<Value(OpBuilder &, Value k, Value)> body) {
+    auto cst = [&](OpBuilder &cb, int64_t v) {
+      return arith::ConstantIndexOp::create(cb, loc, v);
+    };
+    SmallVector<Value, 1> inits;
+    if (init)
+      inits.push_back(init);
     return scf::ForOp::create(
-        b, loc, c0, count, c1, ValueRange(),
-        [&](OpBuilder &lb, Location, Value k, ValueRange) {
+        b, loc, cst(b, 0), count, cst(b, 1), inits,
+        [&](OpBuilder &lb, Location, Value k, ValueRange carried) {
           Type idx = lb.getIndexType();
+          Value round =
+              paired ? arith::ShRUIOp::create(lb, loc, k, cst(lb, 1)) : k;
           Value item = arith::AddIOp::create(
-              lb, loc, first, arith::MulIOp::create(lb, loc, k, stride));
+              lb, loc, first, arith::MulIOp::create(lb, loc, round, stride));
+          if (paired)
+            item = arith::AddIOp::create(
+                lb, loc, arith::ShLIOp::create(lb, loc, item, cst(lb, 1)),
+                arith::AndIOp::create(lb, loc, k, cst(lb, 1)));
           auto mine = fagpu::BlockCoordsOp::create(
               lb, loc, idx, idx, idx, item, tiles, coords.getHeavyFirst(),
-              /*rematerialize=*/false, IntegerAttr());
+              paired, /*rematerialize=*/false, IntegerAttr());
           IRMapping map;
           map.map(coords.getResults(), mine.getResults());
           for (Operation *op : perItem)
             lb.clone(*op, map);
-          body(lb, k);
-          scf::YieldOp::create(lb, loc);
+          Value next = body(lb, k, init ? carried[0] : Value());
+          scf::YieldOp::create(lb, loc, init ? ValueRange{next} : ValueRange());
         });
   }
 
@@ -236,20 +263,16 @@ struct WorkItems {
       Type idx = b.getIndexType();
       auto recomputed = fagpu::BlockCoordsOp::create(
           b, op.getLoc(), idx, idx, idx, mine.getWork(), tiles,
-          coords.getHeavyFirst(), /*rematerialize=*/false, IntegerAttr());
+          coords.getHeavyFirst(), paired, /*rematerialize=*/false,
+          IntegerAttr());
       op->replaceAllUsesWith(recomputed.getResults());
       op.erase();
     }
   }
 };
 
-/// Where the CTA's k-th item starts: the K/V rings' stage and parity, and
-/// Q's parity. Every item visits the same number of K/V tiles (those of
-/// `loop`), so they follow from k: nothing is carried from item to item,
-/// which kept fewer registers live across the items' loops (0 spills at
-/// D = 256, where carrying them spilled).
-std::array<Value, 3> getItemStart(OpBuilder &b, Location loc, Value k,
-                                  scf::ForOp loop, int64_t stages) {
+/// The K/V tiles `loop` visits.
+Value getTileCount(OpBuilder &b, Location loc, scf::ForOp loop) {
   auto cst = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
@@ -258,13 +281,27 @@ std::array<Value, 3> getItemStart(OpBuilder &b, Location loc, Value k,
       arith::SubIOp::create(b, loc, loop.getUpperBound(), loop.getLowerBound()),
       cst(0));
   Value step = loop.getStep();
-  Value tiles = arith::DivUIOp::create(
+  return arith::DivUIOp::create(
       b, loc,
       arith::AddIOp::create(
           b, loc, span,
           arith::SubIOp::create(b, loc, step, cst(1)).getResult()),
       step);
-  Value done = arith::MulIOp::create(b, loc, k, tiles);
+}
+
+/// Where the CTA's k-th item starts: the K/V rings' stage and parity, and
+/// Q's parity, from `done`, the K/V tiles of its items before. Where every
+/// item visits the same number of K/V tiles (those of `loop`), `done` is
+/// null and follows from k: nothing is carried from item to item, which
+/// kept fewer registers live across the items' loops (0 spills at D = 256,
+/// where carrying the stage and parity spilled).
+std::array<Value, 3> getItemStart(OpBuilder &b, Location loc, Value k,
+                                  scf::ForOp loop, int64_t stages, Value done) {
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  if (!done)
+    done = arith::MulIOp::create(b, loc, k, getTileCount(b, loc, loop));
   Value one = cst(1);
   return {arith::RemUIOp::create(b, loc, done, cst(stages)),
           arith::AndIOp::create(
@@ -276,9 +313,11 @@ std::array<Value, 3> getItemStart(OpBuilder &b, Location loc, Value k,
 /// coordinates) on, up to `end` (the op the roles' regions replace): the
 /// items' count and slot are built at `b`.
 WorkItems getWorkItems(OpBuilder &b, Location loc, fagpu::BlockCoordsOp coords,
-                       Operation *end, Value query, int64_t blockQ) {
+                       Operation *end, Value query, int64_t blockQ,
+                       bool paired) {
   WorkItems work;
   work.coords = coords;
+  work.paired = paired;
   DenseSet<Value> derived(coords->result_begin(), coords->result_end());
   for (Operation &op :
        llvm::make_range(std::next(coords->getIterator()), end->getIterator())) {
@@ -303,21 +342,31 @@ WorkItems getWorkItems(OpBuilder &b, Location loc, fagpu::BlockCoordsOp coords,
   };
   Value rows = arith::AddIOp::create(b, loc, dim(2), cst(blockQ - 1));
   work.tiles = arith::DivUIOp::create(b, loc, rows, cst(blockQ));
-  work.items = arith::MulIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, work.tiles, dim(1)), dim(0));
+  // What round robin shares: the items, or paired the pairs, ceil(tiles /
+  // 2) a head.
+  Value shared =
+      paired ? arith::DivUIOp::create(
+                   b, loc, arith::AddIOp::create(b, loc, work.tiles, cst(1)),
+                   cst(2))
+             : work.tiles;
+  shared = arith::MulIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, shared, dim(1)), dim(0));
   Type idx = b.getIndexType();
   auto slot = fagpu::WorkSlotOp::create(b, loc, idx, idx);
   work.first = slot.getFirst();
   work.stride = slot.getStride();
-  // ceil((items - first) / stride), none where first is past the items.
+  // ceil((shared - first) / stride), none where first is past them; paired,
+  // two items a pair.
   Value left = arith::MaxSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, work.items, work.first), cst(0));
+      b, loc, arith::SubIOp::create(b, loc, shared, work.first), cst(0));
   work.count = arith::DivUIOp::create(
       b, loc,
       arith::AddIOp::create(
           b, loc, left,
           arith::SubIOp::create(b, loc, work.stride, cst(1)).getResult()),
       work.stride);
+  if (paired)
+    work.count = arith::ShLIOp::create(b, loc, work.count, cst(1));
   return work;
 }
 
@@ -520,9 +569,10 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
     if (!op.getRematerialize() && !op.getWork())
       coords = op;
   // `auto`: where persistence measured faster than a CTA an item, or level
-  // (performance.md): the plain path at D = 64, 128 and 256, and terms of
-  // the score alone (softcap, +2-5%). Terms of the position or of memory
-  // (ALiBi -8 to -13%, dropout -2 to -4%, bias level) keep a CTA an item.
+  // (performance.md): the plain path at D = 64, 128 and 256, causal too
+  // (paired: up to +19% at N = 1024, level at 8192), and terms of the score
+  // alone (softcap, +2-5%). Terms of the position or of memory (ALiBi -8 to
+  // -13%, dropout -2 to -4%, bias level) keep a CTA an item.
   bool positionalTerms = kernel
                              .walk([](fagpu::MapOp map) {
                                return map.isElementwise()
@@ -530,9 +580,19 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
                                           : WalkResult::interrupt();
                              })
                              .wasInterrupted();
+  // Causal tiles are shared as pairs of a heavy and a light one, each
+  // pair's work about the same.
+  bool uniform = hasUniformWork(kernel);
+  bool paired =
+      !uniform && coords && coords.getHeavyFirst() && hasCausalWork(kernel);
+  // Not by default for one consumer warpgroup at D = 128, two CTAs an SM:
+  // carrying the tiles done spilled there (8 bytes, 64 x 64 tiles).
+  int64_t warpgroups = consumers / 128;
+  int64_t d = std::max(qType.getCols(), vType.getCols());
+  bool tight = paired && warpgroups == 1 && d >= 128;
   bool persistent = persistentGrid == "always" ||
-                    (persistentGrid == "auto" && !positionalTerms);
-  persistent &= coords && hasUniformWork(kernel);
+                    (persistentGrid == "auto" && !positionalTerms && !tight);
+  persistent &= coords && (uniform || paired);
   if (persistent)
     rings.qEmpty = barriers(1, consumers / 128);
   sharedBytes = offset;
@@ -544,7 +604,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
 
   b.setInsertionPoint(loop);
   std::optional<WorkItems> work;
-  if (persistent) {
+  if (persistent && uniform) {
     // Every query tile visits the same keys: those of the first, found
     // once for the CTA rather than per item from the item's row.
     for (auto keys : entry.getOps<fagpu::VisibleKeysOp>()) {
@@ -552,15 +612,24 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
       keys.getQueryOffsetMutable().assign(
           arith::ConstantIndexOp::create(kb, loc, 0));
     }
-    work =
-        getWorkItems(b, loc, coords, loop, qCopy.getSource(), qType.getRows());
   }
+  if (persistent && paired) {
+    // The heaviest tile's partner where the tiles are odd is past the
+    // queries: it visits no keys.
+    OpBuilder pb(loop);
+    Value rows = memref::DimOp::create(pb, loc, qCopy.getSource(), 2);
+    Value inside = arith::CmpIOp::create(pb, loc, arith::CmpIPredicate::ult,
+                                         qCopy.getRow(), rows);
+    loop.getUpperBoundMutable().assign(arith::SelectOp::create(
+        pb, loc, inside, loop.getUpperBound(), loop.getLowerBound()));
+  }
+  if (persistent)
+    work = getWorkItems(b, loc, coords, loop, qCopy.getSource(),
+                        qType.getRows(), paired);
   // One consumer warpgroup whose shared memory leaves room for a second
   // CTA gets it (the SM's 228 KB, 1 KB of it per CTA for the system), up
   // to D = 128: ptxas compiles each instruction within the launch's
   // registers, and a 64 x 256 wgmma accumulator does not fit half an SM's.
-  int64_t warpgroups = consumers / 128;
-  int64_t d = std::max(qType.getCols(), vType.getCols());
   int64_t ctas =
       warpgroups == 1 && d <= 128 && 2 * (sharedBytes + 1024) <= 233472 ? 2 : 1;
   auto specialized =
@@ -575,11 +644,19 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   b.setInsertionPointToStart(producer);
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   if (work) {
-    scf::ForOp items = work->build(b, loc, [&](OpBuilder &lb, Value k) {
-      auto [stage, parity, qParity] = getItemStart(lb, loc, k, loop, stages);
-      buildProducer(lb, qCopy, loop, kCopy, vCopy, rings, stages,
-                    ValueRange{stage, parity}, qParity);
-    });
+    // Items with different K/V tile counts carry the tiles done so far.
+    scf::ForOp items = work->build(
+        b, loc, uniform ? Value() : c0,
+        [&](OpBuilder &lb, Value k, Value done) {
+          auto [stage, parity, qParity] =
+              getItemStart(lb, loc, k, loop, stages, done);
+          buildProducer(lb, qCopy, loop, kCopy, vCopy, rings, stages,
+                        ValueRange{stage, parity}, qParity);
+          return done ? arith::AddIOp::create(lb, loc, done,
+                                              getTileCount(lb, loc, loop))
+                            .getResult()
+                      : Value();
+        });
     work->bind(items);
   } else {
     buildProducer(b, qCopy, loop, kCopy, vCopy, rings, stages,
@@ -598,14 +675,20 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   Value qParity = c0;
   SmallVector<Value, 2> ringStart = {c0, c0};
   if (work) {
-    consumerItems = work->build(b, loc, [](OpBuilder &, Value) {});
+    consumerItems =
+        work->build(b, loc, uniform ? Value() : c0,
+                    [](OpBuilder &, Value, Value done) { return done; });
     Block *body = consumerItems.getBody();
     body->getOperations().splice(
         Block::iterator(body->getTerminator()), consumer->getOperations(),
         std::next(Block::iterator(consumerItems)), consumer->end());
     b.setInsertionPoint(loop);
-    auto [stage, parity, qItemParity] =
-        getItemStart(b, loc, consumerItems.getInductionVar(), loop, stages);
+    Value done = uniform ? Value() : consumerItems.getRegionIterArg(0);
+    auto [stage, parity, qItemParity] = getItemStart(
+        b, loc, consumerItems.getInductionVar(), loop, stages, done);
+    if (done)
+      body->getTerminator()->setOperand(
+          0, arith::AddIOp::create(b, loc, done, getTileCount(b, loc, loop)));
     qParity = qItemParity;
     ringStart.assign({stage, parity});
   }

@@ -176,15 +176,69 @@ func.func @capture(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: ten
 
 // -----
 
-// A causal mask: query tiles visit different keys, so no persistent grid,
-// even with `always` (round robin would share the work unevenly).
+// A causal mask: query tiles visit different keys. The CTAs (by default too,
+// not with `never`) share pairs of one heavy and one light tile
+// round robin (block_coords {paired}): ceil(tiles / 2) x Hq x B pairs, two
+// items each, the CTA's k-th item 2 (first + (k / 2) stride) + k % 2. Each
+// item finds its own keys (from its row), none where the tile is past Nq
+// (the heaviest tile's partner where the tiles are odd). The items visit
+// different numbers of key tiles, so both roles carry the tiles done so far
+// (from 0) and the rings' stage and parity follow from it (done % 2,
+// done / 2 & 1); each item adds its ceil((end - begin) / 128).
 // CHECK-LABEL: gpu.func @fa_forward_0
-// CHECK-NOT: fagpu.work_slot
-// CHECK: fagpu.take_turn of 2 {first}
+// CHECK: fagpu.work_slot
+// CHECK: fagpu.block_coords of %{{.*}} in %{{.*}} {heavy_first, paired}
+// NEVER-LABEL: gpu.func @fa_forward_0
+// NEVER-NOT: fagpu.work_slot
+// NEVER: fagpu.take_turn of 2 {first}
 // ALWAYS-LABEL: gpu.func @fa_forward_0
-// ALWAYS-NOT: fagpu.work_slot
-// ALWAYS: gpu.return
+// ALWAYS: %[[TILES:.*]] = arith.divui %{{.*}}, %{{.*}} : index
+// ALWAYS: %[[T1:.*]] = arith.addi %[[TILES]], %{{.*}} : index
+// ALWAYS-NEXT: %[[HALVES:.*]] = arith.divui %[[T1]], %{{.*}} : index
+// ALWAYS: %[[HH:.*]] = arith.muli %[[HALVES]], %{{.*}} : index
+// ALWAYS-NEXT: %[[PAIRS:.*]] = arith.muli %[[HH]], %{{.*}} : index
+// ALWAYS-NEXT: %[[FIRST:.*]], %[[STRIDE:.*]] = fagpu.work_slot
+// ALWAYS: arith.subi %[[PAIRS]], %[[FIRST]] : index
+// ALWAYS: %[[MINE:.*]] = arith.divui %{{.*}}, %[[STRIDE]] : index
+// ALWAYS: %[[COUNT:.*]] = arith.shli %[[MINE]], %{{.*}} : index
+// ALWAYS: producer {
+// ALWAYS: %[[ZERO:.*]] = arith.constant 0 : index
+// ALWAYS: scf.for %[[K:.*]] = %{{.*}} to %[[COUNT]] step %{{.*}} iter_args(%[[DONE:.*]] = %[[ZERO]]) -> (index) {
+// ALWAYS-NEXT: %{{.*}} = arith.constant 1 : index
+// ALWAYS-NEXT: %[[ROUND:.*]] = arith.shrui %[[K]], %{{.*}} : index
+// ALWAYS-NEXT: %[[RS:.*]] = arith.muli %[[ROUND]], %[[STRIDE]] : index
+// ALWAYS-NEXT: %[[PAIR:.*]] = arith.addi %[[FIRST]], %[[RS]] : index
+// ALWAYS-NEXT: %{{.*}} = arith.constant 1 : index
+// ALWAYS-NEXT: %[[HALF:.*]] = arith.andi %[[K]], %{{.*}} : index
+// ALWAYS-NEXT: %{{.*}} = arith.constant 1 : index
+// ALWAYS-NEXT: %[[TWICE:.*]] = arith.shli %[[PAIR]], %{{.*}} : index
+// ALWAYS-NEXT: %[[ITEM:.*]] = arith.addi %[[TWICE]], %[[HALF]] : index
+// ALWAYS-NEXT: %{{.*}}, %{{.*}}, %[[TILE:.*]] = fagpu.block_coords of %[[ITEM]] in %[[TILES]] {heavy_first, paired}
+// ALWAYS: %[[ROW:.*]] = arith.muli %[[TILE]], %{{.*}} : index
+// ALWAYS-NEXT: %[[BEGIN:.*]], %[[END:.*]] = fagpu.visible_keys %[[ROW]] of
+// ALWAYS-NEXT: %[[INSIDE:.*]] = arith.cmpi ult, %[[ROW]], %{{.*}} : index
+// ALWAYS-NEXT: %[[UB:.*]] = arith.select %[[INSIDE]], %[[END]], %[[BEGIN]] : index
+// ALWAYS: %[[STAGE:.*]] = arith.remui %[[DONE]], %{{.*}} : index
+// ALWAYS: %[[LAP:.*]] = arith.divui %[[DONE]], %{{.*}} : index
+// ALWAYS-NEXT: %[[PAR:.*]] = arith.andi %[[LAP]], %{{.*}} : index
+// ALWAYS: scf.for %{{.*}} = %[[BEGIN]] to %[[UB]] step %{{.*}} iter_args(%{{.*}} = %[[STAGE]], %{{.*}} = %[[PAR]])
+// ALWAYS: %[[SPAN:.*]] = arith.subi %[[UB]], %[[BEGIN]] : index
+// ALWAYS: %[[N:.*]] = arith.divui %{{.*}}, %c128{{.*}} : index
+// ALWAYS-NEXT: %[[NEXT:.*]] = arith.addi %[[DONE]], %[[N]] : index
+// ALWAYS-NEXT: scf.yield %[[NEXT]] : index
+// ALWAYS: } consumers {
+// ALWAYS: scf.for %{{.*}} = %{{.*}} to %[[COUNT]] step %{{.*}} iter_args(%[[CDONE:.*]] = %{{.*}}) -> (index) {
+// ALWAYS: fagpu.block_coords of %{{.*}} in %[[TILES]] {heavy_first, paired}
+// ALWAYS: %[[CSTAGE:.*]] = arith.remui %[[CDONE]], %{{.*}} : index
+// ALWAYS: %[[CN:.*]] = arith.divui %{{.*}}, %c128{{.*}} : index
+// ALWAYS-NEXT: %[[CNEXT:.*]] = arith.addi %[[CDONE]], %[[CN]] : index
+// ALWAYS: fagpu.block_coords of %{{.*}} in %[[TILES]] {heavy_first, paired}
+// ALWAYS: fagpu.store
+// ALWAYS-NEXT: scf.yield %[[CNEXT]] : index
+// ALWAYS-NEXT: }
+// ALWAYS-NEXT: fagpu.take_turn of 2 {end}
 func.func @causal(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> tensor<?x8x?x128xbf16> {
   %o = fa.attention %q, %k, %v {causal = #fa.causal<top_left>} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
   return %o : tensor<?x8x?x128xbf16>
 }
+

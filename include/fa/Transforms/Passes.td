@@ -398,11 +398,13 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     terms or whose `fagpu.map`s read the score alone, such as softcap,
     where it measured faster or level; `always`, also maps of the position
     or of memory: ALiBi, bias, dropout; `never`), where every query tile visits the
-    same keys, the kernel is persistent: `fagpu.work_slot` places the CTA, both
-    roles loop over its work items (`fagpu.block_coords of %item`), the
-    rings' stages and parities run on across items, and Q has an "empty"
-    barrier too, so that the producer copies the next item's Q and K/V
-    while the consumers finish the current one.
+    same keys or where they differ by a causal mask alone, the kernel is
+    persistent: `fagpu.work_slot` places the CTA, both roles loop over its
+    work items (`fagpu.block_coords of %item`; causal, `{paired}`: a heavy
+    and a light tile a pair, the pairs round robin), the rings' stages and
+    parities run on across items (carried as the tiles done where items
+    differ), and Q has an "empty" barrier too, so that the producer copies
+    the next item's Q and K/V while the consumers finish the current one.
 
     Other kernels (mma.sync, unmarked) are left as they are.
   }];
@@ -418,11 +420,12 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "previous tile's P V (fa-overlap-softmax's schedule)">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
            "A persistent grid where every query tile visits the same keys "
-           "(no causal mask, window or key ranges): each CTA runs work "
-           "items round robin and the producer copies the next item's Q "
-           "and K/V under the current item's epilogue. auto: kernels "
-           "without per-score terms or with terms of the score alone (softcap); "
-           "always; never">
+           "or where they differ by a causal mask alone (no window or key "
+           "ranges; then the tiles go in heavy/light pairs): each CTA runs "
+           "work items round robin and the producer copies the next item's "
+           "Q and K/V under the current item's epilogue. auto: kernels "
+           "without per-score terms or with terms of the score alone "
+           "(softcap); always; never">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

@@ -236,10 +236,27 @@ struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
       // A persistent kernel's item: the tile fastest, then head, batch.
       Value item = toI32(rewriter, loc, work);
       Value tiles = toI32(rewriter, loc, adaptor.getTiles());
-      Value tile = kb.remu(item, tiles);
-      Value heads = kb.divu(item, tiles);
-      if (op.getHeavyFirst())
-        tile = kb.sub(kb.sub(tiles, kb.c32(1)), tile);
+      Value tile, heads;
+      if (op.getPaired()) {
+        // Items 2u, 2u + 1: tiles T - 1 - j and j - T % 2 of pair u / hT
+        // (hT = ceil(T / 2), j = u % hT); -1 is tile T, past the queries.
+        Value c0 = kb.c32(0);
+        Value unit = kb.shr(item, 1);
+        Value halves = kb.shr(kb.add(tiles, kb.c32(1)), 1);
+        Value j = kb.remu(unit, halves);
+        heads = kb.divu(unit, halves);
+        Value heavy = kb.sub(kb.sub(tiles, kb.c32(1)), j);
+        Value light = kb.sub(j, kb.andi(tiles, 1));
+        light =
+            kb.sel(kb.cmp(arith::CmpIPredicate::slt, light, c0), tiles, light);
+        tile = kb.sel(kb.cmp(arith::CmpIPredicate::eq, kb.andi(item, 1), c0),
+                      heavy, light);
+      } else {
+        tile = kb.remu(item, tiles);
+        heads = kb.divu(item, tiles);
+        if (op.getHeavyFirst())
+          tile = kb.sub(kb.sub(tiles, kb.c32(1)), tile);
+      }
       rewriter.replaceOp(op, {kb.toIndex(kb.divu(heads, binding.heads)),
                               kb.toIndex(kb.remu(heads, binding.heads)),
                               kb.toIndex(tile)});

@@ -599,6 +599,22 @@ func.func @coords_work_without_tiles(%i: index) {
 
 // -----
 
+func.func @coords_paired_without_work() {
+  // expected-error @+1 {{takes paired with a work item and heavy_first only}}
+  %b, %h, %t = fagpu.block_coords {heavy_first, paired}
+  return
+}
+
+// -----
+
+func.func @coords_paired_without_heavy_first(%i: index) {
+  // expected-error @+1 {{takes paired with a work item and heavy_first only}}
+  %b, %h, %t = fagpu.block_coords of %i in %i {paired}
+  return
+}
+
+// -----
+
 func.func @coords_group_without_heavy_first() {
   // expected-error @+1 {{takes head_group with heavy_first only, not with a work item}}
   %b, %h, %t = fagpu.block_coords {head_group = 8 : i64}

@@ -333,6 +333,8 @@ LogicalResult BlockCoordsOp::verify() {
   if (getWork() && getRematerialize())
     return emitOpError("of a work item cannot be rematerialized (the item "
                        "is a value, not a special register)");
+  if (getPaired() && (!getWork() || !getHeavyFirst()))
+    return emitOpError("takes paired with a work item and heavy_first only");
   if (getHeadGroup() && (getWork() || !getHeavyFirst()))
     return emitOpError("takes head_group with heavy_first only, not with a "
                        "work item");

@@ -38,10 +38,17 @@ def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure,
     With `of %work in %tiles`, those of work item `work` of a persistent
     kernel (`fagpu.work_slot`) instead: items are numbered with the query
     tile fastest (`tiles` of them a head, so that the CTAs running at once
-    share K and V in L2), then the query head, then the batch.
+    share K and V in L2), then the query head, then the batch. With
+    `paired` too (a causal kernel's), items 2u and 2u + 1 are one head's
+    query tiles T - 1 - j and j - T % 2 (j = u mod ceil(T / 2), T = `tiles`):
+    one heavy and one light tile, which together see about T + 1 key tiles
+    under a causal mask, so that round robin over the pairs shares the work
+    evenly. Where T is odd, the heaviest tile's partner (-1) is tile T, past
+    the queries: an item with no rows.
   }];
   let arguments = (ins Optional<Index>:$work, Optional<Index>:$tiles,
-                       UnitAttr:$heavy_first, UnitAttr:$rematerialize,
+                       UnitAttr:$heavy_first, UnitAttr:$paired,
+                       UnitAttr:$rematerialize,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$head_group);
   let results = (outs Index:$batch, Index:$head, Index:$tile);
   let assemblyFormat = "(`of` $work^ `in` $tiles)? attr-dict";
