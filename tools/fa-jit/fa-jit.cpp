@@ -233,12 +233,13 @@ static cl::opt<bool> fwdWsOverlapOpt(
 static cl::opt<std::string> fwdPersistentOpt(
     "fwd-persistent",
     cl::desc("With --fwd-warp-specialize, where every query tile visits the "
-             "same keys or a causal mask alone tells them apart (heavy and "
-             "light tiles in pairs), a persistent grid: each CTA runs work "
-             "items round robin and copies the next one's Q and K/V under "
-             "the current one's epilogue (auto: the plain path, causal too, "
-             "and terms of the score alone such as softcap, not ALiBi, bias, "
-             "dropout or a score_mod of the position; always; never)"),
+             "same keys or a causal mask or window alone tells them apart "
+             "(causal tiles in heavy/light pairs), a persistent grid: each "
+             "CTA runs work items round robin and copies the next one's Q "
+             "and K/V under the current one's epilogue (auto: the plain "
+             "path, causal and windows at D >= 128 too, and terms of the "
+             "score alone such as softcap, not ALiBi, bias, dropout or a "
+             "score_mod of the position; always; never)"),
     cl::init("auto"), cl::cat(faCategory));
 static cl::opt<int64_t> fwdHeadGroupOpt(
     "fwd-head-group",

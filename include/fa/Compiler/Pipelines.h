@@ -97,11 +97,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::init(true)};
   Option<std::string> fwdPersistent{
       *this, "fwd-persistent",
-      llvm::cl::desc("With fwd-warp-specialize, where every query tile "
-                     "visits the same keys or a causal mask alone tells "
-                     "them apart: a persistent grid, each CTA running work "
-                     "items round robin (fa-warp-specialize's persistent: "
-                     "auto, always or never)"),
+      llvm::cl::desc(
+          "With fwd-warp-specialize, where every query tile "
+          "visits the same keys or a causal mask or window alone tells "
+          "them apart: a persistent grid, each CTA running work "
+          "items round robin (fa-warp-specialize's persistent: "
+          "auto, always or never)"),
       llvm::cl::init("auto")};
   Option<int64_t> fwdHeadGroup{
       *this, "fwd-head-group",

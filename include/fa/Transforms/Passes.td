@@ -396,10 +396,12 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
 
     With `persistent` (`auto`, the default: kernels without per-score
     terms or whose `fagpu.map`s read the score alone, such as softcap,
-    where it measured faster or level; `always`, also maps of the position
-    or of memory: ALiBi, bias, dropout; `never`), where every query tile visits the
-    same keys or where they differ by a causal mask alone, the kernel is
-    persistent: `fagpu.work_slot` places the CTA, both roles loop over its
+    where it measured faster or level, not a window below D = 128 or a
+    causal mask at D = 128 with one consumer warpgroup, where ptxas
+    spilled; `always`, also those and maps of the position or of memory:
+    ALiBi, bias, dropout; `never`), where every query tile visits the same
+    keys or where a causal mask or a window alone tells them apart, the
+    kernel is persistent: `fagpu.work_slot` places the CTA, both roles loop over its
     work items (`fagpu.block_coords of %item`; causal, `{paired}`: a heavy
     and a light tile a pair, the pairs round robin), the rings' stages and
     parities run on across items (carried as the tiles done where items
@@ -420,8 +422,8 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "previous tile's P V (fa-overlap-softmax's schedule)">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
            "A persistent grid where every query tile visits the same keys "
-           "or where they differ by a causal mask alone (no window or key "
-           "ranges; then the tiles go in heavy/light pairs): each CTA runs "
+           "or where a causal mask or a window alone tells them apart (no "
+           "key ranges; causal tiles go in heavy/light pairs): each CTA runs "
            "work items round robin and the producer copies the next item's "
            "Q and K/V under the current item's epilogue. auto: kernels "
            "without per-score terms or with terms of the score alone "
