@@ -79,8 +79,8 @@ run --dtype=f16 --shape=2,4,4,100,300,96,64 --causal=bottom-right --lse
 run --dtype=bf16 --shape=1,4,2,333,190,256,128 --causal=bottom-right --lse
 run --dtype=bf16 --shape=2,4,4,100,300,64,128 --dropout=0.1 --lse
 
-# Persistent grids (fa-warp-specialize's persistent: no causal mask, window
-# or key ranges; by default at D = 128, `always` elsewhere): more work items
+# Persistent grids (fa-warp-specialize's persistent: by default without
+# per-score terms, causal, windows at D >= 128; `always` elsewhere): more work items
 # than the SMs hold, so that each CTA runs
 # several and the rings and Q's barriers go on from item to item; ragged N,
 # GQA, lse, every head-dim class, the scored path (a full f32 bias too),
@@ -95,6 +95,19 @@ run --dtype=f16 --shape=4,16,8,333,257,64 --dropout=0.1 --lse --fwd-persistent=a
 run "$inputs/bias-full-f32.mlir" --shape=16,4,4,300,400,128
 run "$inputs/mask-mod-blocks.mlir" --shape=16,4,4,1000,1100,128 --fwd-key-ranges=false
 run --dtype=bf16 --shape=4,32,8,1000,777,128 --lse --fwd-persistent=never
+# Causal (heavy and light tiles in pairs; an odd tile count runs the pad
+# item) and windows (single tiles), items of different key counts, with
+# few CTAs so that each carries the key tiles done across many items.
+run --dtype=bf16 --shape=3,5,1,1000,1000,128 --causal=bottom-right --lse \
+  --persistent-ctas=3
+run --dtype=f16 --shape=5,3,3,300,300,64 --causal=top-left --lse \
+  --persistent-ctas=3
+run --dtype=bf16 --shape=2,4,4,1500,700,256 --causal=bottom-right --lse \
+  --persistent-ctas=5
+run --dtype=bf16 --shape=2,3,3,1000,1000,128 --window=100,20 --lse \
+  --persistent-ctas=3
+run --dtype=f16 --shape=3,2,1,700,900,64 --window=64,0 --causal=top-left \
+  --lse --fwd-persistent=always --persistent-ctas=3
 
 # Every forward tile configuration fa-jit offers (--block-q, --block-kv;
 # bench/fwd_tile_sweep.sh): ragged N, both causal alignments, GQA, lse.
