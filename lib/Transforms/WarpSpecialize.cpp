@@ -160,41 +160,25 @@ void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
       });
 }
 
-/// Whether every query tile of `kernel` visits the same keys (no causal
-/// mask, window or key ranges), so that round robin shares its work evenly.
-bool hasUniformWork(gpu::GPUFuncOp kernel) {
-  return !kernel
-              .walk([](fagpu::VisibleKeysOp keys) {
-                return keys.getCausal() || keys.getWindow() ||
-                               keys.getKeyRanges()
-                           ? WalkResult::interrupt()
-                           : WalkResult::advance();
-              })
-              .wasInterrupted();
-}
-
-/// Whether `kernel`'s query tiles differ in work by a causal mask alone
-/// (no window or key ranges), so that a heavy and a light tile together
-/// see about as many keys as any other such pair.
-bool hasCausalWork(gpu::GPUFuncOp kernel) {
-  bool causal = false, other = false;
+/// How the query tiles of `kernel` differ in the keys they visit (its
+/// fagpu.visible_keys): not at all, so that round robin shares the work
+/// evenly; by a causal mask alone, where a heavy and a light tile together
+/// see about as many keys as any other such pair; by a window (with or
+/// without a causal mask), where the tiles see as many keys but near the
+/// sequence's edges, so that single tiles share about evenly; or by the
+/// key ranges of a mask_mod.
+enum class TileWork { Uniform, Causal, Window, KeyRanges };
+TileWork getTileWork(gpu::GPUFuncOp kernel) {
+  bool causal = false, window = false, ranges = false;
   kernel.walk([&](fagpu::VisibleKeysOp keys) {
     causal |= bool(keys.getCausal());
-    other |= keys.getWindow() || keys.getKeyRanges();
-  });
-  return causal && !other;
-}
-
-/// Whether `kernel` has a window and no key ranges: its query tiles see
-/// as many keys but near the sequence's edges, so that round robin over
-/// single tiles shares the work about evenly.
-bool hasWindowWork(gpu::GPUFuncOp kernel) {
-  bool window = false, ranges = false;
-  kernel.walk([&](fagpu::VisibleKeysOp keys) {
     window |= bool(keys.getWindow());
     ranges |= bool(keys.getKeyRanges());
   });
-  return window && !ranges;
+  return ranges   ? TileWork::KeyRanges
+         : window ? TileWork::Window
+         : causal ? TileWork::Causal
+                  : TileWork::Uniform;
 }
 
 /// A persistent kernel's work: its items (query tiles x heads x batches)
@@ -594,21 +578,22 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
                              .wasInterrupted();
   // Causal tiles are shared as pairs of a heavy and a light one, each
   // pair's work about the same.
-  bool uniform = hasUniformWork(kernel);
+  TileWork tileWork = getTileWork(kernel);
+  bool uniform = tileWork == TileWork::Uniform;
   bool paired =
-      !uniform && coords && coords.getHeavyFirst() && hasCausalWork(kernel);
+      tileWork == TileWork::Causal && coords && coords.getHeavyFirst();
   // Not by default for one consumer warpgroup at D = 128, two CTAs an SM:
   // carrying the tiles done spilled there (8 bytes, 64 x 64 tiles).
   int64_t warpgroups = consumers / 128;
   int64_t d = std::max(qType.getCols(), vType.getCols());
-  bool tight = paired && warpgroups == 1 && d >= 128;
+  bool spills = paired && warpgroups == 1 && d >= 128;
   // A window's tiles one an item: +16-19% at D = 64 and 128, but by
   // default only at D >= 128, as below ptxas spilled 4-8 bytes (D = 32,
   // 64; 96 with a causal mask too).
-  bool windowed = !uniform && hasWindowWork(kernel);
-  tight |= windowed && d < 128;
+  bool windowed = tileWork == TileWork::Window;
+  spills |= windowed && d < 128;
   bool persistent = persistentGrid == "always" ||
-                    (persistentGrid == "auto" && !positionalTerms && !tight);
+                    (persistentGrid == "auto" && !positionalTerms && !spills);
   persistent &= coords && (uniform || paired || windowed);
   if (persistent)
     rings.qEmpty = barriers(1, consumers / 128);
