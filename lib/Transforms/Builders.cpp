@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -21,6 +22,32 @@ std::pair<Value, Value> mlir::fa::clampPositions(OpBuilder &b, Location loc,
       arith::MinUIOp::create(b, loc, i, arith::SubIOp::create(b, loc, nq, one)),
       arith::MinUIOp::create(b, loc, j,
                              arith::SubIOp::create(b, loc, nk, one))};
+}
+
+void mlir::fa::unclampArithmetic(
+    Block &body, ArrayRef<std::pair<Value, Value>> clampedAndTrue) {
+  auto isRead = [](Operation *op) {
+    return isa<tensor::ExtractOp, memref::LoadOp>(op);
+  };
+  // The ops whose results reach a read's index (users come later in the
+  // block).
+  DenseSet<Operation *> addressing;
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (llvm::any_of(op.getUsers(), [&](Operation *user) {
+          return isRead(user) || addressing.contains(user);
+        }))
+      addressing.insert(&op);
+  for (auto [clamped, position] : clampedAndTrue)
+    clamped.replaceUsesWithIf(position, [&](OpOperand &use) {
+      return !isRead(use.getOwner()) && !addressing.contains(use.getOwner());
+    });
+  // Clamps no read needs.
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
 }
 
 Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,

@@ -232,7 +232,8 @@ void KernelTiler::build() {
       OpBuilder::InsertionGuard guard(b);
       Block &body = map.getBody().front();
       b.setInsertionPointToStart(&body);
-      Value i = body.getArgument(1), j = body.getArgument(2);
+      Value trueI = body.getArgument(1), trueJ = body.getArgument(2);
+      Value i = trueI, j = trueJ;
       if (bias || !captureBuffers.empty())
         std::tie(i, j) = clampPositions(b, loc, i, j, nq, nk);
       // The bottom-right row only for ALiBi (causal and window are the
@@ -252,6 +253,8 @@ void KernelTiler::build() {
       Value x = buildScore(b, loc, variant, body.getArgument(0), biasValue,
                            slope, pos);
       fagpu::YieldOp::create(b, loc, x);
+      if (i != trueI)
+        unclampArithmetic(body, {{i, trueI}, {j, trueJ}});
       s = map.getResult();
     }
     // Masks (keys past Nk, causal, window) only on tiles that cross an

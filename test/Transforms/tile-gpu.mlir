@@ -199,7 +199,8 @@ func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v:
 // score_mod reads: each buffer has its role in the ABI (fa.abi); the slope
 // is loaded once per CTA, the bias and the capture per element at the
 // position clamped into [0, Nq) x [0, Nk) (a ragged tile's rows and keys
-// past the ends read the last one's).
+// past the ends read the last one's). ALiBi's distance takes the true
+// positions (i + Nk - Nq - j), which the lowering converts once per tile.
 // CHECK-LABEL: gpu.func @fa_forward_0(
 // CHECK-SAME: {fa.abi = "q"}
 // CHECK-SAME: %[[BIAS:[a-z0-9]+]]: memref<1x2x?x?xf32, strided<[?, ?, ?, ?], offset: ?>> {fa.abi = "bias"}
@@ -214,7 +215,11 @@ func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v:
 // CHECK-NEXT: ^bb0(%[[X:[a-z0-9]+]]: f32, %[[I:[a-z0-9]+]]: index, %[[J:[a-z0-9]+]]: index):
 // CHECK: %[[IC:[0-9]+]] = arith.minui %[[I]], %{{.*}} : index
 // CHECK: %[[JC:[0-9]+]] = arith.minui %[[J]], %{{.*}} : index
+// CHECK: %[[SHIFT:[0-9]+]] = arith.subi %[[NK]], %[[NQ]] : index
+// CHECK: %[[QA:[0-9]+]] = arith.addi %[[I]], %[[SHIFT]] : index
 // CHECK: %[[BV:[0-9]+]] = memref.load %[[BIAS]][%{{.*}}, %[[H]], %[[IC]], %[[JC]]]
+// CHECK: %[[DIST:[0-9]+]] = arith.subi %[[QA]], %[[J]] : index
+// CHECK: arith.index_cast %[[DIST]] : index to i32
 // CHECK: arith.mulf %[[SLOPE]]
 // CHECK: arith.addf %{{.*}}, %[[BV]] fastmath<contract> : f32
 // CHECK: tensor.extract %[[T]][%[[JC]]]

@@ -193,6 +193,14 @@ std::pair<Value, Value> buildVisibleQueries(OpBuilder &b, Location loc,
 std::pair<Value, Value> clampPositions(OpBuilder &b, Location loc, Value i,
                                        Value j, Value nq, Value nk);
 
+/// In `body`, the uses of each clamped position (clampPositions') that
+/// compute no read's index take the true position instead: their values
+/// past Nq and Nk are masked or never stored, and a term of the true
+/// positions converts to float once per tile (convert-fa-to-nvvm's
+/// fagpu.map lowering), where the clamp's min would hide it.
+void unclampArithmetic(Block &body,
+                       ArrayRef<std::pair<Value, Value>> clampedAndTrue);
+
 /// Clones the single block of `region` at the builder's insertion point with
 /// its arguments bound to `args`; returns the value it yields.
 Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);

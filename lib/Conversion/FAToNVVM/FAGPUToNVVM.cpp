@@ -18,6 +18,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <algorithm>
 
@@ -52,6 +54,7 @@ AccCoords mlir::fa::nvvm::getAccCoords(KernelBuilder &kb, OpBuilder &b,
   AccCoords coords;
   coords.mTiles = type.getDimSize(0) / (16 * warps);
   coords.nTiles = type.getRank() == 2 ? type.getDimSize(1) / 8 : 0;
+  coords.rowStep = 16 * warps;
   Value warpRow = kb.add(row0, kb.mul(place.warp, kb.c32(16)));
   for (int64_t mt = 0; mt < coords.mTiles; ++mt) {
     Value row = kb.add(kb.add(warpRow, kb.c32(mt * 16 * warps)), place.g);
@@ -174,9 +177,82 @@ struct ElementwiseLowering : public ConversionPattern {
   }
 };
 
+/// The integer values of a map's body that are a i + b j + c, with c the
+/// same for every element (constants, values from outside the body and
+/// pure functions of them): (a, b) for each. Sums, differences, products
+/// by small constants and widening casts of such values are such values.
+class PositionTerms {
+public:
+  using Linear = std::pair<int64_t, int64_t>;
+  PositionTerms(Block &body, Value i, Value j) : body(body) {
+    terms[i] = {1, 0};
+    terms[j] = {0, 1};
+    for (Operation &op : body.without_terminator())
+      if (op.getNumResults() == 1 && isInteger(op.getResult(0)))
+        if (std::optional<Linear> t = classify(op))
+          terms[op.getResult(0)] = *t;
+  }
+  std::optional<Linear> lookup(Value v) const {
+    if (auto it = terms.find(v); it != terms.end())
+      return it->second;
+    if (v.getParentBlock() != &body && isInteger(v))
+      return Linear{0, 0};
+    return std::nullopt;
+  }
+
+private:
+  static bool isInteger(Value v) {
+    return isa<IntegerType, IndexType>(v.getType());
+  }
+  static bool isWide(Type type) {
+    return type.isIndex() || type.getIntOrFloatBitWidth() >= 32;
+  }
+  std::optional<Linear> classify(Operation &op) const {
+    auto operand = [&](unsigned n) { return lookup(op.getOperand(n)); };
+    if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+      std::optional<Linear> x = operand(0), y = operand(1);
+      if (!x || !y)
+        return std::nullopt;
+      int64_t sign = isa<arith::AddIOp>(op) ? 1 : -1;
+      return Linear{x->first + sign * y->first, x->second + sign * y->second};
+    }
+    if (isa<arith::MulIOp>(op)) {
+      for (unsigned n : {0u, 1u}) {
+        APInt factor;
+        std::optional<Linear> x = operand(1 - n);
+        if (x && matchPattern(op.getOperand(n), m_ConstantInt(&factor)) &&
+            factor.getSignificantBits() <= 17) {
+          int64_t c = factor.getSExtValue();
+          return Linear{x->first * c, x->second * c};
+        }
+      }
+    }
+    if (isa<arith::IndexCastOp, arith::ExtSIOp>(op) &&
+        isWide(op.getResult(0).getType()))
+      return operand(0);
+    // Anything else is a term only where it moves with neither position.
+    if (op.getNumRegions() || !isMemoryEffectFree(&op))
+      return std::nullopt;
+    for (Value v : op.getOperands())
+      if (lookup(v) != Linear{0, 0})
+        return std::nullopt;
+    return Linear{0, 0};
+  }
+
+  Block &body;
+  DenseMap<Value, Linear> terms;
+};
+
 /// fagpu.map: the body once per value a thread holds, at that value's row
 /// and column; math ops become PTX instructions (KernelBuilder's, as in
 /// the builder's kernels: NVPTX has no libcalls for most of them).
+///
+/// A position term a i + b j + c converted to float (a relative position,
+/// ALiBi's distance) is converted once, at the thread's first element, and
+/// each element adds its constant a di + b dj: an add on the FMA pipe
+/// instead of a conversion per element, which runs at the rate of exp2's
+/// MUFU and beside it. Exact while the terms stay below 2^24; above, one
+/// rounding more of a value that f32 cannot hold exactly anyway.
 struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -192,6 +268,39 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
     Block &body = op.getBody().front();
     auto yield = cast<fagpu::YieldOp>(body.getTerminator());
     unsigned numInputs = op.getInputs().size();
+    Value rowArg = body.getArgument(numInputs);
+    Value colArg = body.getArgument(numInputs + 1);
+
+    // The conversions of position terms at the first element.
+    PositionTerms terms(body, rowArg, colArg);
+    DenseMap<Operation *, std::pair<Value, PositionTerms::Linear>> converted;
+    IRMapping first;
+    first.map(rowArg, kb.toIndex(at.row(0, 0)));
+    first.map(colArg, kb.toIndex(at.col(0, 0)));
+    std::function<void(Value)> cloneTerm = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (first.contains(v) || !def || def->getBlock() != &body)
+        return;
+      SmallVector<Value> operands;
+      for (Value operand : def->getOperands()) {
+        cloneTerm(operand);
+        operands.push_back(first.lookupOrDefault(operand));
+      }
+      if (Value r = kb.lowerScalarMath(def, operands))
+        first.map(v, r);
+      else
+        rewriter.clone(*def, first);
+    };
+    for (Operation &inner : body.without_terminator()) {
+      auto toFloat = dyn_cast<arith::SIToFPOp>(inner);
+      std::optional<PositionTerms::Linear> term =
+          toFloat ? terms.lookup(toFloat.getIn()) : std::nullopt;
+      if (!term || *term == PositionTerms::Linear{0, 0})
+        continue;
+      cloneTerm(toFloat.getIn());
+      converted[toFloat] = {rewriter.clone(inner, first)->getResult(0), *term};
+    }
+
     SmallVector<Value> values;
     for (int64_t mt = 0; mt < at.mTiles; ++mt)
       for (int64_t nt = 0; nt < at.nTiles; ++nt)
@@ -200,10 +309,22 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
           IRMapping mapping;
           for (unsigned i = 0; i < numInputs; ++i)
             mapping.map(body.getArgument(i), adaptor.getInputs()[i][slot]);
-          mapping.map(body.getArgument(numInputs), kb.toIndex(at.row(mt, e)));
-          mapping.map(body.getArgument(numInputs + 1),
-                      kb.toIndex(at.col(nt, e)));
+          mapping.map(rowArg, kb.toIndex(at.row(mt, e)));
+          mapping.map(colArg, kb.toIndex(at.col(nt, e)));
           for (Operation &inner : body.without_terminator()) {
+            if (auto it = converted.find(&inner); it != converted.end()) {
+              auto [value, term] = it->second;
+              int64_t offset = term.first * at.rowOffset(mt, e) +
+                               term.second * at.colOffset(nt, e);
+              if (offset != 0)
+                value = arith::AddFOp::create(
+                    rewriter, loc, value,
+                    arith::ConstantOp::create(
+                        rewriter, loc,
+                        rewriter.getFloatAttr(value.getType(), offset)));
+              mapping.map(inner.getResult(0), value);
+              continue;
+            }
             SmallVector<Value> operands;
             for (Value operand : inner.getOperands())
               operands.push_back(mapping.lookupOrDefault(operand));

@@ -149,12 +149,19 @@ struct AccCoords {
   SmallVector<Value> rowOfRowSlot; // per m-tile x 2
   SmallVector<Value> colOfColSlot; // per n-tile x 2
   int64_t mTiles = 0, nTiles = 0;
+  /// Rows between one m-tile of a warp and its next (16 x warps).
+  int64_t rowStep = 16;
   Value row(int64_t mt, int64_t e) const {
     return rowOfRowSlot[mt * 2 + e / 2];
   }
   Value col(int64_t nt, int64_t e) const {
     return colOfColSlot[nt * 2 + (e & 1)];
   }
+  /// row(mt, e) - row(0, 0) and col(nt, e) - col(0, 0): constants.
+  int64_t rowOffset(int64_t mt, int64_t e) const {
+    return mt * rowStep + 8 * (e / 2);
+  }
+  int64_t colOffset(int64_t nt, int64_t e) const { return nt * 8 + (e & 1); }
 };
 /// The coordinates, offset by (row0, col0) (i32).
 AccCoords getAccCoords(KernelBuilder &kb, OpBuilder &b, Location loc,
