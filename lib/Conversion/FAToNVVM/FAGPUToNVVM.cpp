@@ -292,7 +292,10 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
         rewriter.clone(*def, first);
     };
     for (Operation &inner : body.without_terminator()) {
+      // f16 and bf16 would round the sum a second time at their precision.
       auto toFloat = dyn_cast<arith::SIToFPOp>(inner);
+      if (toFloat && !toFloat.getType().isF32() && !toFloat.getType().isF64())
+        toFloat = nullptr;
       std::optional<PositionTerms::Linear> term =
           toFloat ? terms.lookup(toFloat.getIn()) : std::nullopt;
       if (!term || *term == PositionTerms::Linear{0, 0})

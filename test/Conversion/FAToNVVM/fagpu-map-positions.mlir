@@ -68,3 +68,26 @@ func.func @not_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: t
   }
   return %o : tensor<1x2x?x64xbf16>
 }
+
+// -----
+
+// A term converted to f16 stays per element: f16 would round the sum of the
+// first element's value and the constant a second time.
+
+// CHECK-LABEL: llvm.func @fa_forward_0(
+// CHECK: scf.for
+// CHECK-COUNT-32: arith.sitofp %{{.*}} : i64 to f16
+// CHECK-NOT: arith.sitofp
+// CHECK: llvm.return
+func.func @half(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: tensor<1x2x?x64xbf16>) -> tensor<1x2x?x64xbf16> {
+  %o = fa.attention %q, %k, %v : tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16> -> tensor<1x2x?x64xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %dh = arith.sitofp %di : i64 to f16
+    %df = arith.extf %dh : f16 to f32
+    %y = arith.addf %s, %df : f32
+    fa.yield %y : f32
+  }
+  return %o : tensor<1x2x?x64xbf16>
+}
