@@ -52,14 +52,13 @@ namespace {
 constexpr int64_t kBarrierBytes = 8 * (2 + 4 * kMaxKVStages);
 
 /// setmaxnreg's split of the registers the launch gives each warpgroup
-/// (`launch` per thread): the consumers as many as leave the producer 40
-/// for cp.async (its copies' addresses; at 24 or 32 ptxas spills them) or
-/// 24 for TMA, at most 256, and the producer what remains, at most the
-/// launch's (FA3: 24 and 240 for two consumers).
+/// (`launch` per thread): the consumers as many as leave the producer
+/// `producerNeeds`, at most 256, and the producer what remains, at most
+/// the launch's (FA3: 24 and 240 for two consumers).
 std::pair<int64_t, int64_t> registerSplit(int64_t consumerWarpgroups,
-                                          int64_t launch, bool tma) {
+                                          int64_t launch,
+                                          int64_t producerNeeds) {
   int64_t total = (consumerWarpgroups + 1) * launch;
-  int64_t producerNeeds = tma ? 24 : 40;
   int64_t consumer = std::min<int64_t>(256, (total - producerNeeds) /
                                                 consumerWarpgroups / 8 * 8);
   int64_t producer = std::min<int64_t>(
@@ -587,9 +586,10 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   int64_t warpgroups = consumers / 128;
   int64_t d = std::max(qType.getCols(), vType.getCols());
   bool spills = paired && warpgroups == 1 && d >= 128;
-  // A window's tiles one an item: +16-19% at D = 64 and 128, but by
-  // default only at D >= 128, as below ptxas spilled 4-8 bytes (D = 32,
-  // 64; 96 with a causal mask too).
+  // A window's tiles one an item: +16-19% at D = 64 and 128 (with the
+  // producer's spills below), by default where the tiles' head dim is 128
+  // or more (80 and 96 pad to 128). Below it has not been measured
+  // without the spills.
   bool windowed = tileWork == TileWork::Window;
   spills |= windowed && d < 128;
   bool persistent = persistentGrid == "always" ||
@@ -636,8 +636,14 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
       warpgroups == 1 && d <= 128 && 2 * (sharedBytes + 1024) <= 233472 ? 2 : 1;
   auto specialized =
       fagpu::WarpSpecializeOp::create(b, loc, consumers, 0, 0, ctas);
-  auto [producerRegisters, consumerRegisters] =
-      registerSplit(warpgroups, specialized.getLaunchRegisters(), rings.bulk);
+  // The producer's registers: 40 for cp.async (its copies' addresses; at
+  // 24 or 32 ptxas spills them), 24 for TMA, but 40 where a window's items
+  // each find their key range: its bounds and the tiles done spilled 4-16
+  // bytes at 24 (D = 32 and 64; 80, 96 with causal; 256 with bottom-right
+  // causal and lse), none at 40 with the consumers at 232.
+  int64_t producerNeeds = !rings.bulk || (persistent && windowed) ? 40 : 24;
+  auto [producerRegisters, consumerRegisters] = registerSplit(
+      warpgroups, specialized.getLaunchRegisters(), producerNeeds);
   specialized.setProducerRegisters(producerRegisters);
   specialized.setConsumerRegisters(consumerRegisters);
   Block *producer = b.createBlock(&specialized.getProducer());

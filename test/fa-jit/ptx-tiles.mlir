@@ -196,6 +196,15 @@
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.256.64x32.s3.0.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,8,2,1,1,256 --softcap=30 --window=64,16 --lse --block-q=64 --block-kv=32 --kv-stages=3 > %t.sm_90a.256.64x32.s3.1.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.256.64x32.s3.1.ptx -o %t.cubin 2>&1 | FileCheck %s
+// Persistent windows (each item's key range in the producer): the defaults
+// at D = 96 with causal and D = 256 with bottom-right causal and lse, and
+// `always` at D = 64 (these spilled 4-16 bytes at the producer's 24).
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,96 --window=256,0 --causal=top-left > %t.sm_90a.96.window.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.96.window.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,256 --window=100,20 --causal=bottom-right --lse > %t.sm_90a.256.window.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.256.window.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,8,2,1,1,64 --window=256,0 --fwd-persistent=always > %t.sm_90a.64.window.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.64.window.ptx -o %t.cubin 2>&1 | FileCheck %s
 // CHECK: Compiling entry function 'fa_forward_0'
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
