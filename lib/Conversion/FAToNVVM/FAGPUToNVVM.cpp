@@ -271,6 +271,17 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
     Value rowArg = body.getArgument(numInputs);
     Value colArg = body.getArgument(numInputs + 1);
 
+    // A body op at the element `mapping` binds: math ops as PTX.
+    auto lower = [&](Operation &inner, IRMapping &mapping) {
+      SmallVector<Value> operands;
+      for (Value operand : inner.getOperands())
+        operands.push_back(mapping.lookupOrDefault(operand));
+      if (Value r = kb.lowerScalarMath(&inner, operands))
+        mapping.map(inner.getResult(0), r);
+      else
+        rewriter.clone(inner, mapping);
+    };
+
     // The conversions of position terms at the first element.
     PositionTerms terms(body, rowArg, colArg);
     DenseMap<Operation *, std::pair<Value, PositionTerms::Linear>> converted;
@@ -281,23 +292,16 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
       Operation *def = v.getDefiningOp();
       if (first.contains(v) || !def || def->getBlock() != &body)
         return;
-      SmallVector<Value> operands;
-      for (Value operand : def->getOperands()) {
+      for (Value operand : def->getOperands())
         cloneTerm(operand);
-        operands.push_back(first.lookupOrDefault(operand));
-      }
-      if (Value r = kb.lowerScalarMath(def, operands))
-        first.map(v, r);
-      else
-        rewriter.clone(*def, first);
+      lower(*def, first);
     };
     for (Operation &inner : body.without_terminator()) {
       // f16 and bf16 would round the sum a second time at their precision.
       auto toFloat = dyn_cast<arith::SIToFPOp>(inner);
-      if (toFloat && !toFloat.getType().isF32() && !toFloat.getType().isF64())
-        toFloat = nullptr;
-      std::optional<PositionTerms::Linear> term =
-          toFloat ? terms.lookup(toFloat.getIn()) : std::nullopt;
+      if (!toFloat || !(toFloat.getType().isF32() || toFloat.getType().isF64()))
+        continue;
+      std::optional<PositionTerms::Linear> term = terms.lookup(toFloat.getIn());
       if (!term || *term == PositionTerms::Linear{0, 0})
         continue;
       cloneTerm(toFloat.getIn());
@@ -328,13 +332,7 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
               mapping.map(inner.getResult(0), value);
               continue;
             }
-            SmallVector<Value> operands;
-            for (Value operand : inner.getOperands())
-              operands.push_back(mapping.lookupOrDefault(operand));
-            if (Value r = kb.lowerScalarMath(&inner, operands))
-              mapping.map(inner.getResult(0), r);
-            else
-              rewriter.clone(inner, mapping);
+            lower(inner, mapping);
           }
           values.push_back(mapping.lookupOrDefault(yield.getValue()));
         }
