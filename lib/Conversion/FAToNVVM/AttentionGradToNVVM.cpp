@@ -296,13 +296,17 @@ private:
   std::unique_ptr<Region> buildScoreFunction(bool withSoftcap);
   /// Query and key (i32) of element (nt, e) of a score tile.
   using Place = function_ref<std::pair<Value, Value>(int64_t nt, int64_t e)>;
+  /// place(nt, e) - place(0, 0): constants, for the score's position terms
+  /// (PositionConversions).
+  using Steps =
+      function_ref<std::pair<int64_t, int64_t>(int64_t nt, int64_t e)>;
   /// The scored path: the dot products `s` become natural-domain scores
   /// (buildScoreFunction; the bias of element (nt, e) at query i and key j
   /// read from `biasAddress(nt, e, i, j)`). Returns each score's
   /// derivative factor, softcap's 1 - tanh^2 (`withSoftcap`) times
   /// score_mod_grad, or nothing when that is 1.
   Tiles scoreScored(
-      Tiles &s, const ScoreTerms &terms, Place place,
+      Tiles &s, const ScoreTerms &terms, Place place, Steps steps,
       function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
       bool withSoftcap);
   /// The scored path from dot products to probabilities: the scores
@@ -312,7 +316,7 @@ private:
   /// times the derivative factor, and sets `pA` (unless null) to P's first
   /// `aSteps` A fragments. The derivative factors never outlive the branch.
   Tiles scoredProbabilities(
-      Tiles &s, const ScoreTerms &terms, Place place,
+      Tiles &s, const ScoreTerms &terms, Place place, Steps steps,
       function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
       Value needMask, function_ref<Value(int64_t nt, int64_t e)> keep,
       function_ref<std::array<Value, 4>(int64_t nt)> lseLog2, int64_t aSteps,
@@ -621,15 +625,33 @@ GradKernelBuilder::buildScoreFunction(bool withSoftcap) {
 }
 
 KernelBuilder::Tiles GradKernelBuilder::scoreScored(
-    Tiles &s, const ScoreTerms &terms, Place place,
+    Tiles &s, const ScoreTerms &terms, Place place, Steps steps,
     function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
     bool withSoftcap) {
   std::unique_ptr<Region> score = buildScoreFunction(withSoftcap);
-  bool hasDerivative = score->front().getTerminator()->getNumOperands() == 2;
+  Block &body = score->front();
+  bool hasDerivative = body.getTerminator()->getNumOperands() == 2;
   Tiles deriv(hasDerivative ? s.size() : 0);
+  // Position terms (ALiBi's distance, a relative position) converted once
+  // at element (0, 0), at the true positions: where the captures clamp
+  // them, the scores that differ are masked.
+  unsigned at = 1 + (biasEt ? 1 : 0) + (terms.slope ? 1 : 0);
+  Value diagArg = body.getArgument(at), bArg = body.getArgument(at + 1),
+        hArg = body.getArgument(at + 2), iArg = body.getArgument(at + 3),
+        jArg = body.getArgument(at + 4);
+  auto [i0, j0] = place(0, 0);
+  IRMapping first;
+  first.map(diagArg, terms.idxDiag);
+  first.map(bArg, terms.idxB);
+  first.map(hArg, terms.idxH);
+  first.map(iArg, toIndex(i0));
+  first.map(jArg, toIndex(j0));
+  PositionConversions converted = convertPositionTerms(
+      body, PositionTerms(body, iArg, jArg, {diagArg, bArg, hArg}), first);
   for (int64_t nt = 0; nt < int64_t(s.size()); ++nt)
     for (int64_t e = 0; e < 4; ++e) {
       auto [i, j] = place(nt, e);
+      auto [di, dj] = steps(nt, e);
       SmallVector<Value, 8> args = {s[nt][e]};
       if (biasEt)
         args.push_back(
@@ -638,7 +660,8 @@ KernelBuilder::Tiles GradKernelBuilder::scoreScored(
         args.push_back(terms.slope);
       args.append(
           {terms.idxDiag, terms.idxB, terms.idxH, toIndex(i), toIndex(j)});
-      SmallVector<Value, 2> values = inlineRegionValues(*score, args);
+      SmallVector<Value, 2> values =
+          inlineRegionValues(*score, args, &converted, di, dj);
       s[nt][e] = values[0];
       if (hasDerivative)
         deriv[nt].push_back(values[1]);
@@ -647,7 +670,7 @@ KernelBuilder::Tiles GradKernelBuilder::scoreScored(
 }
 
 KernelBuilder::Tiles GradKernelBuilder::scoredProbabilities(
-    Tiles &s, const ScoreTerms &terms, Place place,
+    Tiles &s, const ScoreTerms &terms, Place place, Steps steps,
     function_ref<Value(int64_t nt, int64_t e, Value i, Value j)> biasAddress,
     Value needMask, function_ref<Value(int64_t nt, int64_t e)> keep,
     function_ref<std::array<Value, 4>(int64_t nt)> lseLog2, int64_t aSteps,
@@ -657,7 +680,7 @@ KernelBuilder::Tiles GradKernelBuilder::scoredProbabilities(
   auto compute = [&](bool masked) {
     Tiles p = s;
     Tiles deriv =
-        scoreScored(p, terms, place, biasAddress, /*withSoftcap=*/true);
+        scoreScored(p, terms, place, steps, biasAddress, /*withSoftcap=*/true);
     Value negInf = cf(-std::numeric_limits<double>::infinity());
     for (int64_t nt = 0; nt < n; ++nt) {
       std::array<Value, 4> lse = lseLog2(nt);
@@ -1337,6 +1360,9 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                         add(q0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
                     return std::make_pair(query, add(keyRow, c32(8 * (e / 2))));
                   };
+                  auto steps = [](int64_t nt, int64_t e) {
+                    return std::make_pair(nt * 8 + (e & 1), 8 * (e / 2));
+                  };
                   z = dropoutScales(a, nTilesS, batch, head, place);
                   // Queries past Nq are masked too: a non-finite score there
                   // would reach dK and dV through the zero rows of dO and Q.
@@ -1349,7 +1375,7 @@ void GradKernelBuilder::buildDkDv(StringRef name) {
                         cmp(arith::CmpIPredicate::sgt, add(q0, c32(blockQ)),
                             a.nq));
                   p = scoredProbabilities(
-                      p, terms, place,
+                      p, terms, place, steps,
                       [&](int64_t, int64_t e, Value i, Value) {
                         Value at =
                             add(mul(ext64(mins(i, nqLast)), a.biasStrides[2]),
@@ -1633,13 +1659,16 @@ void GradKernelBuilder::buildDq(StringRef name) {
             Value key = add(kv0, add(c32(nt * 8), add(shl(tq, 1), c32(e & 1))));
             return std::make_pair(add(row, c32(8 * (e / 2))), key);
           };
+          auto steps = [](int64_t nt, int64_t e) {
+            return std::make_pair(8 * (e / 2), nt * 8 + (e & 1));
+          };
           z = dropoutScales(a, nTilesS, batch, head, place);
           Value need = maskMod ? Value()
                                : tileNeedsMask(masks, q0, blockQ, kv0, blockKV,
                                                a.nk, visible.diag);
           // Keys past Nk (a ragged tile) read the last key: masked.
           p = scoredProbabilities(
-              p, terms, place,
+              p, terms, place, steps,
               [&](int64_t, int64_t e, Value, Value j) {
                 Value at = mul(ext64(mins(j, nkLast)), a.biasStrides[3]);
                 return gep(biasRows[e / 2], at, biasEt);
@@ -1890,6 +1919,9 @@ void GradKernelBuilder::buildDBias(StringRef name) {
     };
     Tiles deriv = scoreScored(
         p, terms, placeOf,
+        [](int64_t nt, int64_t e) {
+          return std::make_pair(8 * (e / 2), nt * 8 + (e & 1));
+        },
         [&](int64_t, int64_t, Value i, Value j) {
           Value at = add(mul(ext64(mins(i, nqLast)), a.biasStrides[2]),
                          mul(ext64(mins(j, nkLast)), a.biasStrides[3]));

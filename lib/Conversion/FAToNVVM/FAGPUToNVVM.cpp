@@ -177,72 +177,6 @@ struct ElementwiseLowering : public ConversionPattern {
   }
 };
 
-/// The integer values of a map's body that are a i + b j + c, with c the
-/// same for every element (constants, values from outside the body and
-/// pure functions of them): (a, b) for each. Sums, differences, products
-/// by small constants and widening casts of such values are such values.
-class PositionTerms {
-public:
-  using Linear = std::pair<int64_t, int64_t>;
-  PositionTerms(Block &body, Value i, Value j) : body(body) {
-    terms[i] = {1, 0};
-    terms[j] = {0, 1};
-    for (Operation &op : body.without_terminator())
-      if (op.getNumResults() == 1 && isInteger(op.getResult(0)))
-        if (std::optional<Linear> t = classify(op))
-          terms[op.getResult(0)] = *t;
-  }
-  std::optional<Linear> lookup(Value v) const {
-    if (auto it = terms.find(v); it != terms.end())
-      return it->second;
-    if (v.getParentBlock() != &body && isInteger(v))
-      return Linear{0, 0};
-    return std::nullopt;
-  }
-
-private:
-  static bool isInteger(Value v) {
-    return isa<IntegerType, IndexType>(v.getType());
-  }
-  static bool isWide(Type type) {
-    return type.isIndex() || type.getIntOrFloatBitWidth() >= 32;
-  }
-  std::optional<Linear> classify(Operation &op) const {
-    auto operand = [&](unsigned n) { return lookup(op.getOperand(n)); };
-    if (isa<arith::AddIOp, arith::SubIOp>(op)) {
-      std::optional<Linear> x = operand(0), y = operand(1);
-      if (!x || !y)
-        return std::nullopt;
-      int64_t sign = isa<arith::AddIOp>(op) ? 1 : -1;
-      return Linear{x->first + sign * y->first, x->second + sign * y->second};
-    }
-    if (isa<arith::MulIOp>(op)) {
-      for (unsigned n : {0u, 1u}) {
-        APInt factor;
-        std::optional<Linear> x = operand(1 - n);
-        if (x && matchPattern(op.getOperand(n), m_ConstantInt(&factor)) &&
-            factor.getSignificantBits() <= 17) {
-          int64_t c = factor.getSExtValue();
-          return Linear{x->first * c, x->second * c};
-        }
-      }
-    }
-    if (isa<arith::IndexCastOp, arith::ExtSIOp>(op) &&
-        isWide(op.getResult(0).getType()))
-      return operand(0);
-    // Anything else is a term only where it moves with neither position.
-    if (op.getNumRegions() || !isMemoryEffectFree(&op))
-      return std::nullopt;
-    for (Value v : op.getOperands())
-      if (lookup(v) != Linear{0, 0})
-        return std::nullopt;
-    return Linear{0, 0};
-  }
-
-  Block &body;
-  DenseMap<Value, Linear> terms;
-};
-
 /// fagpu.map: the body once per value a thread holds, at that value's row
 /// and column; math ops become PTX instructions (KernelBuilder's, as in
 /// the builder's kernels: NVPTX has no libcalls for most of them).
@@ -283,30 +217,11 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
     };
 
     // The conversions of position terms at the first element.
-    PositionTerms terms(body, rowArg, colArg);
-    DenseMap<Operation *, std::pair<Value, PositionTerms::Linear>> converted;
     IRMapping first;
     first.map(rowArg, kb.toIndex(at.row(0, 0)));
     first.map(colArg, kb.toIndex(at.col(0, 0)));
-    std::function<void(Value)> cloneTerm = [&](Value v) {
-      Operation *def = v.getDefiningOp();
-      if (first.contains(v) || !def || def->getBlock() != &body)
-        return;
-      for (Value operand : def->getOperands())
-        cloneTerm(operand);
-      lower(*def, first);
-    };
-    for (Operation &inner : body.without_terminator()) {
-      // f16 and bf16 would round the sum a second time at their precision.
-      auto toFloat = dyn_cast<arith::SIToFPOp>(inner);
-      if (!toFloat || !(toFloat.getType().isF32() || toFloat.getType().isF64()))
-        continue;
-      std::optional<PositionTerms::Linear> term = terms.lookup(toFloat.getIn());
-      if (!term || *term == PositionTerms::Linear{0, 0})
-        continue;
-      cloneTerm(toFloat.getIn());
-      converted[toFloat] = {rewriter.clone(inner, first)->getResult(0), *term};
-    }
+    PositionConversions converted = kb.convertPositionTerms(
+        body, PositionTerms(body, rowArg, colArg), first);
 
     SmallVector<Value> values;
     for (int64_t mt = 0; mt < at.mTiles; ++mt)
@@ -319,17 +234,10 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
           mapping.map(rowArg, kb.toIndex(at.row(mt, e)));
           mapping.map(colArg, kb.toIndex(at.col(nt, e)));
           for (Operation &inner : body.without_terminator()) {
-            if (auto it = converted.find(&inner); it != converted.end()) {
-              auto [value, term] = it->second;
-              int64_t offset = term.first * at.rowOffset(mt, e) +
-                               term.second * at.colOffset(nt, e);
-              if (offset != 0)
-                value = arith::AddFOp::create(
-                    rewriter, loc, value,
-                    arith::ConstantOp::create(
-                        rewriter, loc,
-                        rewriter.getFloatAttr(value.getType(), offset)));
-              mapping.map(inner.getResult(0), value);
+            if (Value v =
+                    converted.lookup(rewriter, loc, &inner, at.rowOffset(mt, e),
+                                     at.colOffset(nt, e))) {
+              mapping.map(inner.getResult(0), v);
               continue;
             }
             lower(inner, mapping);

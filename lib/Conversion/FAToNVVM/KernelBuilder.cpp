@@ -8,9 +8,12 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -691,8 +694,111 @@ void KernelBuilder::bindCaptures(const AbiArgs &args, TypeRange captureTypes,
   lastKey = toIndex(maxs(sub(nk, c32(1)), c32(0)));
 }
 
-SmallVector<Value, 2> KernelBuilder::inlineRegionValues(Region &region,
-                                                        ValueRange args) {
+PositionTerms::PositionTerms(Block &body, Value i, Value j, ValueRange uniform)
+    : body(body) {
+  terms[i] = {1, 0};
+  terms[j] = {0, 1};
+  for (Value v : uniform)
+    terms[v] = {0, 0};
+  for (Operation &op : body.without_terminator())
+    if (op.getNumResults() == 1 &&
+        isa<IntegerType, IndexType>(op.getResult(0).getType()))
+      if (std::optional<Linear> t = classify(op))
+        terms[op.getResult(0)] = *t;
+}
+
+std::optional<PositionTerms::Linear> PositionTerms::lookup(Value v) const {
+  if (auto it = terms.find(v); it != terms.end())
+    return it->second;
+  if (v.getParentBlock() != &body && isa<IntegerType, IndexType>(v.getType()))
+    return Linear{0, 0};
+  return std::nullopt;
+}
+
+std::optional<PositionTerms::Linear>
+PositionTerms::classify(Operation &op) const {
+  auto operand = [&](unsigned n) { return lookup(op.getOperand(n)); };
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    std::optional<Linear> x = operand(0), y = operand(1);
+    if (!x || !y)
+      return std::nullopt;
+    int64_t sign = isa<arith::AddIOp>(op) ? 1 : -1;
+    return Linear{x->first + sign * y->first, x->second + sign * y->second};
+  }
+  if (isa<arith::MulIOp>(op)) {
+    for (unsigned n : {0u, 1u}) {
+      APInt factor;
+      std::optional<Linear> x = operand(1 - n);
+      if (x && matchPattern(op.getOperand(n), m_ConstantInt(&factor)) &&
+          factor.getSignificantBits() <= 17) {
+        int64_t c = factor.getSExtValue();
+        return Linear{x->first * c, x->second * c};
+      }
+    }
+  }
+  Type type = op.getResult(0).getType();
+  if (isa<arith::IndexCastOp, arith::ExtSIOp>(op) &&
+      (type.isIndex() || type.getIntOrFloatBitWidth() >= 32))
+    return operand(0);
+  // Anything else is a term only where it moves with neither position.
+  if (op.getNumRegions() || !isMemoryEffectFree(&op))
+    return std::nullopt;
+  for (Value v : op.getOperands())
+    if (lookup(v) != Linear{0, 0})
+      return std::nullopt;
+  return Linear{0, 0};
+}
+
+Value PositionConversions::lookup(OpBuilder &b, Location loc, Operation *op,
+                                  int64_t di, int64_t dj) const {
+  auto it = at.find(op);
+  if (it == at.end())
+    return Value();
+  auto [value, term] = it->second;
+  int64_t offset = term.first * di + term.second * dj;
+  if (offset == 0)
+    return value;
+  return arith::AddFOp::create(
+      b, loc, value,
+      arith::ConstantOp::create(b, loc,
+                                b.getFloatAttr(value.getType(), offset)));
+}
+
+PositionConversions
+KernelBuilder::convertPositionTerms(Block &body, const PositionTerms &terms,
+                                    IRMapping &first) {
+  std::function<void(Value)> cloneTerm = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (first.contains(v) || !def || def->getBlock() != &body)
+      return;
+    SmallVector<Value> operands;
+    for (Value operand : def->getOperands()) {
+      cloneTerm(operand);
+      operands.push_back(first.lookupOrDefault(operand));
+    }
+    if (Value r = lowerScalarMath(def, operands))
+      first.map(v, r);
+    else
+      b.clone(*def, first);
+  };
+  PositionConversions converted;
+  for (Operation &inner : body.without_terminator()) {
+    auto toFloat = dyn_cast<arith::SIToFPOp>(inner);
+    if (!toFloat || !(toFloat.getType().isF32() || toFloat.getType().isF64()))
+      continue;
+    std::optional<PositionTerms::Linear> term = terms.lookup(toFloat.getIn());
+    if (!term || *term == PositionTerms::Linear{0, 0})
+      continue;
+    cloneTerm(toFloat.getIn());
+    converted.at[toFloat] = {b.clone(inner, first)->getResult(0), *term};
+  }
+  return converted;
+}
+
+SmallVector<Value, 2>
+KernelBuilder::inlineRegionValues(Region &region, ValueRange args,
+                                  const PositionConversions *terms, int64_t di,
+                                  int64_t dj) {
   Block &block = region.front();
   IRMapping map;
   SmallVector<Value> given(args);
@@ -706,6 +812,11 @@ SmallVector<Value, 2> KernelBuilder::inlineRegionValues(Region &region,
   for (auto [arg, value] : llvm::zip(block.getArguments(), given))
     map.map(arg, value);
   for (Operation &inner : block.without_terminator()) {
+    if (terms)
+      if (Value v = terms->lookup(b, loc, &inner, di, dj)) {
+        map.map(inner.getResult(0), v);
+        continue;
+      }
     auto x = [&](unsigned i) { return map.lookup(inner.getOperand(i)); };
     // math ops as PTX instructions: NVPTX has no libcalls for most of them.
     Value r =

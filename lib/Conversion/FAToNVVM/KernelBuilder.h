@@ -24,8 +24,10 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace mlir::fa::nvvm {
@@ -68,6 +70,39 @@ public:
 private:
   const ::fa::runtime::KernelAbi &abi;
   Block *entry;
+};
+
+/// The integer values of a block run once per element (fagpu.map's body, a
+/// score_mod region) that are a i + b j + c, with i and j the element's
+/// positions and c the same for every element (constants, values from
+/// outside the block, the block's `uniform` arguments, pure functions of
+/// them): (a, b) for each. Sums, differences, products by small constants
+/// and widening casts of such values are such values.
+class PositionTerms {
+public:
+  using Linear = std::pair<int64_t, int64_t>;
+  PositionTerms(Block &body, Value i, Value j, ValueRange uniform = {});
+  std::optional<Linear> lookup(Value v) const;
+
+private:
+  std::optional<Linear> classify(Operation &op) const;
+
+  Block &body;
+  DenseMap<Value, Linear> terms;
+};
+
+/// A block's position terms converted to float once, at one element
+/// (KernelBuilder::convertPositionTerms): each other element's conversion
+/// is that value plus a di + b dj, an add on the FMA pipe instead of a
+/// conversion per element (I2F issues at the rate of exp2's MUFU, beside
+/// it). Exact while the terms stay below 2^24; above, one rounding more of
+/// a value f32 cannot hold exactly anyway.
+struct PositionConversions {
+  DenseMap<Operation *, std::pair<Value, PositionTerms::Linear>> at;
+  /// The conversion `op` at (di, dj) from the first element; null where
+  /// `op` is not one.
+  Value lookup(OpBuilder &b, Location loc, Operation *op, int64_t di,
+               int64_t dj) const;
 };
 
 /// Emits IR for one kernel. Values named *32 are i32, the rest follow their
@@ -390,7 +425,19 @@ public:
     return inlineRegionValues(region, args).front();
   }
   /// inlineRegion of a region that yields several values: all of them.
-  SmallVector<Value, 2> inlineRegionValues(Region &region, ValueRange args);
+  /// With `terms`, its position terms' conversions (convertPositionTerms)
+  /// at (di, dj) from the element they were converted at.
+  SmallVector<Value, 2>
+  inlineRegionValues(Region &region, ValueRange args,
+                     const PositionConversions *terms = nullptr, int64_t di = 0,
+                     int64_t dj = 0);
+  /// The f32 and f64 conversions (sitofp) of the position terms in `body`
+  /// that move with i or j, each once, with `first` mapping the body's
+  /// arguments at the first element (f16 and bf16 would round the sum a
+  /// second time at their precision).
+  PositionConversions convertPositionTerms(Block &body,
+                                           const PositionTerms &terms,
+                                           IRMapping &first);
 
   /// The op's captures (`captures`: their tensor types) as kernel
   /// parameters, after the kernel's own: per capture its pointer and one

@@ -15,7 +15,9 @@
 // dkdv: Q tiles of 32 rows (the scored path at D = 64); the slope of each
 // query head of the group; S^T's scores in the natural domain (buildScore's,
 // after the bias load at (query clamped to Nq - 1, key)): scale, ALiBi,
-// the bias, score_mod; masks on tiles that
+// the bias, score_mod; ALiBi's distance converted to float once per tile,
+// at the thread's first element (the next query, its column + 1, adds 1);
+// masks on tiles that
 // cross Nq; P^T with log2(e) in the fma; dS^T takes score_mod_grad's value,
 // 0 where P is 0.
 // CHECK-LABEL: llvm.func @fa_backward_dkdv_0(
@@ -32,12 +34,13 @@
 // CHECK-COUNT-16: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: scf.if %{{.+}} -> (i32, i32,
+// CHECK: %[[DIST:.+]] = arith.sitofp %{{.+}} : i32 to f32
+// CHECK-NOT: arith.sitofp
 // CHECK: arith.minsi
 // CHECK: arith.muli %{{.+}}, %[[SI]] : i64
 // CHECK: %[[B:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> f16
 // CHECK: %[[SCALE:.+]] = arith.constant 1.250000e-01 : f32
 // CHECK: arith.mulf %{{.+}}, %[[SCALE]] fastmath<contract> : f32
-// CHECK: %[[DIST:.+]] = arith.sitofp %{{.+}} : i32 to f32
 // CHECK: %[[ABS:.+]] = llvm.intr.fabs(%[[DIST]]) : (f32) -> f32
 // CHECK: %[[ALIBI:.+]] = arith.mulf %[[SLOPE]], %[[ABS]] fastmath<contract> : f32
 // CHECK: arith.subf %{{.+}}, %[[ALIBI]] fastmath<contract> : f32
@@ -46,6 +49,9 @@
 // CHECK: arith.mulf %{{.+}}, %[[HALF]] : f32
 // CHECK: %[[GRADC:.+]] = arith.constant 5.000000e-01 : f32
 // CHECK: %[[GRAD:.+]] = arith.mulf %{{.+}}, %[[GRADC]] : f32
+// CHECK: %[[DIST1:.+]] = arith.addf %[[DIST]], %{{.+}} : f32
+// CHECK-NEXT: llvm.intr.fabs(%[[DIST1]]) : (f32) -> f32
+// CHECK-NOT: arith.sitofp
 // CHECK: arith.select
 // CHECK: %[[LOG2E:.+]] = arith.constant 1.44269502 : f32
 // CHECK: math.fma %{{.+}}, %[[LOG2E]], %{{.+}} : f32
