@@ -255,6 +255,15 @@ void KernelTiler::build() {
       fagpu::YieldOp::create(b, loc, x);
       if (i != trueI)
         unclampArithmetic(body, {{i, trueI}, {j, trueJ}});
+      // The score_mod's products and sums may fuse (one fma, as CUDA and
+      // Triton contract by default).
+      body.walk([](arith::ArithFastMathInterface op) {
+        if (isa<arith::AddFOp, arith::SubFOp, arith::MulFOp>(op))
+          op->setAttr("fastmath", arith::FastMathFlagsAttr::get(
+                                      op->getContext(),
+                                      op.getFastMathFlagsAttr().getValue() |
+                                          arith::FastMathFlags::contract));
+      });
       s = map.getResult();
     }
     // Masks (keys past Nk, causal, window) only on tiles that cross an

@@ -162,13 +162,13 @@ func.func @dropout(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: t
 // CHECK: %[[S:[0-9]+]] = fagpu.mma
 // CHECK-NEXT: %[[T:[0-9]+]] = fagpu.map %[[S]] at [%[[Q0]], %[[KV0]]] : tensor<64x64xf32, #fagpu.acc<warps = 4>> -> tensor<64x64xf32, #fagpu.acc<warps = 4>> {
 // CHECK-NEXT: ^bb0(%[[X:[a-z0-9]+]]: f32, %[[I:[a-z0-9]+]]: index, %[[J:[a-z0-9]+]]: index):
-// CHECK: %[[XS:[0-9]+]] = arith.mulf %[[X]], %{{.*}} : f32
+// CHECK: %[[XS:[0-9]+]] = arith.mulf %[[X]], %{{.*}} fastmath<contract> : f32
 // CHECK-NEXT: %[[TH:[0-9]+]] = math.tanh %[[XS]] : f32
-// CHECK-NEXT: %[[CAPPED:[0-9]+]] = arith.mulf %{{.*}}, %[[TH]] : f32
+// CHECK-NEXT: %[[CAPPED:[0-9]+]] = arith.mulf %{{.*}}, %[[TH]] fastmath<contract> : f32
 // CHECK-NEXT: %[[D:[0-9]+]] = arith.subi %[[I]], %[[J]] : index
 // CHECK-NEXT: %[[DI:[0-9]+]] = arith.index_cast %[[D]] : index to i64
 // CHECK-NEXT: %[[DF:[0-9]+]] = arith.sitofp %[[DI]] : i64 to f32
-// CHECK-NEXT: %[[MOD:[0-9]+]] = arith.subf %[[CAPPED]], %[[DF]] : f32
+// CHECK-NEXT: %[[MOD:[0-9]+]] = arith.subf %[[CAPPED]], %[[DF]] fastmath<contract> : f32
 // CHECK-NEXT: %[[KEEP:[0-9]+]] = arith.cmpi ne, %[[H]], %[[J]] : index
 // CHECK-NEXT: %[[NINF:[a-z0-9_]+]] = arith.constant 0xFF800000 : f32
 // CHECK-NEXT: %[[SEL:[0-9]+]] = arith.select %[[KEEP]], %[[MOD]], %[[NINF]] : f32

@@ -15,10 +15,10 @@
 // CHECK-NEXT: %[[F:.*]] = arith.sitofp %[[DI]] : i64 to f32
 // CHECK-NOT: arith.sitofp
 // CHECK: %[[SLOPE:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr<1> -> f32
-// CHECK: arith.mulf %[[SLOPE]], %[[F]] : f32
+// CHECK: arith.mulf %[[SLOPE]], %[[F]] fastmath<contract> : f32
 // CHECK: %[[K1:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK-NEXT: %[[F1:.*]] = arith.addf %[[F]], %[[K1]] : f32
-// CHECK-NEXT: arith.mulf %{{.*}}, %[[F1]] : f32
+// CHECK-NEXT: arith.mulf %{{.*}}, %[[F1]] fastmath<contract> : f32
 // CHECK: %[[K2:.*]] = arith.constant -8.000000e+00 : f32
 // CHECK-NEXT: arith.addf %[[F]], %[[K2]] : f32
 // CHECK: %[[K3:.*]] = arith.constant -6.000000e+00 : f32

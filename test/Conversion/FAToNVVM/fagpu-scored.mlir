@@ -19,10 +19,10 @@
 // softcap: 20 tanh(s 0.125 / 20) (the accurate tanh: ex2, rcp, copysign).
 // CHECK: %[[CAP:.+]] = arith.constant 2.000000e+01 : f32
 // CHECK-NEXT: %[[C:.+]] = arith.constant 6.250000e-03 : f32
-// CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[C]] : f32
+// CHECK-NEXT: %[[X:.+]] = arith.mulf %{{.+}}, %[[C]] fastmath<contract> : f32
 // CHECK: llvm.intr.copysign(%{{.+}}, %[[X]])
 // CHECK: %[[T:.+]] = arith.select
-// CHECK-NEXT: %[[S1:.+]] = arith.mulf %[[CAP]], %[[T]] : f32
+// CHECK-NEXT: %[[S1:.+]] = arith.mulf %[[CAP]], %[[T]] fastmath<contract> : f32
 // ALiBi: - slope |distance|, then the bias, then score_mod's exp(s) + h.
 // CHECK: %[[D:.+]] = llvm.intr.fabs
 // CHECK-NEXT: %[[AL:.+]] = arith.mulf %[[SLOPE]], %[[D]] fastmath<contract> : f32
