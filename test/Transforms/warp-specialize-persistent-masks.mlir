@@ -1,5 +1,6 @@
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=always -fa-async-copy | FileCheck %s --check-prefix=ALWAYS
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=never -fa-async-copy | FileCheck %s --check-prefix=NEVER
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1 block-q=64 block-kv=64" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s --check-prefix=TIGHT
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1 block-q=64 block-kv=64" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=always -fa-async-copy | FileCheck %s --check-prefix=TIGHT-ALWAYS
 
@@ -48,15 +49,19 @@ func.func @window128(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v:
 
 // -----
 
-// A window below D = 128: not persistent by default (not yet measured
-// with the producer's 40 registers); `always` is, with 40. Not persistent,
-// the producer keeps TMA's 24.
+// A window below D = 128: persistent by default too, with the producer's
+// 40 registers; not persistent, the producer keeps TMA's 24.
 // CHECK-LABEL: func.func @window64
 // CHECK: gpu.func @fa_forward_0
-// CHECK-NOT: fagpu.work_slot
-// CHECK: fagpu.warp_specialize attributes {consumer_registers = 240 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 24 : i64}
-// CHECK-NOT: fagpu.work_slot
-// CHECK: gpu.return
+// CHECK: fagpu.work_slot
+// CHECK: fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64}
+// CHECK: fagpu.block_coords of %{{.*}} in %{{.*}}{{$}}
+// NEVER-LABEL: func.func @window64
+// NEVER: gpu.func @fa_forward_0
+// NEVER-NOT: fagpu.work_slot
+// NEVER: fagpu.warp_specialize attributes {consumer_registers = 240 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 24 : i64}
+// NEVER-NOT: fagpu.work_slot
+// NEVER: gpu.return
 // ALWAYS-LABEL: func.func @window64
 // ALWAYS: fagpu.work_slot
 // ALWAYS: fagpu.warp_specialize attributes {consumer_registers = 232 : i64, consumer_threads = 256 : i64, ctas_per_sm = 1 : i64, producer_registers = 40 : i64}

@@ -80,7 +80,7 @@ run --dtype=bf16 --shape=1,4,2,333,190,256,128 --causal=bottom-right --lse
 run --dtype=bf16 --shape=2,4,4,100,300,64,128 --dropout=0.1 --lse
 
 # Persistent grids (fa-warp-specialize's persistent: by default without
-# per-score terms, causal, windows at D >= 128; `always` elsewhere): more work items
+# terms of the position, causal, windows; `always` elsewhere): more work items
 # than the SMs hold, so that each CTA runs
 # several and the rings and Q's barriers go on from item to item; ragged N,
 # GQA, lse, every head-dim class, the scored path (a full f32 bias too),
@@ -108,6 +108,16 @@ run --dtype=bf16 --shape=2,3,3,1000,1000,128 --window=100,20 --lse \
   --persistent-ctas=3
 run --dtype=f16 --shape=3,2,1,700,900,64 --window=64,0 --causal=top-left \
   --lse --fwd-persistent=always --persistent-ctas=3
+run --dtype=bf16 --shape=2,4,2,1000,700,32 --window=64,8 --causal=bottom-right \
+  --lse --persistent-ctas=3
+# Terms of the position persistent (ALiBi, a relative-position score_mod):
+# each item's positions from its own coordinates.
+run --dtype=bf16 --shape=3,4,2,700,900,64 --alibi --causal=bottom-right --lse \
+  --fwd-persistent=always --persistent-ctas=3
+run --dtype=f16 --shape=2,4,4,500,300,128 --alibi --bias --lse \
+  --fwd-persistent=always --persistent-ctas=3
+run "$inputs/score-mod-relpos.mlir" --shape=2,4,2,700,900,64 \
+  --fwd-persistent=always --persistent-ctas=3
 
 # Every forward tile configuration fa-jit offers (--block-q, --block-kv;
 # bench/fwd_tile_sweep.sh): ragged N, both causal alignments, GQA, lse.
