@@ -346,6 +346,9 @@ def clear_cache() -> None:
     with _cache_lock:
         _cache.clear()
         _last = (None, None)
+    fast = sys.modules.get("fa._torch_fast")
+    if fast is not None:
+        fast.clear()
 
 
 def kernel_for(api: str, inputs: _C.Inputs, options: Options, return_lse: bool) -> Kernel:
@@ -409,17 +412,22 @@ def forward(
     return_lse: bool,
     bshd: bool = False,
     out: Any = None,
+    fast: Any = None,
 ) -> Any:
     """fa.attention once the options are checked: O, or (O, lse).
 
     ``captures`` are the arrays the modifiers index (``options.captures``,
     or the torch op's tensors); ``bshd``: the layout (check_layout); ``out``
-    the caller's O (out=) or None."""
+    the caller's O (out=) or None; ``fast``: fa._torch_fast, which remembers
+    the kernel for the next such call (Q, K, V alone, no dropout)."""
     inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
     if out is not None:
         inputs.check_out(api, out)
     kernel = kernel_for(api, inputs, options, return_lse)
-    return kernel._run(inputs, q, dropout_seed, captures, out)
+    result = kernel._run(inputs, q, dropout_seed, captures, out)
+    if fast is not None:
+        fast.remember(options, q, k, v, return_lse, bshd, kernel, kernel._kernel.address)
+    return result
 
 
 def backward(

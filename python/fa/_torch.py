@@ -34,6 +34,11 @@ from torch import Tensor
 from fa import _C as _fa_C
 from fa import _core, _trace
 
+try:  # built against the torch it runs with; the checked path without it
+    from fa import _torch_fast
+except ImportError:
+    _torch_fast = None  # type: ignore[assignment]
+
 __all__ = ["attention"]
 
 
@@ -634,8 +639,13 @@ def attention(
             ):
                 o, lse = _Attention.apply(q, k, v, None, None, options, 0, [], bshd)
                 return (o, lse) if return_lse else o
+            if out is None and _torch_fast is not None:
+                result = _torch_fast.forward(options, q, k, v, return_lse, bshd)
+                if result is not None:
+                    return result
             return _core.forward(
-                api, q, k, v, None, None, options, (), 0, bool(return_lse), bshd, out
+                api, q, k, v, None, None, options, (), 0, bool(return_lse), bshd, out,
+                _torch_fast if out is None else None,
             )
     if direct:
         options = _core.check_options(

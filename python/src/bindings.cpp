@@ -1101,6 +1101,13 @@ PYBIND11_MODULE(_C, m) {
       .def("__repr__", &specRepr);
 
   py::class_<fa::Kernel>(m, "Kernel", "A compiled attention variant.")
+      .def_property_readonly(
+          "address",
+          [](const fa::Kernel &kernel) {
+            return reinterpret_cast<uintptr_t>(&kernel);
+          },
+          "The fa::Kernel's address, for fa._torch_fast (which runs it "
+          "while this object lives).")
       .def("forward", &forward, py::arg("q"), py::arg("k"), py::arg("v"),
            py::arg("out"), py::arg("lse") = py::none(),
            py::arg("bias") = py::none(), py::arg("alibi_slopes") = py::none(),

@@ -1,0 +1,289 @@
+//===- torch_fast.cpp - fa.attention's forward on torch tensors, in C++
+//----===//
+//
+// fa._torch_fast: the eager forward of a variant fa.attention has already
+// run, taken without Python in between. It reads Q, K, V as at::Tensors,
+// allocates O (and the lse) with at::empty, takes torch's current CUDA
+// stream, and launches through fa::Kernel::forward, which checks every view.
+//
+// It is built against the torch it runs with (its ABI is torch's), and only
+// answers what it knows: anything else (a variant not yet remembered, a
+// tensor it does not read, a view the kernel rejects) returns None, and the
+// caller takes the checked path, which gives the error messages. fa._core
+// remembers a kernel after that path ran it on the same kind of inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/fa.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <Python.h>
+#include <torch/csrc/autograd/python_variable.h>
+#ifdef FA_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+namespace {
+
+/// What selects a kernel besides Q, K and V's sizes: the checked options
+/// (a memoized object, kept alive here so that its address stays its own),
+/// the dtype, the head dims, the device, the lse and the layout.
+struct Key {
+  PyObject *options;
+  int8_t dtype;
+  int8_t deviceType;
+  int16_t deviceIndex;
+  int64_t headDim, headDimV;
+  bool lse, bshd;
+  bool operator==(const Key &o) const {
+    return options == o.options && dtype == o.dtype &&
+           deviceType == o.deviceType && deviceIndex == o.deviceIndex &&
+           headDim == o.headDim && headDimV == o.headDimV && lse == o.lse &&
+           bshd == o.bshd;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key &k) const {
+    size_t h = std::hash<const void *>()(k.options);
+    for (int64_t x :
+         {int64_t(k.dtype), int64_t(k.deviceType), int64_t(k.deviceIndex),
+          k.headDim, k.headDimV, int64_t(k.lse), int64_t(k.bshd)})
+      h = h * 1000003u ^ std::hash<int64_t>()(x);
+    return h;
+  }
+};
+
+/// A remembered kernel: the Python object that owns it (a strong reference)
+/// and the fa::Kernel inside.
+struct Entry {
+  PyObject *owner;
+  const fa::Kernel *kernel;
+};
+
+// Guarded by the GIL.
+std::unordered_map<Key, Entry, KeyHash> kernels;
+constexpr size_t kMaxKernels = 64;
+int64_t hits = 0, misses = 0;
+
+void clearKernels() {
+  for (auto &[key, entry] : kernels) {
+    Py_DECREF(key.options);
+    Py_DECREF(entry.owner);
+  }
+  kernels.clear();
+}
+
+std::optional<fa::DType> toDType(c10::ScalarType t) {
+  switch (t) {
+  case c10::ScalarType::Half:
+    return fa::DType::F16;
+  case c10::ScalarType::BFloat16:
+    return fa::DType::BF16;
+  case c10::ScalarType::Float:
+    return fa::DType::F32;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The key of (q, k, v) with the options, or none where this module does
+/// not take the call: not three rank-4 tensors of one dtype it knows, on
+/// the host or CUDA, with data.
+std::optional<Key> keyOf(PyObject *options, PyObject *qObj, PyObject *kObj,
+                         PyObject *vObj, bool lse, bool bshd) {
+  if (!THPVariable_Check(qObj) || !THPVariable_Check(kObj) ||
+      !THPVariable_Check(vObj))
+    return std::nullopt;
+  const at::Tensor &q = THPVariable_Unpack(qObj);
+  const at::Tensor &v = THPVariable_Unpack(vObj);
+  if (q.dim() != 4 || v.dim() != 4 || !toDType(q.scalar_type()))
+    return std::nullopt;
+  c10::Device device = q.device();
+#ifdef FA_TORCH_CUDA
+  if (!device.is_cpu() && !device.is_cuda())
+    return std::nullopt;
+#else
+  if (!device.is_cpu()) // no current stream to run on
+    return std::nullopt;
+#endif
+  return Key{options,
+             int8_t(q.scalar_type()),
+             int8_t(device.type()),
+             int16_t(device.index()),
+             q.size(3),
+             v.size(3),
+             lse,
+             bshd};
+}
+
+/// A tensor of the call's layout as the kernel reads it, [B, H, N, D];
+/// none for a dtype or device other than Q's kinds.
+std::optional<fa::TensorView> viewOf(const at::Tensor &t, bool bshd) {
+  std::optional<fa::DType> dtype = toDType(t.scalar_type());
+  if (!dtype || t.dim() != 4 || !t.has_storage())
+    return std::nullopt;
+  fa::TensorView view;
+  view.data = t.data_ptr();
+  view.dtype = *dtype;
+  view.shape.assign(t.sizes().begin(), t.sizes().end());
+  view.strides.assign(t.strides().begin(), t.strides().end());
+  if (t.is_cuda()) {
+    view.device = fa::Device::CUDA;
+    view.deviceIndex = t.get_device();
+  } else if (!t.is_cpu()) {
+    return std::nullopt;
+  }
+  if (bshd) {
+    std::swap(view.shape[1], view.shape[2]);
+    std::swap(view.strides[1], view.strides[2]);
+  }
+  return view;
+}
+
+bool parseArgs(PyObject *const *args, Py_ssize_t n, Py_ssize_t want,
+               const char *name) {
+  if (n == want)
+    return true;
+  PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, got %zd", name, want,
+               n);
+  return false;
+}
+
+/// forward(options, q, k, v, return_lse, bshd): O, or (O, lse); None where
+/// the checked path must take the call.
+PyObject *forward(PyObject *, PyObject *const *args, Py_ssize_t n) {
+  if (!parseArgs(args, n, 6, "forward"))
+    return nullptr;
+  bool lse = PyObject_IsTrue(args[4]) == 1, bshd = args[5] == Py_True;
+  std::optional<Key> key = keyOf(args[0], args[1], args[2], args[3], lse, bshd);
+  auto it = key ? kernels.find(*key) : kernels.end();
+  if (it == kernels.end()) {
+    ++misses;
+    Py_RETURN_NONE;
+  }
+  const at::Tensor &q = THPVariable_Unpack(args[1]);
+  const at::Tensor &k = THPVariable_Unpack(args[2]);
+  const at::Tensor &v = THPVariable_Unpack(args[3]);
+  int64_t b = q.size(0), hq = q.size(bshd ? 2 : 1), nq = q.size(bshd ? 1 : 2);
+  // Empty outputs, and any kind of view the kernel would refuse, take the
+  // checked path (its messages name the argument and the layout).
+  if (b * hq * nq == 0 || k.dim() != 4 || k.numel() == 0)
+    Py_RETURN_NONE;
+  std::optional<fa::TensorView> qv = viewOf(q, bshd), kv = viewOf(k, bshd),
+                                vv = viewOf(v, bshd);
+  if (!qv || !kv || !vv)
+    Py_RETURN_NONE;
+  Entry entry = it->second;
+  Py_INCREF(entry.owner); // alive while the GIL is released
+  PyObject *result = nullptr;
+  try {
+    int64_t dv = v.size(3);
+    std::vector<int64_t> shape = {b, hq, nq, dv};
+    if (bshd)
+      std::swap(shape[1], shape[2]);
+    at::Tensor o = at::empty(shape, q.options());
+    std::optional<fa::TensorView> ov = viewOf(o, bshd), lv;
+    std::optional<at::Tensor> l;
+    if (lse) {
+      l = at::empty({b, hq, nq}, q.options().dtype(at::kFloat));
+      lv = *ov;
+      lv->data = l->data_ptr();
+      lv->dtype = fa::DType::F32;
+      lv->shape = {b, hq, nq};
+      lv->strides = {hq * nq, nq, 1};
+    }
+    void *stream = nullptr;
+#ifdef FA_TORCH_CUDA
+    if (q.is_cuda())
+      stream = c10::cuda::getCurrentCUDAStream(q.get_device()).stream();
+#endif
+    bool ran = false;
+    Py_BEGIN_ALLOW_THREADS;
+    try {
+      entry.kernel->forward(*qv, *kv, *vv, *ov, lv ? &*lv : nullptr, nullptr,
+                            nullptr, 0, stream);
+      ran = true;
+    } catch (const std::exception &) {
+    }
+    Py_END_ALLOW_THREADS;
+    if (ran) {
+      ++hits;
+      PyObject *oObj = THPVariable_Wrap(o);
+      if (!l || !oObj)
+        result = oObj;
+      else if (PyObject *lObj = THPVariable_Wrap(*l))
+        result = PyTuple_Pack(2, oObj, lObj), Py_DECREF(oObj), Py_DECREF(lObj);
+      else
+        Py_DECREF(oObj);
+    } else {
+      result = Py_NewRef(Py_None);
+    }
+  } catch (const std::exception &) {
+    result = Py_NewRef(Py_None);
+  }
+  Py_DECREF(entry.owner);
+  return result;
+}
+
+/// remember(options, q, k, v, return_lse, bshd, owner, address): the kernel
+/// (an fa::Kernel at `address`, owned by `owner`) that ran these inputs.
+PyObject *remember(PyObject *, PyObject *const *args, Py_ssize_t n) {
+  if (!parseArgs(args, n, 8, "remember"))
+    return nullptr;
+  bool lse = PyObject_IsTrue(args[4]) == 1, bshd = args[5] == Py_True;
+  std::optional<Key> key = keyOf(args[0], args[1], args[2], args[3], lse, bshd);
+  void *address = PyLong_AsVoidPtr(args[7]);
+  if (PyErr_Occurred())
+    return nullptr;
+  if (!key || !address || kernels.count(*key))
+    Py_RETURN_NONE;
+  if (kernels.size() >= kMaxKernels)
+    clearKernels();
+  Py_INCREF(key->options);
+  Py_INCREF(args[6]);
+  kernels.emplace(*key,
+                  Entry{args[6], static_cast<const fa::Kernel *>(address)});
+  Py_RETURN_NONE;
+}
+
+PyObject *clear(PyObject *, PyObject *) {
+  clearKernels();
+  Py_RETURN_NONE;
+}
+
+/// stats(): (calls taken, calls not found, kernels remembered).
+PyObject *stats(PyObject *, PyObject *) {
+  return Py_BuildValue("(LLn)", static_cast<long long>(hits),
+                       static_cast<long long>(misses),
+                       static_cast<Py_ssize_t>(kernels.size()));
+}
+
+PyMethodDef methods[] = {
+    {"forward",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void *>(forward)),
+     METH_FASTCALL,
+     "forward(options, q, k, v, return_lse, bshd): O or (O, lse), or None "
+     "where the checked path must take the call."},
+    {"remember",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void *>(remember)),
+     METH_FASTCALL,
+     "remember(options, q, k, v, return_lse, bshd, owner, address): the "
+     "kernel the checked path ran on such inputs."},
+    {"clear", clear, METH_NOARGS, "Forgets the remembered kernels."},
+    {"stats", stats, METH_NOARGS,
+     "(calls taken, calls not found, kernels remembered)."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch_fast",
+                      "fa.attention's eager forward on torch tensors, in C++.",
+                      -1, methods};
+
+} // namespace
+
+PyMODINIT_FUNC PyInit__torch_fast() { return PyModule_Create(&module); }

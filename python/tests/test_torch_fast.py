@@ -1,0 +1,152 @@
+"""fa._torch_fast: the eager forward on torch tensors in C++ once the checked
+path has run a variant. Its results must equal the checked path's, match
+float64, and every input it does not take must reach the checked path's
+errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import fa  # noqa: E402
+import fa._torch as fa_torch  # noqa: E402
+from reference import check_attention, np_dtype  # noqa: E402
+
+fast = fa_torch._torch_fast
+pytestmark = pytest.mark.skipif(fast is None, reason="fa._torch_fast is not built")
+
+
+def hits() -> int:
+    return fast.stats()[0]
+
+
+def numpy(t: Any) -> np.ndarray:
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        return t.float().numpy().astype(np_dtype("bfloat16"))
+    return t.numpy()
+
+
+def checked(monkeypatch: pytest.MonkeyPatch, *args: Any, **kwargs: Any) -> Any:
+    """fa.attention through the checked path alone."""
+    with monkeypatch.context() as m:
+        m.setattr(fa_torch, "_torch_fast", None)
+        return fa.attention(*args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def fresh() -> None:
+    fa.clear_cache()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, "bottom_right"])
+def test_second_call_is_fast_and_exact(monkeypatch: pytest.MonkeyPatch, dtype, causal) -> None:
+    gen = torch.Generator().manual_seed(1)
+    dt = getattr(torch, dtype)
+    q = torch.randn(2, 4, 33, 64, generator=gen).to(dt)
+    k = torch.randn(2, 2, 47, 64, generator=gen).to(dt)
+    v = torch.randn(2, 2, 47, 64, generator=gen).to(dt)
+    first = fa.attention(q, k, v, causal=causal, return_lse=True)
+    before = hits()
+    o, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
+    assert hits() == before + 1
+    assert o.shape == (2, 4, 33, 64) and o.dtype == dt and lse.shape == (2, 4, 33)
+    assert lse.dtype == torch.float32
+    assert torch.equal(o, first[0]) and torch.equal(lse, first[1])
+    want = checked(monkeypatch, q, k, v, causal=causal, return_lse=True)
+    assert torch.equal(o, want[0]) and torch.equal(lse, want[1])
+    check_attention(
+        numpy(q), numpy(k), numpy(v), numpy(o), numpy(lse), causal=causal or "none"
+    )
+
+
+def test_bshd_and_other_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One remembered kernel takes any B, H and N, and strided views."""
+    gen = torch.Generator().manual_seed(2)
+    q = torch.randn(1, 20, 4, 32, generator=gen)
+    fa.attention(q, q, q, layout="bshd")
+    before = hits()
+    q = torch.randn(3, 50, 2, 32, generator=gen)
+    kv = torch.randn(3, 2, 70, 32, generator=gen).transpose(1, 2)  # [B, N, H, D] view
+    o = fa.attention(q, kv, kv, layout="bshd")
+    assert hits() == before + 1 and o.shape == (3, 50, 2, 32)
+    assert torch.equal(o, checked(monkeypatch, q, kv, kv, layout="bshd"))
+    bhsd = (x.transpose(1, 2).numpy() for x in (q, kv, kv))
+    check_attention(*bhsd, o.transpose(1, 2).numpy())
+    # The host kernels read any strides, rows too.
+    v = torch.randn(3, 2, 32, 70, generator=gen).transpose(2, 3).transpose(1, 2)
+    o = fa.attention(q, kv, v, layout="bshd")
+    assert hits() == before + 2
+    assert torch.equal(o, checked(monkeypatch, q, kv, v, layout="bshd"))
+
+
+def test_inputs_it_does_not_take_get_the_checked_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    q = torch.randn(1, 4, 16, 64)
+    fa.attention(q, q, q)
+    fa.attention(q, q, q)
+    taken = hits()
+    bad = {
+        "k's dtype": (q, q.double(), q),
+        "k's head dim": (q, torch.randn(1, 4, 16, 32), q),
+        "heads that do not divide": (q, torch.randn(1, 3, 16, 64), torch.randn(1, 3, 16, 64)),
+        "V's length": (q, q, torch.randn(1, 4, 17, 64)),
+        "rank 3": (q, q[0], q),
+    }
+    for name, args in bad.items():
+        with pytest.raises(Exception) as got:
+            fa.attention(*args)
+        with pytest.raises(Exception) as want:
+            checked(monkeypatch, *args)
+        assert type(got.value) is type(want.value) and str(got.value) == str(want.value), name
+    assert hits() == taken
+
+
+def test_empty_and_grad_calls_take_the_checked_path() -> None:
+    q = torch.randn(1, 2, 8, 64)
+    fa.attention(q, q, q)
+    taken = hits()
+    empty = fa.attention(q[:, :, :0], q, q)
+    assert empty.shape == (1, 2, 0, 64)
+    nk0 = fa.attention(q, q[:, :, :0], q[:, :, :0])
+    assert torch.equal(nk0, torch.zeros_like(q))
+    g = q.clone().requires_grad_()
+    fa.attention(g, q, q).sum().backward()
+    assert g.grad is not None and hits() == taken
+
+
+def test_clear_cache_forgets() -> None:
+    q = torch.randn(1, 2, 8, 64)
+    fa.attention(q, q, q)
+    assert fast.stats()[2] >= 1
+    fa.clear_cache()
+    assert fast.stats()[2] == 0
+    taken = hits()
+    fa.attention(q, q, q)
+    assert hits() == taken
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_cuda_second_call_is_fast(monkeypatch: pytest.MonkeyPatch, dtype) -> None:
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    q = torch.randn(2, 100, 8, 128, device="cuda", dtype=dt, generator=gen).transpose(1, 2)
+    kv = torch.randn(2, 150, 2, 128, device="cuda", dtype=dt, generator=gen).transpose(1, 2)
+    fa.attention(q, kv, kv, causal="bottom_right", return_lse=True)
+    before = hits()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        o, lse = fa.attention(q, kv, kv, causal="bottom_right", return_lse=True)
+    stream.synchronize()
+    assert hits() == before + 1 and o.device == q.device
+    want = checked(monkeypatch, q, kv, kv, causal="bottom_right", return_lse=True)
+    torch.cuda.synchronize()
+    assert torch.equal(o, want[0]) and torch.equal(lse, want[1])
+    check_attention(
+        numpy(q), numpy(kv), numpy(kv), numpy(o), numpy(lse), causal="bottom_right"
+    )
