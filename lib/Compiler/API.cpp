@@ -603,6 +603,16 @@ struct CheckedInputs {
   int64_t b, hq, nq, hkv, nk, d, dv;
 };
 
+/// The threads a host kernel of `flopsPerScore` FLOPs per score (of B Hq
+/// Nq Nk) is worth: one per 4 MFLOP, about 25 us of one core's work, for
+/// waking a pool thread cost 10-30 us a call (1 x 8 x 16 x 16: 31 us on two
+/// threads, 12 on one).
+int hostThreadsFor(int64_t flopsPerScore, const CheckedInputs &in) {
+  double flops = double(flopsPerScore) * double(in.b) * double(in.hq) *
+                 double(in.nq) * double(in.nk);
+  return static_cast<int>(std::clamp(flops / 4e6, 1.0, 4096.0));
+}
+
 CheckedInputs checkInputs(const char *api, const fa::AttentionSpec &spec,
                           Place device, const fa::TensorView &q,
                           const fa::TensorView &k, const fa::TensorView &v,
@@ -895,7 +905,8 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
 
   if (impl->gpu)
     return launchGpu(*impl->gpu, spec, args, device, workspace, stream);
-  if (llvm::Error err = impl->host->run(args))
+  if (llvm::Error err =
+          impl->host->run(args, hostThreadsFor(2 * (in.d + in.dv), in)))
     fail(llvm::toString(std::move(err)));
 }
 
@@ -1117,7 +1128,8 @@ void fa::Kernel::backward(const TensorView &q, const TensorView &k,
   if (gpu)
     return launchGpuBackward(*gpu, spec, args, withBias, device, workspace,
                              stream);
-  if (llvm::Error err = host->run(args))
+  if (llvm::Error err =
+          host->run(args, hostThreadsFor(2 * (3 * in.d + 2 * in.dv), in)))
     fail(kBackward, llvm::toString(std::move(err)));
 }
 

@@ -629,7 +629,7 @@ static std::pair<uintptr_t, uintptr_t> getByteExtent(const HostKernelArg &arg,
   return {base + lo * elementBytes, base + (hi + 1) * elementBytes};
 }
 
-llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
+llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args, int maxThreads) {
   if (args.size() != argRanks.size())
     return llvm::createStringError("@%s takes %zu arguments, got %zu",
                                    name.c_str(), argRanks.size(), args.size());
@@ -689,8 +689,11 @@ llvm::Error HostKernel::run(ArrayRef<HostKernelArg> args) {
       HostKernelArg::contiguous(counters.data(), {numSharedLoops})));
   pointers.back() = descriptors.back().get();
   packed.push_back(&pointers.back());
+  int threads = getHostThreads();
+  if (maxThreads > 0)
+    threads = std::min(threads, maxThreads);
   llvm::ThreadPoolTaskGroup helpers(getHostThreadPool());
-  for (int t = 1, e = getHostThreads(); t < e; ++t)
+  for (int t = 1; t < threads; ++t)
     helpers.async([&] { entry(packed.data()); });
   entry(packed.data());
   helpers.wait();

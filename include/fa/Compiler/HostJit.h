@@ -132,9 +132,9 @@ public:
   /// signature: memrefs of the declared ranks, the seed as a scalar. Fails,
   /// without calling, when an output overlaps another argument. A kernel
   /// whose tile loops fa-host-parallel shared runs on getHostThreads()
-  /// threads (the caller's and pool threads); its results do not depend on
-  /// their number.
-  llvm::Error run(llvm::ArrayRef<HostKernelArg> args);
+  /// threads (the caller's and pool threads), at most `maxThreads` when it
+  /// is positive; its results do not depend on their number.
+  llvm::Error run(llvm::ArrayRef<HostKernelArg> args, int maxThreads = 0);
 
 private:
   HostKernel() = default;
