@@ -516,13 +516,31 @@ class _Attention(torch.autograd.Function):
         bshd: bool,
     ) -> tuple[Tensor, Tensor]:
         api = "fa.attention"
-        inputs = _fa_C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
-        kernel = _core.kernel_for(api, inputs, options, True)
-        out, lse = kernel._run(inputs, q, seed, captures)
+        plain = (
+            _torch_fast is not None
+            and bias is None
+            and alibi_slopes is None
+            and not captures
+            and options.dropout_p == 0.0
+            and not options.score_mod
+            and not options.mask_mod
+        )
+        result = _torch_fast.forward(options, q, k, v, True, bshd) if plain else None
+        if result is not None:
+            out, lse = result
+            ctx.fa = None  # checked and looked up by the backward
+        else:
+            inputs = _fa_C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
+            kernel = _core.kernel_for(api, inputs, options, True)
+            out, lse = kernel._run(inputs, q, seed, captures)
+            if plain:
+                _torch_fast.remember(
+                    options, q, k, v, True, bshd, kernel, kernel._kernel.address
+                )
+            # The checked inputs and the kernel, for the backward: what it
+            # would otherwise check and look up again.
+            ctx.fa = (inputs, kernel)
         ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes, *captures)
-        # The checked inputs and the kernel, for the backward: what it would
-        # otherwise check and look up again.
-        ctx.fa = (inputs, kernel)
         ctx.options = options
         ctx.seed = seed
         ctx.bshd = bshd
@@ -538,8 +556,11 @@ class _Attention(torch.autograd.Function):
             return (None,) * 9
         q, k, v, out, lse, bias, alibi_slopes, *captures = ctx.saved_tensors
         bias_grad = bias is not None and ctx.needs_input_grad[3]
-        inputs, kernel = ctx.fa
         api = "fa.attention (backward)"
+        if ctx.fa is None:  # the forward ran in fa._torch_fast
+            inputs = _fa_C.check_inputs(api, q, k, v, bias, alibi_slopes, ctx.bshd)
+            ctx.fa = (inputs, _core.kernel_for(api, inputs, ctx.options, True))
+        inputs, kernel = ctx.fa
         if kernel._variant.deterministic != torch.are_deterministic_algorithms_enabled():
             # Switched since the forward: the backward of the other dQ.
             kernel = _core.kernel_for(api, inputs, ctx.options, True)
