@@ -426,7 +426,10 @@ def forward(
     kernel = kernel_for(api, inputs, options, return_lse)
     result = kernel._run(inputs, q, dropout_seed, captures, out)
     if fast is not None:
-        fast.remember(options, q, k, v, return_lse, bshd, kernel, kernel._kernel.address)
+        fast.remember(
+            options, q, k, v, return_lse, bshd, kernel, kernel._kernel.address,
+            kernel._variant.deterministic,
+        )
     return result
 
 

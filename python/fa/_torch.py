@@ -535,7 +535,8 @@ class _Attention(torch.autograd.Function):
             out, lse = kernel._run(inputs, q, seed, captures)
             if plain:
                 _torch_fast.remember(
-                    options, q, k, v, True, bshd, kernel, kernel._kernel.address
+                    options, q, k, v, True, bshd, kernel, kernel._kernel.address,
+                    kernel._variant.deterministic,
                 )
             # The checked inputs and the kernel, for the backward: what it
             # would otherwise check and look up again.
@@ -558,6 +559,9 @@ class _Attention(torch.autograd.Function):
         bias_grad = bias is not None and ctx.needs_input_grad[3]
         api = "fa.attention (backward)"
         if ctx.fa is None:  # the forward ran in fa._torch_fast
+            grads = _torch_fast.backward(ctx.options, q, k, v, out, dout, lse, ctx.bshd)
+            if grads is not None:
+                return (*grads, None, None, None, None, None, None)
             inputs = _fa_C.check_inputs(api, q, k, v, bias, alibi_slopes, ctx.bshd)
             ctx.fa = (inputs, _core.kernel_for(api, inputs, ctx.options, True))
         inputs, kernel = ctx.fa

@@ -16,6 +16,7 @@
 
 #include "fa/fa.h"
 
+#include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <Python.h>
@@ -64,6 +65,7 @@ struct KeyHash {
 struct Entry {
   PyObject *owner;
   const fa::Kernel *kernel;
+  bool deterministic; ///< Its backward's dQ (deterministic algorithms).
 };
 
 // Guarded by the GIL.
@@ -231,10 +233,117 @@ PyObject *forward(PyObject *, PyObject *const *args, Py_ssize_t n) {
   return result;
 }
 
-/// remember(options, q, k, v, return_lse, bshd, owner, address): the kernel
-/// (an fa::Kernel at `address`, owned by `owner`) that ran these inputs.
+/// backward(options, q, k, v, out, dout, lse, bshd): (dQ, dK, dV) of a
+/// forward this module ran under autograd (the kernel with the lse), in the
+/// layout of q, k, v; None where the checked path must take the call.
+PyObject *backward(PyObject *, PyObject *const *args, Py_ssize_t n) {
+  if (!parseArgs(args, n, 8, "backward"))
+    return nullptr;
+  bool bshd = args[7] == Py_True;
+  std::optional<Key> key =
+      keyOf(args[0], args[1], args[2], args[3], true, bshd);
+  auto it = key ? kernels.find(*key) : kernels.end();
+  if (it == kernels.end())
+    Py_RETURN_NONE;
+  for (int i = 4; i < 7; ++i)
+    if (!THPVariable_Check(args[i]))
+      Py_RETURN_NONE;
+  const at::Tensor &q = THPVariable_Unpack(args[1]);
+  // A GPU kernel's dQ is deterministic under torch's deterministic
+  // algorithms (another kernel: the checked path finds it).
+  if (q.is_cuda() &&
+      it->second.deterministic != at::globalContext().deterministicAlgorithms())
+    Py_RETURN_NONE;
+  const at::Tensor &k = THPVariable_Unpack(args[2]);
+  const at::Tensor &v = THPVariable_Unpack(args[3]);
+  const at::Tensor &out = THPVariable_Unpack(args[4]);
+  const at::Tensor &lse = THPVariable_Unpack(args[6]);
+  at::Tensor dout = THPVariable_Unpack(args[5]);
+  if (q.numel() == 0 || k.numel() == 0 || lse.dim() != 3)
+    Py_RETURN_NONE;
+  Entry entry = it->second;
+  Py_INCREF(entry.owner);
+  PyObject *result = nullptr;
+  try {
+    // Autograd hands a sum's gradient over expanded (stride 0).
+    if (dout.dim() == 4 && dout.stride(3) != 1)
+      dout = dout.contiguous();
+    at::Tensor dq = at::empty(q.sizes(), q.options());
+    at::Tensor dk = at::empty(k.sizes(), k.options());
+    at::Tensor dv = at::empty(v.sizes(), v.options());
+    std::optional<fa::TensorView> qv = viewOf(q, bshd), kv = viewOf(k, bshd),
+                                  vv = viewOf(v, bshd), ov = viewOf(out, bshd),
+                                  dov = viewOf(dout, bshd),
+                                  dqv = viewOf(dq, bshd),
+                                  dkv = viewOf(dk, bshd),
+                                  dvv = viewOf(dv, bshd);
+    std::optional<fa::TensorView> lv;
+    if (qv && lse.scalar_type() == at::kFloat && lse.has_storage()) {
+      lv = *qv;
+      lv->data = lse.data_ptr();
+      lv->dtype = fa::DType::F32;
+      lv->shape.assign(lse.sizes().begin(), lse.sizes().end());
+      lv->strides.assign(lse.strides().begin(), lse.strides().end());
+    }
+    bool ran = false;
+    if (qv && kv && vv && ov && dov && lv) {
+      void *stream = nullptr;
+      std::optional<at::Tensor> workspace;
+      std::optional<fa::TensorView> wv;
+#ifdef FA_TORCH_CUDA
+      if (q.is_cuda()) {
+        stream = c10::cuda::getCurrentCUDAStream(q.get_device()).stream();
+        size_t bytes;
+        Py_BEGIN_ALLOW_THREADS; // compiles the backward on its first call
+        try {
+          bytes = entry.kernel->backwardWorkspaceBytes(q.size(0), qv->shape[1],
+                                                       qv->shape[2]);
+        } catch (const std::exception &) {
+          bytes = 0;
+        }
+        Py_END_ALLOW_THREADS;
+        if (bytes) {
+          // From torch's caching allocator, on the stream: no cuMemAlloc.
+          workspace = at::empty({int64_t(bytes)}, q.options().dtype(at::kByte));
+          wv = fa::TensorView{workspace->data_ptr(), fa::DType::I8,
+                              {int64_t(bytes)},      {1},
+                              fa::Device::CUDA,      q.get_device()};
+        }
+      }
+#endif
+      Py_BEGIN_ALLOW_THREADS;
+      try {
+        entry.kernel->backward(*qv, *kv, *vv, *ov, *dov, *lv, *dqv, *dkv, *dvv,
+                               nullptr, nullptr, 0, stream, nullptr, {},
+                               wv ? &*wv : nullptr);
+        ran = true;
+      } catch (const std::exception &) {
+      }
+      Py_END_ALLOW_THREADS;
+    }
+    if (ran) {
+      ++hits;
+      PyObject *grads[3] = {THPVariable_Wrap(dq), THPVariable_Wrap(dk),
+                            THPVariable_Wrap(dv)};
+      if (grads[0] && grads[1] && grads[2])
+        result = PyTuple_Pack(3, grads[0], grads[1], grads[2]);
+      for (PyObject *g : grads)
+        Py_XDECREF(g);
+    } else {
+      result = Py_NewRef(Py_None);
+    }
+  } catch (const std::exception &) {
+    result = Py_NewRef(Py_None);
+  }
+  Py_DECREF(entry.owner);
+  return result;
+}
+
+/// remember(options, q, k, v, return_lse, bshd, owner, address,
+/// deterministic): the kernel (an fa::Kernel at `address`, owned by `owner`,
+/// its dQ deterministic or not) that ran these inputs.
 PyObject *remember(PyObject *, PyObject *const *args, Py_ssize_t n) {
-  if (!parseArgs(args, n, 8, "remember"))
+  if (!parseArgs(args, n, 9, "remember"))
     return nullptr;
   bool lse = PyObject_IsTrue(args[4]) == 1, bshd = args[5] == Py_True;
   std::optional<Key> key = keyOf(args[0], args[1], args[2], args[3], lse, bshd);
@@ -247,8 +356,8 @@ PyObject *remember(PyObject *, PyObject *const *args, Py_ssize_t n) {
     clearKernels();
   Py_INCREF(key->options);
   Py_INCREF(args[6]);
-  kernels.emplace(*key,
-                  Entry{args[6], static_cast<const fa::Kernel *>(address)});
+  kernels.emplace(*key, Entry{args[6], static_cast<const fa::Kernel *>(address),
+                              args[8] == Py_True});
   Py_RETURN_NONE;
 }
 
@@ -270,11 +379,16 @@ PyMethodDef methods[] = {
      METH_FASTCALL,
      "forward(options, q, k, v, return_lse, bshd): O or (O, lse), or None "
      "where the checked path must take the call."},
+    {"backward",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void *>(backward)),
+     METH_FASTCALL,
+     "backward(options, q, k, v, out, dout, lse, bshd): (dQ, dK, dV), or None "
+     "where the checked path must take the call."},
     {"remember",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void *>(remember)),
      METH_FASTCALL,
-     "remember(options, q, k, v, return_lse, bshd, owner, address): the "
-     "kernel the checked path ran on such inputs."},
+     "remember(options, q, k, v, return_lse, bshd, owner, address, "
+     "deterministic): the kernel the checked path ran on such inputs."},
     {"clear", clear, METH_NOARGS, "Forgets the remembered kernels."},
     {"stats", stats, METH_NOARGS,
      "(calls taken, calls not found, kernels remembered)."},

@@ -119,8 +119,8 @@ def test_empty_calls_take_the_checked_path() -> None:
 
 @pytest.mark.parametrize("layout", ["bhsd", "bshd"])
 def test_autograd_forward(monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
-    """Under autograd the forward (O and the lse it saves) is taken too; the
-    backward then checks the inputs itself: the same gradients."""
+    """Under autograd the forward (O and the lse it saves) and the backward
+    are taken too: the same O and gradients as the checked path's."""
     gen = torch.Generator().manual_seed(4)
     q = torch.randn(2, 4, 30, 32, generator=gen)
     k = torch.randn(2, 2, 45, 32, generator=gen)
@@ -138,7 +138,7 @@ def test_autograd_forward(monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
     first = grads(q, k, v)
     taken = hits()
     second = grads(q, k, v)
-    assert hits() == taken + 1
+    assert hits() == taken + 2  # the forward and the backward
     with monkeypatch.context() as m:
         m.setattr(fa_torch, "_torch_fast", None)
         want = grads(q, k, v)
@@ -151,6 +151,24 @@ def test_autograd_forward(monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
         tuple(x.numpy() for x in bhsd[5:]),
         causal="bottom_right",
     )
+
+
+def test_autograd_of_a_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """o.sum()'s gradient comes expanded (stride 0): read as a contiguous dO."""
+    q = torch.randn(1, 2, 24, 64)
+
+    def grad() -> Any:
+        leaf = q.clone().requires_grad_()
+        fa.attention(leaf, q, q, causal=True).sum().backward()
+        return leaf.grad
+
+    grad()
+    taken = hits()
+    got = grad()
+    assert hits() == taken + 2
+    with monkeypatch.context() as m:
+        m.setattr(fa_torch, "_torch_fast", None)
+        assert torch.equal(got, grad())
 
 
 def test_clear_cache_forgets() -> None:
@@ -204,7 +222,7 @@ def test_cuda_autograd_forward(monkeypatch: pytest.MonkeyPatch) -> None:
     grads()
     taken = hits()
     got = grads()
-    assert hits() == taken + 1
+    assert hits() == taken + 2  # the forward and the backward
     with monkeypatch.context() as m:
         m.setattr(fa_torch, "_torch_fast", None)
         want = grads()
