@@ -114,12 +114,23 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument(
+        "--checked",
+        action="store_true",
+        help="FA through the checked path only (fa._torch_fast off), for an A/B",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    import fa._torch as fa_torch  # the torch half of fa (imported on a first tensor)
+
+    if args.checked:
+        fa_torch._torch_fast = None
+    fast = "off" if args.checked else ("on" if fa_torch._torch_fast else "not built")
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     print(
-        f"fa {fa.__version__}, torch {torch.__version__}, {torch.get_num_threads()} torch threads"
+        f"fa {fa.__version__}, torch {torch.__version__}, {torch.get_num_threads()} torch "
+        f"threads, fa._torch_fast {fast}"
     )
     for device in devices:
         cuda = device.startswith("cuda")
