@@ -412,24 +412,21 @@ def forward(
     return_lse: bool,
     bshd: bool = False,
     out: Any = None,
-    fast: Any = None,
+    remember: Callable[[Kernel], None] | None = None,
 ) -> Any:
     """fa.attention once the options are checked: O, or (O, lse).
 
     ``captures`` are the arrays the modifiers index (``options.captures``,
     or the torch op's tensors); ``bshd``: the layout (check_layout); ``out``
-    the caller's O (out=) or None; ``fast``: fa._torch_fast, which remembers
-    the kernel for the next such call (Q, K, V alone, no dropout)."""
+    the caller's O (out=) or None; ``remember`` is called with the kernel
+    once it ran (fa._torch_fast takes the next such call)."""
     inputs = _C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
     if out is not None:
         inputs.check_out(api, out)
     kernel = kernel_for(api, inputs, options, return_lse)
     result = kernel._run(inputs, q, dropout_seed, captures, out)
-    if fast is not None:
-        fast.remember(
-            options, q, k, v, return_lse, bshd, kernel, kernel._kernel.address,
-            kernel._variant.deterministic,
-        )
+    if remember is not None:
+        remember(kernel)
     return result
 
 

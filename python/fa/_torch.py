@@ -42,6 +42,21 @@ except ImportError:
 __all__ = ["attention"]
 
 
+def _remember(
+    options: _core.Options, q: Tensor, k: Tensor, v: Tensor, return_lse: bool, bshd: bool
+) -> Any:
+    """What has fa._torch_fast take the next such call: called with the
+    kernel the checked path ran these inputs with (plain calls only)."""
+
+    def remember(kernel: _core.Kernel) -> None:
+        _torch_fast.remember(
+            options, q, k, v, return_lse, bshd, kernel, kernel._kernel.address,
+            kernel._variant.deterministic,
+        )
+
+    return remember
+
+
 @torch.library.custom_op("fa::attention", mutates_args=())
 def _attention_op(
     q: Tensor,
@@ -534,10 +549,7 @@ class _Attention(torch.autograd.Function):
             kernel = _core.kernel_for(api, inputs, options, True)
             out, lse = kernel._run(inputs, q, seed, captures)
             if plain:
-                _torch_fast.remember(
-                    options, q, k, v, True, bshd, kernel, kernel._kernel.address,
-                    kernel._variant.deterministic,
-                )
+                _remember(options, q, k, v, True, bshd)(kernel)
             # The checked inputs and the kernel, for the backward: what it
             # would otherwise check and look up again.
             ctx.fa = (inputs, kernel)
@@ -670,7 +682,9 @@ def attention(
                     return result
             return _core.forward(
                 api, q, k, v, None, None, options, (), 0, bool(return_lse), bshd, out,
-                _torch_fast if out is None else None,
+                _remember(options, q, k, v, bool(return_lse), bshd)
+                if out is None and _torch_fast is not None
+                else None,
             )
     if direct:
         options = _core.check_options(

@@ -25,6 +25,7 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -157,6 +158,59 @@ bool parseArgs(PyObject *const *args, Py_ssize_t n, Py_ssize_t want,
   return false;
 }
 
+/// The lse [B, Hq, Nq] (f32) as the kernel reads it, on the device of `like`.
+fa::TensorView lseView(const at::Tensor &lse, const fa::TensorView &like) {
+  fa::TensorView view = like;
+  view.data = lse.data_ptr();
+  view.dtype = fa::DType::F32;
+  view.shape.assign(lse.sizes().begin(), lse.sizes().end());
+  view.strides.assign(lse.strides().begin(), lse.strides().end());
+  return view;
+}
+
+/// torch's current stream on q's device (null on the host).
+void *currentStream(const at::Tensor &q) {
+#ifdef FA_TORCH_CUDA
+  if (q.is_cuda())
+    return c10::cuda::getCurrentCUDAStream(q.get_device()).stream();
+#endif
+  return nullptr;
+}
+
+/// Runs `call` without the GIL (a host kernel computes, a GPU one may
+/// compile); false where it threw, for the checked path to say why.
+template <typename Call> bool callReleased(Call &&call) {
+  bool ok = true;
+  Py_BEGIN_ALLOW_THREADS;
+  try {
+    call();
+  } catch (const std::exception &) {
+    ok = false;
+  }
+  Py_END_ALLOW_THREADS;
+  return ok;
+}
+
+/// The tensors as one Python object (a tuple of several), counting a call
+/// taken; null with a Python error set where wrapping failed.
+PyObject *wrap(std::initializer_list<at::Tensor> tensors) {
+  ++hits;
+  std::vector<PyObject *> objects;
+  for (const at::Tensor &t : tensors)
+    objects.push_back(THPVariable_Wrap(t));
+  PyObject *result = nullptr;
+  if (std::all_of(objects.begin(), objects.end(),
+                  [](PyObject *o) { return o != nullptr; }))
+    result = objects.size() == 1 ? Py_NewRef(objects[0])
+                                 : PyTuple_New(objects.size());
+  if (result && objects.size() > 1)
+    for (size_t i = 0; i < objects.size(); ++i)
+      PyTuple_SET_ITEM(result, i, Py_NewRef(objects[i]));
+  for (PyObject *object : objects)
+    Py_XDECREF(object);
+  return result;
+}
+
 /// forward(options, q, k, v, return_lse, bshd): O, or (O, lse); None where
 /// the checked path must take the call.
 PyObject *forward(PyObject *, PyObject *const *args, Py_ssize_t n) {
@@ -194,38 +248,17 @@ PyObject *forward(PyObject *, PyObject *const *args, Py_ssize_t n) {
     std::optional<at::Tensor> l;
     if (lse) {
       l = at::empty({b, hq, nq}, q.options().dtype(at::kFloat));
-      lv = *ov;
-      lv->data = l->data_ptr();
-      lv->dtype = fa::DType::F32;
-      lv->shape = {b, hq, nq};
-      lv->strides = {hq * nq, nq, 1};
+      lv = lseView(*l, *ov);
     }
-    void *stream = nullptr;
-#ifdef FA_TORCH_CUDA
-    if (q.is_cuda())
-      stream = c10::cuda::getCurrentCUDAStream(q.get_device()).stream();
-#endif
-    bool ran = false;
-    Py_BEGIN_ALLOW_THREADS;
-    try {
+    void *stream = currentStream(q);
+    bool ran = callReleased([&] {
       entry.kernel->forward(*qv, *kv, *vv, *ov, lv ? &*lv : nullptr, nullptr,
                             nullptr, 0, stream);
-      ran = true;
-    } catch (const std::exception &) {
-    }
-    Py_END_ALLOW_THREADS;
-    if (ran) {
-      ++hits;
-      PyObject *oObj = THPVariable_Wrap(o);
-      if (!l || !oObj)
-        result = oObj;
-      else if (PyObject *lObj = THPVariable_Wrap(*l))
-        result = PyTuple_Pack(2, oObj, lObj), Py_DECREF(oObj), Py_DECREF(lObj);
-      else
-        Py_DECREF(oObj);
-    } else {
+    });
+    if (!ran)
       result = Py_NewRef(Py_None);
-    }
+    else
+      result = l ? wrap({o, *l}) : wrap({o});
   } catch (const std::exception &) {
     result = Py_NewRef(Py_None);
   }
@@ -277,31 +310,20 @@ PyObject *backward(PyObject *, PyObject *const *args, Py_ssize_t n) {
                                   dqv = viewOf(dq, bshd),
                                   dkv = viewOf(dk, bshd),
                                   dvv = viewOf(dv, bshd);
-    std::optional<fa::TensorView> lv;
-    if (qv && lse.scalar_type() == at::kFloat && lse.has_storage()) {
-      lv = *qv;
-      lv->data = lse.data_ptr();
-      lv->dtype = fa::DType::F32;
-      lv->shape.assign(lse.sizes().begin(), lse.sizes().end());
-      lv->strides.assign(lse.strides().begin(), lse.strides().end());
-    }
     bool ran = false;
-    if (qv && kv && vv && ov && dov && lv) {
-      void *stream = nullptr;
+    if (qv && kv && vv && ov && dov && lse.scalar_type() == at::kFloat &&
+        lse.has_storage()) {
+      fa::TensorView lv = lseView(lse, *qv);
+      void *stream = currentStream(q);
       std::optional<at::Tensor> workspace;
       std::optional<fa::TensorView> wv;
-#ifdef FA_TORCH_CUDA
       if (q.is_cuda()) {
-        stream = c10::cuda::getCurrentCUDAStream(q.get_device()).stream();
-        size_t bytes;
-        Py_BEGIN_ALLOW_THREADS; // compiles the backward on its first call
-        try {
+        size_t bytes = 0;
+        // Compiles the backward on its first call.
+        callReleased([&] {
           bytes = entry.kernel->backwardWorkspaceBytes(q.size(0), qv->shape[1],
                                                        qv->shape[2]);
-        } catch (const std::exception &) {
-          bytes = 0;
-        }
-        Py_END_ALLOW_THREADS;
+        });
         if (bytes) {
           // From torch's caching allocator, on the stream: no cuMemAlloc.
           workspace = at::empty({int64_t(bytes)}, q.options().dtype(at::kByte));
@@ -310,28 +332,13 @@ PyObject *backward(PyObject *, PyObject *const *args, Py_ssize_t n) {
                               fa::Device::CUDA,      q.get_device()};
         }
       }
-#endif
-      Py_BEGIN_ALLOW_THREADS;
-      try {
-        entry.kernel->backward(*qv, *kv, *vv, *ov, *dov, *lv, *dqv, *dkv, *dvv,
+      ran = callReleased([&] {
+        entry.kernel->backward(*qv, *kv, *vv, *ov, *dov, lv, *dqv, *dkv, *dvv,
                                nullptr, nullptr, 0, stream, nullptr, {},
                                wv ? &*wv : nullptr);
-        ran = true;
-      } catch (const std::exception &) {
-      }
-      Py_END_ALLOW_THREADS;
+      });
     }
-    if (ran) {
-      ++hits;
-      PyObject *grads[3] = {THPVariable_Wrap(dq), THPVariable_Wrap(dk),
-                            THPVariable_Wrap(dv)};
-      if (grads[0] && grads[1] && grads[2])
-        result = PyTuple_Pack(3, grads[0], grads[1], grads[2]);
-      for (PyObject *g : grads)
-        Py_XDECREF(g);
-    } else {
-      result = Py_NewRef(Py_None);
-    }
+    result = ran ? wrap({dq, dk, dv}) : Py_NewRef(Py_None);
   } catch (const std::exception &) {
     result = Py_NewRef(Py_None);
   }
