@@ -565,16 +565,30 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
       coords = op;
   // `auto`: where persistence measured faster than a CTA an item, or level
   // (performance.md): the plain path at D = 64, 128 and 256, causal too
-  // (paired: up to +19% at N = 1024, level at 8192), and terms of the score
-  // alone (softcap, +2-5%). Terms of the position or of memory (ALiBi -8 to
-  // -13%, dropout -2 to -4%, bias level) keep a CTA an item.
-  bool positionalTerms = kernel
-                             .walk([](fagpu::MapOp map) {
-                               return map.isElementwise()
-                                          ? WalkResult::advance()
-                                          : WalkResult::interrupt();
-                             })
-                             .wasInterrupted();
+  // (paired: up to +19% at N = 1024, level at 8192), terms of the score
+  // (softcap, +2-5%) and of the position (ALiBi, +0-10% since positions
+  // convert once per tile). Terms that read memory (bias level, captures
+  // unmeasured) or draw random bits (dropout -2 to -4%) keep a CTA an item.
+  bool readsOrDrawsTerms =
+      kernel
+          .walk([](fagpu::MapOp map) {
+            bool readsOrDraws =
+                map.getBody()
+                    .walk([](Operation *op) {
+                      bool reads =
+                          llvm::any_of(op->getOperandTypes(), [](Type type) {
+                            return isa<ShapedType>(type);
+                          });
+                      return reads || !isMemoryEffectFree(op) ||
+                                     isa<arith::MulUIExtendedOp>(op)
+                                 ? WalkResult::interrupt()
+                                 : WalkResult::advance();
+                    })
+                    .wasInterrupted();
+            return readsOrDraws ? WalkResult::interrupt()
+                                : WalkResult::advance();
+          })
+          .wasInterrupted();
   // Causal tiles are shared as pairs of a heavy and a light one, each
   // pair's work about the same.
   TileWork tileWork = getTileWork(kernel);
@@ -589,8 +603,18 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // A window's tiles one an item: +16-21% at D = 64 and 128 (H200, with
   // the producer's 40 registers below).
   bool windowed = tileWork == TileWork::Window;
+  // At D = 256 a window's consumers (232 registers) spilled 4 bytes with
+  // ALiBi's term of the position.
+  bool positionTerms = kernel
+                           .walk([](fagpu::MapOp map) {
+                             return map.isElementwise()
+                                        ? WalkResult::advance()
+                                        : WalkResult::interrupt();
+                           })
+                           .wasInterrupted();
+  spills |= windowed && positionTerms && d > 192;
   bool persistent = persistentGrid == "always" ||
-                    (persistentGrid == "auto" && !positionalTerms && !spills);
+                    (persistentGrid == "auto" && !readsOrDrawsTerms && !spills);
   persistent &= coords && (uniform || paired || windowed);
   if (persistent)
     rings.qEmpty = barriers(1, consumers / 128);

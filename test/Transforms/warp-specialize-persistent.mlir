@@ -121,16 +121,18 @@ func.func @softcap(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: ten
 
 // -----
 
-// A term of the position (ALiBi's slope times |i - j|): persistent only
-// with `always` (it measured slower so).
+// A term of the position (ALiBi's slope, loaded per item, times |i - j|):
+// persistent by default.
 // CHECK-LABEL: gpu.func @fa_forward_0
-// CHECK-NOT: fagpu.work_slot
+// CHECK: fagpu.work_slot
+// CHECK: memref.load
 // CHECK: fagpu.map
-// CHECK-NOT: fagpu.work_slot
-// CHECK: gpu.return
 // ALWAYS-LABEL: gpu.func @fa_forward_0
 // ALWAYS: fagpu.work_slot
 // ALWAYS: fagpu.map
+// NEVER-LABEL: gpu.func @fa_forward_0
+// NEVER-NOT: fagpu.work_slot
+// NEVER: gpu.return
 func.func @alibi(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>, %slopes: tensor<8xf32>) -> tensor<?x8x?x64xbf16> {
   %o = fa.attention %q, %k, %v alibi_slopes(%slopes : tensor<8xf32>) : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
   return %o : tensor<?x8x?x64xbf16>
@@ -242,3 +244,18 @@ func.func @causal(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: te
   return %o : tensor<?x8x?x128xbf16>
 }
 
+// -----
+
+// Dropout draws random bits per score (-2 to -4% persistent): a CTA an item
+// unless `always`.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fagpu.work_slot
+// CHECK: arith.mului_extended
+// CHECK-NOT: fagpu.work_slot
+// CHECK: gpu.return
+// ALWAYS-LABEL: gpu.func @fa_forward_0
+// ALWAYS: fagpu.work_slot
+func.func @dropout(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>, %seed: i64) -> tensor<?x8x?x64xbf16> {
+  %o = fa.attention %q, %k, %v dropout_seed(%seed) {dropout_p = 1.000000e-01 : f32} : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+  return %o : tensor<?x8x?x64xbf16>
+}

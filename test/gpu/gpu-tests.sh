@@ -80,7 +80,8 @@ run --dtype=bf16 --shape=1,4,2,333,190,256,128 --causal=bottom-right --lse
 run --dtype=bf16 --shape=2,4,4,100,300,64,128 --dropout=0.1 --lse
 
 # Persistent grids (fa-warp-specialize's persistent: by default without
-# terms of the position, causal, windows; `always` elsewhere): more work items
+# terms that read memory or draw random bits, causal, windows; `always`
+# elsewhere): more work items
 # than the SMs hold, so that each CTA runs
 # several and the rings and Q's barriers go on from item to item; ragged N,
 # GQA, lse, every head-dim class, the scored path (a full f32 bias too),
