@@ -237,9 +237,10 @@ static cl::opt<std::string> fwdPersistentOpt(
              "(causal tiles in heavy/light pairs), a persistent grid: each "
              "CTA runs work items round robin and copies the next one's Q "
              "and K/V under the current one's epilogue (auto: the plain "
-             "path, causal and windows at D >= 128 too, and terms of the "
-             "score alone such as softcap, not ALiBi, bias, dropout or a "
-             "score_mod of the position; always; never)"),
+             "path, causal and windows too, and terms that read no memory "
+             "and draw no random bits such as softcap, ALiBi or a score_mod "
+             "of the position, not bias, captures or dropout; always; "
+             "never)"),
     cl::init("auto"), cl::cat(faCategory));
 static cl::opt<int64_t> fwdHeadGroupOpt(
     "fwd-head-group",

@@ -394,12 +394,12 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     softmax of tile n + 1 runs while P V(n) does (a turn, with `pingpong`,
     is then the issue of both).
 
-    With `persistent` (`auto`, the default: kernels without per-score
-    terms or whose `fagpu.map`s read the score alone, such as softcap,
-    where it measured faster or level, not a window below D = 128 or a
-    causal mask at D = 128 with one consumer warpgroup, where ptxas
-    spilled; `always`, also those and maps of the position or of memory:
-    ALiBi, bias, dropout; `never`), where every query tile visits the same
+    With `persistent` (`auto`, the default: kernels whose `fagpu.map`s
+    neither read memory nor draw random bits, such as softcap and ALiBi,
+    where it measured faster or level, not bias, captures or dropout, nor
+    where ptxas spilled: a causal mask at D = 128 with one consumer
+    warpgroup, a window with terms of the position at D = 256; `always`,
+    also those; `never`), where every query tile visits the same
     keys or where a causal mask or a window alone tells them apart, the
     kernel is persistent: `fagpu.work_slot` places the CTA, both roles loop over its
     work items (`fagpu.block_coords of %item`; causal, `{paired}`: a heavy
@@ -426,8 +426,8 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "key ranges; causal tiles go in heavy/light pairs): each CTA runs "
            "work items round robin and the producer copies the next item's "
            "Q and K/V under the current item's epilogue. auto: kernels "
-           "without per-score terms or with terms of the score alone "
-           "(softcap); always; never">
+           "whose terms read no memory and draw no random bits (softcap, "
+           "ALiBi; not bias, captures, dropout); always; never">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

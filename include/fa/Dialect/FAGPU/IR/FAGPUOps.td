@@ -186,7 +186,7 @@ def FAGPU_MapOp : FAGPU_Op<"map", [RecursiveMemoryEffects, SingleBlock]> {
   ];
   let extraClassDeclaration = [{
     /// Whether the body reads only its inputs' elements: not the position
-    /// nor memory (softcap, not ALiBi, bias, dropout or a capture).
+    /// nor memory (softcap; not ALiBi, bias, dropout or a capture).
     bool isElementwise();
   }];
 }
