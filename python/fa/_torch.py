@@ -50,7 +50,7 @@ def _remember(
 
     def remember(kernel: _core.Kernel) -> None:
         _torch_fast.remember(
-            options, q, k, v, return_lse, bshd, kernel, kernel._kernel.address,
+            options, q, k, v, return_lse, bshd, kernel._kernel.address,
             kernel._variant.deterministic,
         )
 
@@ -572,10 +572,9 @@ class _Attention(torch.autograd.Function):
         api = "fa.attention (backward)"
         if ctx.fa is None:  # the forward ran in fa._torch_fast
             grads = _torch_fast.backward(ctx.options, q, k, v, out, dout, lse, ctx.bshd)
-            if grads is not None:
-                return (*grads, None, None, None, None, None, None)
-            inputs = _fa_C.check_inputs(api, q, k, v, bias, alibi_slopes, ctx.bshd)
-            ctx.fa = (inputs, _core.kernel_for(api, inputs, ctx.options, True))
+            if grads is None:
+                grads = _checked_backward(ctx.options, q, k, v, out, dout, lse, ctx.bshd)
+            return (*grads, None, None, None, None, None, None)
         inputs, kernel = ctx.fa
         if kernel._variant.deterministic != torch.are_deterministic_algorithms_enabled():
             # Switched since the forward: the backward of the other dQ.
@@ -584,6 +583,27 @@ class _Attention(torch.autograd.Function):
         grads = kernel._run_backward(inputs, q, ctx.seed, bias_grad, captures)
         dbias = grads[3] if bias_grad else None
         return grads[0], grads[1], grads[2], dbias, None, None, None, None, None
+
+
+def _checked_backward(
+    options: _core.Options,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    dout: Tensor,
+    lse: Tensor,
+    bshd: bool,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(dQ, dK, dV) of a plain call whose forward fa._torch_fast ran, through
+    the checked path: where its backward does not run (another dQ kernel
+    under deterministic algorithms, a view it refuses), with its errors."""
+    api = "fa.attention (backward)"
+    inputs = _fa_C.check_inputs(api, q, k, v, None, None, bshd)
+    kernel = _core.kernel_for(api, inputs, options, True)
+    inputs.check_grads(api, out, _unit_last_stride(dout), lse)
+    dq, dk, dv = kernel._run_backward(inputs, q, 0, False, [])[:3]
+    return dq, dk, dv
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -671,15 +691,17 @@ def attention(
         if options.dropout_p == 0.0 and dropout_seed is None:
             if out is not None:
                 _no_grad_for_out(api, (q, k, v, out))
-            elif torch.is_grad_enabled() and (
+            elif _torch_fast is not None:
+                # With grad on, its own autograd node (the forward and the
+                # backward in C++).
+                result = _torch_fast.forward(options, q, k, v, return_lse, bshd)
+                if result is not None:
+                    return result
+            if out is None and torch.is_grad_enabled() and (
                 q.requires_grad or k.requires_grad or v.requires_grad
             ):
                 o, lse = _Attention.apply(q, k, v, None, None, options, 0, [], bshd)
                 return (o, lse) if return_lse else o
-            if out is None and _torch_fast is not None:
-                result = _torch_fast.forward(options, q, k, v, return_lse, bshd)
-                if result is not None:
-                    return result
             return _core.forward(
                 api, q, k, v, None, None, options, (), 0, bool(return_lse), bshd, out,
                 _remember(options, q, k, v, bool(return_lse), bshd)

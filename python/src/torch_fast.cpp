@@ -1,16 +1,18 @@
-//===- torch_fast.cpp - fa.attention's forward on torch tensors, in C++
-//----===//
+//===- torch_fast.cpp - fa.attention on torch tensors, in C++ -------------===//
 //
-// fa._torch_fast: the eager forward of a variant fa.attention has already
+// fa._torch_fast: the eager calls of a variant fa.attention has already
 // run, taken without Python in between. It reads Q, K, V as at::Tensors,
 // allocates O (and the lse) with at::empty, takes torch's current CUDA
 // stream, and launches through fa::Kernel::forward, which checks every view.
+// Under autograd the call is a C++ autograd Function, so that neither the
+// forward nor the backward goes through Python.
 //
 // It is built against the torch it runs with (its ABI is torch's), and only
 // answers what it knows: anything else (a variant not yet remembered, a
 // tensor it does not read, a view the kernel rejects) returns None, and the
 // caller takes the checked path, which gives the error messages. fa._core
-// remembers a kernel after that path ran it on the same kind of inputs.
+// remembers a kernel after that path ran it on the same kind of inputs. A
+// backward the node cannot run itself calls the checked one in fa._torch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,12 +22,15 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <Python.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/python_variable.h>
 #ifdef FA_TORCH_CUDA
 #include <c10/cuda/CUDAStream.h>
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -34,19 +39,20 @@ namespace {
 
 /// What selects a kernel besides Q, K and V's sizes: the checked options
 /// (a memoized object, kept alive here so that its address stays its own),
-/// the dtype, the head dims, the device, the lse and the layout.
+/// the dtype, the head dims, the device, the lse, the layout and, on a GPU,
+/// the backward's dQ (deterministic algorithms or not).
 struct Key {
   PyObject *options;
   int8_t dtype;
   int8_t deviceType;
   int16_t deviceIndex;
   int64_t headDim, headDimV;
-  bool lse, bshd;
+  bool lse, bshd, deterministic;
   bool operator==(const Key &o) const {
     return options == o.options && dtype == o.dtype &&
            deviceType == o.deviceType && deviceIndex == o.deviceIndex &&
            headDim == o.headDim && headDimV == o.headDimV && lse == o.lse &&
-           bshd == o.bshd;
+           bshd == o.bshd && deterministic == o.deterministic;
   }
 };
 
@@ -55,30 +61,30 @@ struct KeyHash {
     size_t h = std::hash<const void *>()(k.options);
     for (int64_t x :
          {int64_t(k.dtype), int64_t(k.deviceType), int64_t(k.deviceIndex),
-          k.headDim, k.headDimV, int64_t(k.lse), int64_t(k.bshd)})
+          k.headDim, k.headDimV, int64_t(k.lse), int64_t(k.bshd),
+          int64_t(k.deterministic)})
       h = h * 1000003u ^ std::hash<int64_t>()(x);
     return h;
   }
 };
 
-/// A remembered kernel: the Python object that owns it (a strong reference)
-/// and the fa::Kernel inside.
+/// A remembered kernel (a copy shares the compiled kernel).
 struct Entry {
-  PyObject *owner;
-  const fa::Kernel *kernel;
+  fa::Kernel kernel;
   bool deterministic; ///< Its backward's dQ (deterministic algorithms).
 };
 
-// Guarded by the GIL.
-std::unordered_map<Key, Entry, KeyHash> kernels;
+// Guarded by the GIL. Never destroyed: at exit its kernels would be
+// destroyed after what they use (libfa's and LLVM's statics).
+std::unordered_map<Key, Entry, KeyHash> &kernels =
+    *new std::unordered_map<Key, Entry, KeyHash>();
 constexpr size_t kMaxKernels = 64;
-int64_t hits = 0, misses = 0;
+// Backwards run on autograd's threads, without the GIL.
+std::atomic<int64_t> hits = 0, misses = 0, fallbacks = 0;
 
 void clearKernels() {
-  for (auto &[key, entry] : kernels) {
+  for (auto &[key, entry] : kernels)
     Py_DECREF(key.options);
-    Py_DECREF(entry.owner);
-  }
   kernels.clear();
 }
 
@@ -97,9 +103,11 @@ std::optional<fa::DType> toDType(c10::ScalarType t) {
 
 /// The key of (q, k, v) with the options, or none where this module does
 /// not take the call: not three rank-4 tensors of one dtype it knows, on
-/// the host or CUDA, with data.
+/// the host or CUDA, with data. `deterministic`: the kernel's dQ (by
+/// default, what torch's deterministic algorithms ask for now).
 std::optional<Key> keyOf(PyObject *options, PyObject *qObj, PyObject *kObj,
-                         PyObject *vObj, bool lse, bool bshd) {
+                         PyObject *vObj, bool lse, bool bshd,
+                         std::optional<bool> deterministic = std::nullopt) {
   if (!THPVariable_Check(qObj) || !THPVariable_Check(kObj) ||
       !THPVariable_Check(vObj))
     return std::nullopt;
@@ -122,7 +130,10 @@ std::optional<Key> keyOf(PyObject *options, PyObject *qObj, PyObject *kObj,
              q.size(3),
              v.size(3),
              lse,
-             bshd};
+             bshd,
+             device.is_cuda() &&
+                 deterministic.value_or(
+                     at::globalContext().deterministicAlgorithms())};
 }
 
 /// A tensor of the call's layout as the kernel reads it, [B, H, N, D];
@@ -177,19 +188,28 @@ void *currentStream(const at::Tensor &q) {
   return nullptr;
 }
 
-/// Runs `call` without the GIL (a host kernel computes, a GPU one may
-/// compile); false where it threw, for the checked path to say why.
-template <typename Call> bool callReleased(Call &&call) {
-  bool ok = true;
-  Py_BEGIN_ALLOW_THREADS;
+/// Runs `call` without the GIL where this thread holds it (a host kernel
+/// computes, a GPU one may compile); autograd's threads do not.
+template <typename Call> void callReleased(Call &&call) {
+  if (!PyGILState_Check()) {
+    call();
+    return;
+  }
+  PyThreadState *state = PyEval_SaveThread();
   try {
     call();
-  } catch (const std::exception &) {
-    ok = false;
+  } catch (...) {
+    PyEval_RestoreThread(state);
+    throw;
   }
-  Py_END_ALLOW_THREADS;
-  return ok;
+  PyEval_RestoreThread(state);
 }
+
+/// Holds the GIL in a scope, on any thread.
+struct GilScope {
+  PyGILState_STATE state = PyGILState_Ensure();
+  ~GilScope() { PyGILState_Release(state); }
+};
 
 /// The tensors as one Python object (a tuple of several), counting a call
 /// taken; null with a Python error set where wrapping failed.
@@ -211,13 +231,209 @@ PyObject *wrap(std::initializer_list<at::Tensor> tensors) {
   return result;
 }
 
+/// O (and the lse, f32 [B, Hq, Nq]) of `kernel` on q, k, v in the call's
+/// layout; throws where the kernel refuses a view.
+std::pair<at::Tensor, std::optional<at::Tensor>>
+runForward(const fa::Kernel &kernel, const at::Tensor &q, const at::Tensor &k,
+           const at::Tensor &v, bool lse, bool bshd) {
+  std::optional<fa::TensorView> qv = viewOf(q, bshd), kv = viewOf(k, bshd),
+                                vv = viewOf(v, bshd);
+  if (!qv || !kv || !vv)
+    throw std::invalid_argument("not a view fa._torch_fast reads");
+  int64_t b = qv->shape[0], hq = qv->shape[1], nq = qv->shape[2];
+  std::vector<int64_t> shape = {b, hq, nq, v.size(3)};
+  if (bshd)
+    std::swap(shape[1], shape[2]);
+  at::Tensor o = at::empty(shape, q.options());
+  std::optional<fa::TensorView> ov = viewOf(o, bshd), lv;
+  std::optional<at::Tensor> l;
+  if (lse) {
+    l = at::empty({b, hq, nq}, q.options().dtype(at::kFloat));
+    lv = lseView(*l, *ov);
+  }
+  void *stream = currentStream(q);
+  callReleased([&] {
+    kernel.forward(*qv, *kv, *vv, *ov, lv ? &*lv : nullptr, nullptr, nullptr, 0,
+                   stream);
+  });
+  return {o, l};
+}
+
+/// dQ, dK, dV of `entry`'s forward (with the lse) in the layout of q, k, v;
+/// none where it does not run this backward (the checked path says why).
+std::optional<std::array<at::Tensor, 3>>
+runBackward(const Entry &entry, const at::Tensor &q, const at::Tensor &k,
+            const at::Tensor &v, const at::Tensor &out, at::Tensor dout,
+            const at::Tensor &lse, bool bshd) {
+  // A GPU kernel's dQ is deterministic under torch's deterministic
+  // algorithms (another kernel: the checked path finds it).
+  if (q.is_cuda() &&
+      entry.deterministic != at::globalContext().deterministicAlgorithms())
+    return std::nullopt;
+  if (q.numel() == 0 || k.numel() == 0 || lse.dim() != 3 ||
+      lse.scalar_type() != at::kFloat || !lse.has_storage())
+    return std::nullopt;
+  try {
+    // Autograd hands a sum's gradient over expanded (stride 0).
+    if (dout.dim() == 4 && dout.stride(3) != 1)
+      dout = dout.contiguous();
+    std::array<at::Tensor, 3> grads = {at::empty(q.sizes(), q.options()),
+                                       at::empty(k.sizes(), k.options()),
+                                       at::empty(v.sizes(), v.options())};
+    std::optional<fa::TensorView> qv = viewOf(q, bshd), kv = viewOf(k, bshd),
+                                  vv = viewOf(v, bshd), ov = viewOf(out, bshd),
+                                  dov = viewOf(dout, bshd),
+                                  dqv = viewOf(grads[0], bshd),
+                                  dkv = viewOf(grads[1], bshd),
+                                  dvv = viewOf(grads[2], bshd);
+    if (!qv || !kv || !vv || !ov || !dov)
+      return std::nullopt;
+    fa::TensorView lv = lseView(lse, *qv);
+    void *stream = currentStream(q);
+    std::optional<at::Tensor> workspace;
+    std::optional<fa::TensorView> wv;
+    if (q.is_cuda()) {
+      size_t bytes = 0;
+      // Compiles the backward on its first call.
+      callReleased([&] {
+        bytes = entry.kernel.backwardWorkspaceBytes(q.size(0), qv->shape[1],
+                                                    qv->shape[2]);
+      });
+      if (bytes) {
+        // From torch's caching allocator, on the stream: no cuMemAlloc.
+        workspace = at::empty({int64_t(bytes)}, q.options().dtype(at::kByte));
+        wv = fa::TensorView{workspace->data_ptr(), fa::DType::I8,
+                            {int64_t(bytes)},      {1},
+                            fa::Device::CUDA,      q.get_device()};
+      }
+    }
+    callReleased([&] {
+      entry.kernel.backward(*qv, *kv, *vv, *ov, *dov, lv, *dqv, *dkv, *dvv,
+                            nullptr, nullptr, 0, stream, nullptr, {},
+                            wv ? &*wv : nullptr);
+    });
+    return grads;
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+}
+
+/// What an autograd node of a call taken here keeps besides its saved
+/// tensors: the kernel, and the checked options (a strong reference) for
+/// the checked backward.
+struct Call : torch::CustomClassHolder {
+  Call(Entry entry, PyObject *options, bool bshd)
+      : entry(std::move(entry)), options(Py_NewRef(options)), bshd(bshd) {}
+  ~Call() override {
+    if (!Py_IsInitialized())
+      return; // after the interpreter: nothing to release
+    GilScope gil;
+    Py_DECREF(options);
+  }
+  Entry entry;
+  PyObject *options;
+  bool bshd;
+};
+
+/// fa::attention's autograd formula for the calls taken here: O and the lse
+/// (saved, no gradient); the backward's dQ, dK, dV from the kernel, or from
+/// fa._torch's checked backward where the kernel does not run it (another
+/// dQ kernel under deterministic algorithms, a view it refuses), which also
+/// raises the checked path's errors.
+struct Attention : torch::autograd::Function<Attention> {
+  static torch::autograd::variable_list
+  forward(torch::autograd::AutogradContext *ctx, const at::Tensor &q,
+          const at::Tensor &k, const at::Tensor &v,
+          const c10::intrusive_ptr<Call> &call) {
+    auto [o, lse] = runForward(call->entry.kernel, q, k, v, true, call->bshd);
+    ctx->save_for_backward({q, k, v, o, *lse});
+    ctx->saved_data["call"] = c10::IValue::make_capsule(call);
+    ctx->mark_non_differentiable({*lse});
+    // The lse has no gradient: no zeros made for it before each backward.
+    ctx->set_materialize_grads(false);
+    return {o, *lse};
+  }
+
+  static torch::autograd::variable_list
+  backward(torch::autograd::AutogradContext *ctx,
+           torch::autograd::variable_list grads) {
+    if (!grads[0].defined()) // O has no gradient
+      return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    torch::autograd::variable_list saved = ctx->get_saved_variables();
+    auto call = c10::static_intrusive_pointer_cast<Call>(
+        ctx->saved_data["call"].toCapsule());
+    if (auto g = runBackward(call->entry, saved[0], saved[1], saved[2],
+                             saved[3], grads[0], saved[4], call->bshd)) {
+      ++hits;
+      return {(*g)[0], (*g)[1], (*g)[2], at::Tensor()};
+    }
+    ++fallbacks;
+    return checkedBackward(*call, saved, grads[0]);
+  }
+
+  /// fa._torch._checked_backward(options, q, k, v, out, dout, lse, bshd).
+  static torch::autograd::variable_list
+  checkedBackward(const Call &call, const torch::autograd::variable_list &saved,
+                  const at::Tensor &dout) {
+    GilScope gil;
+    PyObject *function = nullptr, *result = nullptr;
+    if (PyObject *module = PyImport_ImportModule("fa._torch")) {
+      function = PyObject_GetAttrString(module, "_checked_backward");
+      Py_DECREF(module);
+    }
+    if (function) {
+      PyObject *args[8] = {Py_NewRef(call.options),
+                           THPVariable_Wrap(saved[0]),
+                           THPVariable_Wrap(saved[1]),
+                           THPVariable_Wrap(saved[2]),
+                           THPVariable_Wrap(saved[3]),
+                           THPVariable_Wrap(dout),
+                           THPVariable_Wrap(saved[4]),
+                           Py_NewRef(call.bshd ? Py_True : Py_False)};
+      if (std::all_of(std::begin(args), std::end(args),
+                      [](PyObject *o) { return o != nullptr; }))
+        result = PyObject_Vectorcall(function, args, 8, nullptr);
+      for (PyObject *arg : args)
+        Py_XDECREF(arg);
+      Py_DECREF(function);
+    }
+    torch::autograd::variable_list grads;
+    if (result && PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 3)
+      for (Py_ssize_t i = 0; i < 3; ++i)
+        if (THPVariable_Check(PyTuple_GET_ITEM(result, i)))
+          grads.push_back(THPVariable_Unpack(PyTuple_GET_ITEM(result, i)));
+    Py_XDECREF(result);
+    if (grads.size() == 3) {
+      grads.emplace_back();
+      return grads;
+    }
+    if (!PyErr_Occurred())
+      PyErr_SetString(
+          PyExc_RuntimeError,
+          "fa._torch._checked_backward did not return (dQ, dK, dV)");
+    python_error error;
+    error.persist();
+    throw error;
+  }
+};
+
 /// forward(options, q, k, v, return_lse, bshd): O, or (O, lse); None where
-/// the checked path must take the call.
+/// the checked path must take the call. Where grad is on and Q, K or V
+/// requires it, O comes from the autograd Function above.
 PyObject *forward(PyObject *, PyObject *const *args, Py_ssize_t n) {
   if (!parseArgs(args, n, 6, "forward"))
     return nullptr;
-  bool lse = PyObject_IsTrue(args[4]) == 1, bshd = args[5] == Py_True;
-  std::optional<Key> key = keyOf(args[0], args[1], args[2], args[3], lse, bshd);
+  bool returnLse = PyObject_IsTrue(args[4]) == 1, bshd = args[5] == Py_True;
+  bool grad = false;
+  if (THPVariable_Check(args[1]) && THPVariable_Check(args[2]) &&
+      THPVariable_Check(args[3]))
+    grad = at::GradMode::is_enabled() &&
+           (THPVariable_Unpack(args[1]).requires_grad() ||
+            THPVariable_Unpack(args[2]).requires_grad() ||
+            THPVariable_Unpack(args[3]).requires_grad());
+  // Under autograd the kernel is the one that writes the lse (saved).
+  std::optional<Key> key =
+      keyOf(args[0], args[1], args[2], args[3], returnLse || grad, bshd);
   auto it = key ? kernels.find(*key) : kernels.end();
   if (it == kernels.end()) {
     ++misses;
@@ -231,44 +447,24 @@ PyObject *forward(PyObject *, PyObject *const *args, Py_ssize_t n) {
   // checked path (its messages name the argument and the layout).
   if (b * hq * nq == 0 || k.dim() != 4 || k.numel() == 0)
     Py_RETURN_NONE;
-  std::optional<fa::TensorView> qv = viewOf(q, bshd), kv = viewOf(k, bshd),
-                                vv = viewOf(v, bshd);
-  if (!qv || !kv || !vv)
-    Py_RETURN_NONE;
-  Entry entry = it->second;
-  Py_INCREF(entry.owner); // alive while the GIL is released
-  PyObject *result = nullptr;
+  Entry entry = it->second; // alive while the GIL is released
   try {
-    int64_t dv = v.size(3);
-    std::vector<int64_t> shape = {b, hq, nq, dv};
-    if (bshd)
-      std::swap(shape[1], shape[2]);
-    at::Tensor o = at::empty(shape, q.options());
-    std::optional<fa::TensorView> ov = viewOf(o, bshd), lv;
-    std::optional<at::Tensor> l;
-    if (lse) {
-      l = at::empty({b, hq, nq}, q.options().dtype(at::kFloat));
-      lv = lseView(*l, *ov);
+    if (grad) {
+      torch::autograd::variable_list result = Attention::apply(
+          q, k, v, c10::make_intrusive<Call>(std::move(entry), args[0], bshd));
+      return returnLse ? wrap({result[0], result[1]}) : wrap({result[0]});
     }
-    void *stream = currentStream(q);
-    bool ran = callReleased([&] {
-      entry.kernel->forward(*qv, *kv, *vv, *ov, lv ? &*lv : nullptr, nullptr,
-                            nullptr, 0, stream);
-    });
-    if (!ran)
-      result = Py_NewRef(Py_None);
-    else
-      result = l ? wrap({o, *l}) : wrap({o});
+    auto [o, lse] = runForward(entry.kernel, q, k, v, returnLse, bshd);
+    return lse ? wrap({o, *lse}) : wrap({o});
   } catch (const std::exception &) {
-    result = Py_NewRef(Py_None);
+    Py_RETURN_NONE;
   }
-  Py_DECREF(entry.owner);
-  return result;
 }
 
 /// backward(options, q, k, v, out, dout, lse, bshd): (dQ, dK, dV) of a
-/// forward this module ran under autograd (the kernel with the lse), in the
-/// layout of q, k, v; None where the checked path must take the call.
+/// forward this module ran under fa._torch's autograd Function (the kernel
+/// with the lse), in the layout of q, k, v; None where the checked path
+/// must take the call.
 PyObject *backward(PyObject *, PyObject *const *args, Py_ssize_t n) {
   if (!parseArgs(args, n, 8, "backward"))
     return nullptr;
@@ -281,80 +477,27 @@ PyObject *backward(PyObject *, PyObject *const *args, Py_ssize_t n) {
   for (int i = 4; i < 7; ++i)
     if (!THPVariable_Check(args[i]))
       Py_RETURN_NONE;
-  const at::Tensor &q = THPVariable_Unpack(args[1]);
-  // A GPU kernel's dQ is deterministic under torch's deterministic
-  // algorithms (another kernel: the checked path finds it).
-  if (q.is_cuda() &&
-      it->second.deterministic != at::globalContext().deterministicAlgorithms())
-    Py_RETURN_NONE;
-  const at::Tensor &k = THPVariable_Unpack(args[2]);
-  const at::Tensor &v = THPVariable_Unpack(args[3]);
-  const at::Tensor &out = THPVariable_Unpack(args[4]);
-  const at::Tensor &lse = THPVariable_Unpack(args[6]);
-  at::Tensor dout = THPVariable_Unpack(args[5]);
-  if (q.numel() == 0 || k.numel() == 0 || lse.dim() != 3)
-    Py_RETURN_NONE;
   Entry entry = it->second;
-  Py_INCREF(entry.owner);
-  PyObject *result = nullptr;
-  try {
-    // Autograd hands a sum's gradient over expanded (stride 0).
-    if (dout.dim() == 4 && dout.stride(3) != 1)
-      dout = dout.contiguous();
-    at::Tensor dq = at::empty(q.sizes(), q.options());
-    at::Tensor dk = at::empty(k.sizes(), k.options());
-    at::Tensor dv = at::empty(v.sizes(), v.options());
-    std::optional<fa::TensorView> qv = viewOf(q, bshd), kv = viewOf(k, bshd),
-                                  vv = viewOf(v, bshd), ov = viewOf(out, bshd),
-                                  dov = viewOf(dout, bshd),
-                                  dqv = viewOf(dq, bshd),
-                                  dkv = viewOf(dk, bshd),
-                                  dvv = viewOf(dv, bshd);
-    bool ran = false;
-    if (qv && kv && vv && ov && dov && lse.scalar_type() == at::kFloat &&
-        lse.has_storage()) {
-      fa::TensorView lv = lseView(lse, *qv);
-      void *stream = currentStream(q);
-      std::optional<at::Tensor> workspace;
-      std::optional<fa::TensorView> wv;
-      if (q.is_cuda()) {
-        size_t bytes = 0;
-        // Compiles the backward on its first call.
-        callReleased([&] {
-          bytes = entry.kernel->backwardWorkspaceBytes(q.size(0), qv->shape[1],
-                                                       qv->shape[2]);
-        });
-        if (bytes) {
-          // From torch's caching allocator, on the stream: no cuMemAlloc.
-          workspace = at::empty({int64_t(bytes)}, q.options().dtype(at::kByte));
-          wv = fa::TensorView{workspace->data_ptr(), fa::DType::I8,
-                              {int64_t(bytes)},      {1},
-                              fa::Device::CUDA,      q.get_device()};
-        }
-      }
-      ran = callReleased([&] {
-        entry.kernel->backward(*qv, *kv, *vv, *ov, *dov, lv, *dqv, *dkv, *dvv,
-                               nullptr, nullptr, 0, stream, nullptr, {},
-                               wv ? &*wv : nullptr);
-      });
-    }
-    result = ran ? wrap({dq, dk, dv}) : Py_NewRef(Py_None);
-  } catch (const std::exception &) {
-    result = Py_NewRef(Py_None);
-  }
-  Py_DECREF(entry.owner);
-  return result;
+  std::optional<std::array<at::Tensor, 3>> grads = runBackward(
+      entry, THPVariable_Unpack(args[1]), THPVariable_Unpack(args[2]),
+      THPVariable_Unpack(args[3]), THPVariable_Unpack(args[4]),
+      THPVariable_Unpack(args[5]), THPVariable_Unpack(args[6]), bshd);
+  if (!grads)
+    Py_RETURN_NONE;
+  return wrap({(*grads)[0], (*grads)[1], (*grads)[2]});
 }
 
-/// remember(options, q, k, v, return_lse, bshd, owner, address,
-/// deterministic): the kernel (an fa::Kernel at `address`, owned by `owner`,
-/// its dQ deterministic or not) that ran these inputs.
+/// remember(options, q, k, v, return_lse, bshd, kernel, deterministic): the
+/// kernel (the fa::Kernel at address `kernel`, its dQ deterministic or not)
+/// that ran these inputs; this module keeps a copy.
 PyObject *remember(PyObject *, PyObject *const *args, Py_ssize_t n) {
-  if (!parseArgs(args, n, 9, "remember"))
+  if (!parseArgs(args, n, 8, "remember"))
     return nullptr;
   bool lse = PyObject_IsTrue(args[4]) == 1, bshd = args[5] == Py_True;
-  std::optional<Key> key = keyOf(args[0], args[1], args[2], args[3], lse, bshd);
-  void *address = PyLong_AsVoidPtr(args[7]);
+  bool deterministic = args[7] == Py_True;
+  std::optional<Key> key =
+      keyOf(args[0], args[1], args[2], args[3], lse, bshd, deterministic);
+  void *address = PyLong_AsVoidPtr(args[6]);
   if (PyErr_Occurred())
     return nullptr;
   if (!key || !address || kernels.count(*key))
@@ -362,9 +505,8 @@ PyObject *remember(PyObject *, PyObject *const *args, Py_ssize_t n) {
   if (kernels.size() >= kMaxKernels)
     clearKernels();
   Py_INCREF(key->options);
-  Py_INCREF(args[6]);
-  kernels.emplace(*key, Entry{args[6], static_cast<const fa::Kernel *>(address),
-                              args[8] == Py_True});
+  kernels.emplace(
+      *key, Entry{*static_cast<const fa::Kernel *>(address), deterministic});
   Py_RETURN_NONE;
 }
 
@@ -373,11 +515,13 @@ PyObject *clear(PyObject *, PyObject *) {
   Py_RETURN_NONE;
 }
 
-/// stats(): (calls taken, calls not found, kernels remembered).
+/// stats(): (calls taken, calls not found, kernels remembered, backwards
+/// of its autograd nodes that the checked path ran).
 PyObject *stats(PyObject *, PyObject *) {
-  return Py_BuildValue("(LLn)", static_cast<long long>(hits),
+  return Py_BuildValue("(LLnL)", static_cast<long long>(hits),
                        static_cast<long long>(misses),
-                       static_cast<Py_ssize_t>(kernels.size()));
+                       static_cast<Py_ssize_t>(kernels.size()),
+                       static_cast<long long>(fallbacks));
 }
 
 PyMethodDef methods[] = {
@@ -394,15 +538,16 @@ PyMethodDef methods[] = {
     {"remember",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void *>(remember)),
      METH_FASTCALL,
-     "remember(options, q, k, v, return_lse, bshd, owner, address, "
-     "deterministic): the kernel the checked path ran on such inputs."},
+     "remember(options, q, k, v, return_lse, bshd, kernel, deterministic): "
+     "the kernel (its address) the checked path ran on such inputs."},
     {"clear", clear, METH_NOARGS, "Forgets the remembered kernels."},
     {"stats", stats, METH_NOARGS,
-     "(calls taken, calls not found, kernels remembered)."},
+     "(calls taken, calls not found, kernels remembered, checked "
+     "backwards of its autograd nodes)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch_fast",
-                      "fa.attention's eager forward on torch tensors, in C++.",
+                      "fa.attention's eager calls on torch tensors, in C++.",
                       -1, methods};
 
 } // namespace

@@ -171,6 +171,48 @@ def test_autograd_of_a_sum(monkeypatch: pytest.MonkeyPatch) -> None:
         assert torch.equal(got, grad())
 
 
+def test_autograd_node_is_cpp_and_owns_its_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under autograd a taken call's node is the module's C++ Function: the
+    backward runs without Python, even after fa.clear_cache() (the node
+    keeps its kernel), twice with retain_graph, for K alone."""
+    gen = torch.Generator().manual_seed(6)
+    q, k, v, dout = (torch.randn(1, 2, 20, 32, generator=gen) for _ in range(4))
+    leaf = k.clone().requires_grad_()
+    fa.attention(q, leaf, v, causal=True)
+    taken = hits()
+    o, lse = fa.attention(q, leaf, v, causal=True, return_lse=True)
+    assert hits() == taken + 1
+    assert "CppNode" in o.grad_fn.name() and not lse.requires_grad
+    fa.clear_cache()
+    o.backward(dout, retain_graph=True)
+    first = leaf.grad.clone()
+    o.backward(dout)
+    assert hits() == taken + 3 and fast.stats()[3] == 0
+    assert torch.equal(leaf.grad, 2 * first)
+    with monkeypatch.context() as m:
+        m.setattr(fa_torch, "_torch_fast", None)
+        want = k.clone().requires_grad_()
+        fa.attention(q, want, v, causal=True).backward(dout)
+    assert torch.equal(first, want.grad)
+    # No grad mode: a plain forward, no node.
+    with torch.no_grad():
+        assert not fa.attention(q, leaf, v, causal=True).requires_grad
+
+
+def test_autograd_node_sees_in_place_changes() -> None:
+    """A saved input changed in place is torch's error, as for any node."""
+    q = torch.randn(1, 2, 16, 32)
+    leaf = q.clone().requires_grad_()
+    fa.attention(leaf, q, q)
+    taken = hits()
+    k = q.clone()
+    o = fa.attention(leaf, k, q)
+    assert hits() == taken + 1
+    k.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        o.sum().backward()
+
+
 def test_clear_cache_forgets() -> None:
     q = torch.randn(1, 2, 8, 64)
     fa.attention(q, q, q)
@@ -235,3 +277,39 @@ def test_cuda_autograd_forward(monkeypatch: pytest.MonkeyPatch) -> None:
             assert err < 5e-3, (name, err)
         else:
             assert torch.equal(g, w), name
+
+
+@pytest.mark.gpu
+def test_cuda_autograd_node_takes_the_checked_backward_when_determinism_changes() -> None:
+    """Deterministic algorithms switched on between the forward and the
+    backward: the node's kernel has the atomic dQ, so the checked backward
+    runs the deterministic one (called from autograd's thread)."""
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q, k, v, dout = (
+        torch.randn(1, 4, 130, 64, device="cuda", dtype=torch.float16, generator=gen)
+        for _ in range(4)
+    )
+    def leaves() -> list[Any]:
+        return [x.clone().requires_grad_() for x in (q, k, v)]
+
+    fa.attention(*leaves())
+    before = fast.stats()[3]
+    got = leaves()
+    o = fa.attention(*got)
+    assert "CppNode" in o.grad_fn.name()
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        o.backward(dout)
+        want = leaves()
+        fa.attention(*want).backward(dout)
+    finally:
+        torch.use_deterministic_algorithms(was)
+    torch.cuda.synchronize()
+    assert fast.stats()[3] == before + 1
+    for g, w in zip(got, want):  # deterministic: bit for bit
+        assert torch.equal(g.grad, w.grad)
+    check_attention_grad(
+        numpy(q), numpy(k), numpy(v), numpy(dout), tuple(numpy(x.grad) for x in got),
+        causal="none",
+    )
