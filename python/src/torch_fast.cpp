@@ -68,16 +68,37 @@ struct KeyHash {
   }
 };
 
-/// A remembered kernel (a copy shares the compiled kernel).
-struct Entry {
+/// Holds the GIL in a scope, on any thread.
+struct GilScope {
+  PyGILState_STATE state = PyGILState_Ensure();
+  ~GilScope() { PyGILState_Release(state); }
+};
+
+/// A remembered kernel (a copy shares the compiled kernel) and what the
+/// backward of its autograd nodes needs: the checked options (a strong
+/// reference, for the checked backward) and the layout. Shared by the map
+/// and the nodes that ran it, so that fa.clear_cache() ends no node.
+struct Entry : c10::intrusive_ptr_target {
+  Entry(fa::Kernel kernel, bool deterministic, PyObject *options, bool bshd)
+      : kernel(std::move(kernel)), deterministic(deterministic),
+        options(Py_NewRef(options)), bshd(bshd) {}
+  ~Entry() override {
+    if (!Py_IsInitialized())
+      return; // after the interpreter: nothing to release
+    GilScope gil;
+    Py_DECREF(options);
+  }
   fa::Kernel kernel;
   bool deterministic; ///< Its backward's dQ (deterministic algorithms).
+  PyObject *options;
+  bool bshd;
 };
 
 // Guarded by the GIL. Never destroyed: at exit its kernels would be
 // destroyed after what they use (libfa's and LLVM's statics).
-std::unordered_map<Key, Entry, KeyHash> &kernels =
-    *new std::unordered_map<Key, Entry, KeyHash>();
+using EntryRef = c10::intrusive_ptr<Entry>;
+std::unordered_map<Key, EntryRef, KeyHash> &kernels =
+    *new std::unordered_map<Key, EntryRef, KeyHash>();
 constexpr size_t kMaxKernels = 64;
 // Backwards run on autograd's threads, without the GIL.
 std::atomic<int64_t> hits = 0, misses = 0, fallbacks = 0;
@@ -205,12 +226,6 @@ template <typename Call> void callReleased(Call &&call) {
   PyEval_RestoreThread(state);
 }
 
-/// Holds the GIL in a scope, on any thread.
-struct GilScope {
-  PyGILState_STATE state = PyGILState_Ensure();
-  ~GilScope() { PyGILState_Release(state); }
-};
-
 /// The tensors as one Python object (a tuple of several), counting a call
 /// taken; null with a Python error set where wrapping failed.
 PyObject *wrap(std::initializer_list<at::Tensor> tensors) {
@@ -318,62 +333,61 @@ runBackward(const Entry &entry, const at::Tensor &q, const at::Tensor &k,
   }
 }
 
-/// What an autograd node of a call taken here keeps besides its saved
-/// tensors: the kernel, and the checked options (a strong reference) for
-/// the checked backward.
-struct Call : torch::CustomClassHolder {
-  Call(Entry entry, PyObject *options, bool bshd)
-      : entry(std::move(entry)), options(Py_NewRef(options)), bshd(bshd) {}
-  ~Call() override {
-    if (!Py_IsInitialized())
-      return; // after the interpreter: nothing to release
-    GilScope gil;
-    Py_DECREF(options);
-  }
-  Entry entry;
-  PyObject *options;
-  bool bshd;
-};
+/// A tensor of no elements that holds a reference to `entry`: saved with
+/// a node's tensors, it keeps the entry as long as they live (an int of
+/// saved_data, unlike a capsule, is what compiled autograd can key on).
+at::Tensor holderOf(const EntryRef &entry) {
+  Entry *raw = entry.get();
+  c10::raw::intrusive_ptr::incref(raw);
+  return at::from_blob(
+      raw, {0},
+      [](void *p) { c10::raw::intrusive_ptr::decref(static_cast<Entry *>(p)); },
+      at::TensorOptions().dtype(at::kByte));
+}
 
-/// fa::attention's autograd formula for the calls taken here: O and the lse
-/// (saved, no gradient); the backward's dQ, dK, dV from the kernel, or from
+/// fa::attention's autograd formula for the calls taken here: O, and the
+/// lse (saved, and handed out through `lse` rather than as an output: it
+/// has no gradient, and compiled autograd takes no non-differentiable
+/// outputs); the backward's dQ, dK, dV from the kernel, or from
 /// fa._torch's checked backward where the kernel does not run it (another
 /// dQ kernel under deterministic algorithms, a view it refuses), which also
 /// raises the checked path's errors.
 struct Attention : torch::autograd::Function<Attention> {
   static torch::autograd::variable_list
   forward(torch::autograd::AutogradContext *ctx, const at::Tensor &q,
-          const at::Tensor &k, const at::Tensor &v,
-          const c10::intrusive_ptr<Call> &call) {
-    auto [o, lse] = runForward(call->entry.kernel, q, k, v, true, call->bshd);
-    ctx->save_for_backward({q, k, v, o, *lse});
-    ctx->saved_data["call"] = c10::IValue::make_capsule(call);
-    ctx->mark_non_differentiable({*lse});
-    // The lse has no gradient: no zeros made for it before each backward.
+          const at::Tensor &k, const at::Tensor &v, const EntryRef &entry,
+          at::Tensor *lse) {
+    auto [o, l] = runForward(entry->kernel, q, k, v, true, entry->bshd);
+    *lse = *l;
+    ctx->save_for_backward({q, k, v, o, *l, holderOf(entry)});
+    ctx->saved_data["entry"] = int64_t(reinterpret_cast<intptr_t>(entry.get()));
+    // An unused O: no zeros made for its gradient.
     ctx->set_materialize_grads(false);
-    return {o, *lse};
+    return {o};
   }
 
   static torch::autograd::variable_list
   backward(torch::autograd::AutogradContext *ctx,
            torch::autograd::variable_list grads) {
     if (!grads[0].defined()) // O has no gradient
-      return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      return torch::autograd::variable_list(5);
+    // The saved holder keeps the entry.
     torch::autograd::variable_list saved = ctx->get_saved_variables();
-    auto call = c10::static_intrusive_pointer_cast<Call>(
-        ctx->saved_data["call"].toCapsule());
-    if (auto g = runBackward(call->entry, saved[0], saved[1], saved[2],
-                             saved[3], grads[0], saved[4], call->bshd)) {
+    const Entry &entry = *reinterpret_cast<const Entry *>(
+        static_cast<intptr_t>(ctx->saved_data["entry"].toInt()));
+    if (auto g = runBackward(entry, saved[0], saved[1], saved[2], saved[3],
+                             grads[0], saved[4], entry.bshd)) {
       ++hits;
-      return {(*g)[0], (*g)[1], (*g)[2], at::Tensor()};
+      return {(*g)[0], (*g)[1], (*g)[2], at::Tensor(), at::Tensor()};
     }
     ++fallbacks;
-    return checkedBackward(*call, saved, grads[0]);
+    return checkedBackward(entry, saved, grads[0]);
   }
 
   /// fa._torch._checked_backward(options, q, k, v, out, dout, lse, bshd).
   static torch::autograd::variable_list
-  checkedBackward(const Call &call, const torch::autograd::variable_list &saved,
+  checkedBackward(const Entry &entry,
+                  const torch::autograd::variable_list &saved,
                   const at::Tensor &dout) {
     GilScope gil;
     PyObject *function = nullptr, *result = nullptr;
@@ -382,14 +396,14 @@ struct Attention : torch::autograd::Function<Attention> {
       Py_DECREF(module);
     }
     if (function) {
-      PyObject *args[8] = {Py_NewRef(call.options),
+      PyObject *args[8] = {Py_NewRef(entry.options),
                            THPVariable_Wrap(saved[0]),
                            THPVariable_Wrap(saved[1]),
                            THPVariable_Wrap(saved[2]),
                            THPVariable_Wrap(saved[3]),
                            THPVariable_Wrap(dout),
                            THPVariable_Wrap(saved[4]),
-                           Py_NewRef(call.bshd ? Py_True : Py_False)};
+                           Py_NewRef(entry.bshd ? Py_True : Py_False)};
       if (std::all_of(std::begin(args), std::end(args),
                       [](PyObject *o) { return o != nullptr; }))
         result = PyObject_Vectorcall(function, args, 8, nullptr);
@@ -404,7 +418,7 @@ struct Attention : torch::autograd::Function<Attention> {
           grads.push_back(THPVariable_Unpack(PyTuple_GET_ITEM(result, i)));
     Py_XDECREF(result);
     if (grads.size() == 3) {
-      grads.emplace_back();
+      grads.resize(5); // none for the entry and the lse's place
       return grads;
     }
     if (!PyErr_Occurred())
@@ -447,14 +461,14 @@ PyObject *forward(PyObject *, PyObject *const *args, Py_ssize_t n) {
   // checked path (its messages name the argument and the layout).
   if (b * hq * nq == 0 || k.dim() != 4 || k.numel() == 0)
     Py_RETURN_NONE;
-  Entry entry = it->second; // alive while the GIL is released
+  EntryRef entry = it->second; // alive while the GIL is released
   try {
     if (grad) {
-      torch::autograd::variable_list result = Attention::apply(
-          q, k, v, c10::make_intrusive<Call>(std::move(entry), args[0], bshd));
-      return returnLse ? wrap({result[0], result[1]}) : wrap({result[0]});
+      at::Tensor lse;
+      torch::autograd::variable_list o = Attention::apply(q, k, v, entry, &lse);
+      return returnLse ? wrap({o[0], lse}) : wrap({o[0]});
     }
-    auto [o, lse] = runForward(entry.kernel, q, k, v, returnLse, bshd);
+    auto [o, lse] = runForward(entry->kernel, q, k, v, returnLse, bshd);
     return lse ? wrap({o, *lse}) : wrap({o});
   } catch (const std::exception &) {
     Py_RETURN_NONE;
@@ -477,9 +491,9 @@ PyObject *backward(PyObject *, PyObject *const *args, Py_ssize_t n) {
   for (int i = 4; i < 7; ++i)
     if (!THPVariable_Check(args[i]))
       Py_RETURN_NONE;
-  Entry entry = it->second;
+  EntryRef entry = it->second;
   std::optional<std::array<at::Tensor, 3>> grads = runBackward(
-      entry, THPVariable_Unpack(args[1]), THPVariable_Unpack(args[2]),
+      *entry, THPVariable_Unpack(args[1]), THPVariable_Unpack(args[2]),
       THPVariable_Unpack(args[3]), THPVariable_Unpack(args[4]),
       THPVariable_Unpack(args[5]), THPVariable_Unpack(args[6]), bshd);
   if (!grads)
@@ -505,8 +519,9 @@ PyObject *remember(PyObject *, PyObject *const *args, Py_ssize_t n) {
   if (kernels.size() >= kMaxKernels)
     clearKernels();
   Py_INCREF(key->options);
-  kernels.emplace(
-      *key, Entry{*static_cast<const fa::Kernel *>(address), deterministic});
+  kernels.emplace(*key, c10::make_intrusive<Entry>(
+                            *static_cast<const fa::Kernel *>(address),
+                            deterministic, args[0], bshd));
   Py_RETURN_NONE;
 }
 

@@ -213,6 +213,34 @@ def test_autograd_node_sees_in_place_changes() -> None:
         o.sum().backward()
 
 
+def test_autograd_node_under_compiled_autograd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backward that torch's compiled autograd runs: the node's saved
+    state is what it can key on (no capsule, no non-differentiable output),
+    and its gradients are the checked path's."""
+    ca = pytest.importorskip("torch._dynamo.compiled_autograd")
+    enable = getattr(ca, "_enable", None) or ca.enable
+    gen = torch.Generator().manual_seed(8)
+    q, k, v, dout = (torch.randn(1, 2, 24, 32, generator=gen) for _ in range(4))
+
+    def grad(compiled: bool) -> Any:
+        leaf = q.clone().requires_grad_()
+        o = fa.attention(leaf, k, v, causal=True)
+        if compiled:
+            with enable(torch.compile(backend="eager")):
+                o.backward(dout)
+        else:
+            o.backward(dout)
+        return leaf.grad
+
+    grad(False)
+    taken = hits()
+    got = grad(True)
+    assert hits() == taken + 2
+    with monkeypatch.context() as m:
+        m.setattr(fa_torch, "_torch_fast", None)
+        assert torch.equal(got, grad(False))
+
+
 def test_clear_cache_forgets() -> None:
     q = torch.randn(1, 2, 8, 64)
     fa.attention(q, q, q)
