@@ -134,7 +134,10 @@ def tflops_of(flops, ms):
 #             -2^(-8 (h + 1) / H) (a captured per-head table)
 #   document  a document mask_mod, doc[i] == doc[j] (captured document ids:
 #             four documents of N/8, 3N/8, N/4 and N/4 tokens)
-VARIANTS = ("plain", "alibi", "relpos", "document")
+#   bias      an additive bias, random normal bf16 [1, H, N, N] (broadcast
+#             over the batch): FA's bias, SDPA's attn_mask, Flex's score_mod
+#             reading it
+VARIANTS = ("plain", "alibi", "relpos", "document", "bias")
 
 
 def make_configs(ds, ns, causals, tokens, width, variant="plain"):
@@ -176,6 +179,8 @@ def fa_call_text(c):
         args.append("score_mod=lambda s, b, h, i, j: s + rel[h] * (j - i)")
     if c.get("variant") == "document":
         args.append("mask_mod=lambda b, h, i, j: doc[i] == doc[j]")
+    if c.get("variant") == "bias":
+        args.append("bias=bias")
     call = "fa.attention(%s)" % ", ".join(args)
     if PASS["name"] == "backward":
         return "out = %s; timed: torch.autograd.grad(out, (q, k, v), dO)" % call
@@ -264,9 +269,10 @@ def fa_jit_command(fa_jit, c, iters, extra=()):
 
 
 def run_fa_jit(fa_jit, c, iters, timeout, extra=()):
-    if c.get("variant") in ("relpos", "document"):
+    if c.get("variant") in ("relpos", "document", "bias"):
         return {"status": "skipped",
-                "reason": "fa-jit takes this variant's captures from files"}
+                "reason": "fa-jit takes this variant's captures and bias "
+                          "from files"}
     cmd = fa_jit_command(fa_jit, c, iters, extra)
     rec = {"status": "error", "cmd": shlex.join(cmd)}
     t0 = time.perf_counter()
@@ -809,7 +815,7 @@ def make_inputs(torch, c, seed, device="cuda"):
         dout = randn()
         for t in (q, k, v):
             t.requires_grad_(True)
-    slopes = rel = doc = term = None
+    slopes = rel = doc = bias = term = None
     pow2 = [2.0**(-8.0 * (h + 1) / H) for h in range(H)]
     variant = c.get("variant", "alibi" if c.get("alibi") else "plain")
     if variant == "alibi":
@@ -826,6 +832,12 @@ def make_inputs(torch, c, seed, device="cuda"):
 
         def term(s, i, j):
             s.masked_fill_((doc[i] != doc[j])[None], -math.inf)
+    elif variant == "bias":
+        bias = torch.randn(1, H, N, N, device=device, dtype=torch.bfloat16,
+                           generator=gen)
+
+        def term(s, i, j):
+            s.add_(bias[0][:, i[:, 0]][:, :, j[0]].float())
 
     return types.SimpleNamespace(q=q,
                                  k=k,
@@ -834,6 +846,7 @@ def make_inputs(torch, c, seed, device="cuda"):
                                  slopes=slopes,
                                  rel=rel,
                                  doc=doc,
+                                 bias=bias,
                                  term=term,
                                  scale=1.0 / math.sqrt(D))
 
@@ -902,6 +915,8 @@ def implementations(torch, fa, c, x, args):
         if x.doc is not None:
             doc = x.doc
             mods["mask_mod"] = lambda b, h, i, j: doc[i] == doc[j]
+        if x.bias is not None:
+            mods["bias"] = x.bias
 
         def fa_fn():
             return fa.attention(x.q,
@@ -979,6 +994,12 @@ def implementations(torch, fa, c, x, args):
 
                 def score_mod(score, b, h, q_idx, kv_idx):
                     return score + rel[h] * (kv_idx - q_idx)
+
+            if x.bias is not None:
+                bias = x.bias
+
+                def score_mod(score, b, h, q_idx, kv_idx):
+                    return score + bias[0, h, q_idx, kv_idx]
 
             def fn():
                 return compiled(x.q,
@@ -1793,8 +1814,9 @@ def parse_args(argv):
                    help="H*D (default 2048)")
     g.add_argument("--variant", choices=VARIANTS, default="plain",
                    help="score terms of every implementation (VARIANTS): "
-                   "alibi, a relative-position score_mod (relpos) or a "
-                   "document mask_mod (document); default plain")
+                   "alibi, a relative-position score_mod (relpos), a "
+                   "document mask_mod (document) or a [1, H, N, N] bf16 bias "
+                   "(bias); default plain")
     g.add_argument("--alibi", action="store_true",
                    help="the ALiBi variant: FA with alibi_slopes, "
                    "FlexAttention with an ALiBi score_mod, SDPA and naive "

@@ -634,6 +634,24 @@ class CheckTest(unittest.TestCase):
                                             False)[:, :, 5:20].float(),
                                         rtol=0, atol=1e-2))
 
+    def test_bias_variant_in_the_plain_reference(self):
+        # The bias variant's term adds its [1, H, N, N] bias: the plain
+        # reference matches float64 softmax(q k^T scale + bias) V (causal).
+        c = {"B": 2, "H": 2, "N": 24, "D": 16, "causal": True}
+        x = bench.make_inputs(torch, dict(c, variant="bias"), 1, "cpu")
+        self.assertEqual(tuple(x.bias.shape), (1, 2, 24, 24))
+        got = bench.plain_attention(torch, x.q, x.k, x.v, x.scale, True,
+                                    term=x.term)
+        q, k, v, bias = (t.double() for t in (x.q, x.k, x.v, x.bias))
+        s = q @ k.transpose(-2, -1) * x.scale + bias
+        s = s.masked_fill(torch.ones(24, 24, dtype=torch.bool).triu(1),
+                          -math.inf)
+        want = torch.softmax(s, dim=-1) @ v
+        err = (got.double() - want).norm() / want.norm()
+        self.assertLess(err.item(), 1e-2)
+        self.assertFalse(torch.allclose(got, bench.plain_attention(
+            torch, x.q, x.k, x.v, x.scale, True)))
+
     def test_no_reference(self):
         # SDPA cuDNN itself (which needs CUDA) fails: the check says so, FA
         # is still measured.
