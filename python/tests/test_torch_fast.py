@@ -241,6 +241,44 @@ def test_autograd_node_under_compiled_autograd(monkeypatch: pytest.MonkeyPatch) 
         assert torch.equal(got, grad(False))
 
 
+def test_threads_train_through_the_module_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sixteen threads run a forward and a backward of one variant through
+    the module together (its map read under the GIL, its nodes' backwards
+    on their threads): each gets the checked path's gradients."""
+    import threading
+
+    gen = torch.Generator().manual_seed(9)
+    q, k, v, dout = (torch.randn(1, 2, 40, 32, generator=gen) for _ in range(4))
+
+    def grads() -> list[Any]:
+        leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+        fa.attention(*leaves, causal="bottom_right").backward(dout)
+        return [x.grad for x in leaves]
+
+    with monkeypatch.context() as m:
+        m.setattr(fa_torch, "_torch_fast", None)
+        want = grads()
+    grads()  # the checked path remembers the kernel
+    taken = hits()
+    results: list[Any] = [None] * 16
+    barrier = threading.Barrier(16)
+
+    def work(t: int) -> None:
+        barrier.wait()
+        results[t] = grads()
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert hits() == taken + 32
+    for got in results:
+        assert got is not None
+        for g, w in zip(got, want):
+            assert torch.equal(g, w)
+
+
 def test_clear_cache_forgets() -> None:
     q = torch.randn(1, 2, 8, 64)
     fa.attention(q, q, q)
