@@ -568,27 +568,18 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // (paired: up to +19% at N = 1024, level at 8192), terms of the score
   // (softcap, +2-5%) and of the position (ALiBi, +0-10% since positions
   // convert once per tile). Terms that read memory (bias level, captures
-  // unmeasured) or draw random bits (dropout -2 to -4%) keep a CTA an item.
-  bool readsOrDrawsTerms =
-      kernel
-          .walk([](fagpu::MapOp map) {
-            bool readsOrDraws =
-                map.getBody()
-                    .walk([](Operation *op) {
-                      bool reads =
-                          llvm::any_of(op->getOperandTypes(), [](Type type) {
-                            return isa<ShapedType>(type);
-                          });
-                      return reads || !isMemoryEffectFree(op) ||
-                                     isa<arith::MulUIExtendedOp>(op)
-                                 ? WalkResult::interrupt()
-                                 : WalkResult::advance();
-                    })
-                    .wasInterrupted();
-            return readsOrDraws ? WalkResult::interrupt()
-                                : WalkResult::advance();
-          })
-          .wasInterrupted();
+  // unmeasured) or draw random bits (dropout's mului_extended, -2 to -4%)
+  // keep a CTA an item.
+  bool positionTerms = false, readsOrDrawsTerms = false;
+  kernel.walk([&](fagpu::MapOp map) {
+    positionTerms |= !map.isElementwise();
+    map.getBody().walk([&](Operation *op) {
+      readsOrDrawsTerms |=
+          llvm::any_of(op->getOperandTypes(),
+                       [](Type type) { return isa<ShapedType>(type); }) ||
+          !isMemoryEffectFree(op) || isa<arith::MulUIExtendedOp>(op);
+    });
+  });
   // Causal tiles are shared as pairs of a heavy and a light one, each
   // pair's work about the same.
   TileWork tileWork = getTileWork(kernel);
@@ -605,13 +596,6 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   bool windowed = tileWork == TileWork::Window;
   // At D = 256 a window's consumers (232 registers) spilled 4 bytes with
   // ALiBi's term of the position.
-  bool positionTerms = kernel
-                           .walk([](fagpu::MapOp map) {
-                             return map.isElementwise()
-                                        ? WalkResult::advance()
-                                        : WalkResult::interrupt();
-                           })
-                           .wasInterrupted();
   spills |= windowed && positionTerms && d > 192;
   bool persistent = persistentGrid == "always" ||
                     (persistentGrid == "auto" && !readsOrDrawsTerms && !spills);
