@@ -531,6 +531,9 @@ class _Attention(torch.autograd.Function):
         bshd: bool,
     ) -> tuple[Tensor, Tensor]:
         api = "fa.attention"
+        inputs = _fa_C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
+        kernel = _core.kernel_for(api, inputs, options, True)
+        out, lse = kernel._run(inputs, q, seed, captures)
         plain = (
             _torch_fast is not None
             and bias is None
@@ -540,19 +543,11 @@ class _Attention(torch.autograd.Function):
             and not options.score_mod
             and not options.mask_mod
         )
-        result = _torch_fast.forward(options, q, k, v, True, bshd) if plain else None
-        if result is not None:
-            out, lse = result
-            ctx.fa = None  # checked and looked up by the backward
-        else:
-            inputs = _fa_C.check_inputs(api, q, k, v, bias, alibi_slopes, bshd)
-            kernel = _core.kernel_for(api, inputs, options, True)
-            out, lse = kernel._run(inputs, q, seed, captures)
-            if plain:
-                _remember(options, q, k, v, True, bshd)(kernel)
-            # The checked inputs and the kernel, for the backward: what it
-            # would otherwise check and look up again.
-            ctx.fa = (inputs, kernel)
+        if plain:  # fa._torch_fast's autograd node takes the next such call
+            _remember(options, q, k, v, True, bshd)(kernel)
+        # The checked inputs and the kernel, for the backward: what it would
+        # otherwise check and look up again.
+        ctx.fa = (inputs, kernel)
         ctx.save_for_backward(q, k, v, out, lse, bias, alibi_slopes, *captures)
         ctx.options = options
         ctx.seed = seed
@@ -570,11 +565,6 @@ class _Attention(torch.autograd.Function):
         q, k, v, out, lse, bias, alibi_slopes, *captures = ctx.saved_tensors
         bias_grad = bias is not None and ctx.needs_input_grad[3]
         api = "fa.attention (backward)"
-        if ctx.fa is None:  # the forward ran in fa._torch_fast
-            grads = _torch_fast.backward(ctx.options, q, k, v, out, dout, lse, ctx.bshd)
-            if grads is None:
-                grads = _checked_backward(ctx.options, q, k, v, out, dout, lse, ctx.bshd)
-            return (*grads, None, None, None, None, None, None)
         inputs, kernel = ctx.fa
         if kernel._variant.deterministic != torch.are_deterministic_algorithms_enabled():
             # Switched since the forward: the backward of the other dQ.
@@ -595,9 +585,10 @@ def _checked_backward(
     lse: Tensor,
     bshd: bool,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """(dQ, dK, dV) of a plain call whose forward fa._torch_fast ran, through
-    the checked path: where its backward does not run (another dQ kernel
-    under deterministic algorithms, a view it refuses), with its errors."""
+    """(dQ, dK, dV) of a plain call whose forward fa._torch_fast's autograd
+    node ran, through the checked path: where the node's kernel does not run
+    the backward (another dQ kernel under deterministic algorithms, a view it
+    refuses), with its errors."""
     api = "fa.attention (backward)"
     inputs = _fa_C.check_inputs(api, q, k, v, None, None, bshd)
     kernel = _core.kernel_for(api, inputs, options, True)

@@ -475,32 +475,6 @@ PyObject *forward(PyObject *, PyObject *const *args, Py_ssize_t n) {
   }
 }
 
-/// backward(options, q, k, v, out, dout, lse, bshd): (dQ, dK, dV) of a
-/// forward this module ran under fa._torch's autograd Function (the kernel
-/// with the lse), in the layout of q, k, v; None where the checked path
-/// must take the call.
-PyObject *backward(PyObject *, PyObject *const *args, Py_ssize_t n) {
-  if (!parseArgs(args, n, 8, "backward"))
-    return nullptr;
-  bool bshd = args[7] == Py_True;
-  std::optional<Key> key =
-      keyOf(args[0], args[1], args[2], args[3], true, bshd);
-  auto it = key ? kernels.find(*key) : kernels.end();
-  if (it == kernels.end())
-    Py_RETURN_NONE;
-  for (int i = 4; i < 7; ++i)
-    if (!THPVariable_Check(args[i]))
-      Py_RETURN_NONE;
-  EntryRef entry = it->second;
-  std::optional<std::array<at::Tensor, 3>> grads = runBackward(
-      *entry, THPVariable_Unpack(args[1]), THPVariable_Unpack(args[2]),
-      THPVariable_Unpack(args[3]), THPVariable_Unpack(args[4]),
-      THPVariable_Unpack(args[5]), THPVariable_Unpack(args[6]), bshd);
-  if (!grads)
-    Py_RETURN_NONE;
-  return wrap({(*grads)[0], (*grads)[1], (*grads)[2]});
-}
-
 /// remember(options, q, k, v, return_lse, bshd, kernel, deterministic): the
 /// kernel (the fa::Kernel at address `kernel`, its dQ deterministic or not)
 /// that ran these inputs; this module keeps a copy.
@@ -544,11 +518,6 @@ PyMethodDef methods[] = {
      reinterpret_cast<PyCFunction>(reinterpret_cast<void *>(forward)),
      METH_FASTCALL,
      "forward(options, q, k, v, return_lse, bshd): O or (O, lse), or None "
-     "where the checked path must take the call."},
-    {"backward",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void *>(backward)),
-     METH_FASTCALL,
-     "backward(options, q, k, v, out, dout, lse, bshd): (dQ, dK, dV), or None "
      "where the checked path must take the call."},
     {"remember",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void *>(remember)),
