@@ -159,10 +159,16 @@ void KernelTiler::build() {
   Type idx = b.getIndexType();
   Value c0 = index(0), c2 = index(2), cBlockQ = index(blockQ),
         cBlockKV = index(blockKV);
-  auto coords =
-      fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
-                                   /*heavy_first=*/!!causal, /*paired=*/false,
-                                   /*rematerialize=*/false, headGroup());
+  // A bias broadcast over the batch is read by the batch's CTAs of a
+  // (head, tile) together: from memory once, from L2 by the others.
+  auto biasType = bias ? cast<MemRefType>(bias.getType()) : MemRefType();
+  bool batchFastest = biasType && biasType.getDimSize(0) == 1 &&
+                      op.getQuery().getType().getDimSize(0) != 1;
+  IntegerAttr group = batchFastest ? IntegerAttr() : headGroup();
+  auto coords = fagpu::BlockCoordsOp::create(
+      b, loc, idx, idx, idx, Value(), Value(),
+      /*heavy_first=*/!!causal, /*paired=*/false,
+      /*rematerialize=*/false, group, batchFastest);
   Value batch = coords.getBatch(), head = coords.getHead();
   Value headKV = fagpu::KVHeadOp::create(b, loc, idx, head, q, k);
   Value q0 = arith::MulIOp::create(b, loc, coords.getTile(), cBlockQ);
@@ -375,10 +381,10 @@ void KernelTiler::build() {
   // (m + log2 l) ln 2 (-inf there).
   // The CTA's place is read again: the prologue's would stay live across
   // the loop.
-  auto again =
-      fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
-                                   /*heavy_first=*/!!causal, /*paired=*/false,
-                                   /*rematerialize=*/true, headGroup());
+  auto again = fagpu::BlockCoordsOp::create(
+      b, loc, idx, idx, idx, Value(), Value(),
+      /*heavy_first=*/!!causal, /*paired=*/false,
+      /*rematerialize=*/true, coords.getHeadGroupAttr(), batchFastest);
   Value row0 = arith::MulIOp::create(b, loc, again.getTile(), cBlockQ);
   Value l = fagpu::ReduceRowsOp::create(b, loc, rowT, fagpu::ReduceKind::Sum,
                                         loop.getResult(0));

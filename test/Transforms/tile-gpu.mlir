@@ -195,8 +195,9 @@ func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v:
 
 // -----
 
-// A bias (its batch dim broadcasts), ALiBi slopes [Hq] and a capture the
-// score_mod reads: each buffer has its role in the ABI (fa.abi); the slope
+// A bias (its batch dim broadcasts: the CTAs run batch fastest, so that the
+// batch's CTAs of a tile read it together), ALiBi slopes [Hq] and a capture
+// the score_mod reads: each buffer has its role in the ABI (fa.abi); the slope
 // is loaded once per CTA, the bias and the capture per element at the
 // position clamped into [0, Nq) x [0, Nk) (a ragged tile's rows and keys
 // past the ends read the last one's). ALiBi's distance takes the true
@@ -206,7 +207,7 @@ func.func @score_terms(%q: tensor<1x2x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v:
 // CHECK-SAME: %[[BIAS:[a-z0-9]+]]: memref<1x2x?x?xf32, strided<[?, ?, ?, ?], offset: ?>> {fa.abi = "bias"}
 // CHECK-SAME: %[[SL:[a-z0-9]+]]: memref<2xf32, strided<[1], offset: ?>> {fa.abi = "slopes"}
 // CHECK-SAME: %[[TAB:[a-z0-9]+]]: memref<?xf32, strided<[?], offset: ?>> {fa.abi = "capture0"}
-// CHECK: %{{.*}}, %[[H:[a-z0-9_]+]], %{{.*}} = fagpu.block_coords
+// CHECK: %{{.*}}, %[[H:[a-z0-9_]+]], %{{.*}} = fagpu.block_coords {batch_fastest}
 // CHECK: %[[NQ:[a-z0-9_]+]] = memref.dim
 // CHECK: %[[NK:[a-z0-9_]+]] = memref.dim
 // CHECK: %[[T:[0-9]+]] = bufferization.to_tensor %[[TAB]] restrict
@@ -231,5 +232,16 @@ func.func @terms(%q: tensor<2x2x?x64xbf16>, %k: tensor<2x2x?x64xbf16>, %v: tenso
     %y = arith.addf %s, %x : f32
     fa.yield %y : f32
   }
+  return %o : tensor<2x2x?x64xbf16>
+}
+
+// -----
+
+// A bias of its own per batch: nothing to share, the default order.
+// CHECK-LABEL: gpu.func @fa_forward_0(
+// CHECK: fagpu.block_coords{{$}}
+// CHECK-NOT: batch_fastest
+func.func @bias_per_batch(%q: tensor<2x2x?x64xbf16>, %k: tensor<2x2x?x64xbf16>, %v: tensor<2x2x?x64xbf16>, %bias: tensor<2x2x?x?xf32>) -> tensor<2x2x?x64xbf16> {
+  %o = fa.attention %q, %k, %v bias(%bias : tensor<2x2x?x?xf32>) : tensor<2x2x?x64xbf16>, tensor<2x2x?x64xbf16>, tensor<2x2x?x64xbf16> -> tensor<2x2x?x64xbf16>
   return %o : tensor<2x2x?x64xbf16>
 }

@@ -293,6 +293,13 @@ struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
       return success();
     }
     bool again = op.getRematerialize();
+    if (op.getBatchFastest()) {
+      auto [tile, head, batch] =
+          kb.batchFastestPlace(binding.batches, op.getHeavyFirst(), again);
+      rewriter.replaceOp(
+          op, {kb.toIndex(batch), kb.toIndex(head), kb.toIndex(tile)});
+      return success();
+    }
     if (std::optional<uint64_t> group = op.getHeadGroup()) {
       auto [tile, head, batch] =
           kb.heavyFirstPlace(*group, binding.heads, binding.batches, again);

@@ -124,18 +124,33 @@ Value KernelBuilder::lastTileFirst(Value x, bool rebuilt) {
   return sub(sub(tiles, c32(1)), x);
 }
 
-KernelBuilder::TilePlace KernelBuilder::heavyFirstPlace(int64_t group,
-                                                        Value heads,
-                                                        Value batches,
-                                                        bool rebuilt) {
+std::pair<Value, Value> KernelBuilder::launchIndex(bool rebuilt) {
   auto read = [&](Value x) { return rebuilt ? opaque(x) : x; };
   Value x = read(NVVM::BlockIdXOp::create(b, loc, i32));
   Value tiles = read(NVVM::GridDimXOp::create(b, loc, i32));
   Value y = NVVM::BlockIdYOp::create(b, loc, i32);
   Value z = NVVM::BlockIdZOp::create(b, loc, i32);
   Value rows = read(NVVM::GridDimYOp::create(b, loc, i32));
-  // The launch index; the prologue returned the CTAs past heads x batches.
-  Value launched = add(mul(add(mul(z, rows), y), tiles), x);
+  // The prologue returned the CTAs past heads x batches.
+  return {add(mul(add(mul(z, rows), y), tiles), x), tiles};
+}
+
+KernelBuilder::TilePlace
+KernelBuilder::batchFastestPlace(Value batches, bool heavyFirst, bool rebuilt) {
+  auto [launched, tiles] = launchIndex(rebuilt);
+  Value batch = remu(launched, batches);
+  Value rest = divu(launched, batches);
+  Value tile = remu(rest, tiles);
+  if (heavyFirst)
+    tile = sub(sub(tiles, c32(1)), tile);
+  return {tile, divu(rest, tiles), batch};
+}
+
+KernelBuilder::TilePlace KernelBuilder::heavyFirstPlace(int64_t group,
+                                                        Value heads,
+                                                        Value batches,
+                                                        bool rebuilt) {
+  auto [launched, tiles] = launchIndex(rebuilt);
   Value pairs = mul(heads, batches);
   Value groupCtas = mul(tiles, c32(group));
   Value index = divu(launched, groupCtas);

@@ -164,6 +164,13 @@ public:
   };
   TilePlace heavyFirstPlace(int64_t group, Value heads, Value batches,
                             bool rebuilt);
+  /// The CTA's (tile, head, batch) with the launch order read batch
+  /// fastest, then the tile (last one first with `heavyFirst`), then the
+  /// head (fagpu.block_coords's batch_fastest). `rebuilt` as above.
+  TilePlace batchFastestPlace(Value batches, bool heavyFirst, bool rebuilt);
+  /// The CTA's index in the launch order (ctaid.x fastest, then y, z) and
+  /// the tiles a row (nctaid.x). `rebuilt` as above.
+  std::pair<Value, Value> launchIndex(bool rebuilt);
 
   // Constants and arithmetic.
   Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }

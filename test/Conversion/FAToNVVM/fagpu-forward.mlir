@@ -1,5 +1,6 @@
 // RUN: fa-opt %S/Inputs/fagpu-causal-d64.mlir -convert-fa-to-nvvm | FileCheck %s
 // RUN: sed -e 's/{heavy_first}/{heavy_first, head_group = 8}/' -e 's/{heavy_first, rematerialize}/{heavy_first, head_group = 8, rematerialize}/' %S/Inputs/fagpu-causal-d64.mlir | fa-opt -convert-fa-to-nvvm | FileCheck %s --check-prefix=GROUP
+// RUN: sed -e 's/{heavy_first}/{heavy_first, batch_fastest}/' -e 's/{heavy_first, rematerialize}/{heavy_first, batch_fastest, rematerialize}/' %S/Inputs/fagpu-causal-d64.mlir | fa-opt -convert-fa-to-nvvm | FileCheck %s --check-prefix=BATCH
 
 // convert-fa-to-nvvm on a kernel in fagpu ops (causal, bf16, D = 64, 128 x
 // 64 tiles, one stage): the gpu.func becomes an llvm.func with the
@@ -102,3 +103,31 @@
 // GROUP-NEXT: %[[TILE:.*]] = arith.subi %[[LAST]], %[[BACK]] : i32
 // GROUP-NEXT: arith.remui %[[PAIR]], %[[HQ]] : i32
 // GROUP-NEXT: arith.divui %[[PAIR]], %[[HQ]] : i32
+
+// batch_fastest: the launch index L read batch fastest (B is the last
+// parameter), then the tile (last one first), then the head; the epilogue
+// reads it again from the special registers.
+// BATCH-LABEL: llvm.func @fa_forward_0(
+// BATCH: llvm.return
+// BATCH: %[[X:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
+// BATCH-NEXT: %[[TILES:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// BATCH-NEXT: %[[Y:.*]] = nvvm.read.ptx.sreg.ctaid.y : i32
+// BATCH-NEXT: %[[Z:.*]] = nvvm.read.ptx.sreg.ctaid.z : i32
+// BATCH-NEXT: %[[ROWS:.*]] = nvvm.read.ptx.sreg.nctaid.y : i32
+// BATCH-NEXT: %[[ZR:.*]] = arith.muli %[[Z]], %[[ROWS]] : i32
+// BATCH-NEXT: %[[ROW:.*]] = arith.addi %[[ZR]], %[[Y]] : i32
+// BATCH-NEXT: %[[RT:.*]] = arith.muli %[[ROW]], %[[TILES]] : i32
+// BATCH-NEXT: %[[L:.*]] = arith.addi %[[RT]], %[[X]] : i32
+// BATCH-NEXT: %[[BATCH:.*]] = arith.remui %[[L]], %arg23 : i32
+// BATCH-NEXT: %[[REST:.*]] = arith.divui %[[L]], %arg23 : i32
+// BATCH-NEXT: %[[T:.*]] = arith.remui %[[REST]], %[[TILES]] : i32
+// BATCH-NEXT: arith.constant 1 : i32
+// BATCH-NEXT: %[[LAST:.*]] = arith.subi %[[TILES]], %{{.*}} : i32
+// BATCH-NEXT: %[[TILE:.*]] = arith.subi %[[LAST]], %[[T]] : i32
+// BATCH-NEXT: %[[HEAD:.*]] = arith.divui %[[REST]], %[[TILES]] : i32
+// BATCH-NEXT: arith.index_cast %[[BATCH]] : i32 to index
+// BATCH-NEXT: arith.index_cast %[[HEAD]] : i32 to index
+// BATCH-NEXT: arith.index_cast %[[TILE]] : i32 to index
+// BATCH: %[[X2:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
+// BATCH-NEXT: llvm.inline_asm has_side_effects "mov.b32 $0, $1;", "=r,r" %[[X2]]
+// BATCH: arith.remui %{{.*}}, %arg23 : i32

@@ -628,3 +628,19 @@ func.func @coords_group_zero() {
   %b, %h, %t = fagpu.block_coords {heavy_first, head_group = 0 : i64}
   return
 }
+
+// -----
+
+func.func @coords_batch_fastest_with_group() {
+  // expected-error @+1 {{takes batch_fastest without a work item or head_group (each is an order of its own)}}
+  %b, %h, %t = fagpu.block_coords {batch_fastest, head_group = 8 : i64, heavy_first}
+  return
+}
+
+// -----
+
+func.func @coords_batch_fastest_with_work(%i: index) {
+  // expected-error @+1 {{takes batch_fastest without a work item or head_group (each is an order of its own)}}
+  %b, %h, %t = fagpu.block_coords of %i in %i {batch_fastest}
+  return
+}

@@ -112,6 +112,8 @@ func.func @forward(%q: !qkv, %k: !qkv, %v: !qkv, %o: !qkv, %lse: !lse) {
   %b2, %h2, %t2 = fagpu.block_coords {heavy_first, rematerialize}
   // CHECK: fagpu.block_coords {head_group = 8 : i64, heavy_first}
   %b3, %h3, %t3 = fagpu.block_coords {heavy_first, head_group = 8 : i64}
+  // CHECK: fagpu.block_coords {batch_fastest, heavy_first}
+  %b4, %h4, %t4 = fagpu.block_coords {batch_fastest, heavy_first}
   %q02 = arith.muli %t2, %c128 : index
   // CHECK: fagpu.reduce_rows <sum> %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>> -> tensor<128xf32, #fagpu.rows<warps = 4>>
   %l = fagpu.reduce_rows #fagpu.reduce<sum> %res#1 : tensor<128xf32, #partial> -> tensor<128xf32, #rows>

@@ -338,6 +338,9 @@ LogicalResult BlockCoordsOp::verify() {
   if (getHeadGroup() && (getWork() || !getHeavyFirst()))
     return emitOpError("takes head_group with heavy_first only, not with a "
                        "work item");
+  if (getBatchFastest() && (getWork() || getHeadGroup()))
+    return emitOpError("takes batch_fastest without a work item or "
+                       "head_group (each is an order of its own)");
   return success();
 }
 

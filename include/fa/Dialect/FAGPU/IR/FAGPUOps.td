@@ -31,7 +31,12 @@ def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure,
     is read in groups of G (head, batch) pairs, each group's tiles last to
     first and its heads fastest, so that the grid's tail is light tiles of
     G heads rather than one head's tiles from heavy to light, while the
-    CTAs that run at once still share a few heads' K/V in L2. With `rematerialize` the values are read again
+    CTAs that run at once still share a few heads' K/V in L2. With
+    `batch_fastest` the launch order is read with the batch fastest, then
+    the query tile (last to first with `heavy_first`), then the head: the
+    CTAs of one (head, tile) across the batch run together, so that a bias
+    broadcast over the batch is read from memory once and from L2 by the
+    others. With `rematerialize` the values are read again
     from the special registers where they are used instead of being kept
     live (in registers) across the loop before them.
 
@@ -49,7 +54,8 @@ def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure,
   let arguments = (ins Optional<Index>:$work, Optional<Index>:$tiles,
                        UnitAttr:$heavy_first, UnitAttr:$paired,
                        UnitAttr:$rematerialize,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$head_group);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$head_group,
+                       UnitAttr:$batch_fastest);
   let results = (outs Index:$batch, Index:$head, Index:$tile);
   let assemblyFormat = "(`of` $work^ `in` $tiles)? attr-dict";
   let hasVerifier = 1;
