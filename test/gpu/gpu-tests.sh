@@ -48,6 +48,10 @@ run --dtype=f16 --shape=2,4,2,129,257,256 --alibi --bias --causal=bottom-right -
 # group of 8, then 7), and 70000 heads (the folded grid, grouped).
 run --dtype=bf16 --shape=3,5,1,1000,1000,128 --causal=bottom-right --lse
 run --dtype=bf16 --shape=1,70000,70000,16,16,128 --causal=top-left
+# A bias broadcast over the batch: the CTAs run batch fastest (on the folded
+# grid of 70000 heads too).
+run --dtype=bf16 --shape=2,70000,70000,24,24,64 --bias --causal=top-left
+run --dtype=f16 --shape=3,9,3,300,200,128 --bias --lse
 
 # D = 80 and 192 on the scored path (D = 80's 32-key tiles split their
 # chunks unevenly over the CTA's copies).
