@@ -121,7 +121,7 @@ Value KernelBuilder::lastTileFirst(Value x, bool rebuilt) {
   Value tiles = NVVM::GridDimXOp::create(b, loc, i32);
   if (rebuilt)
     tiles = opaque(tiles);
-  return sub(sub(tiles, c32(1)), x);
+  return lastTileFirst(x, tiles);
 }
 
 std::pair<Value, Value> KernelBuilder::launchIndex(bool rebuilt) {
@@ -142,7 +142,7 @@ KernelBuilder::batchFastestPlace(Value batches, bool heavyFirst, bool rebuilt) {
   Value rest = divu(launched, batches);
   Value tile = remu(rest, tiles);
   if (heavyFirst)
-    tile = sub(sub(tiles, c32(1)), tile);
+    tile = lastTileFirst(tile, tiles);
   return {tile, divu(rest, tiles), batch};
 }
 
@@ -159,8 +159,7 @@ KernelBuilder::TilePlace KernelBuilder::heavyFirstPlace(int64_t group,
   Value width = mins(sub(pairs, first), c32(group));
   Value fromLast = divu(inGroup, width);
   Value pair = add(first, sub(inGroup, mul(fromLast, width)));
-  return {sub(sub(tiles, c32(1)), fromLast), remu(pair, heads),
-          divu(pair, heads)};
+  return {lastTileFirst(fromLast, tiles), remu(pair, heads), divu(pair, heads)};
 }
 
 LLVM::LLVMFuncOp

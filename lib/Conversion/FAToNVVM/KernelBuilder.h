@@ -154,6 +154,10 @@ public:
   /// most keys to visit, and starting them first leaves light CTAs, not
   /// heavy ones, for the grid's tail. `rebuilt` as for getThreadPlace.
   Value lastTileFirst(Value x, bool rebuilt = false);
+  /// Tile `x` of `tiles` counted from the last one (tiles - 1 - x).
+  Value lastTileFirst(Value x, Value tiles) {
+    return sub(sub(tiles, c32(1)), x);
+  }
   /// The CTA's (tile, head, batch), heaviest tiles first across `group`
   /// (head, batch) pairs: the launch order (ctaid.x fastest, then the heads
   /// and batches) read as groups of `group` pairs, each group's tiles last
