@@ -282,6 +282,38 @@ def test_scored_kernel(dtype) -> None:
     check("O", f64(o), f64(torch.softmax(s, dim=-1) @ vd), lowp)
 
 
+@pytest.mark.parametrize("layout", ["keys_strided", "rows_padded"])
+@pytest.mark.parametrize("causal", [False, "bottom_right"])
+def test_bias_of_any_key_stride(layout, causal) -> None:
+    """A bias whose keys are not adjacent (a transposed view: the kernel's
+    branch for any stride) and one whose keys are but whose rows are padded
+    (the unit-stride branch at a row stride that is no multiple of Nk), over
+    tiles inside [0, Nk) and ragged ones."""
+    dtype = torch.bfloat16
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    b, hq, nq, nk, d = 2, 4, 200, 333, 64
+    q = torch.randn(b, hq, nq, d, device="cuda", dtype=dtype, generator=gen)
+    k = torch.randn(b, hq, nk, d, device="cuda", dtype=dtype, generator=gen)
+    v = torch.randn(b, hq, nk, d, device="cuda", dtype=dtype, generator=gen)
+    if layout == "keys_strided":
+        storage = torch.randn(1, hq, nk, nq, device="cuda", generator=gen)
+        bias = storage.transpose(-1, -2)
+        assert bias.stride(-1) == nq
+    else:
+        storage = torch.randn(1, hq, nq, nk + 7, device="cuda", generator=gen)
+        bias = storage[..., :nk]
+        assert bias.stride(-1) == 1 and bias.stride(-2) == nk + 7
+    o = fa.attention(q, k, v, causal=causal, bias=bias)
+    qd, kd, vd = (t.double().cpu() for t in (q, k, v))
+    s = qd @ kd.transpose(-1, -2) / math.sqrt(d) + bias.double().cpu()
+    if causal:
+        i = torch.arange(nq).view(-1, 1)
+        j = torch.arange(nk).view(1, -1)
+        s = s.masked_fill(j > i + nk - nq, float("-inf"))
+    lowp, _ = low_precision(q, k, v, causal=causal or "none", bias=numpy(bias.contiguous()))
+    check("O", f64(o), f64(torch.softmax(s, dim=-1) @ vd), lowp)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias_shape", [(2, 4, 77, 131), (1, 4, 1, 131), (2, 1, 77, 1)])
 def test_autograd_with_bias_on_the_gpu(dtype, bias_shape) -> None:
