@@ -239,8 +239,8 @@ static cl::opt<std::string> fwdPersistentOpt(
              "and K/V under the current one's epilogue (auto: the plain "
              "path, causal and windows too, and terms that read no memory "
              "and draw no random bits such as softcap, ALiBi or a score_mod "
-             "of the position, not bias, captures or dropout; always; "
-             "never)"),
+             "of the position, not bias, captures or dropout; always: also "
+             "those, and a key-range kernel's tiles one an item; never)"),
     cl::init("auto"), cl::cat(faCategory));
 static cl::opt<int64_t> fwdHeadGroupOpt(
     "fwd-head-group",

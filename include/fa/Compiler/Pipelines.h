@@ -100,9 +100,9 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::desc(
           "With fwd-warp-specialize, where every query tile "
           "visits the same keys or a causal mask or window alone tells "
-          "them apart: a persistent grid, each CTA running work "
-          "items round robin (fa-warp-specialize's persistent: "
-          "auto, always or never)"),
+          "them apart (or, with always, key ranges do): a persistent "
+          "grid, each CTA running work items round robin "
+          "(fa-warp-specialize's persistent: auto, always or never)"),
       llvm::cl::init("auto")};
   Option<int64_t> fwdHeadGroup{
       *this, "fwd-head-group",

@@ -400,8 +400,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     where ptxas spilled: a causal mask at D = 128 with one consumer
     warpgroup, a window with terms of the position at D = 256; `always`,
     also those; `never`), where every query tile visits the same
-    keys or where a causal mask or a window alone tells them apart, the
-    kernel is persistent: `fagpu.work_slot` places the CTA, both roles loop over its
+    keys or where a causal mask or a window alone tells them apart (and,
+    with `always` only, where key ranges do: a document mask's, one tile an
+    item), the kernel is persistent: `fagpu.work_slot` places the CTA, both roles loop over its
     work items (`fagpu.block_coords of %item`; causal, `{paired}`: a heavy
     and a light tile a pair, the pairs round robin), the rings' stages and
     parities run on across items (carried as the tiles done where items
@@ -422,8 +423,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "previous tile's P V (fa-overlap-softmax's schedule)">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
            "A persistent grid where every query tile visits the same keys "
-           "or where a causal mask or a window alone tells them apart (no "
-           "key ranges; causal tiles go in heavy/light pairs): each CTA runs "
+           "or where a causal mask or a window alone tells them apart (key "
+           "ranges with always only; causal tiles go in heavy/light pairs): "
+           "each CTA runs "
            "work items round robin and the producer copies the next item's "
            "Q and K/V under the current item's epilogue. auto: kernels "
            "whose terms read no memory and draw no random bits (softcap, "
