@@ -285,10 +285,10 @@ def test_scored_kernel(dtype) -> None:
 @pytest.mark.parametrize("layout", ["keys_strided", "rows_padded"])
 @pytest.mark.parametrize("causal", [False, "bottom_right"])
 def test_bias_of_any_key_stride(layout, causal) -> None:
-    """A bias whose keys are not adjacent (a transposed view: the kernel's
-    branch for any stride) and one whose keys are but whose rows are padded
-    (the unit-stride branch at a row stride that is no multiple of Nk), over
-    tiles inside [0, Nk) and ragged ones."""
+    """A bias whose keys are not adjacent (a transposed view) and one whose
+    keys are but whose rows are padded (a row stride that is no multiple of
+    Nk): the kernel reads it through its stride parameters, over tiles inside
+    [0, Nk) and ragged ones."""
     dtype = torch.bfloat16
     gen = torch.Generator(device="cuda").manual_seed(5)
     b, hq, nq, nk, d = 2, 4, 200, 333, 64
