@@ -522,6 +522,18 @@ Status DeviceBuffer::fill(unsigned char value) {
                       "cuMemsetD8_v2");
 }
 
+Status fa::runtime::fillWordsAsync(const Device &device, uint64_t pointer,
+                                   uint32_t value, size_t count, void *stream) {
+  if (count == 0)
+    return Status::success();
+  FA_RETURN_IF_ERROR(device.makeCurrent());
+  Driver &driver = device.getDriver();
+  return driver.check(
+      driver.api().cuMemsetD32Async(pointer, value, count,
+                                    static_cast<cu::Stream>(stream)),
+      "cuMemsetD32Async");
+}
+
 //===----------------------------------------------------------------------===//
 // StreamBuffer and ScopedContext
 //===----------------------------------------------------------------------===//

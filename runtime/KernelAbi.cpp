@@ -339,12 +339,16 @@ Status fa::runtime::verifyKernelAbi(const KernelAbi &abi) {
         return error(std::string("grid x is persistent, which needs ") +
                      getName(size) + " as a parameter");
   }
-  if (g.y.kind != K::One && g.y.kind != K::Hq && g.y.kind != K::Hkv)
-    return error("grid y must be Hq, Hkv or 1, got " + printGridAxis(g.y));
+  if (g.y.kind != K::One && g.y.kind != K::Hq && g.y.kind != K::Hkv &&
+      g.y.kind != K::TilesNk)
+    return error("grid y must be Hq, Hkv, tiles(Nk, R) or 1, got " +
+                 printGridAxis(g.y));
+  if (g.y.kind == K::TilesNk && g.y.rows == 0)
+    return error("grid y: tiles need rows > 0");
   if (g.z.kind != K::One && g.z.kind != K::B)
     return error("grid z must be B or 1, got " + printGridAxis(g.z));
-  if (g.y.rows || g.z.rows)
-    return error("grid y and z have no rows");
+  if ((g.y.rows && g.y.kind != K::TilesNk) || g.z.rows)
+    return error("grid y (but tiles) and z have no rows");
 
   std::vector<uint32_t> captureStrides; // per capture: a bit per dim
   std::vector<bool> capturePointers;

@@ -157,7 +157,7 @@ FailureOr<CudaKernelImage> mlir::fa::compileCudaKernel(AttentionOp op,
   std::vector<rt::KernelAbi> &kernels = compiled->kernels;
   bool ranged = kernels.size() == 2 && rt::takesKeyRanges(kernels[0]) &&
                 rt::takesKeyRanges(kernels[1]) &&
-                kernels[1].grid.y.kind == rt::GridAxis::Kind::One;
+                kernels[1].grid.y.kind == rt::GridAxis::Kind::TilesNk;
   if (kernels.size() != 1 && !ranged)
     return op.emitOpError("fa-pipeline-cuda made ")
            << kernels.size()
@@ -292,16 +292,21 @@ rt::Status mlir::fa::launchCudaForward(const rt::CachedKernel &kernel,
   if (workspace % 256 != 0)
     return rt::Status::error("forward: the workspace must be 256-byte "
                              "aligned");
+  uint64_t rangesBytes = rt::getKeyRangesBytes(forward.grid, call);
   rt::StreamBuffer ownRanges;
   if (!workspace) {
     rt::Expected<rt::StreamBuffer> ranges = rt::StreamBuffer::allocate(
-        functions.kernels[0].getDevice(),
-        rt::getKeyRangesBytes(forward.grid, call), stream);
+        functions.kernels[0].getDevice(), rangesBytes, stream);
     if (ranges.failed())
       return ranges.getStatus();
     ownRanges = ranges.take();
     workspace = ownRanges.getPointer();
   }
+  // The key-range kernel merges into zeroed records (KernelAbi.h).
+  if (rt::Status st = rt::fillWordsAsync(functions.kernels[1].getDevice(),
+                                         workspace, 0, rangesBytes / 4, stream);
+      st.failed())
+    return st;
   rt::KernelCall values = call;
   values[rt::AbiTensor::KeyRanges].data = workspace;
   for (size_t i : {size_t(1), size_t(0)})

@@ -6,7 +6,10 @@
 // the mask_mod reads neither b nor h, its visible key tiles are the same for
 // every (batch, head): a small key-range kernel finds them once per query
 // tile before the forward, which then loops only over them
-// (fagpu.visible_keys ... within). Layout: KernelAbi.h, "Key ranges".
+// (fagpu.visible_keys ... within). Its CTAs each take a query tile and a
+// chunk of keys (a CTA a query tile walking every key tile was 10-20% of a
+// document mask's forward) and merge their ranges with atomics. Layout:
+// KernelAbi.h, "Key ranges".
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +33,7 @@ namespace mlir::fa {
 using namespace mlir;
 using namespace mlir::fa;
 using ::fa::runtime::kKeyRangeBlock;
+using ::fa::runtime::kKeyRangeChunk;
 using ::fa::runtime::kKeyRangeInts;
 using ::fa::runtime::kKeyRangeWarps;
 
@@ -81,10 +85,17 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
   Value q0 = arith::MulIOp::create(b, loc, tile, index(blockQ));
   Value nq = memref::DimOp::create(b, loc, q, index(2));
   Value nk = memref::DimOp::create(b, loc, k, index(2));
-  // Only the key tiles the causal and window masks leave.
+  // Only the key tiles the causal and window masks leave, of this CTA's
+  // chunk.
   auto keys = fagpu::VisibleKeysOp::create(
       b, loc, idx, idx, q0, nq, nk, /*key_ranges=*/Value(), blockQ,
       kKeyRangeBlock, op.getCausalAttr(), op.getWindowAttr());
+  Value chunk = fagpu::KeyChunkOp::create(b, loc, idx);
+  Value chunkKeys = index(kKeyRangeChunk);
+  Value chunk0 = arith::MulIOp::create(b, loc, chunk, chunkKeys);
+  Value begin = arith::MaxUIOp::create(b, loc, keys.getBegin(), chunk0);
+  Value end = arith::MinUIOp::create(
+      b, loc, keys.getEnd(), arith::AddIOp::create(b, loc, chunk0, chunkKeys));
   SmallVector<Value> captures;
   for (size_t i = 0; i < captureArgs.size(); ++i) {
     Value buffer = entry.getArgument(5 + i);
@@ -112,7 +123,7 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
   // below 2^23 (keys below 2^30) are exact in f32.
   Value inits[] = {zeroRows, zeroRows, zeroRows, zeroRows, zeroRows};
   auto loop = scf::ForOp::create(
-      b, loc, keys.getBegin(), keys.getEnd(), index(kKeyRangeBlock), inits,
+      b, loc, begin, end, index(kKeyRangeBlock), inits,
       [&](OpBuilder &, Location, Value kv0, ValueRange iters) {
         Value number = arith::AddIOp::create(
             b, loc, arith::DivUIOp::create(b, loc, kv0, index(kKeyRangeBlock)),
@@ -185,7 +196,7 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
       loop.getResult(4));
   fullFirst = arith::SelectOp::create(b, loc, run, fullFirst, zeroRows);
   fullLast = arith::SelectOp::create(b, loc, run, fullLast, zeroRows);
-  fagpu::StoreKeyRangeOp::create(b, loc, loop.getResult(0), loop.getResult(1),
+  fagpu::MergeKeyRangeOp::create(b, loc, loop.getResult(0), loop.getResult(1),
                                  fullFirst, fullLast, ranges, tile);
   gpu::ReturnOp::create(b, loc);
   return kernel;
@@ -236,8 +247,9 @@ struct FAKeyRangesPass
       forward.setArgAttr(rangesArg, kAbiRoleAttrName,
                          StringAttr::get(&getContext(), "key_ranges"));
 
-      // Each launch: the ranges allocated, the key-range kernel launched
-      // first, both kernels given them.
+      // Each launch: the ranges allocated and zeroed, the key-range kernel
+      // launched first over the query tiles and key chunks, both kernels
+      // given them.
       for (gpu::LaunchFuncOp launch : getLaunchesOf(module, forward)) {
         OpBuilder b(launch);
         Location loc = launch.getLoc();
@@ -249,6 +261,14 @@ struct FAKeyRangesPass
                                       b, loc, kKeyRangeWarps * kKeyRangeInts));
         Value buffer =
             memref::AllocOp::create(b, loc, rangesType, ValueRange{count});
+        gpu::MemsetOp::create(
+            b, loc, Type(), ValueRange{}, buffer,
+            arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+        Value keyLen = memref::DimOp::create(
+            b, loc, given[1], arith::ConstantIndexOp::create(b, loc, 2));
+        Value chunks = arith::CeilDivUIOp::create(
+            b, loc, keyLen,
+            arith::ConstantIndexOp::create(b, loc, kKeyRangeChunk));
         SmallVector<Value> operands(given.take_front(4));
         operands.push_back(buffer);
         for (unsigned i : captureArgs)
@@ -258,7 +278,7 @@ struct FAKeyRangesPass
             arith::ConstantIndexOp::create(b, loc, kKeyRangeWarps * 32);
         Value noShared =
             arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
-        gpu::LaunchFuncOp::create(b, loc, ranges, {tiles, one, one},
+        gpu::LaunchFuncOp::create(b, loc, ranges, {tiles, chunks, one},
                                   {threads, one, one}, noShared, operands);
         launch.getKernelOperandsMutable().append(buffer);
         b.setInsertionPointAfter(launch);

@@ -6,22 +6,28 @@
 // RUN: diff %t.once %t.twice
 
 // A document mask (reads i and j only): the host allocates the key ranges
-// (16 i32 per query tile), launches the key-range kernel over the query
-// tiles, then the forward, which takes the ranges last. The key-range
-// kernel visits the K tiles of 128 keys the causal mask leaves; the
-// mask_mod (reading the captures at clamped positions) gives each key its
-// tile's number where kept, -1 where hidden and 0 past Nq or Nk. Per row,
-// the max gives 1 + the first and 1 + the last tile where it keeps a key;
-// the min (minus the max of the negated tile) whether the tile is full,
-// which counts and moves the row's full run. After the loop, a row whose
-// full tiles are no run (count != last - first + 1) has none.
+// (20 i32 per query tile) and zeroes them, launches the key-range kernel
+// over the query tiles and the key chunks (of 128 keys), then the forward,
+// which takes the ranges last. The key-range kernel visits the K tiles of
+// 128 keys of its chunk that the causal mask leaves; the mask_mod (reading
+// the captures at clamped positions) gives each key its tile's number where
+// kept, -1 where hidden and 0 past Nq or Nk. Per row, the max gives 1 + the
+// first and 1 + the last tile where it keeps a key; the min (minus the max
+// of the negated tile) whether the tile is full, which counts and moves the
+// row's full run. After the loop, a row whose full tiles are no run (count
+// != last - first + 1) has none; the warps merge the rest into the ranges.
 // CHECK-LABEL: func.func @document
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c128 : index
 // CHECK: scf.if
-// CHECK: %[[C16:.+]] = arith.constant 16 : index
-// CHECK-NEXT: %[[COUNT:.+]] = arith.muli %[[TILES]], %[[C16]] : index
+// CHECK: %[[C20:.+]] = arith.constant 20 : index
+// CHECK-NEXT: %[[COUNT:.+]] = arith.muli %[[TILES]], %[[C20]] : index
 // CHECK-NEXT: %[[RANGES:.+]] = memref.alloc(%[[COUNT]]) : memref<?xi32>
-// CHECK: gpu.launch_func  @fa_kernels::@fa_forward_0_key_ranges blocks in (%[[TILES]], %[[ONE:.+]], %[[ONE]]) threads in (%[[T128:.+]], %[[ONE]], %[[ONE]])  dynamic_shared_memory_size %{{.+}} args(%[[Q:[^ ]+]] : {{.+}}, %[[K:[^ ]+]] : {{.+}}, %[[V:[^ ]+]] : {{.+}}, %[[O:[^ ]+]] : {{.+}}, %[[RANGES]] : memref<?xi32>, %[[DOC:[^ ]+]] : memref<?xi32, strided<[?], offset: ?>>)
+// CHECK-NEXT: %[[ZERO32:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: gpu.memset  %[[RANGES]], %[[ZERO32]] : memref<?xi32>, i32
+// CHECK: %[[NK0:.+]] = memref.dim %{{.+}}, %{{.+}} : memref<?x2x?x64xbf16
+// CHECK-NEXT: %[[C128:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[CHUNKS:.+]] = arith.ceildivui %[[NK0]], %[[C128]] : index
+// CHECK: gpu.launch_func  @fa_kernels::@fa_forward_0_key_ranges blocks in (%[[TILES]], %[[CHUNKS]], %[[ONE:.+]]) threads in (%[[T128:.+]], %[[ONE]], %[[ONE]])  dynamic_shared_memory_size %{{.+}} args(%[[Q:[^ ]+]] : {{.+}}, %[[K:[^ ]+]] : {{.+}}, %[[V:[^ ]+]] : {{.+}}, %[[O:[^ ]+]] : {{.+}}, %[[RANGES]] : memref<?xi32>, %[[DOC:[^ ]+]] : memref<?xi32, strided<[?], offset: ?>>)
 // CHECK-NEXT: gpu.launch_func  @fa_kernels::@fa_forward_0 blocks in (%[[TILES]], %{{.+}}, %{{.+}}) {{.+}} args(%[[Q]] : {{.+}}, %[[K]] : {{.+}}, %[[V]] : {{.+}}, %[[O]] : {{.+}}, %[[DOC]] : memref<?xi32, strided<[?], offset: ?>>, %[[RANGES]] : memref<?xi32>)
 // CHECK-NEXT: memref.dealloc %[[RANGES]] : memref<?xi32>
 // CHECK: gpu.func @fa_forward_0(
@@ -33,7 +39,13 @@
 // CHECK: %[[Q0:.+]] = arith.muli %[[QTILE]], %{{.+}} : index
 // CHECK: %[[NQ:.+]] = memref.dim %{{.+}}, %{{.+}}
 // CHECK: %[[NK:.+]] = memref.dim %[[KK]], %{{.+}}
-// CHECK: %[[BEGIN:.+]], %[[END:.+]] = fagpu.visible_keys %[[Q0]] of [%[[NQ]], %[[NK]]] {block_kv = 128 : i64, block_q = 128 : i64, causal = #fa.causal<top_left>}
+// CHECK: %[[VBEGIN:.+]], %[[VEND:.+]] = fagpu.visible_keys %[[Q0]] of [%[[NQ]], %[[NK]]] {block_kv = 128 : i64, block_q = 128 : i64, causal = #fa.causal<top_left>}
+// CHECK-NEXT: %[[CHUNK:.+]] = fagpu.key_chunk
+// CHECK-NEXT: %[[CK:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[CK0:.+]] = arith.muli %[[CHUNK]], %[[CK]] : index
+// CHECK-NEXT: %[[BEGIN:.+]] = arith.maxui %[[VBEGIN]], %[[CK0]] : index
+// CHECK-NEXT: %[[CK1:.+]] = arith.addi %[[CK0]], %[[CK]] : index
+// CHECK-NEXT: %[[END:.+]] = arith.minui %[[VEND]], %[[CK1]] : index
 // CHECK: %[[DT:.+]] = bufferization.to_tensor %[[D]] restrict
 // CHECK: %[[ZT:.+]] = arith.constant dense<0.000000e+00> : tensor<128x128xf32, #fagpu.acc<warps = 4>>
 // CHECK: %[[ZR:.+]] = arith.constant dense<0.000000e+00> : tensor<128xf32, #fagpu.rows<warps = 4>>
@@ -77,7 +89,7 @@
 // CHECK-NEXT: %[[CONTIG:.+]] = arith.cmpf oeq, %[[SPAN]], %[[LOOP]]#4
 // CHECK-NEXT: %[[RF:.+]] = arith.select %[[CONTIG]], %[[LOOP]]#2, %[[ZR]]
 // CHECK-NEXT: %[[RL:.+]] = arith.select %[[CONTIG]], %[[LOOP]]#3, %[[ZR]]
-// CHECK-NEXT: fagpu.store_key_range %[[LOOP]]#0, %[[LOOP]]#1 full %[[RF]], %[[RL]] to %[[R]][%[[QTILE]]] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?xi32>
+// CHECK-NEXT: fagpu.merge_key_range %[[LOOP]]#0, %[[LOOP]]#1 full %[[RF]], %[[RL]] to %[[R]][%[[QTILE]]] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?xi32>
 
 // fa-tile bounds the forward's key loop within the ranges, and applies the
 // mask_mod (after fagpu.mask, with the captures at clamped positions) only

@@ -300,6 +300,9 @@ TEST_F(FakeDeviceTest, KeyRangesInTheForwardsWorkspace) {
   EXPECT_EQ(fake.allocations(), 0);
   EXPECT_EQ(fake.callCount("cuMemFreeAsync"), 0);
   EXPECT_EQ(fake.synchronizations(), 0);
+  // The records zeroed on the stream first, for the key-range kernel's
+  // atomics.
+  EXPECT_EQ(fake.callCount("cuMemsetD32Async"), 1);
   std::vector<FaFakeLaunch> launches = fake.launches();
   ASSERT_EQ(launches.size(), 2u);
   EXPECT_STREQ(launches[0].name, "fa_forward_0_key_ranges");
@@ -317,6 +320,7 @@ TEST_F(FakeDeviceTest, KeyRangesInTheForwardsWorkspace) {
   forwardWith(nullptr);
   EXPECT_EQ(fake.callCount("cuMemAllocAsync"), 1);
   EXPECT_EQ(fake.callCount("cuMemFreeAsync"), 1);
+  EXPECT_EQ(fake.callCount("cuMemsetD32Async"), 1);
   EXPECT_EQ(fake.synchronizations(), 0);
 
   fake.clear();

@@ -446,11 +446,12 @@ TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
   mlir::FailureOr<mlir::fa::CudaKernelImage> image = compileSm90a(kDocuments);
   ASSERT_TRUE(mlir::succeeded(image));
   // A mask_mod of i and j: the forward, then its key-range kernel (one CTA
-  // of 4 warps per query tile of the forward), both taking the ranges.
+  // of 4 warps per query tile of the forward and chunk of 128 keys), both
+  // taking the ranges.
   ASSERT_TRUE(image->keyRanges);
   EXPECT_EQ(image->keyRanges->name, "fa_forward_0_key_ranges");
   EXPECT_EQ(rt::printGridRule(image->keyRanges->grid),
-            "[tiles(Nq, 128), 1, 1]");
+            "[tiles(Nq, 128), tiles(Nk, 128), 1]");
   EXPECT_EQ(image->keyRanges->threads, 128u);
   EXPECT_TRUE(rt::takesKeyRanges(image->abi));
   rt::CachedKernel kernel;
@@ -462,7 +463,7 @@ TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
   mlir::fa::CudaFunctions functions =
       mlir::fa::loadCudaFunctions(kernel, *modules.back()).take();
 
-  // 300 queries: 3 tiles; the ranges (8 i32 a tile) are the launch's own,
+  // 300 queries: 3 tiles; the ranges (20 i32 a tile) are the launch's own,
   // the same pointer in both kernels, the key-range kernel first.
   rt::KernelCall call = forwardCall(2, 4, 2, 300, 500, 64);
   call[AbiTensor::Lse] = {};
@@ -475,7 +476,7 @@ TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
   EXPECT_STREQ(all[0].name, "fa_forward_0_key_ranges");
   EXPECT_STREQ(all[1].name, "fa_forward_0");
   EXPECT_EQ(all[0].grid[0], 3u);
-  EXPECT_EQ(all[0].grid[1], 1u);
+  EXPECT_EQ(all[0].grid[1], 4u); // ceil(500 / 128) key chunks.
   EXPECT_EQ(all[0].grid[2], 1u);
   EXPECT_EQ(all[0].block[0], 128u);
   EXPECT_EQ(all[1].grid[0], 3u);
@@ -491,8 +492,8 @@ TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
   EXPECT_EQ(rangesOf(all[1], image->abi), ranges);
   EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 256u);
   call.seqQ = 1000;
-  // 8 query tiles of 4 warps, each a record of 4 i32.
-  EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 8u * 4 * 4 * 4);
+  // 8 query tiles of 4 warps, each a record of 5 i32.
+  EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 8u * 4 * 5 * 4);
 
   // No queries: nothing launched.
   launches->clear();

@@ -30,7 +30,9 @@
 //   is not a multiple of 16 or is 2^40 or more, or a box dim outside 1 to
 //   256.
 // - cuMemAllocAsync / cuMemFreeAsync allocate and free at once, as
-//   cuMemAlloc / cuMemFree do (there is nothing to order).
+//   cuMemAlloc / cuMemFree do (there is nothing to order);
+//   cuMemsetD32Async fills at once, where the words are the fake's own
+//   memory (else it only counts the call).
 // - Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when the
 //   calling thread has none current.
 // - Environment, read by cuInit and cuDeviceGetCount: FA_FAKE_CUDA_DEVICES
@@ -580,6 +582,19 @@ FA_FAKE_API cuMemsetD8_v2(cu::DevicePtr destination, unsigned char value,
   if (!inAllocation(destination, count))
     return cu::CUDA_ERROR_INVALID_VALUE;
   std::memset(reinterpret_cast<void *>(destination), value, count);
+  return 0;
+}
+
+FA_FAKE_API cuMemsetD32Async(cu::DevicePtr destination, unsigned value,
+                             size_t count, cu::Stream) {
+  countCall("cuMemsetD32Async");
+  if (!current)
+    return kInvalidContext;
+  // A test's made-up address (a workspace view) is not written.
+  if (!inAllocation(destination, count * 4))
+    return 0;
+  std::fill_n(reinterpret_cast<uint32_t *>(destination), count,
+              uint32_t(value));
   return 0;
 }
 

@@ -91,9 +91,15 @@ TEST(KernelAbi, ParserSaysWhatIsWrong) {
                "params = []",
                "tiles need rows > 0"},
            Bad{"grid = [1, B, 1], threads = 1, shared = 0, params = [B : i32]",
-               "grid y must be Hq, Hkv or 1, got B"},
+               "grid y must be Hq, Hkv, tiles(Nk, R) or 1, got B"},
            Bad{"grid = [1, Hq, 1], threads = 1, shared = 0, params = []",
                "grid y is Hq, which the kernel must take"},
+           Bad{"grid = [1, tiles(Nk, 0), 1], threads = 1, shared = 0, "
+               "params = []",
+               "grid y: tiles need rows > 0"},
+           Bad{"grid = [1, 1, tiles(Nk, 128)], threads = 1, shared = 0, "
+               "params = []",
+               "grid z must be B or 1, got tiles(Nk, 128)"},
            Bad{head + "[q : i64]", "a pointer is passed as ptr"},
            Bad{head + "[stride(lse, 3) : i64]", "lse has 3 dims"},
            Bad{head + "[stride(x, 0) : i64]", "unknown tensor"},
@@ -169,6 +175,12 @@ TEST(KernelAbi, GridFoldsHeadsAndBatch) {
   EXPECT_TRUE(same(grid(dkdv, gqa), 3, 65535, 4));
   gqa.headsKV = 20000;
   EXPECT_TRUE(same(grid(dkdv, gqa), 3, 20000, 3));
+  // A key-range kernel's: query tiles and key chunks, folded into z past
+  // 65535 chunks (its chunk is z * gridDim.y + y).
+  GridRule ranges{GridAxis::tilesNq(128), GridAxis::tilesNk(128),
+                  GridAxis::one()};
+  EXPECT_TRUE(same(grid(ranges, callOf(8, 16, 300, 500)), 3, 4, 1));
+  EXPECT_TRUE(same(grid(ranges, callOf(1, 1, 128, 128 * 70000)), 1, 65535, 2));
   // Broadcast axes are 1.
   GridRule dbias{GridAxis::one(), GridAxis::hq(), GridAxis::one()};
   EXPECT_TRUE(same(grid(dbias, callOf(5, 4, 0, 0)), 1, 4, 1));

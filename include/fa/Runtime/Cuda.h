@@ -300,6 +300,12 @@ private:
   void *stream = nullptr;
 };
 
+/// Sets `count` 32-bit words at `pointer` (device memory of `device`) to
+/// `value`, ordered on `stream` (cuMemsetD32Async: no host wait; a CUDA graph
+/// may capture it).
+Status fillWordsAsync(const Device &device, uint64_t pointer, uint32_t value,
+                      size_t count, void *stream);
+
 /// Makes `device`'s context current on this thread for the scope, then
 /// restores the context that was current before (none included), so that a
 /// caller's notion of the current device (the CUDA runtime's, torch's) does

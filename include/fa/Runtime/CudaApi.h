@@ -177,6 +177,8 @@ using PFN_cuMemcpyDtoH_v2 = Result (*)(void *destination, DevicePtr source,
                                        size_t bytes);
 using PFN_cuMemsetD8_v2 = Result (*)(DevicePtr destination, unsigned char value,
                                      size_t count);
+using PFN_cuMemsetD32Async = Result (*)(DevicePtr destination, unsigned value,
+                                        size_t count, Stream stream);
 using PFN_cuStreamSynchronize = Result (*)(Stream stream);
 using PFN_cuEventCreate = Result (*)(Event *event, unsigned flags);
 using PFN_cuEventRecord = Result (*)(Event event, Stream stream);
@@ -203,7 +205,8 @@ using PFN_cuTensorMapEncodeTiled =
 /// cuMemAlloc -> cuMemAlloc_v2). `Api` holds each in a member of that name
 /// (which no cuda.h macro renames, so a file may include cuda.h before or
 /// after this header; only cuLaunchKernel, cuEventRecord,
-/// cuStreamSynchronize, cuMemAllocAsync and cuMemFreeAsync are macros, and
+/// cuStreamSynchronize, cuMemAllocAsync, cuMemFreeAsync and cuMemsetD32Async
+/// are macros, and
 /// only with CUDA_API_PER_THREAD_DEFAULT_STREAM). cuEventElapsedTime_v2
 /// (drivers of CUDA 12.8 and later) holds cuEventElapsedTime on older drivers.
 #define FA_CUDA_DRIVER_FUNCTIONS(X)                                            \
@@ -234,6 +237,7 @@ using PFN_cuTensorMapEncodeTiled =
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemsetD8_v2)                                                             \
+  X(cuMemsetD32Async)                                                          \
   X(cuStreamSynchronize)                                                       \
   X(cuEventCreate)                                                             \
   X(cuEventRecord)                                                             \

@@ -36,7 +36,9 @@
 // which ptxas rematerializes instead of keeping in registers); folded,
 // linear = ctaid.z * nctaid.y + ctaid.y, head = linear % H, batch = linear
 // / H, and CTAs with linear >= H * B return. So a kernel whose y is H (or z
-// is B) takes that size as a parameter (verifyKernelAbi checks it).
+// is B) takes that size as a parameter (verifyKernelAbi checks it). A
+// key-range kernel's y is tiles(Nk, R) and its z 1: its chunk is always
+// ctaid.z * nctaid.y + ctaid.y, and chunks past Nk return.
 // Tensor dims are those of fa.attention(_grad): q [B, Hq, Nq, D], lse
 // [B, Hq, Nq], slopes [B, Hq] (stride(slopes, 0) is 0 for `[Hq]`), bias and
 // dbias [B, H, Nq, Nk] (stride 0 where a dim broadcasts), dsum [B, Hq, Nq].
@@ -48,18 +50,23 @@
 // 32 bits: more than 2^31 - 1 is an error.
 //
 // Key ranges. A forward whose mask_mod reads neither b nor h launches a
-// key-range kernel first (grid [tiles(Nq, R), 1, 1], R the forward's query
-// tile): its kKeyRangeWarps warps each write, for their rows of query tile
-// t, kKeyRangeInts i32 to key_ranges[(t * kKeyRangeWarps + warp) *
-// kKeyRangeInts + {0, 1, 2, 3}]: the first and last tile of kKeyRangeBlock
-// keys where the mask_mod keeps a key (last -1 and first past it where the
-// warp keeps none), then the first and last tile of a run where it keeps
-// every key of every row (rows past Nq and keys past Nk count as kept;
-// last -1 and first past it where there is none). The forward visits only
-// keys [min first * kKeyRangeBlock, (max last + 1) * kKeyRangeBlock) and
+// key-range kernel first (grid [tiles(Nq, R), tiles(Nk, kKeyRangeChunk),
+// 1], R the forward's query tile): CTA (t, c) evaluates the mask_mod on the
+// keys of chunk c (its key tiles of kKeyRangeBlock keys that the causal and
+// window masks leave) for the rows of query tile t. Each of its
+// kKeyRangeWarps warps merges, with atomics, what its rows see into its
+// record of kKeyRangeInts u32 at key_ranges[(t * kKeyRangeWarps + warp) *
+// kKeyRangeInts]: {0} the max of ~first and {1} of last + 1 over the tiles
+// where the mask_mod keeps a key of a row; {2} the max of ~first and {3} of
+// last + 1 over the tiles of the chunk's run where it keeps every key of
+// every row (rows past Nq and keys past Nk count as kept), and {4} the sum
+// of those runs' lengths. The launcher zeroes the records first (0: none;
+// cuMemsetD32Async on the launch's stream). The forward visits only keys
+// [min first * kKeyRangeBlock, (max last + 1) * kKeyRangeBlock) and
 // evaluates the mask_mod only outside [max full first * kKeyRangeBlock,
-// (min full last + 1) * kKeyRangeBlock). The launcher owns the buffer
-// (getKeyRangesBytes).
+// (min full last + 1) * kKeyRangeBlock), a warp's full tiles counting as a
+// run where {4} is last - first + 1 (else none). The launcher owns the
+// buffer (getKeyRangesBytes).
 //
 // Tensor maps. `tensor_map(t, D, R) : tmap` is a CUtensorMap (128 bytes,
 // passed by value as a grid constant) for TMA copies (cp.async.bulk.tensor)
@@ -98,12 +105,14 @@
 
 namespace fa::runtime {
 
-/// The key-range kernel's warps and the keys of one of its key tiles (the
-/// file comment).
+/// The key-range kernel's warps, the keys of one of its key tiles and of
+/// one CTA's chunk (the file comment).
 inline constexpr uint32_t kKeyRangeWarps = 4;
 inline constexpr uint32_t kKeyRangeBlock = 128;
-/// The i32 of one warp's record: (first, last, full first, full last).
-inline constexpr uint32_t kKeyRangeInts = 4;
+inline constexpr uint32_t kKeyRangeChunk = 128;
+/// The u32 of one warp's record: (~first, last + 1, ~full first, full last
+/// + 1, full tiles).
+inline constexpr uint32_t kKeyRangeInts = 5;
 
 /// The tensor a pointer or stride parameter belongs to.
 enum class AbiTensor : uint8_t {
@@ -210,8 +219,9 @@ struct GridAxis {
   bool operator!=(const GridAxis &other) const { return !(*this == other); }
 };
 
-/// A kernel's grid: x tiles (or 1), y heads (Hq, Hkv or 1), z batch (B or
-/// 1); y and z are folded where either exceeds 65535 (the file comment).
+/// A kernel's grid: x tiles (or 1), y heads (Hq, Hkv or 1; a key-range
+/// kernel's key chunks, tiles(Nk, R)), z batch (B or 1); y and z are folded
+/// where either exceeds 65535 (the file comment).
 struct GridRule {
   GridAxis x, y, z;
 

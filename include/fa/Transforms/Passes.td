@@ -302,17 +302,21 @@ def FAKeyRanges : Pass<"fa-key-ranges", "::mlir::ModuleOp"> {
     For every forward kernel `fa-fuse` outlined whose `fa.attention` has a
     `mask_mod` that reads neither `b` nor `h` (so every batch and head sees
     the same keys), adds a key-range kernel `<forward>_key_ranges` to the
-    kernel module: one CTA of 4 warps per query tile evaluates the
-    `mask_mod` on the K tiles of 128 keys the causal and window masks leave
-    and writes, per warp, the first and last K tile where one of its rows
-    keeps a key, and the run of K tiles where all its rows keep every key
-    (`fagpu.store_key_range`; the layout is KernelAbi.h's "Key ranges").
+    kernel module: one CTA of 4 warps per query tile and chunk of 128 keys
+    (`fagpu.key_chunk`) evaluates the `mask_mod` on the chunk's K tiles of
+    128 keys that the causal and window masks leave and merges with atomics,
+    per warp, the first and last K tile where one of its rows keeps a key,
+    and the run of K tiles where all its rows keep every key
+    (`fagpu.merge_key_range`; the layout is KernelAbi.h's "Key ranges"). A
+    CTA a query tile walking all its key tiles took 22 us at N = 2048 and 84
+    us at N = 8192 before a 176 / 359 us forward (H200, D = 128).
     The forward kernel takes those ranges as a last argument (role
     `key_ranges`), which `fa-tile` hands to its `fagpu.visible_keys` (the
     forward loop then starts at the first such tile and ends after the
     last) and `fagpu.full_keys` (the forward evaluates the mask_mod only on
     tiles outside the run). Each launch of the forward gets an allocation
-    of the ranges and a launch of the key-range kernel before it.
+    of the ranges, zeroed (`gpu.memset`), and a launch of the key-range
+    kernel before it.
 
     A document mask of 4 documents leaves a query tile about a quarter of
     the keys, most of them in tiles of one document, which need no mask.

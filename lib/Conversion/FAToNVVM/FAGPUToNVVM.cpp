@@ -338,6 +338,23 @@ struct WorkSlotLowering : public OpConversionPattern<fagpu::WorkSlotOp> {
   }
 };
 
+/// ctaid.z * nctaid.y + ctaid.y (KernelAbi.h, "The grid").
+struct KeyChunkLowering : public OpConversionPattern<fagpu::KeyChunkOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::KeyChunkOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    Type i32 = rewriter.getI32Type();
+    Value y = NVVM::BlockIdYOp::create(rewriter, loc, i32);
+    Value z = NVVM::BlockIdZOp::create(rewriter, loc, i32);
+    Value ny = NVVM::GridDimYOp::create(rewriter, loc, i32);
+    rewriter.replaceOp(op, kb.toIndex(kb.add(kb.mul(z, ny), y)));
+    return success();
+  }
+};
+
 struct KVHeadLowering : public OpConversionPattern<fagpu::KVHeadOp> {
   KVHeadLowering(const TypeConverter &converter, MLIRContext *ctx,
                  const KernelBinding &binding)
@@ -558,7 +575,7 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
                ExtractLowering, WarpSpecializeLowering>(converter, ctx,
                                                         binding);
-  patterns.add<WorkSlotLowering>(converter, ctx);
+  patterns.add<WorkSlotLowering, KeyChunkLowering>(converter, ctx);
 }
 
 bool mlir::fa::nvvm::isFAGPUKernel(gpu::GPUFuncOp kernel) {
@@ -628,8 +645,8 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
                              specialized ? specialized->getCtasPerSm() : 1),
         GridAxis::one(), GridAxis::one()};
   else if (kernel->hasAttr(kKeyRangesAttr))
-    abi.grid = {GridAxis::tilesNq(blockQ.getInt()), GridAxis::one(),
-                GridAxis::one()};
+    abi.grid = {GridAxis::tilesNq(blockQ.getInt()),
+                GridAxis::tilesNk(kKeyRangeChunk), GridAxis::one()};
   else
     abi.grid = {GridAxis::tilesNq(blockQ.getInt()), GridAxis::hq(),
                 GridAxis::batch()};

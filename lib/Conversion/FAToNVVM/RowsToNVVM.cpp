@@ -192,10 +192,10 @@ Value loadRange(KernelBuilder &kb, OpBuilder &b, Location loc, Value ptr,
 }
 
 /// Key rows [begin, end) of the query tile at `q0` from its key ranges
-/// (KernelAbi.h, "Key ranges"): fields `field` (first) and `field + 1`
-/// (last) of every warp's record, as the union of the warps' tiles or
-/// their intersection. Empty (begin == end) where a warp's last is -1 or
-/// the intersection is.
+/// (KernelAbi.h, "Key ranges"): each warp's tiles of field `field` (0:
+/// those it sees; 2: its full run, none where the run's length is not word
+/// 4), as the union of the warps' tiles or their intersection. Empty (begin
+/// == end) where a warp has none or the intersection is empty.
 std::pair<Value, Value> loadKeyRange(KernelBuilder &kb, OpBuilder &b,
                                      Location loc, Value ptr, Value q0,
                                      int64_t blockQ, uint32_t field,
@@ -205,11 +205,25 @@ std::pair<Value, Value> loadKeyRange(KernelBuilder &kb, OpBuilder &b,
   using ::fa::runtime::kKeyRangeWarps;
   Value base = kb.mul(kb.divu(q0, kb.c32(blockQ)),
                       kb.c32(kKeyRangeWarps * kKeyRangeInts));
+  Value none = kb.c32(std::numeric_limits<int32_t>::max());
+  Value zero = kb.c32(0), minusOne = kb.c32(-1);
   Value first, last;
   for (uint32_t w = 0; w < kKeyRangeWarps; ++w) {
     uint32_t at = w * kKeyRangeInts + field;
+    // ~first (0: none) and last + 1.
     Value f = loadRange(kb, b, loc, ptr, kb.add(base, kb.c32(at)));
     Value l = loadRange(kb, b, loc, ptr, kb.add(base, kb.c32(at + 1)));
+    f = kb.sel(kb.cmp(arith::CmpIPredicate::eq, f, zero), none,
+               kb.xori(f, minusOne));
+    l = kb.sub(l, kb.c32(1));
+    if (field == 2) {
+      Value length = loadRange(kb, b, loc, ptr,
+                               kb.add(base, kb.c32(w * kKeyRangeInts + 4)));
+      Value run = kb.cmp(arith::CmpIPredicate::eq,
+                         kb.add(kb.sub(l, f), kb.c32(1)), length);
+      f = kb.sel(run, f, none);
+      l = kb.sel(run, l, minusOne);
+    }
     first = !first ? f : intersect ? kb.maxs(first, f) : kb.mins(first, f);
     last = !last ? l : intersect ? kb.mins(last, l) : kb.maxs(last, l);
   }
@@ -278,14 +292,15 @@ struct FullKeysLowering : public OpConversionPattern<fagpu::FullKeysOp> {
 
 /// Each warp folds its rows' key tiles (1 + tile, 0 for none) with
 /// redux.sync: the union of the tiles they see, the intersection of their
-/// runs of full tiles. Its lane 0 stores the record.
-struct StoreKeyRangeLowering
-    : public OpConversionPattern<fagpu::StoreKeyRangeOp> {
-  StoreKeyRangeLowering(const TypeConverter &converter, MLIRContext *ctx,
+/// runs of full tiles. Its lane 0 merges them into the warp's record with
+/// atomics (KernelAbi.h, "Key ranges"), other chunks' CTAs doing the same.
+struct MergeKeyRangeLowering
+    : public OpConversionPattern<fagpu::MergeKeyRangeOp> {
+  MergeKeyRangeLowering(const TypeConverter &converter, MLIRContext *ctx,
                         const KernelBinding &binding)
       : OpConversionPattern(converter, ctx), binding(binding) {}
   LogicalResult
-  matchAndRewrite(fagpu::StoreKeyRangeOp op, OneToNOpAdaptor adaptor,
+  matchAndRewrite(fagpu::MergeKeyRangeOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     using ::fa::runtime::kKeyRangeInts;
     using ::fa::runtime::kKeyRangeWarps;
@@ -314,24 +329,42 @@ struct StoreKeyRangeLowering
           rewriter, loc, i32, folded,
           NVVM::ReduxKindAttr::get(rewriter.getContext(), kind), kb.c32(-1));
     };
-    Value record[] = {
-        tiles(adaptor.getFirst(), /*isFirst=*/true, /*takeMax=*/false),
-        tiles(adaptor.getLast(), /*isFirst=*/false, /*takeMax=*/true),
-        tiles(adaptor.getFullFirst(), /*isFirst=*/true, /*takeMax=*/true),
-        tiles(adaptor.getFullLast(), /*isFirst=*/false, /*takeMax=*/false)};
-    static_assert(std::size(record) == kKeyRangeInts);
+    Value first = tiles(adaptor.getFirst(), /*isFirst=*/true,
+                        /*takeMax=*/false);
+    Value last = tiles(adaptor.getLast(), /*isFirst=*/false, /*takeMax=*/true);
+    Value fullFirst = tiles(adaptor.getFullFirst(), /*isFirst=*/true,
+                            /*takeMax=*/true);
+    Value fullLast = tiles(adaptor.getFullLast(), /*isFirst=*/false,
+                           /*takeMax=*/false);
     LaneIds place = getLaneIds(kb, rewriter, loc, /*rebuilt=*/true);
     Value tile = toI32(rewriter, loc, adaptor.getTile().front());
     Value slot =
         kb.mul(kb.add(kb.mul(tile, kb.c32(kKeyRangeWarps)), place.warp),
                kb.c32(kKeyRangeInts));
+    auto merge = [&](unsigned word, LLVM::AtomicBinOp kind, Value value) {
+      LLVM::AtomicRMWOp::create(
+          rewriter, loc, kind,
+          kb.gep(ranges->ptr, kb.ext64(kb.add(slot, kb.c32(word))), i32), value,
+          LLVM::AtomicOrdering::monotonic);
+    };
+    Value lane0 = kb.cmp(arith::CmpIPredicate::eq, place.lane, kb.c32(0));
+    Value minusOne = kb.c32(-1), one = kb.c32(1);
     OpBuilder::InsertionGuard guard(rewriter);
-    kb.enterIf(kb.cmp(arith::CmpIPredicate::eq, place.lane, kb.c32(0)));
-    for (auto [i, value] : llvm::enumerate(record))
-      LLVM::StoreOp::create(
-          rewriter, loc, value,
-          kb.gep(ranges->ptr, kb.ext64(kb.add(slot, kb.c32(i))), i32),
-          /*alignment=*/4);
+    {
+      OpBuilder::InsertionGuard seen(rewriter);
+      kb.enterIf(arith::AndIOp::create(
+          rewriter, loc, lane0,
+          kb.cmp(arith::CmpIPredicate::sge, last, kb.c32(0))));
+      merge(0, LLVM::AtomicBinOp::umax, kb.xori(first, minusOne));
+      merge(1, LLVM::AtomicBinOp::umax, kb.add(last, one));
+    }
+    kb.enterIf(arith::AndIOp::create(
+        rewriter, loc, lane0,
+        kb.cmp(arith::CmpIPredicate::sle, fullFirst, fullLast)));
+    merge(2, LLVM::AtomicBinOp::umax, kb.xori(fullFirst, minusOne));
+    merge(3, LLVM::AtomicBinOp::umax, kb.add(fullLast, one));
+    merge(4, LLVM::AtomicBinOp::add, kb.add(kb.sub(fullLast, fullFirst), one));
+    static_assert(kKeyRangeInts == 5);
     rewriter.eraseOp(op);
     return success();
   }
@@ -431,5 +464,5 @@ void mlir::fa::nvvm::populateFAGPURowsToNVVMPatterns(
                BroadcastRowsLowering, TileNeedsMaskLowering>(converter, ctx);
   patterns.add<MaskLowering>(converter, ctx, binding);
   patterns.add<StoreLowering, VisibleKeysLowering, FullKeysLowering,
-               StoreKeyRangeLowering>(converter, ctx, binding);
+               MergeKeyRangeLowering>(converter, ctx, binding);
 }

@@ -507,25 +507,25 @@ func.func @key_ranges_block(%i: index, %r: memref<?xi32>) {
 
 // -----
 
-func.func @store_key_range_warps(%f: tensor<128xf32, #fagpu.rows<warps = 8>>, %r: memref<?xi32>, %t: index) {
+func.func @merge_key_range_warps(%f: tensor<128xf32, #fagpu.rows<warps = 8>>, %r: memref<?xi32>, %t: index) {
   // expected-error @+1 {{the tiles are f32 rows of 4 warps}}
-  fagpu.store_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 8>>, memref<?xi32>
+  fagpu.merge_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 8>>, memref<?xi32>
   return
 }
 
 // -----
 
-func.func @store_key_range_partial(%f: tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, %r: memref<?xi32>, %t: index) {
+func.func @merge_key_range_partial(%f: tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, %r: memref<?xi32>, %t: index) {
   // expected-error @+1 {{first must be whole rows, not partial ones}}
-  fagpu.store_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, memref<?xi32>
+  fagpu.merge_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, memref<?xi32>
   return
 }
 
 // -----
 
-func.func @store_key_range_types(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %g: tensor<64xf32, #fagpu.rows<warps = 4>>, %r: memref<?xi32>, %t: index) {
+func.func @merge_key_range_types(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %g: tensor<64xf32, #fagpu.rows<warps = 4>>, %r: memref<?xi32>, %t: index) {
   // expected-error @+1 {{all of {first, last, full_first, full_last} have same type}}
-  "fagpu.store_key_range"(%f, %f, %f, %g, %r, %t) : (tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<64xf32, #fagpu.rows<warps = 4>>, memref<?xi32>, index) -> ()
+  "fagpu.merge_key_range"(%f, %f, %f, %g, %r, %t) : (tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4>>, tensor<64xf32, #fagpu.rows<warps = 4>>, memref<?xi32>, index) -> ()
   return
 }
 
@@ -547,9 +547,9 @@ func.func @full_keys_block(%i: index, %r: memref<?xi32>) {
 
 // -----
 
-func.func @store_key_range_buffer(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %r: memref<?x2xi32>, %t: index) {
+func.func @merge_key_range_buffer(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %r: memref<?x2xi32>, %t: index) {
   // expected-error @+1 {{key ranges are a rank-1 i32 memref}}
-  fagpu.store_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?x2xi32>
+  fagpu.merge_key_range %f, %f full %f, %f to %r[%t] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?x2xi32>
   return
 }
 

@@ -269,3 +269,13 @@ func.func @bulk_copy(%k: memref<?x8x?x128xbf16>, %i: index) -> !fagpu.token {
   %t = fagpu.async_copy %k[%i, %i, %i] bound %n to %s[%i] signal %full[%i] {bulk} : memref<?x8x?x128xbf16> to !fagpu.shared<2x128x128xbf16, wgmma>, !fagpu.barriers<2>
   return %t : !fagpu.token
 }
+
+// A key-range kernel's chunk and merge (KernelAbi.h, "Key ranges").
+// CHECK-LABEL: func.func @key_ranges
+// CHECK-NEXT: %[[C:.+]] = fagpu.key_chunk
+// CHECK-NEXT: fagpu.merge_key_range %{{.+}}, %{{.+}} full %{{.+}}, %{{.+}} to %{{.+}}[%[[C]]] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?xi32>
+func.func @key_ranges(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %r: memref<?xi32>) {
+  %c = fagpu.key_chunk
+  fagpu.merge_key_range %f, %f full %f, %f to %r[%c] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?xi32>
+  return
+}

@@ -542,7 +542,7 @@ LogicalResult BroadcastRowsOp::verify() {
   return success();
 }
 
-LogicalResult StoreKeyRangeOp::verify() {
+LogicalResult MergeKeyRangeOp::verify() {
   for (auto [value, name] :
        {std::make_pair(getFirst(), "first"), std::make_pair(getLast(), "last"),
         std::make_pair(getFullFirst(), "full_first"),

@@ -98,7 +98,7 @@ def FAGPU_VisibleKeysOp : FAGPU_Op<"visible_keys", [Pure]> {
     (`end <= begin` when nothing is visible), from the causal mask (either
     alignment) and the window, for Q of `query_len` rows and K of `key_len`.
     `within` the key ranges a key-range kernel wrote for this query tile
-    (`fagpu.store_key_range`; `query_offset / block_q` is the tile), the
+    (`fagpu.merge_key_range`; `query_offset / block_q` is the tile), the
     range shrinks to the key tiles where some row's `mask_mod` keeps a key.
   }];
   let arguments = (ins Index:$query_offset, Index:$query_len, Index:$key_len,
@@ -616,19 +616,34 @@ def FAGPU_StoreOp : FAGPU_Op<"store"> {
   let hasVerifier = 1;
 }
 
-def FAGPU_StoreKeyRangeOp : FAGPU_Op<"store_key_range",
-    [AllTypesMatch<["first", "last", "full_first", "full_last"]>]> {
-  let summary = "Stores the key tiles each warp's rows see";
+def FAGPU_KeyChunkOp : FAGPU_Op<"key_chunk", [Pure]> {
+  let summary = "The key chunk of this key-range kernel's CTA";
   let description = [{
-    The key-range kernel's result (KernelAbi.h, "Key ranges"). `first` and
-    `last` hold, per row, 1 + the first and 1 + the last key tile (of
-    `kKeyRangeBlock` keys) where the row's `mask_mod` keeps a key, 0 where
-    it keeps none; `full_first` and `full_last` 1 + the first and 1 + the
-    last tile of a run where it keeps every key, 0 where the row has none.
-    Each warp reduces its rows (the union of what they see, the
-    intersection of their runs) and writes the four tiles as i32 to
-    `ranges` at `(tile * kKeyRangeWarps + warp) * kKeyRangeInts` (a last
-    of -1 where there is none). The kernel has kKeyRangeWarps warps.
+    The chunk of `kKeyRangeChunk` keys whose key tiles this CTA of a
+    key-range kernel evaluates (KernelAbi.h, "Key ranges"): the linear
+    block id over y and z (grid y is tiles(Nk, kKeyRangeChunk), folded into
+    z where it exceeds 65535; such a CTA's chunk may be past Nk).
+  }];
+  let results = (outs Index:$chunk);
+  let assemblyFormat = "attr-dict";
+}
+
+def FAGPU_MergeKeyRangeOp : FAGPU_Op<"merge_key_range",
+    [AllTypesMatch<["first", "last", "full_first", "full_last"]>]> {
+  let summary = "Merges the key tiles each warp's rows see into its record";
+  let description = [{
+    The key-range kernel's result (KernelAbi.h, "Key ranges"), for the key
+    chunk this CTA evaluated. `first` and `last` hold, per row, 1 + the
+    first and 1 + the last key tile (of `kKeyRangeBlock` keys) where the
+    row's `mask_mod` keeps a key, 0 where it keeps none; `full_first` and
+    `full_last` 1 + the first and 1 + the last tile of a run where it keeps
+    every key, 0 where the row has none. Each warp reduces its rows (the
+    union of what they see, the intersection of their runs) and merges the
+    result with atomics into its record of `ranges` at `(tile *
+    kKeyRangeWarps + warp) * kKeyRangeInts`, which the launcher zeroed: the
+    max of ~first and of last + 1 where it sees a tile, of ~first and last
+    + 1 of its run where it has one, whose length it adds to the fifth word.
+    The kernel has kKeyRangeWarps warps.
   }];
   let arguments = (ins FAGPU_Register:$first, FAGPU_Register:$last,
                        FAGPU_Register:$full_first, FAGPU_Register:$full_last,
@@ -646,7 +661,7 @@ def FAGPU_FullKeysOp : FAGPU_Op<"full_keys", [Pure]> {
     `[begin, end)` (`begin == end` when empty; multiples of the key ranges'
     tiles): keys where the `mask_mod` keeps every key of every row of
     queries `[query_offset, query_offset + block_q)`, from the key ranges a
-    key-range kernel wrote for this query tile (`fagpu.store_key_range`).
+    key-range kernel wrote for this query tile (`fagpu.merge_key_range`).
     A forward evaluates the `mask_mod` only on the key tiles outside it.
   }];
   let arguments = (ins Index:$query_offset, FAGPU_Global:$key_ranges,
