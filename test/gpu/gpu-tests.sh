@@ -177,6 +177,9 @@ run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,200,333,64
 run "$inputs/mask-mod-docs.mlir" --shape=2,4,2,1000,1300,64
 run "$inputs/mask-mod-blocks.mlir" --shape=2,4,4,1000,1100,128
 run "$inputs/mask-mod-blocks.mlir" --shape=1,4,4,1000,1100,128 --fwd-key-ranges=false
+# More key chunks (of 128 keys, a key-range CTA each) than B x Hq: no
+# chunk may be taken for a folded grid's spare CTA.
+run "$inputs/mask-mod-docs.mlir" --shape=1,4,2,300,5000,64
 # Full key tiles (no mask_mod there): runs that differ between rows, rows
 # with full tiles that are no run, a hidden tile inside the visited range.
 run "$inputs/mask-mod-runs.mlir" --shape=2,4,4,1000,1100,64

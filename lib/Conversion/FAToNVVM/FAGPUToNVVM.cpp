@@ -856,9 +856,16 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     binding.buffers[memref] = buffer;
     binding.elements.insert(memref);
   }
-  // The prologue: CTAs past the folded grid's heads x batches return.
-  KernelBuilder::ThreadPlace place =
-      kb.getThreadPlace(args.size(AbiSize::Hq), args.size(AbiSize::B));
+  // The prologue: CTAs past the folded grid's heads x batches return (a
+  // key-range kernel's y x z is its key chunks).
+  Value rowsY = args.size(AbiSize::Hq), rowsZ = args.size(AbiSize::B);
+  if (kernel->hasAttr(kKeyRangesAttr)) {
+    Value chunk = kb.c32(kKeyRangeChunk);
+    rowsY = kb.divu(kb.add(args.size(AbiSize::Nk), kb.sub(chunk, kb.c32(1))),
+                    chunk);
+    rowsZ = kb.c32(1);
+  }
+  KernelBuilder::ThreadPlace place = kb.getThreadPlace(rowsY, rowsZ);
   binding.batch = place.batch;
   binding.head = place.head;
   binding.tile = place.tile;

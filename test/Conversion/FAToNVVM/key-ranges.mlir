@@ -3,7 +3,7 @@
 // fa-key-ranges' two kernels after convert-fa-to-nvvm (KernelAbi.h, "Key
 // ranges"). The key-range kernel runs over the query tiles and key chunks
 // (grid [tiles(Nq, 128), tiles(Nk, 128), 1], 4 warps; its chunk ctaid.z *
-// nctaid.y + ctaid.y) and takes the key ranges before the captures; each
+// nctaid.y + ctaid.y, below ceil(Nk / 128)) and takes the key ranges before the captures; each
 // warp folds its rows' tiles with redux.sync (the min of the firsts, the
 // max of the lasts, the max of the full runs' firsts, the min of their
 // lasts) and its lane 0 merges them into the zeroed record at (tile * 4 +
@@ -24,11 +24,26 @@
 // CHECK-NOT: llvm.load %{{.+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK: llvm.func @fa_forward_0_key_ranges(
 // CHECK-SAME: fa.kernel_abi = #fa.kernel_abi<grid = [tiles(Nq, 128), tiles(Nk, 128), 1], threads = 128, shared = 0, params = [{{.*}}, B : i32, key_ranges : ptr, capture0 : ptr, stride(capture0, 0) : i64]>
+// Its prologue returns the CTAs of a folded grid past ceil(Nk / 128)
+// chunks (not past Hq x B, as a forward's).
+// CHECK: %[[C128:.+]] = arith.constant 128 : i32
+// CHECK: %[[NK127:.+]] = arith.addi %arg20, %{{.+}} : i32
+// CHECK-NEXT: %[[CHUNKS:.+]] = arith.divui %[[NK127]], %[[C128]] : i32
+// CHECK: %[[ROWS:.+]] = arith.muli %[[CHUNKS]], %{{.+}} : i32
+// CHECK-NEXT: %[[PAST:.+]] = arith.cmpi uge, %{{.+}}, %[[ROWS]] : i32
+// CHECK-NEXT: llvm.cond_br %[[PAST]]
+// The chunk (fagpu.key_chunk, read after the prologue's head and batch)
+// bounds the loop over key tiles.
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;"
 // CHECK: %[[Y:.+]] = nvvm.read.ptx.sreg.ctaid.y : i32
 // CHECK-NEXT: %[[Z:.+]] = nvvm.read.ptx.sreg.ctaid.z : i32
 // CHECK-NEXT: %[[NY:.+]] = nvvm.read.ptx.sreg.nctaid.y : i32
 // CHECK-NEXT: %[[ZNY:.+]] = arith.muli %[[Z]], %[[NY]] : i32
-// CHECK-NEXT: arith.addi %[[ZNY]], %[[Y]] : i32
+// CHECK-NEXT: %[[CHUNK:.+]] = arith.addi %[[ZNY]], %[[Y]] : i32
+// CHECK-NEXT: %[[CHUNKI:.+]] = arith.index_cast %[[CHUNK]] : i32 to index
+// CHECK-NEXT: %[[CK:.+]] = arith.constant 128 : index
+// CHECK-NEXT: %[[K0:.+]] = arith.muli %[[CHUNKI]], %[[CK]] : index
+// CHECK-NEXT: arith.maxui %{{.+}}, %[[K0]] : index
 // Each fold starts at its identity: INT_MAX for a min, -1 for a max.
 // CHECK: %[[NONE:[^ ]+]] = arith.constant 2147483647 : i32
 // CHECK: arith.minsi %[[NONE]], %{{.+}} : i32
