@@ -24,7 +24,7 @@ import numpy as np
 
 from fa import _C
 from fa._tensor import DTYPE_NAMES, dtype_code, dtype_name, numpy_dtype
-from fa._trace import Captures, trace_mask_mod, trace_score_mod
+from fa._trace import Captures, read_capture, trace_key, trace_mask_mod, trace_score_mod
 
 CausalLike = Union[bool, str, None]
 ScoreMod = Union[Callable[[Any, Any, Any, Any, Any], Any], str]
@@ -248,6 +248,21 @@ class Options:
         window_list = list(window) if window is not None else None
         self.op_args = (causal, scale, window_list, softcap, dropout_p, score_mod, mask_mod)
 
+    def with_captures(self, captures: tuple[Any, ...]) -> Options:
+        """These options with other arrays for the same captures."""
+        return Options(
+            self.causal,
+            self.scale,
+            self.window,
+            self.softcap,
+            self.dropout_p,
+            self.score_mod,
+            self.mask_mod,
+            captures,
+            self.capture_types,
+            self.capture_sources,
+        )
+
 
 # Checked options by their raw values (with their types: True and 1 differ)
 # when there is nothing to trace; see check_options.
@@ -291,13 +306,22 @@ def check_options(
     mask_mod: Any,
 ) -> Options:
     """The options checked (each raises TypeError / ValueError naming it), the
-    modifiers traced; without modifiers, memoized by the raw values."""
-    key = None
-    if score_mod is None and mask_mod is None:
-        key = _memo_key(causal, scale, window, softcap, dropout_p)
-        options = _options_memo.get(key) if key is not None else None
-        if options is not None:
+    modifiers traced; memoized by the raw values, and the modifiers by what
+    their traces depend on (fa._trace.trace_key): a model's lambda, made anew
+    each call, is traced once."""
+    key = _memo_key(causal, scale, window, softcap, dropout_p)
+    mods = (score_mod, mask_mod)
+    if key is not None and (score_mod is not None or mask_mod is not None):
+        traces = trace_key(mods)
+        key = (key, traces) if traces is not None else None
+    options = _options_memo.get(key) if key is not None else None
+    if options is not None:
+        if not options.capture_sources:
             return options
+        # The same traces; the captures are this call's.
+        return options.with_captures(
+            tuple(read_capture(mods, source) for source in options.capture_sources)
+        )
     captures = Captures()
     options = Options(
         causal=check_causal(api, causal),
@@ -311,10 +335,11 @@ def check_options(
         capture_types=captures.signature(),
         capture_sources=tuple(captures.sources),
     )
-    if key is not None:
+    if key is not None and not captures.read_values and None not in captures.sources:
         if len(_options_memo) >= _MEMO_SIZE:
             _options_memo.clear()
-        _options_memo[key] = options
+        # Not the arrays themselves: a memo entry holds no tensor alive.
+        _options_memo[key] = options.with_captures(())
     return options
 
 

@@ -93,6 +93,9 @@ class Captures:
         # (how fa.attention on torch tensors fetches them under torch.compile).
         self.sources: list[tuple[str, str, Any] | None] = []
         self._index: dict[int, int] = {}
+        # Whether a trace read a captured array's values or attributes (then
+        # it holds them as constants and is not reused: see trace_key).
+        self.read_values = False
 
     def add(self, x: Any, source: tuple[str, str, Any] | None = None) -> int:
         key = id(x)
@@ -129,6 +132,10 @@ class _Tracer:
         self._count = 0
         self._constants: dict[tuple[str, str], TracedValue] = {}
         self._casts: dict[tuple[str, str], TracedValue] = {}
+
+    def read_values(self) -> None:
+        if self.captures is not None:
+            self.captures.read_values = True
 
     def fail(self, construct: str) -> NoReturn:
         raise TypeError(f"{self.api}: {self.what} cannot be traced: {construct}")
@@ -337,6 +344,7 @@ class _CapturedArray:
         if any(isinstance(k, (slice, type(None), type(Ellipsis))) for k in keys):
             self._tracer.fail("slicing a captured array (index it with one value per dim)")
         if not any(isinstance(k, TracedValue) for k in keys):
+            self._tracer.read_values()
             return self._array[keys]
         if len(keys) < len(self._array.shape):
             return _CapturedArray(self._array, self._tracer, keys, self._source)
@@ -346,6 +354,8 @@ class _CapturedArray:
         return len(self._array)
 
     def __getattr__(self, name: str) -> Any:
+        if name not in ("shape", "dtype", "ndim"):
+            self._tracer.read_values()
         return getattr(self._array, name)
 
     def _fail(self, *args: Any, **kwargs: Any) -> NoReturn:
@@ -808,6 +818,81 @@ def _check_signature(fn: Any, api: str, what: str, params: tuple[str, ...], retu
             f"{api}: {what} must take {len(params)} positional arguments {expected}, got a "
             f"function of {signature}"
         ) from None
+
+
+# Modules whose attributes a reusable trace may read (their functions and
+# constants do not change between calls).
+_STABLE_MODULES = ("builtins", "fa", "math", "numpy", "torch")
+
+
+def _stable_module(name: str | None) -> bool:
+    return name is not None and name.split(".")[0] in _STABLE_MODULES
+
+
+def trace_key(fns: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A key under which the traces of ``fns`` (score_mod, mask_mod; None or
+    a string each) are the same, or None where that cannot be told.
+
+    A trace depends on a function's code and on what it reads: its
+    defaults, closure cells and globals. Numbers, strings and None count by
+    value; functions and modules of ``_STABLE_MODULES`` by identity; captured
+    arrays by type, dtype, shape and device, and by which of them are the
+    same array (one capture or two), not by identity or value: a new tensor
+    of document ids each call reuses the trace (fa.attention reads the
+    captures from their sources each call). Anything else (objects whose
+    attributes might change, nested functions) gives None, and so does a
+    trace that read an array's values (Captures.read_values, checked by the
+    caller).
+    """
+    arrays: dict[int, int] = {}
+
+    def value_key(v: Any) -> Any:
+        t = type(v)
+        if t in (bool, int, float, str, type(None)):
+            return (t, v)
+        if isinstance(v, types.ModuleType):
+            return ("module", v.__name__) if _stable_module(v.__name__) else None
+        if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)) or t is np.ufunc:
+            return ("function", id(v)) if _stable_module(getattr(v, "__module__", None)) else None
+        if _is_captured_array(v):
+            slot = arrays.setdefault(id(v), len(arrays))
+            return ("array", t, _element_name(v), tuple(v.shape), str(getattr(v, "device", "")), slot)
+        return None
+
+    parts: list[Any] = []
+    for fn in fns:
+        if fn is None or isinstance(fn, str):
+            parts.append(fn)
+            continue
+        if not isinstance(fn, types.FunctionType) or fn.__kwdefaults__:
+            return None
+        code = fn.__code__
+        if any(isinstance(c, types.CodeType) for c in code.co_consts):
+            return None
+        values: list[Any] = list(fn.__defaults__ or ())
+        for cell in fn.__closure__ or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                values.append(None)
+        names = [n for n in code.co_names if n in fn.__globals__]
+        values.extend(fn.__globals__[n] for n in names)
+        keys = []
+        for v in values:
+            k = value_key(v)
+            if k is None:
+                return None
+            keys.append(k)
+        parts.append((code, tuple(names), tuple(keys)))
+    return tuple(parts)
+
+
+def read_capture(fns: tuple[Any, Any], source: tuple[str, str, Any]) -> Any:
+    """The array at ``source`` (Captures.sources) of ``fns`` (score_mod,
+    mask_mod) now."""
+    what, kind, key = source
+    fn = fns[0] if what == "score_mod" else fns[1]
+    return fn.__closure__[key].cell_contents if kind == "closure" else fn.__globals__[key]
 
 
 def _trace(

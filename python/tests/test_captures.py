@@ -117,3 +117,81 @@ def test_capture_errors() -> None:
         fa.attention(q, q, q, score_mod=lambda s, b, h, i, j: s + table2[h, i, j])
     with pytest.raises(TypeError, match=r"a captured array of dtype str32 \(int8/16/32/64"):
         fa.attention(q, q, q, mask_mod=lambda b, h, i, j: strings[h] == 0)
+
+
+# Traces reused (fa._core.check_options, fa._trace.trace_key): a lambda made
+# anew each call is traced once, yet every call computes with what it reads
+# now.
+
+
+def _documents(sizes: list[int]) -> np.ndarray:
+    return np.repeat(np.arange(len(sizes)), sizes)[:N].astype(np.int32)
+
+
+def _call_with(ids: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    # The same code each call, a new function object and a new array.
+    return fa.attention(q, k, v, mask_mod=lambda b, h, i, j: ids[i] == ids[j])
+
+
+def test_reused_trace_reads_each_calls_arrays() -> None:
+    q, k, v, _ = qkv()
+    for sizes in ([40, 37], [10, 20, 47], [77]):
+        ids = _documents(sizes)
+        o = _call_with(ids, q, k, v)
+        check_attention(q, k, v, o, mask_mod=lambda b, h, i, j: ids[i] == ids[j])
+
+
+def test_reused_trace_keys_scalars_by_value_and_arrays_by_aliasing() -> None:
+    from fa import _core, _trace
+
+    q, k, v, _ = qkv()
+    for shift in (0, 5, 20):
+        o = fa.attention(q, k, v, mask_mod=lambda b, h, i, j: j + shift <= i + 30)
+        check_attention(q, k, v, o, mask_mod=lambda b, h, i, j: j + shift <= i + 30)
+    ids = _documents([30, 47])
+    same = lambda a, c: (lambda b, h, i, j: a[i] == c[j])  # noqa: E731
+    # One array twice (one capture), then two arrays (two captures).
+    assert _trace.trace_key((None, same(ids, ids))) != _trace.trace_key(
+        (None, same(ids, ids.copy()))
+    )
+    for a, c in ((ids, ids), (ids, _documents([10, 67])), (ids, ids)):
+        o = fa.attention(q, k, v, mask_mod=same(a, c))
+        check_attention(q, k, v, o, mask_mod=same(a, c))
+    # Scalars by value; arrays by dtype and shape, not identity or values.
+    f = lambda s: (lambda b, h, i, j: j <= i + s)  # noqa: E731
+    assert _trace.trace_key((None, f(1))) == _trace.trace_key((None, f(1)))
+    assert _trace.trace_key((None, f(1))) != _trace.trace_key((None, f(2)))
+    other = _documents([1, 76])
+    assert _trace.trace_key((None, same(ids, ids))) == _trace.trace_key(
+        (None, same(other, other))
+    )
+    assert _trace.trace_key((None, same(ids, ids))) != _trace.trace_key(
+        (None, same(ids.astype(np.int64), ids.astype(np.int64)))
+    )
+    assert _core.check_options("t", False, None, None, None, 0.0, None, same(ids, ids)).captures == (
+        ids,
+    )
+
+
+class _Config:
+    shift = 0
+
+
+def test_traces_of_unknown_reads_are_not_reused() -> None:
+    from fa import _trace
+
+    q, k, v, _ = qkv()
+    config = _Config()
+    # An object's attribute may change between calls: traced every call.
+    assert _trace.trace_key((None, lambda b, h, i, j: j <= i + config.shift)) is None
+    for shift in (0, 9):
+        config.shift = shift
+        o = fa.attention(q, k, v, mask_mod=lambda b, h, i, j: j <= i + config.shift)
+        check_attention(q, k, v, o, mask_mod=lambda b, h, i, j: j <= i + shift)
+    # A captured array's value read at trace time (a constant index) is a
+    # constant of that trace: traced again when it changes.
+    table = np.array([0.5, 0.25], np.float32)
+    for value in (0.5, -2.0):
+        table[0] = value
+        o = fa.attention(q, k, v, score_mod=lambda s, b, h, i, j: s * table[0])
+        check_attention(q, k, v, o, score_mod=lambda s, b, h, i, j: s * value)
