@@ -476,7 +476,12 @@ bool fa::runtime::takesKeyRanges(const KernelAbi &abi) {
 
 uint64_t fa::runtime::getKeyRangesBytes(const GridRule &rule,
                                         const KernelCall &call) {
-  Expected<int64_t> tiles = getExtent(rule.x, call);
+  // A persistent forward's x counts its items; the ranges are per query
+  // tile.
+  GridAxis x = rule.x.kind == GridAxis::Kind::Persistent
+                   ? GridAxis::tilesNq(rule.x.rows)
+                   : rule.x;
+  Expected<int64_t> tiles = getExtent(x, call);
   uint64_t count = tiles.failed() || *tiles < 0 ? 0 : uint64_t(*tiles);
   return std::max<uint64_t>(256, count * kKeyRangeWarps * kKeyRangeInts *
                                      sizeof(int32_t));

@@ -570,10 +570,11 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // convert once per tile). Terms that read memory (bias level, captures
   // unmeasured) or draw random bits (dropout's mului_extended, -2 to -4%)
   // keep a CTA an item.
-  bool positionTerms = false, readsOrDrawsTerms = false;
+  bool positionTerms = false, readsOrDrawsTerms = false, drawsBits = false;
   kernel.walk([&](fagpu::MapOp map) {
     positionTerms |= !map.isElementwise();
     map.getBody().walk([&](Operation *op) {
+      drawsBits |= isa<arith::MulUIExtendedOp>(op);
       readsOrDrawsTerms |=
           llvm::any_of(op->getOperandTypes(),
                        [](Type type) { return isa<ShapedType>(type); }) ||
@@ -598,14 +599,23 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // ALiBi's term of the position.
   spills |= windowed && positionTerms && d > 192;
   // Key ranges' items (a document mask's) are a few tiles each at short
-  // documents. Persistent only when asked: +9-19% at D = 64, level to -3%
-  // at D = 128 (H200, N = 2048 and 8192), and with the producer's 40
-  // registers a mask_mod's consumers spilled 4 bytes at D = 64.
+  // documents: persistent up to D = 64 without a causal mask or window
+  // (+16-18% at N = 2048, +4-8% through fa.attention, H200; its captures'
+  // reads included). With a causal mask, round robin over unpaired tiles
+  // measured -3% (fa.attention, D = 64), and at D = 128 level to -3%: there
+  // only when asked.
   bool ranged = tileWork == TileWork::KeyRanges;
+  bool maskedRanges = false;
+  kernel.walk([&](fagpu::VisibleKeysOp keys) {
+    maskedRanges |= keys.getCausal() || keys.getWindow();
+  });
+  bool rangedAuto = ranged && d <= 64 && !drawsBits && !maskedRanges;
   bool persistent = persistentGrid == "always" ||
-                    (persistentGrid == "auto" && !readsOrDrawsTerms && !spills);
-  persistent &= coords && (uniform || paired || windowed ||
-                           (ranged && persistentGrid == "always"));
+                    (persistentGrid == "auto" &&
+                     (!readsOrDrawsTerms || rangedAuto) && !spills);
+  persistent &=
+      coords && (uniform || paired || windowed ||
+                 (ranged && (persistentGrid == "always" || rangedAuto)));
   if (persistent)
     rings.qEmpty = barriers(1, consumers / 128);
   sharedBytes = offset;
@@ -651,9 +661,10 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // 24 or 32 ptxas spills them), 24 for TMA, but 40 where a window's items
   // each find their key range: its bounds and the tiles done spilled 4-16
   // bytes at 24 (D = 32 and 64; 80, 96 with causal; 256 with bottom-right
-  // causal and lse), none at 40 with the consumers at 232.
-  int64_t producerNeeds =
-      !rings.bulk || (persistent && (windowed || ranged)) ? 40 : 24;
+  // causal and lse), none at 40 with the consumers at 232. Key ranges'
+  // items fit 24 (no spill at D = 64 and 128), where at 40 a mask_mod's
+  // consumers (at 232) spilled 4 bytes at D = 64.
+  int64_t producerNeeds = !rings.bulk || (persistent && windowed) ? 40 : 24;
   auto [producerRegisters, consumerRegisters] = registerSplit(
       warpgroups, specialized.getLaunchRegisters(), producerNeeds);
   specialized.setProducerRegisters(producerRegisters);

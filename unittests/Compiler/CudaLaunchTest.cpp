@@ -479,9 +479,13 @@ TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
   EXPECT_EQ(all[0].grid[1], 4u); // ceil(500 / 128) key chunks.
   EXPECT_EQ(all[0].grid[2], 1u);
   EXPECT_EQ(all[0].block[0], 128u);
-  EXPECT_EQ(all[1].grid[0], 3u);
-  EXPECT_EQ(all[1].grid[1], 4u);
-  EXPECT_EQ(all[1].grid[2], 2u);
+  // The forward persistent (key ranges at D = 64): 3 x 4 x 2 items, fewer
+  // than the SMs.
+  EXPECT_EQ(rt::printGridRule(image->abi.grid),
+            "[persistent(Nq, 128, 1), 1, 1]");
+  EXPECT_EQ(all[1].grid[0], 24u);
+  EXPECT_EQ(all[1].grid[1], 1u);
+  EXPECT_EQ(all[1].grid[2], 1u);
   auto rangesOf = [&](const FaFakeLaunch &launch, const rt::KernelAbi &abi) {
     int64_t i =
         rt::findParam(abi, rt::KernelParam::pointer(AbiTensor::KeyRanges));
@@ -492,7 +496,8 @@ TEST_F(CudaLaunchTest, ForwardWithKeyRanges) {
   EXPECT_EQ(rangesOf(all[1], image->abi), ranges);
   EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 256u);
   call.seqQ = 1000;
-  // 8 query tiles of 4 warps, each a record of 5 i32.
+  // 8 query tiles of 4 warps, each a record of 5 i32 (not per item of the
+  // persistent grid).
   EXPECT_EQ(rt::getKeyRangesBytes(image->abi.grid, call), 8u * 4 * 5 * 4);
 
   // No queries: nothing launched.

@@ -404,9 +404,11 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
     where ptxas spilled: a causal mask at D = 128 with one consumer
     warpgroup, a window with terms of the position at D = 256; `always`,
     also those; `never`), where every query tile visits the same
-    keys or where a causal mask or a window alone tells them apart (and,
-    with `always` only, where key ranges do: a document mask's, one tile an
-    item), the kernel is persistent: `fagpu.work_slot` places the CTA, both roles loop over its
+    keys or where a causal mask or a window alone tells them apart (and
+    where key ranges do, a document mask's, one tile an item: by default up
+    to D = 64 without a causal mask or window, captures included, with
+    `always` everywhere), the kernel is
+    persistent: `fagpu.work_slot` places the CTA, both roles loop over its
     work items (`fagpu.block_coords of %item`; causal, `{paired}`: a heavy
     and a light tile a pair, the pairs round robin), the rings' stages and
     parities run on across items (carried as the tiles done where items

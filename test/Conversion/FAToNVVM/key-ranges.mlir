@@ -1,7 +1,9 @@
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-key-ranges -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-key-ranges -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=never -fa-async-copy -convert-fa-to-nvvm | FileCheck %s
 
 // fa-key-ranges' two kernels after convert-fa-to-nvvm (KernelAbi.h, "Key
-// ranges"). The key-range kernel runs over the query tiles and key chunks
+// ranges"), the forward a CTA an item (persistent=never; without the
+// causal mask it would be persistent at D = 64:
+// warp-specialize-persistent-key-ranges.mlir). The key-range kernel runs over the query tiles and key chunks
 // (grid [tiles(Nq, 128), tiles(Nk, 128), 1], 4 warps; its chunk ctaid.z *
 // nctaid.y + ctaid.y, below ceil(Nk / 128)) and takes the key ranges before the captures; each
 // warp folds its rows' tiles with redux.sync (the min of the firsts, the
