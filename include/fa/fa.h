@@ -155,9 +155,10 @@ public:
   /// that finds each query tile's key range first; the ranges live in
   /// `workspace`: at least forwardWorkspaceBytes() bytes of device memory on
   /// q's device (contiguous, 256-byte aligned) that must stay alive until
-  /// the stream has run the forward. Without one such a call takes them
-  /// from the stream-ordered allocator (cuMemAllocAsync) and frees them on
-  /// the stream: still no host wait, but an allocation.
+  /// the stream has run the forward; the call zeroes them on the stream
+  /// first (cuMemsetD32Async), so any memory will do. Without one such a
+  /// call takes them from the stream-ordered allocator (cuMemAllocAsync)
+  /// and frees them on the stream: still no host wait, but an allocation.
   void forward(const TensorView &q, const TensorView &k, const TensorView &v,
                const TensorView &out, const TensorView *lse = nullptr,
                const TensorView *bias = nullptr,
