@@ -498,9 +498,8 @@ def _captures(
     captures: list[Tensor] = []
     if not sources:
         return captures
-    for i, (what, kind, key) in enumerate(sources):
-        fn = score_mod if what == "score_mod" else mask_mod
-        x = fn.__closure__[key].cell_contents if kind == "closure" else fn.__globals__[key]
+    for i, source in enumerate(sources):
+        x = _trace.read_capture((score_mod, mask_mod), source)
         if isinstance(x, np.ndarray):
             x = torch.from_numpy(np.ascontiguousarray(x)).to(q.device)
         if not isinstance(x, torch.Tensor):

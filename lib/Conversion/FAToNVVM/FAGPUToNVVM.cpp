@@ -338,19 +338,14 @@ struct WorkSlotLowering : public OpConversionPattern<fagpu::WorkSlotOp> {
   }
 };
 
-/// ctaid.z * nctaid.y + ctaid.y (KernelAbi.h, "The grid").
+/// The linear block index over y and z (KernelAbi.h, "The grid").
 struct KeyChunkLowering : public OpConversionPattern<fagpu::KeyChunkOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(fagpu::KeyChunkOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
-    Type i32 = rewriter.getI32Type();
-    Value y = NVVM::BlockIdYOp::create(rewriter, loc, i32);
-    Value z = NVVM::BlockIdZOp::create(rewriter, loc, i32);
-    Value ny = NVVM::GridDimYOp::create(rewriter, loc, i32);
-    rewriter.replaceOp(op, kb.toIndex(kb.add(kb.mul(z, ny), y)));
+    KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
+    rewriter.replaceOp(op, kb.toIndex(kb.linearBlockYZ()));
     return success();
   }
 };

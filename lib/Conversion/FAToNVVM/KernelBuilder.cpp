@@ -54,12 +54,9 @@ KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace(Value heads,
   ThreadPlace t;
   t.tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   t.tile = NVVM::BlockIdXOp::create(b, loc, i32);
-  // A folded grid's last row may run past heads x batches (linear =
-  // ctaid.z * nctaid.y + ctaid.y): those CTAs return.
-  Value y = NVVM::BlockIdYOp::create(b, loc, i32);
-  Value z = NVVM::BlockIdZOp::create(b, loc, i32);
-  Value rows = NVVM::GridDimYOp::create(b, loc, i32);
-  Value linear = add(mul(z, rows), y);
+  // A folded grid's last row may run past heads x batches: those CTAs
+  // return.
+  Value linear = linearBlockYZ();
   Value past = cmp(arith::CmpIPredicate::uge, linear, mul(heads, batches));
   Region *region = b.getInsertionBlock()->getParent();
   Block *exit = new Block(), *body = new Block();
@@ -73,6 +70,13 @@ KernelBuilder::ThreadPlace KernelBuilder::getThreadPlace(Value heads,
   std::tie(t.head, t.batch) = headAndBatchAgain();
   splitThreadId(t);
   return t;
+}
+
+Value KernelBuilder::linearBlockYZ() {
+  Value y = NVVM::BlockIdYOp::create(b, loc, i32);
+  Value z = NVVM::BlockIdZOp::create(b, loc, i32);
+  Value rows = NVVM::GridDimYOp::create(b, loc, i32);
+  return add(mul(z, rows), y);
 }
 
 std::pair<Value, Value> KernelBuilder::headAndBatchAgain(Value heads) {

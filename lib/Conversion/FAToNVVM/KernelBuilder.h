@@ -135,6 +135,9 @@ public:
   /// linear >= heads * batches (the last row of a folded grid) return here:
   /// the insertion point moves into a new block that only the others reach.
   ThreadPlace getThreadPlace(Value heads, Value batches);
+  /// The CTA's linear index over grid y and z: ctaid.z * nctaid.y + ctaid.y
+  /// (KernelAbi.h, "The grid").
+  Value linearBlockYZ();
   /// The place again after a loop: the thread and tile ids pass through
   /// `opaque`, so code after the loop recomputes what it needs from them
   /// instead of keeping the prologue's values in registers across it; head
