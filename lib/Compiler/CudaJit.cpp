@@ -70,6 +70,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdPersistent = tile.persistent;
   options.fwdKeyRanges = tile.keyRanges;
   options.fwdHeadGroup = tile.headGroup;
+  options.fwdCausalOrder = tile.causalOrder;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -130,6 +131,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-key-ranges=0";
   if (tile.headGroup)
     target += ";fwd-head-group=" + std::to_string(tile.headGroup);
+  if (tile.warpSpecialize && tile.causalOrder != "tail")
+    target += ";fwd-causal-order=" + tile.causalOrder;
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

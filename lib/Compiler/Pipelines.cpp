@@ -123,6 +123,7 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
     specialize.pingpong = options.fwdPingpong;
     specialize.overlap = options.fwdWsOverlap;
     specialize.persistent = options.fwdPersistent;
+    specialize.causalOrder = options.fwdCausalOrder;
     pm.addPass(createFAWarpSpecialize(specialize));
   }
   FAAsyncCopyOptions asyncCopy;

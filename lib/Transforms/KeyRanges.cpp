@@ -77,10 +77,10 @@ gpu::GPUFuncOp buildKeyRangeKernel(gpu::GPUFuncOp forward, AttentionOp op,
   Value q = entry.getArgument(0), k = entry.getArgument(1);
   Value ranges = entry.getArgument(4);
   Type idx = b.getIndexType(), f32 = b.getF32Type();
-  auto coords =
-      fagpu::BlockCoordsOp::create(b, loc, idx, idx, idx, Value(), Value(),
-                                   /*heavy_first=*/false, /*paired=*/false,
-                                   /*rematerialize=*/false, IntegerAttr());
+  auto coords = fagpu::BlockCoordsOp::create(
+      b, loc, idx, idx, idx, Value(), Value(),
+      /*heavy_first=*/false, /*paired=*/false, /*sorted_tail=*/false,
+      /*rematerialize=*/false, IntegerAttr());
   Value tile = coords.getTile();
   Value q0 = arith::MulIOp::create(b, loc, tile, index(blockQ));
   Value nq = memref::DimOp::create(b, loc, q, index(2));

@@ -167,7 +167,7 @@ void KernelTiler::build() {
   IntegerAttr group = batchFastest ? IntegerAttr() : headGroup();
   auto coords = fagpu::BlockCoordsOp::create(
       b, loc, idx, idx, idx, Value(), Value(),
-      /*heavy_first=*/!!causal, /*paired=*/false,
+      /*heavy_first=*/!!causal, /*paired=*/false, /*sorted_tail=*/false,
       /*rematerialize=*/false, group, batchFastest);
   Value batch = coords.getBatch(), head = coords.getHead();
   Value headKV = fagpu::KVHeadOp::create(b, loc, idx, head, q, k);
@@ -383,7 +383,7 @@ void KernelTiler::build() {
   // the loop.
   auto again = fagpu::BlockCoordsOp::create(
       b, loc, idx, idx, idx, Value(), Value(),
-      /*heavy_first=*/!!causal, /*paired=*/false,
+      /*heavy_first=*/!!causal, /*paired=*/false, /*sorted_tail=*/false,
       /*rematerialize=*/true, coords.getHeadGroupAttr(), batchFastest);
   Value row0 = arith::MulIOp::create(b, loc, again.getTile(), cBlockQ);
   Value l = fagpu::ReduceRowsOp::create(b, loc, rowT, fagpu::ReduceKind::Sum,

@@ -186,15 +186,25 @@ TileWork getTileWork(gpu::GPUFuncOp kernel) {
 /// the kernel's entry that depend on them (its K/V head and row). `paired` (a
 /// causal kernel's): shared as pairs of a heavy and a light tile
 /// (fagpu.block_coords's `paired`), the CTA's items 2k and 2k + 1 those of
-/// its k-th pair.
+/// its k-th pair. With `tail` too, only the pairs of the full rounds but the
+/// last (`early`, CTA's first 2 `headRounds` items) go so: the rest are the
+/// remaining pairs' tiles sorted by decreasing work (block_coords's
+/// `sorted_tail`), dealt in snake order, round m to CTAs first to last where
+/// m is even and last to first where it is odd, so that a CTA's heavy tile in
+/// one round meets a light one in the next and the grid's last rounds even
+/// out.
 struct WorkItems {
   Value first, stride, tiles, count;
-  bool paired = false;
+  bool paired = false, tail = false;
+  /// With `tail`: the pairs before it, and the rounds of pairs a CTA runs.
+  Value early, headRounds;
   fagpu::BlockCoordsOp coords;
   SmallVector<Operation *> perItem;
 
   /// `scf.for %k = 0 to count`, the CTA's k-th item (`first + k stride`, or
-  /// paired `2 (first + (k / 2) stride) + k % 2`), whose body starts with
+  /// paired `2 (first + (k / 2) stride) + k % 2`; with `tail`, from k = 2
+  /// headRounds on, 2 early + m stride + snakePlace(m), m = k - 2
+  /// headRounds), whose body starts with
   /// the item's coordinates and per-item ops and then what `body` builds.
   /// With `init`, the loop carries one index from it: what `body` returns.
   scf::ForOp build(OpBuilder &b, Location loc, Value init,
@@ -217,9 +227,23 @@ struct WorkItems {
             item = arith::AddIOp::create(
                 lb, loc, arith::ShLIOp::create(lb, loc, item, cst(lb, 1)),
                 arith::AndIOp::create(lb, loc, k, cst(lb, 1)));
+          if (tail) {
+            Value twice =
+                arith::ShLIOp::create(lb, loc, headRounds, cst(lb, 1));
+            Value m = arith::SubIOp::create(lb, loc, k, twice);
+            Value sorted = arith::AddIOp::create(
+                lb, loc,
+                arith::AddIOp::create(
+                    lb, loc, arith::ShLIOp::create(lb, loc, early, cst(lb, 1)),
+                    arith::MulIOp::create(lb, loc, m, stride)),
+                snakePlace(lb, loc, m));
+            Value inTail = arith::CmpIOp::create(
+                lb, loc, arith::CmpIPredicate::uge, k, twice);
+            item = arith::SelectOp::create(lb, loc, inTail, sorted, item);
+          }
           auto mine = fagpu::BlockCoordsOp::create(
               lb, loc, idx, idx, idx, item, tiles, coords.getHeavyFirst(),
-              paired, /*rematerialize=*/false, IntegerAttr());
+              paired, tail, /*rematerialize=*/false, IntegerAttr());
           IRMapping map;
           map.map(coords.getResults(), mine.getResults());
           for (Operation *op : perItem)
@@ -227,6 +251,19 @@ struct WorkItems {
           Value next = body(lb, k, init ? carried[0] : Value());
           scf::YieldOp::create(lb, loc, init ? ValueRange{next} : ValueRange());
         });
+  }
+
+  /// The CTA's place in round `round` of the snake order: `first` where
+  /// the round is even, `stride - 1 - first` where it is odd.
+  Value snakePlace(OpBuilder &b, Location loc, Value round) const {
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value odd =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                              arith::AndIOp::create(b, loc, round, one),
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    Value mirrored = arith::SubIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, stride, one), first);
+    return arith::SelectOp::create(b, loc, odd, mirrored, first);
   }
 
   /// Points the uses inside `loop` (built by `build`) of the coordinates
@@ -258,7 +295,7 @@ struct WorkItems {
       Type idx = b.getIndexType();
       auto recomputed = fagpu::BlockCoordsOp::create(
           b, op.getLoc(), idx, idx, idx, mine.getWork(), tiles,
-          coords.getHeavyFirst(), paired, /*rematerialize=*/false,
+          coords.getHeavyFirst(), paired, tail, /*rematerialize=*/false,
           IntegerAttr());
       op->replaceAllUsesWith(recomputed.getResults());
       op.erase();
@@ -308,11 +345,12 @@ std::array<Value, 3> getItemStart(OpBuilder &b, Location loc, Value k,
 /// coordinates) on, up to `end` (the op the roles' regions replace): the
 /// items' count and slot are built at `b`.
 WorkItems getWorkItems(OpBuilder &b, Location loc, fagpu::BlockCoordsOp coords,
-                       Operation *end, Value query, int64_t blockQ,
-                       bool paired) {
+                       Operation *end, Value query, int64_t blockQ, bool paired,
+                       bool tail) {
   WorkItems work;
   work.coords = coords;
   work.paired = paired;
+  work.tail = tail;
   DenseSet<Value> derived(coords->result_begin(), coords->result_end());
   for (Operation &op :
        llvm::make_range(std::next(coords->getIterator()), end->getIterator())) {
@@ -350,18 +388,39 @@ WorkItems getWorkItems(OpBuilder &b, Location loc, fagpu::BlockCoordsOp coords,
   auto slot = fagpu::WorkSlotOp::create(b, loc, idx, idx);
   work.first = slot.getFirst();
   work.stride = slot.getStride();
-  // ceil((shared - first) / stride), none where first is past them; paired,
-  // two items a pair.
-  Value left = arith::MaxSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, shared, work.first), cst(0));
-  work.count = arith::DivUIOp::create(
-      b, loc,
-      arith::AddIOp::create(
-          b, loc, left,
-          arith::SubIOp::create(b, loc, work.stride, cst(1)).getResult()),
-      work.stride);
-  if (paired)
-    work.count = arith::ShLIOp::create(b, loc, work.count, cst(1));
+  // ceil((items - place) / stride), none where place is past them.
+  auto roundsFrom = [&](Value items, Value place) -> Value {
+    Value left = arith::MaxSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, items, place), cst(0));
+    return arith::DivUIOp::create(
+        b, loc,
+        arith::AddIOp::create(
+            b, loc, left,
+            arith::SubIOp::create(b, loc, work.stride, cst(1)).getResult()),
+        work.stride);
+  };
+  if (!tail) {
+    // From the CTA's slot; paired, two items a pair.
+    work.count = roundsFrom(shared, work.first);
+    if (paired)
+      work.count = arith::ShLIOp::create(b, loc, work.count, cst(1));
+    return work;
+  }
+  // Every CTA runs the pairs of the full rounds but the last; the tail's
+  // tiles (2 (shared - early)) in snake order: the rounds before the last
+  // and the last where the CTA's place in it is inside, ceil((tiles -
+  // place) / stride) of the last round's place.
+  Value rounds = arith::DivUIOp::create(b, loc, shared, work.stride);
+  work.headRounds = arith::SubIOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, rounds, cst(1)), cst(1));
+  work.early = arith::MulIOp::create(b, loc, work.headRounds, work.stride);
+  Value tiles = arith::ShLIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, shared, work.early), cst(1));
+  Value last = work.snakePlace(
+      b, loc, arith::DivUIOp::create(b, loc, tiles, work.stride));
+  work.count = arith::AddIOp::create(
+      b, loc, arith::ShLIOp::create(b, loc, work.headRounds, cst(1)),
+      roundsFrom(tiles, last));
   return work;
 }
 
@@ -508,7 +567,7 @@ bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns,
 
 LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
                          bool pingpong, bool overlap, StringRef persistentGrid,
-                         int64_t &sharedBytes) {
+                         StringRef causalOrder, int64_t &sharedBytes) {
   auto fail = [&](const Twine &why) {
     return kernel.emitOpError("fa-warp-specialize: ") << why;
   };
@@ -582,16 +641,21 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
     });
   });
   // Causal tiles are shared as pairs of a heavy and a light one, each
-  // pair's work about the same.
+  // pair's work about the same, the grid's last rounds' tiles one by one
+  // (causal-order=tail).
   TileWork tileWork = getTileWork(kernel);
   bool uniform = tileWork == TileWork::Uniform;
-  bool paired =
+  bool causal =
       tileWork == TileWork::Causal && coords && coords.getHeavyFirst();
+  bool paired = causal;
   // Not by default for one consumer warpgroup at D = 128, two CTAs an SM:
   // carrying the tiles done spilled there (8 bytes, 64 x 64 tiles).
   int64_t warpgroups = consumers / 128;
   int64_t d = std::max(qType.getCols(), vType.getCols());
-  bool spills = paired && warpgroups == 1 && d >= 128;
+  bool spills = causal && warpgroups == 1 && d >= 128;
+  // The sorted tail with two or more consumer warpgroups: with one (two
+  // CTAs an SM) its item decode spilled 8 bytes at D = 32 and 64.
+  bool tail = causal && causalOrder == "tail" && warpgroups >= 2;
   // A window's tiles one an item: +16-21% at D = 64 and 128 (H200, with
   // the producer's 40 registers below).
   bool windowed = tileWork == TileWork::Window;
@@ -614,7 +678,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
                     (persistentGrid == "auto" &&
                      (!readsOrDrawsTerms || rangedAuto) && !spills);
   persistent &=
-      coords && (uniform || paired || windowed ||
+      coords && (uniform || causal || windowed ||
                  (ranged && (persistentGrid == "always" || rangedAuto)));
   if (persistent)
     rings.qEmpty = barriers(1, consumers / 128);
@@ -648,7 +712,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   }
   if (persistent)
     work = getWorkItems(b, loc, coords, loop, qCopy.getSource(),
-                        qType.getRows(), paired);
+                        qType.getRows(), paired, tail);
   // One consumer warpgroup whose shared memory leaves room for a second
   // CTA gets it (the SM's 228 KB, 1 KB of it per CTA for the system), up
   // to D = 128: ptxas compiles each instruction within the launch's
@@ -664,7 +728,9 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // causal and lse), none at 40 with the consumers at 232. Key ranges'
   // items fit 24 (no spill at D = 64 and 128), where at 40 a mask_mod's
   // consumers (at 232) spilled 4 bytes at D = 64.
-  int64_t producerNeeds = !rings.bulk || (persistent && windowed) ? 40 : 24;
+  // The sorted tail's item decode spilled 36-84 bytes at 24.
+  int64_t producerNeeds =
+      !rings.bulk || (persistent && (windowed || tail)) ? 40 : 24;
   auto [producerRegisters, consumerRegisters] = registerSplit(
       warpgroups, specialized.getLaunchRegisters(), producerNeeds);
   specialized.setProducerRegisters(producerRegisters);
@@ -842,8 +908,14 @@ struct FAWarpSpecializePass
             << persistent << "')";
         return signalPassFailure();
       }
+      if (causalOrder != "paired" && causalOrder != "tail") {
+        kernel.emitOpError("fa-warp-specialize: causal-order must be paired "
+                           "or tail (got '")
+            << causalOrder << "')";
+        return signalPassFailure();
+      }
       if (failed(specialize(kernel, tile->kvStages, tma, pingpong, overlap,
-                            persistent, bytes)))
+                            persistent, causalOrder, bytes)))
         return signalPassFailure();
       kernel->setAttr(kKVStagesAttr,
                       Builder(&getContext()).getI64IntegerAttr(tile->kvStages));

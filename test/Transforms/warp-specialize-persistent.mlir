@@ -1,5 +1,5 @@
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
-// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=always -fa-async-copy | FileCheck %s --check-prefix=ALWAYS
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="persistent=always causal-order=paired" -fa-async-copy | FileCheck %s --check-prefix=ALWAYS
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=never -fa-async-copy | FileCheck %s --check-prefix=NEVER
 // RUN: not fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: 'gpu.func' op fa-warp-specialize: persistent must be auto, always or never (got 'sometimes')
@@ -178,8 +178,10 @@ func.func @capture(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: ten
 
 // -----
 
-// A causal mask: query tiles visit different keys. The CTAs (by default too,
-// not with `never`) share pairs of one heavy and one light tile
+// A causal mask: query tiles visit different keys. By default the grid's
+// last rounds go as single tiles sorted by decreasing work
+// (warp-specialize-persistent-tail.mlir); with causal-order=paired (ALWAYS)
+// the CTAs share pairs of one heavy and one light tile
 // round robin (block_coords {paired}): ceil(tiles / 2) x Hq x B pairs, two
 // items each, the CTA's k-th item 2 (first + (k / 2) stride) + k % 2. Each
 // item finds its own keys (from its row), none where the tile is past Nq
@@ -189,7 +191,7 @@ func.func @capture(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: ten
 // done / 2 & 1); each item adds its ceil((end - begin) / 128).
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK: fagpu.work_slot
-// CHECK: fagpu.block_coords of %{{.*}} in %{{.*}} {heavy_first, paired}
+// CHECK: fagpu.block_coords of %{{.*}} in %{{.*}} {heavy_first, paired, sorted_tail}
 // NEVER-LABEL: gpu.func @fa_forward_0
 // NEVER-NOT: fagpu.work_slot
 // NEVER: fagpu.take_turn of 2 {first}

@@ -100,11 +100,20 @@ run --dtype=f16 --shape=4,16,8,333,257,64 --dropout=0.1 --lse --fwd-persistent=a
 run "$inputs/bias-full-f32.mlir" --shape=16,4,4,300,400,128
 run "$inputs/mask-mod-blocks.mlir" --shape=16,4,4,1000,1100,128 --fwd-key-ranges=false
 run --dtype=bf16 --shape=4,32,8,1000,777,128 --lse --fwd-persistent=never
-# Causal (heavy and light tiles in pairs; an odd tile count runs the pad
-# item) and windows (single tiles), items of different key counts, with
-# few CTAs so that each carries the key tiles done across many items.
+# Causal (heavy and light tiles in pairs, the last rounds' tiles one by one
+# sorted by work; an odd tile count runs the pad item) and windows (single
+# tiles), items of different key counts, with few CTAs so that each carries
+# the key tiles done across many items. The sorted tail: all of it (fewer
+# pairs than CTAs), after two rounds of pairs with a part-empty third, at
+# one CTA; and pairs throughout.
 run --dtype=bf16 --shape=3,5,1,1000,1000,128 --causal=bottom-right --lse \
   --persistent-ctas=3
+run --dtype=bf16 --shape=3,5,1,1000,1000,128 --causal=bottom-right --lse \
+  --persistent-ctas=3 --fwd-causal-order=paired
+run --dtype=bf16 --shape=2,11,11,1300,1300,192 --causal=top-left --lse
+run --dtype=f16 --shape=4,11,11,2048,2048,64 --causal=bottom-right --lse
+run --dtype=bf16 --shape=1,3,3,900,900,64 --causal=top-left --lse \
+  --persistent-ctas=1
 run --dtype=f16 --shape=5,3,3,300,300,64 --causal=top-left --lse \
   --persistent-ctas=3
 run --dtype=bf16 --shape=2,4,4,1500,700,256 --causal=bottom-right --lse \

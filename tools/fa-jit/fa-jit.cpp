@@ -242,6 +242,14 @@ static cl::opt<std::string> fwdPersistentOpt(
              "of the position, not bias, captures or dropout; always: also "
              "those, and a key-range kernel's tiles one an item; never)"),
     cl::init("auto"), cl::cat(faCategory));
+static cl::opt<std::string> fwdCausalOrderOpt(
+    "fwd-causal-order",
+    cl::desc("With a persistent causal grid, how the CTAs share the query "
+             "tiles: tail (the default: heavy/light pairs round robin for "
+             "the full rounds but the last, then single tiles heaviest "
+             "first, each round of the CTAs in the other direction) or "
+             "paired (pairs throughout)"),
+    cl::init("tail"), cl::cat(faCategory));
 static cl::opt<int64_t> fwdHeadGroupOpt(
     "fwd-head-group",
     cl::desc("Under a causal mask, run the heaviest query tiles of this many "
@@ -1134,7 +1142,8 @@ bool Driver::emit() {
         op, chip,
         {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
          fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-         fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt});
+         fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt,
+         fwdCausalOrderOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1392,7 +1401,7 @@ bool Driver::compileAndRunOnGpu() {
       op, chip, compiledNow, error,
       {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
        fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-       fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt});
+       fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt, fwdCausalOrderOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

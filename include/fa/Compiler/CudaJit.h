@@ -61,6 +61,8 @@ struct CudaForwardTile {
   bool keyRanges = true;
   /// fwd-head-group (0: the default).
   int64_t headGroup = 0;
+  /// fwd-causal-order: tail or paired.
+  std::string causalOrder = "tail";
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

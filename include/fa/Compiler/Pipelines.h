@@ -104,6 +104,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
           "grid, each CTA running work items round robin "
           "(fa-warp-specialize's persistent: auto, always or never)"),
       llvm::cl::init("auto")};
+  Option<std::string> fwdCausalOrder{
+      *this, "fwd-causal-order",
+      llvm::cl::desc("With a persistent causal grid, how the CTAs share the "
+                     "query tiles: paired or tail (fa-warp-specialize's "
+                     "causal-order)"),
+      llvm::cl::init("tail")};
   Option<int64_t> fwdHeadGroup{
       *this, "fwd-head-group",
       llvm::cl::desc("Under a causal mask, the heaviest query tiles of this "

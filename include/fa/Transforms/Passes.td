@@ -435,7 +435,15 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
            "work items round robin and the producer copies the next item's "
            "Q and K/V under the current item's epilogue. auto: kernels "
            "whose terms read no memory and draw no random bits (softcap, "
-           "ALiBi; not bias, captures, dropout); always; never">
+           "ALiBi; not bias, captures, dropout); always; never">,
+    Option<"causalOrder", "causal-order", "std::string",
+           /*default=*/"\"tail\"",
+           "How a persistent causal kernel's CTAs share the query tiles: "
+           "paired (a heavy and a light tile of one head a pair, the pairs "
+           "round robin) or tail (pairs for the full rounds but the last; "
+           "the rest single tiles sorted by decreasing work, each round of "
+           "the CTAs in the other direction; +1-17%, the most where pairs "
+           "leave the last round part empty)">
   ];
   let dependentDialects = [
     "::mlir::fagpu::FAGPUDialect",

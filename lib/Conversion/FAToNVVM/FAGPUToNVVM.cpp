@@ -249,6 +249,65 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
   }
 };
 
+/// fagpu.block_coords {paired, sorted_tail}: item 2 p0 + u past the pairs of
+/// the full rounds but the last (p0 = max(P / C - 1, 0) C) is the u-th of
+/// the remaining pairs' tiles sorted by decreasing work. Those pairs are
+/// (head, batch) pair s = p0 / hT from j0 = p0 % hT on and all of the
+/// `full` pairs after it: levels j < j0 hold `full` tiles, the others
+/// full + 1 (s first). Heavy tiles T - 1 - j come first, j ascending, then
+/// light ones j - T % 2 (T where that is -1), j descending. Returns the
+/// (tile, head-batch pair) of `item`: `pairedTile` and `pairedHeads` where
+/// it is not in the tail.
+static std::pair<Value, Value> sortedTail(OpBuilder &b, Location loc,
+                                          KernelBuilder &kb, Value item,
+                                          Value tiles, Value pairedTile,
+                                          Value pairedHeads, Value heads,
+                                          Value batches) {
+  using P = arith::CmpIPredicate;
+  Value one = kb.c32(1);
+  Value halves = kb.shr(kb.add(tiles, one), 1);
+  Value headPairs = kb.mul(heads, batches);
+  Value pairs = kb.mul(halves, headPairs);
+  // Read through an opaque mov, so that the decode is not hoisted out of the
+  // item loop: its invariants kept live there spilled 4-8 bytes at D = 32.
+  Value ctas = kb.opaque(NVVM::GridDimXOp::create(b, loc, b.getI32Type()));
+  Value rounds = kb.divu(pairs, ctas);
+  Value early = kb.mul(
+      kb.sel(kb.cmp(P::eq, rounds, kb.c32(0)), rounds, kb.sub(rounds, one)),
+      ctas);
+  Value u = kb.sub(item, kb.shl(early, 1));
+  Value start = kb.divu(early, halves), j0 = kb.remu(early, halves);
+  Value full = kb.sub(kb.sub(headPairs, one), start);
+  Value fullOr1 = kb.maxs(full, one), withStart = kb.add(full, one);
+  Value heavies = kb.sub(pairs, early);
+  // Heavy tiles: `full` a level below j0, then full + 1 (start first).
+  Value below = kb.mul(j0, full);
+  Value inBelow = kb.cmp(P::ult, u, below);
+  Value rest = kb.sub(u, below);
+  Value jHeavy = kb.sel(inBelow, kb.divu(u, fullOr1),
+                        kb.add(j0, kb.divu(rest, withStart)));
+  Value hHeavy =
+      kb.sel(inBelow, kb.add(kb.add(start, one), kb.remu(u, fullOr1)),
+             kb.add(start, kb.remu(rest, withStart)));
+  Value heavy = kb.sub(kb.sub(tiles, one), jHeavy);
+  // Light tiles, j descending: full + 1 a level from hT - 1 down to j0.
+  Value v = kb.sub(u, heavies);
+  Value above = kb.mul(kb.sub(halves, j0), withStart);
+  Value inAbove = kb.cmp(P::ult, v, above);
+  Value w = kb.sub(v, above);
+  Value jLight =
+      kb.sel(inAbove, kb.sub(kb.sub(halves, one), kb.divu(v, withStart)),
+             kb.sub(kb.sub(j0, one), kb.divu(w, fullOr1)));
+  Value hLight = kb.sel(inAbove, kb.add(start, kb.remu(v, withStart)),
+                        kb.add(kb.add(start, one), kb.remu(w, fullOr1)));
+  Value light = kb.sub(jLight, kb.andi(tiles, 1));
+  light = kb.sel(kb.cmp(P::slt, light, kb.c32(0)), tiles, light);
+  Value isHeavy = kb.cmp(P::ult, u, heavies);
+  Value inTail = kb.cmp(P::uge, item, kb.shl(early, 1));
+  return {kb.sel(inTail, kb.sel(isHeavy, heavy, light), pairedTile),
+          kb.sel(inTail, kb.sel(isHeavy, hHeavy, hLight), pairedHeads)};
+}
+
 /// The prologue's place; rematerialized, the tile id is read again through
 /// an opaque mov and the head and batch from ctaid.y and z (or the folded
 /// grid's linear index), so nothing computed from them stays live across a
@@ -281,6 +340,10 @@ struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
             kb.sel(kb.cmp(arith::CmpIPredicate::slt, light, c0), tiles, light);
         tile = kb.sel(kb.cmp(arith::CmpIPredicate::eq, kb.andi(item, 1), c0),
                       heavy, light);
+        if (op.getSortedTail())
+          std::tie(tile, heads) =
+              sortedTail(rewriter, loc, kb, item, tiles, tile, heads,
+                         binding.heads, binding.batches);
       } else {
         tile = kb.remu(item, tiles);
         heads = kb.divu(item, tiles);

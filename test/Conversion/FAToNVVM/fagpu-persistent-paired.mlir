@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=always -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="persistent=always causal-order=paired" -convert-fa-to-nvvm | FileCheck %s
 
 // A causal persistent kernel's item (fagpu.block_coords {paired}): the
 // producer's item 2 (first + (k / 2) stride) + k % 2 is unit u = item / 2,

@@ -12,7 +12,7 @@
 // DUMP-NEXT: fa-key-ranges,
 // DUMP-NEXT: fa-tile{block-kv=64 block-q=64},
 // DUMP-NEXT: fa-online-softmax,
-// DUMP-NEXT: fa-warp-specialize{overlap=true persistent=auto pingpong=true stages=0 tma=true},
+// DUMP-NEXT: fa-warp-specialize{causal-order=tail overlap=true persistent=auto pingpong=true stages=0 tma=true},
 // DUMP-NEXT: fa-async-copy{stages=0},
 // DUMP-NEXT: convert-fa-to-nvvm{{.*}}chip=sm_90a},
 // DUMP-NEXT: gpu.module(

@@ -615,6 +615,14 @@ func.func @coords_paired_without_heavy_first(%i: index) {
 
 // -----
 
+func.func @coords_sorted_tail_unpaired(%i: index) {
+  // expected-error @+1 {{takes sorted_tail with paired only}}
+  %b, %h, %t = fagpu.block_coords of %i in %i {heavy_first, sorted_tail}
+  return
+}
+
+// -----
+
 func.func @coords_group_without_heavy_first() {
   // expected-error @+1 {{takes head_group with heavy_first only, not with a work item}}
   %b, %h, %t = fagpu.block_coords {head_group = 8 : i64}

@@ -237,6 +237,7 @@ gpu.module @m {
 // CHECK: scf.for %[[ITEM:.*]] = %[[FIRST]] to %{{.*}} step %[[STRIDE]]
 // CHECK-NEXT: fagpu.block_coords of %[[ITEM]] in %{{.*}} {heavy_first}
 // CHECK-NEXT: fagpu.block_coords of %[[ITEM]] in %{{.*}} {heavy_first, paired}
+// CHECK-NEXT: fagpu.block_coords of %[[ITEM]] in %{{.*}} {heavy_first, paired, sorted_tail}
 // CHECK: fagpu.take_turn of 2 {end}
 gpu.module @persistent_m {
   gpu.func @persistent(%items: index, %tiles: index) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
@@ -248,6 +249,7 @@ gpu.module @persistent_m {
       scf.for %item = %first to %items step %stride {
         %b, %h, %t = fagpu.block_coords of %item in %tiles {heavy_first}
         %b2, %h2, %t2 = fagpu.block_coords of %item in %tiles {heavy_first, paired}
+        %b3, %h3, %t3 = fagpu.block_coords of %item in %tiles {heavy_first, paired, sorted_tail}
         fagpu.take_turn of 2
         fagpu.pass_turn of 2
       }

@@ -335,6 +335,8 @@ LogicalResult BlockCoordsOp::verify() {
                        "is a value, not a special register)");
   if (getPaired() && (!getWork() || !getHeavyFirst()))
     return emitOpError("takes paired with a work item and heavy_first only");
+  if (getSortedTail() && !getPaired())
+    return emitOpError("takes sorted_tail with paired only");
   if (getHeadGroup() && (getWork() || !getHeavyFirst()))
     return emitOpError("takes head_group with heavy_first only, not with a "
                        "work item");

@@ -49,10 +49,18 @@ def FAGPU_BlockCoordsOp : FAGPU_Op<"block_coords", [Pure,
     one heavy and one light tile, which together see about T + 1 key tiles
     under a causal mask, so that round robin over the pairs shares the work
     evenly. Where T is odd, the heaviest tile's partner (-1) is tile T, past
-    the queries: an item with no rows.
+    the queries: an item with no rows. With `sorted_tail` too, only the
+    pairs of the grid's full rounds but the last (p0 = max(P / C - 1, 0) C
+    of the P pairs, C = nctaid.x) are items that way; items 2 p0 + u are
+    the remaining pairs' tiles one by one, sorted by decreasing work: their
+    heavy tiles by j ascending, then their light ones by j descending, the
+    (head, batch) pairs fastest. A persistent kernel deals them to its CTAs
+    in snake order (`fa-warp-specialize`'s `causal-order=tail`), so that the
+    grid's last rounds even out instead of leaving CTAs idle.
   }];
   let arguments = (ins Optional<Index>:$work, Optional<Index>:$tiles,
                        UnitAttr:$heavy_first, UnitAttr:$paired,
+                       UnitAttr:$sorted_tail,
                        UnitAttr:$rematerialize,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$head_group,
                        UnitAttr:$batch_fastest);
