@@ -645,17 +645,16 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // (causal-order=tail).
   TileWork tileWork = getTileWork(kernel);
   bool uniform = tileWork == TileWork::Uniform;
-  bool causal =
+  bool paired =
       tileWork == TileWork::Causal && coords && coords.getHeavyFirst();
-  bool paired = causal;
   // Not by default for one consumer warpgroup at D = 128, two CTAs an SM:
   // carrying the tiles done spilled there (8 bytes, 64 x 64 tiles).
   int64_t warpgroups = consumers / 128;
   int64_t d = std::max(qType.getCols(), vType.getCols());
-  bool spills = causal && warpgroups == 1 && d >= 128;
+  bool spills = paired && warpgroups == 1 && d >= 128;
   // The sorted tail with two or more consumer warpgroups: with one (two
   // CTAs an SM) its item decode spilled 8 bytes at D = 32 and 64.
-  bool tail = causal && causalOrder == "tail" && warpgroups >= 2;
+  bool tail = paired && causalOrder == "tail" && warpgroups >= 2;
   // A window's tiles one an item: +16-21% at D = 64 and 128 (H200, with
   // the producer's 40 registers below).
   bool windowed = tileWork == TileWork::Window;
@@ -678,7 +677,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
                     (persistentGrid == "auto" &&
                      (!readsOrDrawsTerms || rangedAuto) && !spills);
   persistent &=
-      coords && (uniform || causal || windowed ||
+      coords && (uniform || paired || windowed ||
                  (ranged && (persistentGrid == "always" || rangedAuto)));
   if (persistent)
     rings.qEmpty = barriers(1, consumers / 128);
