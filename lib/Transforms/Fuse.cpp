@@ -216,7 +216,8 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
     };
     for (AttentionOp op : ops) {
       ForwardTile tile = tileOf(op);
-      if (std::string why = unsupportedTileReason(tile.blockQ, tile.blockKV);
+      if (std::string why =
+              unsupportedTileReason(tile.blockQ, tile.blockKV, specializes(op));
           !why.empty()) {
         op.emitOpError("fa-fuse: ") << why;
         return signalPassFailure();

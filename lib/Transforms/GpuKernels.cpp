@@ -83,6 +83,25 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
       tile.blockKV = 32;
     else if (terms == 2 || bias || (d > 64 && terms == 1 && !scoreMod))
       tile.blockKV = 64;
+    // Plain kernels take wider key tiles where they measured faster (H200,
+    // two stages, performance.md: wide K/V tiles): fewer softmax rescales,
+    // row reductions and barriers per key, as FlashAttention-3's 176 at
+    // D = 128. Without masks: D = 64 192 keys (+1-5%), D = 128 176 (+1%),
+    // D = 256 80 (+4-6%); D = 192 (128 for O's 192 columns would not fit
+    // two stages) 112 keys, causal too (+6-15%). D = 96 at 176 and causal
+    // D = 64 at 192 were slower; D = 256 at 80 with lse spills 8 bytes.
+    int64_t headDim = op.getQuery().getType().getDimSize(3);
+    if (!isScoredForward(op) && !op.getSoftcapAttr() &&
+        headDim == op.getValue().getType().getDimSize(3)) {
+      if (headDim == 192)
+        tile.blockKV = 112;
+      else if (!masked && headDim == 64)
+        tile.blockKV = 192;
+      else if (!masked && headDim == 128)
+        tile.blockKV = 176;
+      else if (!masked && headDim == 256 && !op.getLse())
+        tile.blockKV = 80;
+    }
     tile.kvStages =
         defaultKVStages(op, tile.blockQ, tile.blockKV, wgmma, warpSpecialize);
     // Causal at D >= 128: the heaviest tiles of 8 heads first, +2-6% on the
@@ -138,13 +157,20 @@ int64_t mlir::fa::defaultKVStages(AttentionOp op, int64_t blockQ,
   return blockQ == 128 && blockKV == 64 && d <= 128 ? 2 : 1;
 }
 
-std::string mlir::fa::unsupportedTileReason(int64_t blockQ, int64_t blockKV) {
+std::string mlir::fa::unsupportedTileReason(int64_t blockQ, int64_t blockKV,
+                                            bool wideKV) {
   if (blockQ != 64 && blockQ != 128)
     return "block-q must be 64 or 128 (got " + std::to_string(blockQ) + ")";
-  if (blockKV != 32 && blockKV != 64 && blockKV != 128)
-    return "block-kv must be 32, 64 or 128 (got " + std::to_string(blockKV) +
-           ")";
-  return "";
+  if (blockKV == 32 || blockKV == 64 || blockKV == 128)
+    return "";
+  // wgmma takes any N that is a multiple of 8 up to 256; the producer's
+  // copies (TMA boxes, or cp.async chunks over 128 threads) and P V's k-steps
+  // want whole 16-row slabs.
+  if (wideKV && blockKV >= 16 && blockKV <= 256 && blockKV % 16 == 0)
+    return "";
+  return "block-kv must be 32, 64 or 128" +
+         std::string(wideKV ? ", or a multiple of 16 up to 256" : "") +
+         " (got " + std::to_string(blockKV) + ")";
 }
 
 std::optional<int64_t> mlir::fa::maxSharedBytesPerBlock(StringRef chip) {

@@ -455,8 +455,9 @@ LogicalResult mlir::fa::tileForwardKernel(gpu::GPUFuncOp kernel) {
     return kernel.emitOpError("fa-tile: the kernel has no '")
            << kBlockQAttr << "' and '" << kBlockKVAttr
            << "' (outline it with fa-fuse)";
-  if (std::string why =
-          unsupportedTileReason(blockQ.getInt(), blockKV.getInt());
+  if (std::string why = unsupportedTileReason(
+          blockQ.getInt(), blockKV.getInt(),
+          kernel->hasAttr(kWgmmaAttr) && kernel->hasAttr(kWarpSpecializeAttr));
       !why.empty())
     return kernel.emitOpError("fa-tile: ") << why;
   if (!isOutlinedAsFuse(kernel, op))

@@ -1,6 +1,11 @@
 // RUN: split-file %s %t
 // RUN: fa-opt %t/block-q.mlir -fa-fuse=block-q=96 -verify-diagnostics
 // RUN: fa-opt %t/block-kv.mlir -fa-fuse=block-kv=16 -verify-diagnostics
+// Wider K/V tiles only for a warp-specialized wgmma kernel (sm_90a), and in
+// whole 16-row slabs there.
+// RUN: fa-opt %t/block-kv-sm80.mlir -fa-fuse="chip=sm_80 block-kv=176" -verify-diagnostics
+// RUN: fa-opt %t/block-kv-sm90.mlir -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=120" -verify-diagnostics
+// RUN: fa-opt %t/block-kv-sm90-big.mlir -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=272" -verify-diagnostics
 // Nothing is outlined when a tile is refused.
 // RUN: not fa-opt %t/block-q.mlir -fa-fuse=block-q=96 2>/dev/null | count 0
 
@@ -16,4 +21,25 @@ func.func @f(%q: tensor<1x1x8x128xf16>) -> tensor<1x1x8x128xf16> {
   // expected-error @+1 {{'fa.attention' op fa-fuse: block-kv must be 32, 64 or 128 (got 16)}}
   %o = fa.attention %q, %q, %q : tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16> -> tensor<1x1x8x128xf16>
   return %o : tensor<1x1x8x128xf16>
+}
+
+//--- block-kv-sm80.mlir
+func.func @f(%q: tensor<1x1x8x128xf16>) -> tensor<1x1x8x128xf16> {
+  // expected-error @+1 {{'fa.attention' op fa-fuse: block-kv must be 32, 64 or 128 (got 176)}}
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16> -> tensor<1x1x8x128xf16>
+  return %o : tensor<1x1x8x128xf16>
+}
+
+//--- block-kv-sm90.mlir
+func.func @f(%q: tensor<1x1x8x128xf16>) -> tensor<1x1x8x128xf16> {
+  // expected-error @+1 {{'fa.attention' op fa-fuse: block-kv must be 32, 64 or 128, or a multiple of 16 up to 256 (got 120)}}
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16>, tensor<1x1x8x128xf16> -> tensor<1x1x8x128xf16>
+  return %o : tensor<1x1x8x128xf16>
+}
+
+//--- block-kv-sm90-big.mlir
+func.func @f(%q: tensor<1x1x8x64xf16>) -> tensor<1x1x8x64xf16> {
+  // expected-error @+1 {{'fa.attention' op fa-fuse: block-kv must be 32, 64 or 128, or a multiple of 16 up to 256 (got 272)}}
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16> -> tensor<1x1x8x64xf16>
+  return %o : tensor<1x1x8x64xf16>
 }

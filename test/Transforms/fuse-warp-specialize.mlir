@@ -1,7 +1,9 @@
 // fa-fuse's warp-specialize on sm_90a: wgmma kernels of the plain path are
 // marked `fa.warp_specialize` with a producer warpgroup's default tiles,
 // 128 query rows (two consumer warpgroups) and K/V tiles of 128 rows (64 at
-// D = 256; D = 96, padded to 128 columns, D = 128's).
+// D = 256; D = 96, padded to 128 columns, D = 128's), wider for plain
+// kernels: without masks 192 at D = 64, 176 at D = 128 and 80 at D = 256;
+// 112 at D = 192, masked or not.
 // fa-warp-specialize leaves unmarked kernels alone (the UNMARKED run: the
 // same kernels without the option). The scored path is marked too, with
 // K/V tiles by its per-score terms beyond ALiBi's (bias, score_mod,
@@ -40,7 +42,7 @@ func.func @causal128(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
 
 // CHECK-LABEL: func.func @d256
 // CHECK: gpu.func @fa_forward_0
-// CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: fa.block_kv = 80 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
 func.func @d256(%q: tensor<1x1x8x256xbf16>) -> tensor<1x1x8x256xbf16> {
   %o = fa.attention %q, %q, %q : tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16> -> tensor<1x1x8x256xbf16>
   return %o : tensor<1x1x8x256xbf16>
@@ -212,6 +214,56 @@ func.func @score256(%q: tensor<1x1x8x256xbf16>) -> tensor<1x1x8x256xbf16> {
 }
 
 // -----
+
+// CHECK-LABEL: func.func @d64_wide
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 192 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @d64_wide(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
+  return %o : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @d128_wide
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 176 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @d128_wide(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
+  return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
+// Softcap and windows keep 128 keys.
+// CHECK-LABEL: func.func @d128_softcap
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @d128_softcap(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
+  %o = fa.attention %q, %q, %q {softcap = 3.000000e+01 : f32} : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
+  return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @d64_window
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @d64_window(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
+  %o = fa.attention %q, %q, %q {window = array<i64: 16, 0>} : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
+  return %o : tensor<1x1x8x64xbf16>
+}
+
+// -----
+
+// D = 192: 112 keys, causal too.
+// CHECK-LABEL: func.func @causal192
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 112 : i64, fa.block_q = 128 : i64, fa.head_group = 8 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @causal192(%q: tensor<1x1x8x192xbf16>) -> tensor<1x1x8x192xbf16> {
+  %o = fa.attention %q, %q, %q {causal = #fa.causal<top_left>} : tensor<1x1x8x192xbf16>, tensor<1x1x8x192xbf16>, tensor<1x1x8x192xbf16> -> tensor<1x1x8x192xbf16>
+  return %o : tensor<1x1x8x192xbf16>
+}
 
 // -----
 

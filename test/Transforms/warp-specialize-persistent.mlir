@@ -1,7 +1,7 @@
-// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
-// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="persistent=always causal-order=paired" -fa-async-copy | FileCheck %s --check-prefix=ALWAYS
-// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=never -fa-async-copy | FileCheck %s --check-prefix=NEVER
-// RUN: not fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=128" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=128" -fa-tile -fa-online-softmax -fa-warp-specialize="persistent=always causal-order=paired" -fa-async-copy | FileCheck %s --check-prefix=ALWAYS
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=128" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=never -fa-async-copy | FileCheck %s --check-prefix=NEVER
+// RUN: not fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=128" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: 'gpu.func' op fa-warp-specialize: persistent must be auto, always or never (got 'sometimes')
 
 // fa-warp-specialize's persistent grid (D = 128, no mask: every query tile

@@ -1,6 +1,6 @@
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="overlap=0 persistent=never" -fa-async-copy | FileCheck %s
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="tma=0 pingpong=0 overlap=0 persistent=never" -fa-async-copy | FileCheck %s --check-prefix=CP
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=never -fa-async-copy | FileCheck %s --check-prefix=OV
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=128" -fa-tile -fa-online-softmax -fa-warp-specialize="overlap=0 persistent=never" -fa-async-copy | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=128" -fa-tile -fa-online-softmax -fa-warp-specialize="tma=0 pingpong=0 overlap=0 persistent=never" -fa-async-copy | FileCheck %s --check-prefix=CP
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=128" -fa-tile -fa-online-softmax -fa-warp-specialize=persistent=never -fa-async-copy | FileCheck %s --check-prefix=OV
 
 // fa-warp-specialize on a wgmma kernel (sm_90a, D = 128, 128 x 128 tiles,
 // two consumer warpgroups, two K/V stages): rings of K and V, mbarriers

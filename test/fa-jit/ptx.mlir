@@ -21,6 +21,8 @@
 // WS-DAG: mbarrier.arrive.expect_tx.shared.b64
 // WS-DAG: cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // WS-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// Its K/V tiles are 176 keys wide (S is m64n176).
+// WS-DAG: wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16
 // WS-DAG: bar.sync {{.*}}, 256;
 // WS-DAG: bar.arrive
 // WS-DAG: wgmma.wait_group.sync.aligned 1;
@@ -29,7 +31,8 @@
 // does not spill) and 5-10% faster than its other tiles (docs/performance.md).
 // RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --lse --fwd-wgmma=false > %t.90.128.mma.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.mma.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=SPILL
-// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,16,16,1,1,128 --kv-stages=1 > %t.90.128.f16.ptx
+// One stage of 128 keys (176 with one stage spills 28 bytes).
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,16,16,1,1,128 --block-kv=128 --kv-stages=1 > %t.90.128.f16.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.f16.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,16,16,1,1,128 --lse > %t.80.128.plain.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.80.128.plain.ptx -o %t.cubin 2>&1 | FileCheck %s
@@ -40,6 +43,20 @@
 // RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,8,8,1,1,64 --window=128,0 > %t.80.64.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.80.64.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t.90.128.mma.ptx
+// The wide default K/V tiles: 192 keys at D = 64, 112 at D = 192 (causal),
+// 80 at D = 256.
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,64 > %t.90.64.wide.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.90.64.wide.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WIDE64 < %t.90.64.wide.ptx
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,16,16,1,1,192 --causal=top-left --lse > %t.90.192.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.90.192.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WIDE192 < %t.90.192.ptx
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,256 > %t.90.256.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.90.256.ptx -o %t.cubin 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WIDE256 < %t.90.256.ptx
+// WIDE64: wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16
+// WIDE192: wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16
+// WIDE256: wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16
 // CHECK: Compiling entry function 'fa_forward_0'
 // CHECK: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill

@@ -26,6 +26,13 @@ run() {
   fi
 }
 
+# Cases of sm_90a's kernels only.
+sm90a=0
+[[ "$("$fajit" --target=auto --emit=ptx --shape=1,1,1,1,1,64 --dtype=bf16 2>&1)" == *".target sm_90a"* ]] && sm90a=1
+run_sm90a() {
+  if [ "$sm90a" = 1 ]; then run "$@"; fi
+}
+
 for dtype in bf16 f16; do
   for d in 64 80 96 128 192 256; do
     run --dtype=$dtype --shape=2,4,4,257,257,$d --lse
@@ -124,6 +131,18 @@ run --dtype=f16 --shape=3,2,1,700,900,64 --window=64,0 --causal=top-left \
   --lse --fwd-persistent=always --persistent-ctas=3
 run --dtype=bf16 --shape=2,4,2,1000,700,32 --window=64,8 --causal=bottom-right \
   --lse --persistent-ctas=3
+# Wide K/V tiles (sm_90a's producer warpgroup; explicit widths run only
+# there, other chips refuse them): the defaults (192 keys at D = 64, 176 at 128, 80 at
+# 256, 112 at 192) over key counts that are not multiples of them, few
+# CTAs, and widths no default takes, causal and windowed.
+run --dtype=bf16 --shape=2,4,2,1000,1777,64 --persistent-ctas=3
+run --dtype=f16 --shape=2,3,3,777,1500,128 --persistent-ctas=3
+run --dtype=bf16 --shape=2,4,4,1000,1300,256 --persistent-ctas=5
+run --dtype=bf16 --shape=2,3,3,1000,1300,192 --window=300,40 --lse
+run_sm90a --dtype=f16 --shape=2,4,2,1000,1700,128 --block-kv=144 \
+  --causal=bottom-right --lse
+run_sm90a --dtype=bf16 --shape=3,3,3,900,900,64 --block-kv=224 \
+  --causal=top-left --persistent-ctas=3
 # Terms of the position persistent (ALiBi, a relative-position score_mod):
 # each item's positions from its own coordinates.
 run --dtype=bf16 --shape=3,4,2,700,900,64 --alibi --causal=bottom-right --lse \

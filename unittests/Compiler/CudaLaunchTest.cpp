@@ -280,20 +280,20 @@ TEST_F(CudaLaunchTest, PlainForward) {
 
 // By default the plain kernel has a producer warpgroup that copies with
 // TMA: 128 query rows, 384 threads, and a tensor map of Q, K and V (boxes
-// of the whole 128-row tile at D = 64), which the launch encodes through the
-// function's driver from the call's pointers, sizes and strides. Its grid is
-// persistent: one CTA an item here, where the items (3 query tiles x 8
-// heads x 2 batches) are fewer than the SMs hold.
+// of the whole tile at D = 64: 128 query rows, 192 keys), which the launch
+// encodes through the function's driver from the call's pointers, sizes and
+// strides. Its grid is persistent: one CTA an item here, where the items (3
+// query tiles x 8 heads x 2 batches) are fewer than the SMs hold.
 TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   mlir::FailureOr<mlir::fa::CudaKernelImage> image = compileSm90a(kPlain);
   ASSERT_TRUE(mlir::succeeded(image));
   const rt::KernelAbi &abi = image->abi;
   EXPECT_EQ(rt::printKernelAbi(abi),
             "grid = [persistent(Nq, 128, 1), 1, 1], threads = 384, shared = "
-            "82000, " +
+            "114768, " +
                 std::string(kPlainParams) +
-                ", tensor_map(q, 64, 128) : tmap, tensor_map(k, 64, 128) : "
-                "tmap, tensor_map(v, 64, 128) : tmap]");
+                ", tensor_map(q, 64, 128) : tmap, tensor_map(k, 64, 192) : "
+                "tmap, tensor_map(v, 64, 192) : tmap]");
   rt::Function function = load(image->ptx, abi);
 
   rt::KernelCall call = forwardCall(2, 8, 2, 300, 200, 64);
@@ -304,11 +304,11 @@ TEST_F(CudaLaunchTest, WarpSpecializedForwardEncodesTensorMaps) {
   EXPECT_EQ(all[0].grid[0], 48u); // ceil(300 / 128) x 8 x 2
   EXPECT_EQ(all[0].grid[1], 1u);
   EXPECT_EQ(all[0].block[0], 384u);
-  EXPECT_EQ(all[0].sharedBytes, 82000u);
+  EXPECT_EQ(all[0].sharedBytes, 114768u);
   // The last map encoded is V's: [2, 2, 200, 64] at 0x30000.
   expectLastTensorMap(0x30000, {64, 200, 1, 2, 2},
                       {64 * 2, 128, 200 * 64 * 2, 2 * 200 * 64 * 2},
-                      {64, 128, 1, 1, 1});
+                      {64, 192, 1, 1, 1});
 }
 
 // Head dims between wgmma's 64-column panels (Dk = 96, Dv = 80): the maps

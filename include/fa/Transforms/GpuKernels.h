@@ -96,8 +96,11 @@ ForwardTile defaultForwardTile(AttentionOp op, bool wgmma = false,
 int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV,
                         bool wgmma = false, bool warpSpecialize = false);
 
-/// Why `blockQ x blockKV` is not a forward tile, or an empty string.
-std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV);
+/// Why `blockQ x blockKV` is not a forward tile, or an empty string. K/V
+/// tiles of 32, 64 or 128 rows everywhere; with `wideKV` (a warp-specialized
+/// wgmma kernel) any multiple of 16 up to 256.
+std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV,
+                                  bool wideKV = false);
 
 /// The columns of a forward kernel's shared tiles and O for rows of `d`
 /// elements: with wgmma, whole 64-column panels of its 128-byte swizzle

@@ -268,8 +268,9 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
            "Query rows per CTA, 64 or 128 (one or two m-tiles of 16 rows "
            "per warp); 0: the default for the variant">,
     Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
-           "Rows of the K/V tiles the loop visits, 32, 64 or 128; 0: the "
-           "default for the variant">,
+           "Rows of the K/V tiles the loop visits, 32, 64 or 128 (a "
+           "warp-specialized wgmma kernel: any multiple of 16 up to 256); "
+           "0: the default for the variant">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"true",
            "On a chip with wgmma (sm_90a), mark kernels whose head dim is a "
            "multiple of 64 `fa.wgmma` (with their own default tiles and one "

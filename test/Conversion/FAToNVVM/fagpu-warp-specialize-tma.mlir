@@ -1,4 +1,4 @@
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize="overlap=0 persistent=never" -convert-fa-to-nvvm | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=128" -fa-tile -fa-online-softmax -fa-warp-specialize="overlap=0 persistent=never" -convert-fa-to-nvvm | FileCheck %s
 
 // convert-fa-to-nvvm's warp-specialized kernel copying with TMA (sm_90a,
 // D = 128, 128 x 128 tiles, two consumer warpgroups taking turns; the loop
