@@ -85,11 +85,12 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
       tile.blockKV = 64;
     // Plain kernels take wider key tiles where they measured faster (H200,
     // two stages, performance.md: wide K/V tiles): fewer softmax rescales,
-    // row reductions and barriers per key, as FlashAttention-3's 176 at
-    // D = 128. Without masks: D = 64 192 keys (+1-5%), D = 128 176 (+1%),
-    // D = 256 80 (+4-6%); D = 192 (128 for O's 192 columns would not fit
-    // two stages) 112 keys, causal too (+6-15%). D = 96 at 176 and causal
-    // D = 64 at 192 were slower; D = 256 at 80 with lse spills 8 bytes.
+    // row reductions and barriers per key. Without masks: D = 64 192 keys
+    // (+1-5%), D = 256 80 (+3-6%; not with lse, where 80 spills 8 bytes);
+    // D = 192 (two stages of 128 do not fit beside its Q) 112, causal too
+    // (+6-15%). Not taken: D = 128 at 176 (FlashAttention-3's: +1%, for 30%
+    // more ptxas time in a cold compile), D = 96 at 176 and causal D = 64 at
+    // 192 (slower).
     int64_t headDim = op.getQuery().getType().getDimSize(3);
     if (!isScoredForward(op) && !op.getSoftcapAttr() &&
         headDim == op.getValue().getType().getDimSize(3)) {
@@ -97,8 +98,6 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
         tile.blockKV = 112;
       else if (!masked && headDim == 64)
         tile.blockKV = 192;
-      else if (!masked && headDim == 128)
-        tile.blockKV = 176;
       else if (!masked && headDim == 256 && !op.getLse())
         tile.blockKV = 80;
     }

@@ -2,8 +2,8 @@
 // marked `fa.warp_specialize` with a producer warpgroup's default tiles,
 // 128 query rows (two consumer warpgroups) and K/V tiles of 128 rows (64 at
 // D = 256; D = 96, padded to 128 columns, D = 128's), wider for plain
-// kernels: without masks 192 at D = 64, 176 at D = 128 and 80 at D = 256;
-// 112 at D = 192, masked or not.
+// kernels: without masks 192 at D = 64 and 80 at D = 256 (not with lse);
+// 112 at D = 192, masked or not. D = 128 keeps 128.
 // fa-warp-specialize leaves unmarked kernels alone (the UNMARKED run: the
 // same kernels without the option). The scored path is marked too, with
 // K/V tiles by its per-score terms beyond ALiBi's (bias, score_mod,
@@ -225,12 +225,23 @@ func.func @d64_wide(%q: tensor<1x1x8x64xbf16>) -> tensor<1x1x8x64xbf16> {
 
 // -----
 
-// CHECK-LABEL: func.func @d128_wide
+// CHECK-LABEL: func.func @d128_plain
 // CHECK: gpu.func @fa_forward_0
-// CHECK-SAME: fa.block_kv = 176 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
-func.func @d128_wide(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @d128_plain(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
   %o = fa.attention %q, %q, %q : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
   return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
+// D = 256 with lse keeps 64 keys.
+// CHECK-LABEL: func.func @d256_lse
+// CHECK: gpu.func @fa_forward_0
+// CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+func.func @d256_lse(%q: tensor<1x1x8x256xbf16>) -> (tensor<1x1x8x256xbf16>, tensor<1x1x8xf32>) {
+  %o, %lse = fa.attention %q, %q, %q : tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16> -> tensor<1x1x8x256xbf16>, tensor<1x1x8xf32>
+  return %o, %lse : tensor<1x1x8x256xbf16>, tensor<1x1x8xf32>
 }
 
 // -----

@@ -1,10 +1,11 @@
-// fa-warp-specialize over the wide K/V tiles fa-fuse gives a plain kernel
-// by default (176 keys at D = 128): two stages of 176 x 128 K and V tiles in
+// fa-warp-specialize over a K/V tile wider than 128 keys (176 at D = 128,
+// FlashAttention-3's; fa-fuse's defaults take 192 at D = 64, 112 at 192
+// and 80 at 256): two stages of 176 x 128 K and V tiles in
 // shared memory (45056 bytes each) after Q, the barriers after them, and S a
 // 128 x 176 accumulator whose P feeds P V's 11 k-steps. convert-fa-to-nvvm's
 // tensor maps take 176-row boxes for K and V.
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
-// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1" -fa-tile -fa-online-softmax -fa-warp-specialize -convert-fa-to-nvvm | FileCheck %s --check-prefix=ABI
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=176" -fa-tile -fa-online-softmax -fa-warp-specialize -fa-async-copy | FileCheck %s
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a warp-specialize=1 block-kv=176" -fa-tile -fa-online-softmax -fa-warp-specialize -convert-fa-to-nvvm | FileCheck %s --check-prefix=ABI
 
 // The launch's dynamic shared memory.
 // CHECK: arith.constant 213072 : i32

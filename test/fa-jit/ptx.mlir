@@ -21,8 +21,6 @@
 // WS-DAG: mbarrier.arrive.expect_tx.shared.b64
 // WS-DAG: cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // WS-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// Its K/V tiles are 176 keys wide (S is m64n176).
-// WS-DAG: wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16
 // WS-DAG: bar.sync {{.*}}, 256;
 // WS-DAG: bar.arrive
 // WS-DAG: wgmma.wait_group.sync.aligned 1;
@@ -31,8 +29,7 @@
 // does not spill) and 5-10% faster than its other tiles (docs/performance.md).
 // RUN: fa-jit --target=sm_90a --emit=ptx --dtype=bf16 --shape=1,16,16,1,1,128 --lse --fwd-wgmma=false > %t.90.128.mma.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.mma.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=SPILL
-// One stage of 128 keys (176 with one stage spills 28 bytes).
-// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,16,16,1,1,128 --block-kv=128 --kv-stages=1 > %t.90.128.f16.ptx
+// RUN: fa-jit --target=sm_90a --emit=ptx --dtype=f16 --shape=1,16,16,1,1,128 --kv-stages=1 > %t.90.128.f16.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.90.128.f16.ptx -o %t.cubin 2>&1 | FileCheck %s
 // RUN: fa-jit --target=sm_80 --emit=ptx --dtype=f16 --shape=1,16,16,1,1,128 --lse > %t.80.128.plain.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.80.128.plain.ptx -o %t.cubin 2>&1 | FileCheck %s

@@ -132,11 +132,12 @@ run --dtype=f16 --shape=3,2,1,700,900,64 --window=64,0 --causal=top-left \
 run --dtype=bf16 --shape=2,4,2,1000,700,32 --window=64,8 --causal=bottom-right \
   --lse --persistent-ctas=3
 # Wide K/V tiles (sm_90a's producer warpgroup; explicit widths run only
-# there, other chips refuse them): the defaults (192 keys at D = 64, 176 at 128, 80 at
+# there, other chips refuse them): the defaults (192 keys at D = 64, 80 at
 # 256, 112 at 192) over key counts that are not multiples of them, few
-# CTAs, and widths no default takes, causal and windowed.
+# CTAs, and widths no default takes (176 at D = 128), causal and windowed.
 run --dtype=bf16 --shape=2,4,2,1000,1777,64 --persistent-ctas=3
-run --dtype=f16 --shape=2,3,3,777,1500,128 --persistent-ctas=3
+run_sm90a --dtype=f16 --shape=2,3,3,777,1500,128 --block-kv=176 \
+  --persistent-ctas=3
 run --dtype=bf16 --shape=2,4,4,1000,1300,256 --persistent-ctas=5
 run --dtype=bf16 --shape=2,3,3,1000,1300,192 --window=300,40 --lse
 run_sm90a --dtype=f16 --shape=2,4,2,1000,1700,128 --block-kv=144 \
