@@ -7,8 +7,9 @@
 #
 #   bench/fwd_tile_sweep.sh [path/to/fa-jit]
 #
-# Environment: FA_SWEEP_D (default "64 128 256"), FA_SWEEP_N (default
-# "1024 4096 16384"), FA_SWEEP_ITERS (fa-jit --bench-iters, default 30).
+# Environment: FA_SWEEP_D (default "64 128 192 256"; H = 2048 / D rounded
+# down), FA_SWEEP_N (default "1024 4096 16384"), FA_SWEEP_ITERS (fa-jit
+# --bench-iters, default 30), FA_SWEEP_TILES (below).
 # Exits 77 (skipped) without a GPU.
 set -uo pipefail
 fajit=${1:-$(dirname "$0")/../build/bin/fa-jit}
@@ -20,23 +21,30 @@ if [[ "$probe" == *"needs a GPU target"* ]]; then
   exit 77
 fi
 
-# block-q x block-kv per D (sS: S K/V stages, else one); the first is the
-# default (at D = 128 without causal masks; with them the second). Each
-# assembles with no spills on sm_80 and sm_90a (test/fa-jit/ptx-tiles.mlir,
-# ptx.mlir) but D = 128's 128x64 with causal masks (1-3 stages) and 128x32
-# on sm_90a.
+# block-q x block-kv per D (sS: S K/V stages, else one) of sm_90a's forward
+# with a producer warpgroup; the first is the default without a causal or
+# window mask (docs/gpu-kernel.md; D = 64 and 256 keep 128 and 64 keys
+# under one). Widths past 128 keys are the producer-warpgroup kernel's
+# only: on sm_80 set FA_SWEEP_TILES (e.g. "128x64s2 64x128 64x64"), which
+# replaces the list for every D. Each default assembles with no spills
+# (test/fa-jit/ptx.mlir).
 tiles() {
+  if [ -n "${FA_SWEEP_TILES:-}" ]; then
+    echo "$FA_SWEEP_TILES"
+    return
+  fi
   case $1 in
-  32) echo "128x64s2 128x64 128x64s3" ;;
-  64) echo "128x64s2 128x64 128x32 64x64 64x128 128x64s3 128x64s4" ;;
-  96) echo "64x64 64x32 128x32" ;;
-  128) echo "128x64s2 64x128 128x64 64x64 64x32 128x32 64x64s2 128x32s2 128x64s3 64x64s3" ;;
-  256) echo "64x64 64x32 64x32s2 64x32s3" ;;
+  32) echo "128x192s2 128x128s2 128x64s2" ;;
+  64) echo "128x192s2 128x128s2 128x160s2 128x224s2 128x192s3 128x128s4" ;;
+  96) echo "128x128s2 128x176s2 128x64s2" ;;
+  128) echo "128x128s2 128x176s2 128x144s2 128x160s2 128x128s3 128x112s3 128x96s4" ;;
+  192) echo "128x112s2 128x96s2 128x64s2" ;;
+  256) echo "128x80s2 128x64s2" ;;
   esac
 }
 
 table=()
-for d in ${FA_SWEEP_D:-64 128 256}; do
+for d in ${FA_SWEEP_D:-64 128 192 256}; do
   h=$((2048 / d))
   for n in ${FA_SWEEP_N:-1024 4096 16384}; do
     bsz=$((16384 / n))
@@ -63,5 +71,5 @@ for d in ${FA_SWEEP_D:-64 128 256}; do
   done
 done
 echo
-echo "TFLOP/s by tile (block-q x block-kv, sS: S K/V stages; the default first, at D = 128 causal the second):"
+echo "TFLOP/s by tile (block-q x block-kv, sS: S K/V stages; the unmasked default first):"
 printf '%s\n' "${table[@]}"
