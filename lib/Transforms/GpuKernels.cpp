@@ -164,11 +164,15 @@ std::string mlir::fa::unsupportedTileReason(int64_t blockQ, int64_t blockKV,
     return "";
   // wgmma takes any N that is a multiple of 8 up to 256; the producer's
   // copies (TMA boxes, or cp.async chunks over 128 threads) and P V's k-steps
-  // want whole 16-row slabs.
-  if (wideKV && blockKV >= 16 && blockKV <= 256 && blockKV % 16 == 0)
+  // want whole 16-row slabs. Offered where the GPU suite checks them: with
+  // two consumer warpgroups, from 80 to 224 keys.
+  if (wideKV && blockQ == 128 && blockKV >= 80 && blockKV <= 224 &&
+      blockKV % 16 == 0)
     return "";
   return "block-kv must be 32, 64 or 128" +
-         std::string(wideKV ? ", or a multiple of 16 up to 256" : "") +
+         std::string(wideKV ? ", or with block-q = 128 a multiple of 16 "
+                              "from 80 to 224"
+                            : "") +
          " (got " + std::to_string(blockKV) + ")";
 }
 

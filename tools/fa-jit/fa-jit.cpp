@@ -194,8 +194,8 @@ static cl::opt<int64_t> blockQOpt(
 static cl::opt<int64_t> blockKVOpt(
     "block-kv",
     cl::desc("Key/value rows per tile (0: default); on a GPU target, of the "
-             "forward kernel: 32, 64 or 128, or any multiple of 16 up to 256 "
-             "with --fwd-warp-specialize on sm_90a"),
+             "forward kernel: 32, 64 or 128, or with --fwd-warp-specialize on "
+             "sm_90a and --block-q=128 any multiple of 16 from 80 to 224"),
     cl::init(0), cl::cat(faCategory));
 static cl::opt<int64_t> hostVectorBitsOpt(
     "host-vector-bits",

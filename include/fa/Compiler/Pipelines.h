@@ -54,9 +54,10 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
       llvm::cl::init(0)};
   Option<int64_t> blockKV{
       *this, "block-kv",
-      llvm::cl::desc("Forward kernel: K/V rows per tile, 32, 64 or 128, or "
-                     "with a producer warpgroup on sm_90a any multiple of 16 "
-                     "up to 256 (0: the default for D)"),
+      llvm::cl::desc(
+          "Forward kernel: K/V rows per tile, 32, 64 or 128, or "
+          "with a producer warpgroup on sm_90a and block-q = 128 any "
+          "multiple of 16 from 80 to 224 (0: the default for D)"),
       llvm::cl::init(0)};
   Option<int64_t> kvStages{
       *this, "kv-stages",

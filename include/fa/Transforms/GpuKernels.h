@@ -98,7 +98,7 @@ int64_t defaultKVStages(AttentionOp op, int64_t blockQ, int64_t blockKV,
 
 /// Why `blockQ x blockKV` is not a forward tile, or an empty string. K/V
 /// tiles of 32, 64 or 128 rows everywhere; with `wideKV` (a warp-specialized
-/// wgmma kernel) any multiple of 16 up to 256.
+/// wgmma kernel) and 128 query rows, any multiple of 16 from 80 to 224.
 std::string unsupportedTileReason(int64_t blockQ, int64_t blockKV,
                                   bool wideKV = false);
 

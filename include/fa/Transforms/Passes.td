@@ -269,7 +269,8 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
            "per warp); 0: the default for the variant">,
     Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
            "Rows of the K/V tiles the loop visits, 32, 64 or 128 (a "
-           "warp-specialized wgmma kernel: any multiple of 16 up to 256); "
+           "warp-specialized wgmma kernel of 128 query rows: any multiple of "
+           "16 from 80 to 224); "
            "0: the default for the variant">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"true",
            "On a chip with wgmma (sm_90a), mark kernels whose head dim is a "
