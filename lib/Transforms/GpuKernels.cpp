@@ -88,7 +88,7 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
     // row reductions and barriers per key. Without masks: D = 64 192 keys
     // (+1-5%), D = 256 80 (+3-6%; not with lse, where 80 spills 8 bytes);
     // D = 192 (two stages of 128 do not fit beside its Q) 112, causal too
-    // (+6-15%). Not taken: D = 128 at 176 (FlashAttention-3's: +1%, for 30%
+    // (+6-15%). Not taken: D = 128 at 176 (FlashAttention-3's: +1%, for 40%
     // more ptxas time in a cold compile), D = 96 at 176 and causal D = 64 at
     // 192 (slower).
     int64_t headDim = op.getQuery().getType().getDimSize(3);
