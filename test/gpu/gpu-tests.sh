@@ -28,7 +28,7 @@ run() {
 
 # Cases of sm_90a's kernels only.
 sm90a=0
-[[ "$("$fajit" --target=auto --emit=ptx --shape=1,1,1,1,1,64 --dtype=bf16 2>&1)" == *".target sm_90a"* ]] && sm90a=1
+[[ "$gpu_ptx" == *".target sm_90a"* ]] && sm90a=1
 run_sm90a() {
   if [ "$sm90a" = 1 ]; then run "$@"; fi
 }
