@@ -137,7 +137,12 @@ def tflops_of(flops, ms):
 #   bias      an additive bias, random normal bf16 [1, H, N, N] (broadcast
 #             over the batch): FA's bias, SDPA's attn_mask, Flex's score_mod
 #             reading it
-VARIANTS = ("plain", "alibi", "relpos", "document", "bias")
+#   softcap   s = 30 tanh(s / 30) on the scaled scores (Gemma 2's): FA's
+#             softcap, Flex's score_mod; SDPA has none, so its anchors are
+#             skipped and the check's reference is the same computation in
+#             f32 (P unrounded) instead of SDPA cuDNN
+VARIANTS = ("plain", "alibi", "relpos", "document", "bias", "softcap")
+SOFTCAP = 30.0
 
 
 def make_configs(ds, ns, causals, tokens, width, variant="plain"):
@@ -181,6 +186,8 @@ def fa_call_text(c):
         args.append("mask_mod=lambda b, h, i, j: doc[i] == doc[j]")
     if c.get("variant") == "bias":
         args.append("bias=bias")
+    if c.get("variant") == "softcap":
+        args.append("softcap=%g" % SOFTCAP)
     call = "fa.attention(%s)" % ", ".join(args)
     if PASS["name"] == "backward":
         return "out = %s; timed: torch.autograd.grad(out, (q, k, v), dO)" % call
@@ -263,6 +270,8 @@ def fa_jit_command(fa_jit, c, iters, extra=()):
     cmd += PASS["fa_jit_flags"]
     if c.get("alibi"):
         cmd.append("--alibi")
+    if c.get("variant") == "softcap":
+        cmd.append("--softcap=%g" % SOFTCAP)
     cmd += list(extra)
     cmd += ["--bench", "--bench-iters=%d" % iters]
     return cmd
@@ -582,6 +591,7 @@ class Check:
         self.baseline = None
         self.baseline_errs = {}  # backward: kernel -> its error per tensor
         self.rows = None  # forward: the rows checked (None: every row)
+        self.reference = "SDPA cuDNN"
         backward = PASS["name"] == "backward"
         self.names = ("dQ", "dK", "dV") if backward else ("O",)
         t0 = time.perf_counter()
@@ -596,7 +606,10 @@ class Check:
 
     def _prepare(self, impls, x, c, check_rows, backward):
         torch = self.torch
-        ref, error = first_output(torch, impls["cudnn"])
+        if x.softcap is not None and not backward:
+            ref, error = self._f32_reference(x, c, check_rows), None
+        else:
+            ref, error = first_output(torch, impls["cudnn"])
         if ref is None:
             self.error = "reference SDPA cuDNN failed: " + error
             return
@@ -653,6 +666,25 @@ class Check:
         if bad:
             self.error = "the baseline's %s is not finite" % ", ".join(bad)
 
+    def _f32_reference(self, x, c, check_rows):
+        """The variant's attention in f32 with P unrounded (plain_attention
+        on f32 inputs), on the rows the check takes, zero elsewhere: the
+        reference where SDPA cannot compute the variant (softcap)."""
+        torch, n = self.torch, c["N"]
+        self.reference = "the variant in f32 (SDPA has no softcap)"
+        rows = None
+        if check_rows and check_rows < n:
+            rows = torch.tensor(sample_rows(n, check_rows), device=x.q.device)
+        with torch.no_grad(), _f32_matmul(torch):
+            at = plain_attention(torch, x.q.float(), x.k.float(), x.v.float(),
+                                 x.scale, c["causal"], x.slopes, rows,
+                                 term=x.term)
+        if rows is None:
+            return at
+        ref = at.new_zeros(x.q.shape[:3] + (x.v.shape[3],))
+        ref[:, :, rows] = at
+        return ref
+
     def _outputs(self, out):
         return tuple(out) if PASS["name"] == "backward" else (out,)
 
@@ -660,7 +692,7 @@ class Check:
         return t if self.rows is None else t[:, :, self.rows]
 
     def judge(self, out):
-        rec = {"status": "error", "reference": "SDPA cuDNN"}
+        rec = {"status": "error", "reference": self.reference}
         rec["reference_s"] = self.seconds  # cuDNN and the baseline, untimed
         if self.error:
             rec["error"] = self.error
@@ -701,9 +733,12 @@ class Check:
             return {}
         try:
             with self.torch.no_grad():
+                # On the checked rows: where SDPA cannot compute the variant
+                # the reference holds those alone.
                 return {
                     "err_vs_cudnn": {
-                        name: max_row_error(self.torch, t, r, norm)[0]
+                        name: max_row_error(self.torch, self._at_rows(t),
+                                            self._at_rows(r), norm)[0]
                         for name, t, r, norm in zip(
                             self.names, self._outputs(out), self.ref,
                             self.norms)
@@ -815,7 +850,7 @@ def make_inputs(torch, c, seed, device="cuda"):
         dout = randn()
         for t in (q, k, v):
             t.requires_grad_(True)
-    slopes = rel = doc = bias = term = None
+    slopes = rel = doc = bias = term = softcap = None
     pow2 = [2.0**(-8.0 * (h + 1) / H) for h in range(H)]
     variant = c.get("variant", "alibi" if c.get("alibi") else "plain")
     if variant == "alibi":
@@ -838,6 +873,11 @@ def make_inputs(torch, c, seed, device="cuda"):
 
         def term(s, i, j):
             s.add_(bias[0][:, i[:, 0]][:, :, j[0]].float())
+    elif variant == "softcap":
+        softcap = SOFTCAP
+
+        def term(s, i, j):
+            s.div_(softcap).tanh_().mul_(softcap)
 
     return types.SimpleNamespace(q=q,
                                  k=k,
@@ -848,6 +888,7 @@ def make_inputs(torch, c, seed, device="cuda"):
                                  doc=doc,
                                  bias=bias,
                                  term=term,
+                                 softcap=softcap,
                                  scale=1.0 / math.sqrt(D))
 
 
@@ -891,7 +932,8 @@ def implementations(torch, fa, c, x, args):
     # With a variant: SDPA and naive get its terms as an additive
     # [1, H, N, N] bias (causal folded in), FlexAttention as a score_mod or
     # a block mask, FA as alibi_slopes, score_mod or mask_mod.
-    has_terms = x.slopes is not None or x.term is not None
+    has_terms = x.slopes is not None or (x.term is not None and
+                                         x.softcap is None)
 
     def alibi_bias():
         pos = torch.arange(N, device=device)
@@ -917,6 +959,8 @@ def implementations(torch, fa, c, x, args):
             mods["mask_mod"] = lambda b, h, i, j: doc[i] == doc[j]
         if x.bias is not None:
             mods["bias"] = x.bias
+        if x.softcap is not None:
+            mods["softcap"] = x.softcap
 
         def fa_fn():
             return fa.attention(x.q,
@@ -948,6 +992,9 @@ def implementations(torch, fa, c, x, args):
         return _timed(torch, fn, x)
 
     for a, backend_name in SDPA_BACKENDS.items():
+        if x.softcap is not None:
+            impls[a] = {"status": "skipped", "reason": "SDPA has no softcap"}
+            continue
         backend = getattr(SDPBackend, backend_name)
         impls[a] = Impl(make_sdpa, lambda b=backend: sdpa_kernel(b),
                         {"backend": backend_name})
@@ -1001,6 +1048,12 @@ def implementations(torch, fa, c, x, args):
                 def score_mod(score, b, h, q_idx, kv_idx):
                     return score + bias[0, h, q_idx, kv_idx]
 
+            if x.softcap is not None:
+                cap = x.softcap
+
+                def score_mod(score, b, h, q_idx, kv_idx):
+                    return cap * torch.tanh(score / cap)
+
             def fn():
                 return compiled(x.q,
                                 x.k,
@@ -1032,6 +1085,8 @@ def implementations(torch, fa, c, x, args):
             def fn():
                 s = torch.matmul(x.q, x.k.transpose(-2, -1)).float()
                 s.mul_(x.scale)
+                if x.softcap is not None:
+                    s.div_(x.softcap).tanh_().mul_(x.softcap)
                 if bias is not None:
                     s.add_(bias)
                 if mask is not None:
@@ -1815,8 +1870,9 @@ def parse_args(argv):
     g.add_argument("--variant", choices=VARIANTS, default="plain",
                    help="score terms of every implementation (VARIANTS): "
                    "alibi, a relative-position score_mod (relpos), a "
-                   "document mask_mod (document) or a [1, H, N, N] bf16 bias "
-                   "(bias); default plain")
+                   "document mask_mod (document), a [1, H, N, N] bf16 bias "
+                   "(bias) or softcap 30 (softcap: SDPA skipped, FA checked "
+                   "against the variant in f32); default plain")
     g.add_argument("--alibi", action="store_true",
                    help="the ALiBi variant: FA with alibi_slopes, "
                    "FlexAttention with an ALiBi score_mod, SDPA and naive "

@@ -492,8 +492,18 @@ def _stand_in(x, causal, dtype):
 def _fake_fa(mutate=None):
     """A stand-in fa module: fa.attention in float32, `mutate`d."""
 
-    def attention(q, k, v, *, causal, scale, alibi_slopes):
+    def attention(q, k, v, *, causal, scale, alibi_slopes, softcap=None):
         assert alibi_slopes is None
+        if softcap is not None:
+            # softcap 3 for "softcap": what the check must catch.
+            cap = 3.0 if mutate == "softcap" else softcap
+            s = (q.float() @ k.float().transpose(-2, -1)) * scale
+            s = cap * torch.tanh(s / cap)
+            if causal:
+                n = s.shape[-1]
+                s = s.masked_fill(
+                    torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+            return (torch.softmax(s, dim=-1) @ v.float()).to(q.dtype)
         if mutate == "scale":
             scale *= 1.1
         if mutate == "no mask":
@@ -651,6 +661,51 @@ class CheckTest(unittest.TestCase):
         self.assertLess(err.item(), 1e-2)
         self.assertFalse(torch.allclose(got, bench.plain_attention(
             torch, x.q, x.k, x.v, x.scale, True)))
+
+    def test_softcap_variant(self):
+        # SDPA has no softcap: its anchors are skipped, and FA is checked
+        # against the variant in f32 (every row, then sampled rows); a
+        # softcap of 3 instead of 30 fails.
+        for check_rows in (0, 16):
+            args = bench.parse_args(
+                ["--anchors", "naive", "--check-rows", str(check_rows)])
+            for mutate, status in ((None, "ok"), ("softcap", "mismatch")):
+                c = bench.make_configs([64], [128], [True], 256, 128,
+                                       variant="softcap")[0]
+                x = bench.make_inputs(torch, c, seed=0, device="cpu")
+                x.q = x.q * 8  # scores past the cap's knee
+                impls = bench.implementations(torch, _fake_fa(mutate), c, x,
+                                              args)
+                self.assertEqual(impls["cudnn"], {
+                    "status": "skipped",
+                    "reason": "SDPA has no softcap"
+                })
+                row = bench.run_config(torch, self.timer, c, x, impls, args)
+                check = self.check_of(row)
+                self.assertEqual(check["status"], status, check)
+                self.assertEqual(check["reference"],
+                                 "the variant in f32 (SDPA has no softcap)")
+                # Naive attention applies the softcap too (without it: 0.32).
+                self.assertLess(
+                    row["anchors"]["naive"]["err_vs_cudnn"]["O"], 0.1)
+
+    def test_softcap_in_the_plain_reference(self):
+        # The softcap variant's term: float64 softmax(30 tanh(q k^T scale /
+        # 30)) V.
+        c = {"B": 1, "H": 2, "N": 24, "D": 16, "causal": False}
+        x = bench.make_inputs(torch, dict(c, variant="softcap"), 1, "cpu")
+        self.assertEqual(x.softcap, 30.0)
+        x.q = x.q * 8  # scores past the cap's knee
+        got = bench.plain_attention(torch, x.q, x.k, x.v, x.scale, False,
+                                    term=x.term)
+        q, k, v = (t.double() for t in (x.q, x.k, x.v))
+        s = 30 * torch.tanh(q @ k.transpose(-2, -1) * x.scale / 30)
+        want = torch.softmax(s, dim=-1) @ v
+        err = (got.double() - want).norm() / want.norm()
+        self.assertLess(err.item(), 1e-2)
+        plain = bench.plain_attention(torch, x.q, x.k, x.v, x.scale, False)
+        self.assertGreater(
+            ((plain.double() - want).norm() / want.norm()).item(), 2e-2)
 
     def test_no_reference(self):
         # SDPA cuDNN itself (which needs CUDA) fails: the check says so, FA
