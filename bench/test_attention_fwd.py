@@ -100,6 +100,21 @@ class ParseTest(unittest.TestCase):
                          2 * 2 * 16 * 1024 * 1024 * 128)
         self.assertAlmostEqual(bench.tflops_of(1e12, 1.0), 1000.0)
 
+    def test_ratios(self):
+        # FA over each anchor that ran; None where one did not.
+        row = {
+            "fa": {"tflops": 300.0},
+            "anchors": {
+                "flex": {"tflops": 150.0},
+                "cudnn": {"status": "skipped"}
+            }
+        }
+        self.assertEqual(bench.ratios(row), {
+            "fa/flash": None,
+            "fa/cudnn": None,
+            "fa/flex": 2.0
+        })
+
     def test_default_grid(self):
         args = bench.parse_args([])
         configs = bench.make_configs(args.d, args.n, args.causals,
@@ -231,7 +246,11 @@ class FakeRunTest(unittest.TestCase):
         ok = rows[(64, False, 1024)]
         self.assertEqual(ok["fa"]["call"], "fa.attention(q, k, v, "
                          "scale=1/sqrt(64))")
-        self.assertEqual(ok["ratios"], {"fa/flash": None, "fa/cudnn": 2.0})
+        self.assertEqual(ok["ratios"], {
+            "fa/flash": None,
+            "fa/cudnn": 2.0,
+            "fa/flex": None
+        })
         bad = rows[(128, True, 4096)]["fa"]["check"]
         self.assertIsNone(bad["tensors"]["O"]["err"])  # inf -> null
         self.assertFalse(bad["tensors"]["O"]["ok"])
