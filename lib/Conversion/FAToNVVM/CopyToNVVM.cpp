@@ -53,10 +53,8 @@ void fenceToAsyncProxy(OpBuilder &b, Location loc,
                                    NVVM::SharedSpace::shared_cta));
 }
 
-struct AllocSharedLowering : public OpConversionPattern<fagpu::AllocSharedOp> {
-  AllocSharedLowering(const TypeConverter &converter, MLIRContext *ctx,
-                      const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct AllocSharedLowering : public BoundPattern<fagpu::AllocSharedOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::AllocSharedOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -66,7 +64,6 @@ struct AllocSharedLowering : public OpConversionPattern<fagpu::AllocSharedOp> {
                                   : binding.smem);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// Starts the copy of `op` (fagpu.copy or fagpu.async_copy).
@@ -154,10 +151,8 @@ LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
   return success();
 }
 
-struct AsyncCopyLowering : public OpConversionPattern<fagpu::AsyncCopyOp> {
-  AsyncCopyLowering(const TypeConverter &converter, MLIRContext *ctx,
-                    const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct AsyncCopyLowering : public BoundPattern<fagpu::AsyncCopyOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::AsyncCopyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -188,16 +183,12 @@ struct AsyncCopyLowering : public OpConversionPattern<fagpu::AsyncCopyOp> {
     rewriter.replaceOpWithMultiple(op, {ValueRange{}});
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// Thread 0 initializes each barrier of the ring; the CTA barrier the IR
 /// has after the allocation publishes them.
-struct AllocBarriersLowering
-    : public OpConversionPattern<fagpu::AllocBarriersOp> {
-  AllocBarriersLowering(const TypeConverter &converter, MLIRContext *ctx,
-                        const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct AllocBarriersLowering : public BoundPattern<fagpu::AllocBarriersOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::AllocBarriersOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -216,16 +207,13 @@ struct AllocBarriersLowering
     rewriter.replaceOp(op, ring);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// mbarrier.try_wait.parity until the phase completes; a consumer's wait
 /// also fences the generic proxy's writes it acquired (cp.async's) to
 /// wgmma's reads.
-struct BarrierWaitLowering : public OpConversionPattern<fagpu::BarrierWaitOp> {
-  BarrierWaitLowering(const TypeConverter &converter, MLIRContext *ctx,
-                      const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct BarrierWaitLowering : public BoundPattern<fagpu::BarrierWaitOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::BarrierWaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -243,7 +231,6 @@ struct BarrierWaitLowering : public OpConversionPattern<fagpu::BarrierWaitOp> {
     rewriter.eraseOp(op);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 struct BarrierArriveLowering
@@ -346,10 +333,8 @@ struct PassTurnLowering : public OpConversionPattern<fagpu::PassTurnOp> {
 
 /// A synchronous copy: everyone is done with the stage, the copy lands, and
 /// everyone sees it.
-struct CopyLowering : public OpConversionPattern<fagpu::CopyOp> {
-  CopyLowering(const TypeConverter &converter, MLIRContext *ctx,
-               const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct CopyLowering : public BoundPattern<fagpu::CopyOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::CopyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -364,7 +349,6 @@ struct CopyLowering : public OpConversionPattern<fagpu::CopyOp> {
     rewriter.eraseOp(op);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 struct AsyncCommitLowering : public OpConversionPattern<fagpu::AsyncCommitOp> {
@@ -378,10 +362,8 @@ struct AsyncCommitLowering : public OpConversionPattern<fagpu::AsyncCommitOp> {
   }
 };
 
-struct AsyncWaitLowering : public OpConversionPattern<fagpu::AsyncWaitOp> {
-  AsyncWaitLowering(const TypeConverter &converter, MLIRContext *ctx,
-                    const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct AsyncWaitLowering : public BoundPattern<fagpu::AsyncWaitOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::AsyncWaitOp op, OneToNOpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -390,7 +372,6 @@ struct AsyncWaitLowering : public OpConversionPattern<fagpu::AsyncWaitOp> {
     rewriter.eraseOp(op);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 struct BarrierLowering : public OpConversionPattern<gpu::BarrierOp> {

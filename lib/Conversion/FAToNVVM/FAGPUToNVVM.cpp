@@ -312,10 +312,8 @@ static std::pair<Value, Value> sortedTail(OpBuilder &b, Location loc,
 /// an opaque mov and the head and batch from ctaid.y and z (or the folded
 /// grid's linear index), so nothing computed from them stays live across a
 /// loop (4 registers of i64 head and batch spilled at D = 128).
-struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
-  BlockCoordsLowering(const TypeConverter &converter, MLIRContext *ctx,
-                      const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct BlockCoordsLowering : public BoundPattern<fagpu::BlockCoordsOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::BlockCoordsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -382,7 +380,6 @@ struct BlockCoordsLowering : public OpConversionPattern<fagpu::BlockCoordsOp> {
                        {kb.toIndex(batch), kb.toIndex(head), kb.toIndex(tile)});
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// A persistent CTA's first item and stride: ctaid.x and nctaid.x.
@@ -413,10 +410,8 @@ struct KeyChunkLowering : public OpConversionPattern<fagpu::KeyChunkOp> {
   }
 };
 
-struct KVHeadLowering : public OpConversionPattern<fagpu::KVHeadOp> {
-  KVHeadLowering(const TypeConverter &converter, MLIRContext *ctx,
-                 const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct KVHeadLowering : public BoundPattern<fagpu::KVHeadOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::KVHeadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -425,7 +420,6 @@ struct KVHeadLowering : public OpConversionPattern<fagpu::KVHeadOp> {
     rewriter.replaceOp(op, kb.toIndex(kb.divu(head, binding.group)));
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// An element of a bias, slopes or capture buffer: base + sum(index *
@@ -450,10 +444,8 @@ Value loadElement(ConversionPatternRewriter &rewriter, Location loc,
                               /*isInvariant=*/true);
 }
 
-struct LoadLowering : public OpConversionPattern<memref::LoadOp> {
-  LoadLowering(const TypeConverter &converter, MLIRContext *ctx,
-               const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct LoadLowering : public BoundPattern<memref::LoadOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(memref::LoadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -464,7 +456,6 @@ struct LoadLowering : public OpConversionPattern<memref::LoadOp> {
                                        op.getType(), adaptor.getIndices()));
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// A register tile of one scalar: the scalar in each of its registers.
@@ -484,10 +475,8 @@ struct SplatLowering : public OpConversionPattern<tensor::SplatOp> {
   }
 };
 
-struct ExtractLowering : public OpConversionPattern<tensor::ExtractOp> {
-  ExtractLowering(const TypeConverter &converter, MLIRContext *ctx,
-                  const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct ExtractLowering : public BoundPattern<tensor::ExtractOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(tensor::ExtractOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -500,14 +489,11 @@ struct ExtractLowering : public OpConversionPattern<tensor::ExtractOp> {
                                    op.getType(), adaptor.getIndices()));
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// The sizes of the kernel's buffers are its size parameters.
-struct DimLowering : public OpConversionPattern<memref::DimOp> {
-  DimLowering(const TypeConverter &converter, MLIRContext *ctx,
-              const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct DimLowering : public BoundPattern<memref::DimOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(memref::DimOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -521,7 +507,6 @@ struct DimLowering : public OpConversionPattern<memref::DimOp> {
                                                     size);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// Moves each narrowed pair (KernelBuilder::pack: a two-element vector, its
@@ -574,11 +559,8 @@ namespace {
 /// The roles by thread id: the consumers keep the ids [0, consumers) they
 /// had without the producer; each role sets its registers per thread
 /// first. The producer's copies land before it exits.
-struct WarpSpecializeLowering
-    : public OpConversionPattern<fagpu::WarpSpecializeOp> {
-  WarpSpecializeLowering(const TypeConverter &converter, MLIRContext *ctx,
-                         const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct WarpSpecializeLowering : public BoundPattern<fagpu::WarpSpecializeOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::WarpSpecializeOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -620,7 +602,6 @@ struct WarpSpecializeLowering
     rewriter.eraseOp(op);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 } // namespace

@@ -65,6 +65,15 @@ struct KernelBinding {
   bool persistent = false;
 };
 
+/// A conversion pattern of an op whose lowering reads the kernel's
+/// binding (its buffers, sizes, shared memory).
+template <typename OpT> struct BoundPattern : public OpConversionPattern<OpT> {
+  BoundPattern(const TypeConverter &converter, MLIRContext *ctx,
+               const KernelBinding &binding)
+      : OpConversionPattern<OpT>(converter, ctx), binding(binding) {}
+  const KernelBinding &binding;
+};
+
 /// Rows of the box a bulk copy into `tile` issues (the tensor map's box
 /// rows): the whole tile, whose D / 64 slabs of 128-byte rows one box
 /// (64, rows, D / 64) writes as they are.

@@ -132,10 +132,8 @@ struct BroadcastRowsLowering
   }
 };
 
-struct MaskLowering : public OpConversionPattern<fagpu::MaskOp> {
-  MaskLowering(const TypeConverter &converter, MLIRContext *ctx,
-               const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct MaskLowering : public BoundPattern<fagpu::MaskOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::MaskOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -165,7 +163,6 @@ struct MaskLowering : public OpConversionPattern<fagpu::MaskOp> {
     rewriter.replaceOpWithMultiple(op, {values});
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// The kernel's buffer `memref`, or null after an error on `op` that `what`
@@ -233,10 +230,8 @@ std::pair<Value, Value> loadKeyRange(KernelBuilder &kb, OpBuilder &b,
   return {kb.mul(kb.mins(first, end), block), kb.mul(end, block)};
 }
 
-struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
-  VisibleKeysLowering(const TypeConverter &converter, MLIRContext *ctx,
-                      const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct VisibleKeysLowering : public BoundPattern<fagpu::VisibleKeysOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::VisibleKeysOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -263,13 +258,10 @@ struct VisibleKeysLowering : public OpConversionPattern<fagpu::VisibleKeysOp> {
     rewriter.replaceOp(op, {kb.toIndex(range.begin), kb.toIndex(range.end)});
     return success();
   }
-  const KernelBinding &binding;
 };
 
-struct FullKeysLowering : public OpConversionPattern<fagpu::FullKeysOp> {
-  FullKeysLowering(const TypeConverter &converter, MLIRContext *ctx,
-                   const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct FullKeysLowering : public BoundPattern<fagpu::FullKeysOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::FullKeysOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -287,18 +279,14 @@ struct FullKeysLowering : public OpConversionPattern<fagpu::FullKeysOp> {
     rewriter.replaceOp(op, {kb.toIndex(begin), kb.toIndex(end)});
     return success();
   }
-  const KernelBinding &binding;
 };
 
 /// Each warp folds its rows' key tiles (1 + tile, 0 for none) with
 /// redux.sync: the union of the tiles they see, the intersection of their
 /// runs of full tiles. Its lane 0 merges them into the warp's record with
 /// atomics (KernelAbi.h, "Key ranges"), other chunks' CTAs doing the same.
-struct MergeKeyRangeLowering
-    : public OpConversionPattern<fagpu::MergeKeyRangeOp> {
-  MergeKeyRangeLowering(const TypeConverter &converter, MLIRContext *ctx,
-                        const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct MergeKeyRangeLowering : public BoundPattern<fagpu::MergeKeyRangeOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::MergeKeyRangeOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -368,7 +356,6 @@ struct MergeKeyRangeLowering
     rewriter.eraseOp(op);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 struct TileNeedsMaskLowering
@@ -391,10 +378,8 @@ struct TileNeedsMaskLowering
   }
 };
 
-struct StoreLowering : public OpConversionPattern<fagpu::StoreOp> {
-  StoreLowering(const TypeConverter &converter, MLIRContext *ctx,
-                const KernelBinding &binding)
-      : OpConversionPattern(converter, ctx), binding(binding) {}
+struct StoreLowering : public BoundPattern<fagpu::StoreOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::StoreOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -451,7 +436,6 @@ struct StoreLowering : public OpConversionPattern<fagpu::StoreOp> {
     rewriter.eraseOp(op);
     return success();
   }
-  const KernelBinding &binding;
 };
 
 } // namespace
