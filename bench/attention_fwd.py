@@ -606,7 +606,10 @@ class Check:
 
     def _prepare(self, impls, x, c, check_rows, backward):
         torch = self.torch
-        if x.softcap is not None and not backward:
+        if x.softcap is not None and backward:
+            self.error = "no backward reference: SDPA has no softcap"
+            return
+        if x.softcap is not None:
             ref, error = self._f32_reference(x, c, check_rows), None
         else:
             ref, error = first_output(torch, impls["cudnn"])

@@ -708,6 +708,20 @@ class CheckTest(unittest.TestCase):
                 self.assertLess(
                     row["anchors"]["naive"]["err_vs_cudnn"]["O"], 0.1)
 
+    def test_softcap_backward_has_no_reference(self):
+        # The backward's references are SDPA's: FA is measured, the check
+        # says why it did not run.
+        bench.use_pass("backward")
+        c = bench.make_configs([64], [128], [False], 256, 128,
+                               variant="softcap")[0]
+        x = bench.make_inputs(torch, c, seed=0, device="cpu")
+        impls = bench.implementations(torch, _fake_fa(), c, x, self.args)
+        check = self.check_of(
+            bench.run_config(torch, self.timer, c, x, impls, self.args))
+        self.assertEqual(check["status"], "error")
+        self.assertEqual(check["error"],
+                         "no backward reference: SDPA has no softcap")
+
     def test_softcap_in_the_plain_reference(self):
         # The softcap variant's term: float64 softmax(30 tanh(q k^T scale /
         # 30)) V.
