@@ -145,6 +145,11 @@ VARIANTS = ("plain", "alibi", "relpos", "document", "bias", "softcap")
 SOFTCAP = 30.0
 
 
+def softcap_(s, cap):
+    """cap * tanh(s / cap) in place on the f32 scores s."""
+    return s.div_(cap).tanh_().mul_(cap)
+
+
 def make_configs(ds, ns, causals, tokens, width, variant="plain"):
     configs = []
     for d in ds:
@@ -606,11 +611,15 @@ class Check:
 
     def _prepare(self, impls, x, c, check_rows, backward):
         torch = self.torch
+        n = c["N"]
+        if not backward and check_rows and check_rows < n:
+            self.rows = torch.tensor(sample_rows(n, check_rows),
+                                     device=x.q.device)
         if x.softcap is not None and backward:
             self.error = "no backward reference: SDPA has no softcap"
             return
         if x.softcap is not None:
-            ref, error = self._f32_reference(x, c, check_rows), None
+            ref, error = self._f32_reference(x, c), None
         else:
             ref, error = first_output(torch, impls["cudnn"])
         if ref is None:
@@ -644,10 +653,6 @@ class Check:
             self.baseline = [max(e) for e in zip(*errors.values())]
             self.baseline_errs = errors
         else:
-            n = c["N"]
-            if check_rows and check_rows < n:
-                self.rows = torch.tensor(sample_rows(n, check_rows),
-                                         device=x.q.device)
             count = n if self.rows is None else len(self.rows)
             self.baseline_text = ("plain bf16 attention (docs/accuracy.md) "
                                   "on " + _describe_rows(count, n))
@@ -669,23 +674,21 @@ class Check:
         if bad:
             self.error = "the baseline's %s is not finite" % ", ".join(bad)
 
-    def _f32_reference(self, x, c, check_rows):
+    def _f32_reference(self, x, c):
         """The variant's attention in f32 with P unrounded (plain_attention
-        on f32 inputs), on the rows the check takes, zero elsewhere: the
-        reference where SDPA cannot compute the variant (softcap)."""
-        torch, n = self.torch, c["N"]
+        on f32 inputs), on the rows the check takes (self.rows), zero
+        elsewhere: the reference where SDPA cannot compute the variant
+        (softcap)."""
+        torch = self.torch
         self.reference = "the variant in f32 (SDPA has no softcap)"
-        rows = None
-        if check_rows and check_rows < n:
-            rows = torch.tensor(sample_rows(n, check_rows), device=x.q.device)
         with torch.no_grad(), _f32_matmul(torch):
             at = plain_attention(torch, x.q.float(), x.k.float(), x.v.float(),
-                                 x.scale, c["causal"], x.slopes, rows,
+                                 x.scale, c["causal"], x.slopes, self.rows,
                                  term=x.term)
-        if rows is None:
+        if self.rows is None:
             return at
         ref = at.new_zeros(x.q.shape[:3] + (x.v.shape[3],))
-        ref[:, :, rows] = at
+        ref[:, :, self.rows] = at
         return ref
 
     def _outputs(self, out):
@@ -880,7 +883,7 @@ def make_inputs(torch, c, seed, device="cuda"):
         softcap = SOFTCAP
 
         def term(s, i, j):
-            s.div_(softcap).tanh_().mul_(softcap)
+            softcap_(s, softcap)
 
     return types.SimpleNamespace(q=q,
                                  k=k,
@@ -1089,7 +1092,7 @@ def implementations(torch, fa, c, x, args):
                 s = torch.matmul(x.q, x.k.transpose(-2, -1)).float()
                 s.mul_(x.scale)
                 if x.softcap is not None:
-                    s.div_(x.softcap).tanh_().mul_(x.softcap)
+                    softcap_(s, x.softcap)
                 if bias is not None:
                     s.add_(bias)
                 if mask is not None:
