@@ -626,7 +626,12 @@ class Check:
             self.error = "reference SDPA cuDNN failed: " + error
             return
         self.ref = tuple(ref) if backward else (ref,)
-        self.norms = [row_norm_rms(torch, r) for r in self.ref]
+        # An f32 reference holds the checked rows alone: their norms.
+        partial = x.softcap is not None
+        self.norms = [
+            row_norm_rms(torch, self._at_rows(r) if partial else r)
+            for r in self.ref
+        ]
         if backward:
             errors, failed = {}, {}
             for name in ("flash", "efficient"):
