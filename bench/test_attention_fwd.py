@@ -708,6 +708,18 @@ class CheckTest(unittest.TestCase):
                 self.assertLess(
                     row["anchors"]["naive"]["err_vs_cudnn"]["O"], 0.1)
 
+    def test_softcap_norms_of_sampled_rows(self):
+        # The f32 reference of 16 sampled rows is zero elsewhere: the norm
+        # that scales the errors is the sampled rows' (about all rows'), not
+        # one shrunk by the zero rows (sqrt(16 / 128) of it).
+        c = bench.make_configs([64], [128], [False], 256, 128,
+                               variant="softcap")[0]
+        x = bench.make_inputs(torch, c, seed=0, device="cpu")
+        impls = bench.implementations(torch, _fake_fa(), c, x, self.args)
+        every = bench.Check(torch, impls, x, c, 0).norms[0]
+        sampled = bench.Check(torch, impls, x, c, 16).norms[0]
+        self.assertAlmostEqual(sampled / every, 1.0, delta=0.2)
+
     def test_softcap_backward_has_no_reference(self):
         # The backward's references are SDPA's: FA is measured, the check
         # says why it did not run.
