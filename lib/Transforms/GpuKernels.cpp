@@ -166,14 +166,15 @@ std::string mlir::fa::unsupportedTileReason(int64_t blockQ, int64_t blockKV,
   // copies (TMA boxes, or cp.async chunks over 128 threads) and P V's k-steps
   // want whole 16-row slabs. Offered where the GPU suite checks them: with
   // two consumer warpgroups, from 80 to 224 keys.
-  if (wideKV && blockQ == 128 && blockKV >= 80 && blockKV <= 224 &&
-      blockKV % 16 == 0)
+  constexpr int64_t kStep = 16, kMin = 80, kMax = 224;
+  if (wideKV && blockQ == 128 && blockKV >= kMin && blockKV <= kMax &&
+      blockKV % kStep == 0)
     return "";
-  return "block-kv must be 32, 64 or 128" +
-         std::string(wideKV ? ", or with block-q = 128 a multiple of 16 "
-                              "from 80 to 224"
-                            : "") +
-         " (got " + std::to_string(blockKV) + ")";
+  std::string wide = ", or with block-q = 128 a multiple of " +
+                     std::to_string(kStep) + " from " + std::to_string(kMin) +
+                     " to " + std::to_string(kMax);
+  return "block-kv must be 32, 64 or 128" + (wideKV ? wide : "") + " (got " +
+         std::to_string(blockKV) + ")";
 }
 
 std::optional<int64_t> mlir::fa::maxSharedBytesPerBlock(StringRef chip) {
