@@ -71,6 +71,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdKeyRanges = tile.keyRanges;
   options.fwdHeadGroup = tile.headGroup;
   options.fwdCausalOrder = tile.causalOrder;
+  options.fwdBoundedSoftmax = tile.boundedSoftmax;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -133,6 +134,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-head-group=" + std::to_string(tile.headGroup);
   if (tile.warpSpecialize && tile.causalOrder != "tail")
     target += ";fwd-causal-order=" + tile.causalOrder;
+  if (!tile.boundedSoftmax)
+    target += ";fwd-bounded-softmax=0";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

@@ -113,6 +113,9 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   // The kernel's CTA program in fagpu ops, its softmax in one pass over
   // K/V, whose copies fa-async-copy then rings.
   pm.addPass(createFATile());
+  // Bounded scores need no running max.
+  if (options.fwdBoundedSoftmax)
+    pm.addPass(createFABoundedSoftmax());
   pm.addPass(createFAOnlineSoftmax());
   // With wgmma, optionally a producer warpgroup for the copies (the ring
   // is then its own; fa-async-copy leaves the kernel alone).

@@ -75,14 +75,15 @@ FailureOr<RingedLoop> matchRingedLoop(gpu::GPUFuncOp kernel) {
       r.softmax.pv.getAcc()
           ? r.softmax.pv.getAcc().getDefiningOp<fagpu::ScaleRowsOp>()
           : fagpu::ScaleRowsOp();
-  auto accArg = r.softmax.rescale
-                    ? dyn_cast<BlockArgument>(r.softmax.rescale.getSource())
-                    : BlockArgument();
+  // Without a rescale (fa-bounded-softmax), P V adds to the carried value.
+  fagpu::ScaleRowsOp rescale = r.softmax.rescale;
+  auto accArg = rescale
+                    ? dyn_cast<BlockArgument>(rescale.getSource())
+                    : dyn_cast_or_null<BlockArgument>(r.softmax.pv.getAcc());
   auto yield = cast<scf::YieldOp>(body->getTerminator());
   if (!accArg || accArg.getOwner() != body || !accArg.hasOneUse() ||
-      !r.softmax.rescale->hasOneUse() ||
-      r.softmax.rescale->getBlock() != body || !r.softmax.pv->hasOneUse() ||
-      *r.softmax.pv->user_begin() != yield ||
+      (rescale && (!rescale->hasOneUse() || rescale->getBlock() != body)) ||
+      !r.softmax.pv->hasOneUse() || *r.softmax.pv->user_begin() != yield ||
       r.softmax.pv.getBStage() != r.softmax.scores.getBStage())
     return fail("expected P V to add to the carried accumulator, rescaled "
                 "(fa-online-softmax's loop), and to read the stage S reads");

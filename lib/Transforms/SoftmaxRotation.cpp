@@ -47,8 +47,9 @@ void mlir::fa::rotateSoftmaxLoop(SoftmaxLoop l,
   // ring position P V reads.
   SmallVector<Value> inits;
   for (auto [i, value] : llvm::enumerate(yield.getOperands()))
-    inits.push_back(i == l.accIndex ? peel.lookup(l.rescale.getResult())
-                                    : peel.lookupOrDefault(value));
+    inits.push_back(i != l.accIndex ? peel.lookupOrDefault(value)
+                    : l.rescale     ? peel.lookup(l.rescale.getResult())
+                                    : loop.getInitArgs()[i]);
   inits.push_back(peel.lookup(l.pack.getResult()));
   for (Value value : l.position)
     inits.push_back(peel.lookupOrDefault(value));
@@ -119,8 +120,12 @@ void mlir::fa::rotateSoftmaxLoop(SoftmaxLoop l,
     next.push_back(b.clone(*l.pack, map)->getResult(0));
     for (Value value : l.position)
       next.push_back(map.lookupOrDefault(value));
-    map.map(l.rescale.getSource(), wait.getResult());
-    next[l.accIndex] = b.clone(*l.rescale, map)->getResult(0);
+    if (l.rescale) {
+      map.map(l.rescale.getSource(), wait.getResult());
+      next[l.accIndex] = b.clone(*l.rescale, map)->getResult(0);
+    } else {
+      next[l.accIndex] = wait.getResult();
+    }
     scf::YieldOp::create(b, loc, next);
   }
   // The last tile's P V.

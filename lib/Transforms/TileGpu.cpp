@@ -346,7 +346,8 @@ void KernelTiler::build() {
             b, loc, fagpu::BroadcastRowsOp::create(b, loc, accS, mSafe));
         Value p = math::Exp2Op::create(
             b, loc, math::FmaOp::create(b, loc, s, scaleTile, negM));
-        Value lNew = fagpu::UpdateRowSumOp::create(b, loc, partialT, l, p);
+        Value lNew =
+            fagpu::UpdateRowSumOp::create(b, loc, partialT, l, p, TypeAttr());
         // Dropout after the row sum (l is undropped), before P is rounded
         // for P V: Philox on (j, i, h, b). Kept values stay 1; the epilogue
         // applies 1 / (1 - p) in f32.

@@ -503,12 +503,12 @@ bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns,
   auto rescale = pv.getAcc() ? pv.getAcc().getDefiningOp<fagpu::ScaleRowsOp>()
                              : fagpu::ScaleRowsOp();
   auto pack = pv.getA().getDefiningOp<fagpu::ToOperandOp>();
-  auto accArg =
-      rescale ? dyn_cast<BlockArgument>(rescale.getSource()) : BlockArgument();
+  auto accArg = rescale ? dyn_cast<BlockArgument>(rescale.getSource())
+                        : dyn_cast_or_null<BlockArgument>(pv.getAcc());
   if (!vWait || !vRelease || !pack || !accArg || accArg.getOwner() != body ||
-      !accArg.hasOneUse() || !rescale->hasOneUse() || !pv->hasOneUse() ||
-      !pack->hasOneUse() || rescale->getBlock() != body ||
-      pack->getBlock() != body)
+      !accArg.hasOneUse() || !pv->hasOneUse() || !pack->hasOneUse() ||
+      pack->getBlock() != body ||
+      (rescale && (!rescale->hasOneUse() || rescale->getBlock() != body)))
     return false;
   unsigned accIndex = accArg.getArgNumber() - 1;
   if (yield.getOperand(accIndex) != pv.getResult())

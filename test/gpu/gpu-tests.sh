@@ -51,6 +51,20 @@ done
 run --dtype=bf16 --shape=1,4,2,300,300,256 --window=32,8 --softcap=20 --lse
 run --dtype=f16 --shape=2,4,2,129,257,256 --alibi --bias --causal=bottom-right --lse
 
+# fa-bounded-softmax's fixed offset (bounded scores: bf16 softcap <= 54, f16
+# <= 5.5): rows with no key (bottom-right, Nq > Nk), ragged tiles, GQA,
+# softcap 50, scores saturated at both ends (scale 2), f16's cap 4, the
+# persistent grid, scores pressed against one end of their range, and the
+# running max kept (fwd-bounded-softmax=false, and f16 at cap 20 above).
+run --dtype=bf16 --shape=2,4,2,1000,777,64 --softcap=30 --causal=bottom-right --lse
+run --dtype=bf16 --shape=1,4,4,333,1500,256 --softcap=50 --lse
+run --dtype=bf16 --shape=1,4,4,300,300,128 --softcap=30 --scale=2 --lse
+run --dtype=f16 --shape=1,4,4,300,300,128 --softcap=4 --lse
+run --dtype=bf16 --shape=2,4,4,500,300,64 --softcap=30 --causal=top-left --lse \
+  --fwd-persistent=always --persistent-ctas=3
+run "$inputs/softcap-saturated.mlir" --shape=2,4,4,300,200,128
+run --dtype=bf16 --shape=1,4,4,300,300,128 --softcap=30 --lse --fwd-bounded-softmax=false
+
 # Causal grids in groups of 8 heads (D >= 128): 15 (head, batch) pairs (a
 # group of 8, then 7), and 70000 heads (the folded grid, grouped).
 run --dtype=bf16 --shape=3,5,1,1000,1000,128 --causal=bottom-right --lse

@@ -273,6 +273,11 @@ static cl::opt<bool> fwdPingpongOpt(
     cl::desc("With --fwd-warp-specialize, the consumer warpgroups take turns "
              "at the tensor cores (ping-pong)"),
     cl::init(true), cl::cat(faCategory));
+static cl::opt<bool> fwdBoundedSoftmaxOpt(
+    "fwd-bounded-softmax",
+    cl::desc("Where the scores are bounded (softcap), the softmax subtracts "
+             "a fixed offset instead of a running max (fa-bounded-softmax)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<int64_t> kvStagesOpt(
     "kv-stages",
     cl::desc("On a GPU target, the forward kernel's K/V pipeline stages "
@@ -1143,8 +1148,8 @@ bool Driver::emit() {
         op, chip,
         {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
          fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-         fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt,
-         fwdCausalOrderOpt});
+         fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt, fwdCausalOrderOpt,
+         fwdBoundedSoftmaxOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1402,7 +1407,8 @@ bool Driver::compileAndRunOnGpu() {
       op, chip, compiledNow, error,
       {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
        fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-       fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt, fwdCausalOrderOpt});
+       fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt, fwdCausalOrderOpt,
+       fwdBoundedSoftmaxOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

@@ -63,6 +63,8 @@ struct CudaForwardTile {
   int64_t headGroup = 0;
   /// fwd-causal-order: tail or paired.
   std::string causalOrder = "tail";
+  /// fwd-bounded-softmax.
+  bool boundedSoftmax = true;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

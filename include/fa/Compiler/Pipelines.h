@@ -97,6 +97,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "overlap; fwd-overlap does it for the other wgmma "
                      "kernels)"),
       llvm::cl::init(true)};
+  Option<bool> fwdBoundedSoftmax{
+      *this, "fwd-bounded-softmax",
+      llvm::cl::desc("Where the scores are bounded (softcap), the softmax "
+                     "subtracts a fixed offset instead of a running max "
+                     "(fa-bounded-softmax)"),
+      llvm::cl::init(true)};
   Option<std::string> fwdPersistent{
       *this, "fwd-persistent",
       llvm::cl::desc(

@@ -85,6 +85,29 @@ def FAOnlineSoftmax : Pass<"fa-online-softmax"> {
   ];
 }
 
+def FABoundedSoftmax : Pass<"fa-bounded-softmax"> {
+  let summary = "A fixed softmax offset where the scores are bounded";
+  let description = [{
+    Runs between `fa-tile` and `fa-online-softmax` on GPU kernels. Where a
+    row-sum loop's scores are bounded, `s` in `[lo, hi]` (a range found
+    from the constants through `fagpu.map` bodies, masks and branches:
+    softcap's `cap * tanh(x)`, or a `score_mod` of that form), and
+    `e^((hi - lo) / 2)` in the log2 domain stays within 5/8 of the
+    exponent range of P's element type (bf16: a softcap up to 54; f16: up
+    to 5.5), the row-max loop is replaced by the constant `(lo + hi) / 2`
+    (times the loop's log2 scale). The kernel then has one loop over K/V
+    with no row max and no rescale, and its row sum adds P rounded as P V's
+    operand holds it (`fagpu.update_row_sum ... rounded`), so a row with
+    one key gets that key's V exactly. Masked scores (-inf) are 0 under any
+    offset. Other kernels are left as they are.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::fagpu::FAGPUDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def FADifferentiateScoreMod : Pass<"fa-differentiate-score-mod"> {
   let summary = "Derive d score_mod / d score for fa.attention_grad";
   let description = [{

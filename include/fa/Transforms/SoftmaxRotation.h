@@ -24,7 +24,8 @@ namespace mlir::fa {
 
 /// fa-online-softmax's loop over K/V tiles: S = Q K^T (`scores`), the
 /// softmax, P rounded into P V's A operand (`pack`), and P V (`pv`) adding
-/// to the carried accumulator `accIndex`, rescaled (`rescale`).
+/// to the carried accumulator `accIndex`, rescaled (`rescale`; null where
+/// the softmax has a fixed offset, fa-bounded-softmax).
 struct SoftmaxLoop {
   scf::ForOp loop;
   fagpu::MmaOp scores, pv;

@@ -470,6 +470,29 @@ Value KernelBuilder::pack(Value lo, Value hi) {
   return LLVM::BitcastOp::create(b, loc, i32, narrow);
 }
 
+std::pair<Value, Value> KernelBuilder::round(Value lo, Value hi) {
+  if (!et.isBF16()) {
+    auto narrow = [&](Value x) -> Value {
+      return LLVM::FPExtOp::create(b, loc, f32,
+                                   LLVM::FPTruncOp::create(b, loc, et, x));
+    };
+    return {narrow(lo), narrow(hi)};
+  }
+  // bf16 is f32's upper half: add half its last place and clear the lower
+  // half, two integer ops. Ties go away from zero where cvt.rn goes to even
+  // (a value of 2^16 differs by its last place). A cvt here, before the
+  // wait on P V in the rotated loop, would make ptxas serialize the wgmmas
+  // (C7513: it takes the conversion's result for a wgmma input).
+  auto one = [&](Value x) -> Value {
+    Value bits = LLVM::BitcastOp::create(b, loc, i32, x);
+    Value up = LLVM::AddOp::create(b, loc, bits, c32(0x8000));
+    return LLVM::BitcastOp::create(
+        b, loc, f32,
+        LLVM::AndOp::create(b, loc, up, c32(int32_t(0xffff0000u))));
+  };
+  return {one(lo), one(hi)};
+}
+
 SmallVector<Value, 4>
 KernelBuilder::accToA(ArrayRef<SmallVector<Value, 4>> tiles, int64_t j) {
   return {pack(tiles[2 * j][0], tiles[2 * j][1]),

@@ -311,6 +311,8 @@ public:
                             ArrayRef<Value> c);
   /// Two f32 as one register of two `et`.
   Value pack(Value lo, Value hi);
+  /// Two f32 rounded to `et` as pack rounds them, as f32.
+  std::pair<Value, Value> round(Value lo, Value hi);
   /// The A fragment of k-step `j` (16 columns) from accumulator tiles of 8
   /// columns each: tiles 2 j and 2 j + 1, packed to `et`.
   SmallVector<Value, 4> accToA(ArrayRef<SmallVector<Value, 4>> tiles,

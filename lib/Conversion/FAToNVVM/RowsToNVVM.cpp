@@ -72,10 +72,17 @@ struct UpdateRowSumLowering
   LogicalResult
   matchAndRewrite(fagpu::UpdateRowSumOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder kb(rewriter, op.getLoc(), rewriter.getF16Type(), 0);
+    std::optional<Type> rounded = op.getRounded();
+    KernelBuilder kb(rewriter, op.getLoc(),
+                     rounded ? *rounded : rewriter.getF16Type(), 0);
     auto type = cast<RankedTensorType>(op.getValues().getType());
     int64_t nTiles = type.getDimSize(1) / 8;
-    ValueRange values = adaptor.getValues();
+    SmallVector<Value> values(adaptor.getValues());
+    // Rounded as to_operand packs them, two columns of a row at a time.
+    if (rounded)
+      for (size_t slot = 0; slot + 1 < values.size(); slot += 2)
+        std::tie(values[slot], values[slot + 1]) =
+            kb.round(values[slot], values[slot + 1]);
     SmallVector<Value> rows(adaptor.getSum());
     for (auto [slot, value] : llvm::enumerate(values)) {
       Value &row = rows[rowOfSlot(slot, nTiles)];

@@ -2,8 +2,8 @@
 // RUN: fa-opt %s --dump-pass-pipeline --pass-pipeline="builtin.module(fa-pipeline-cuda{chip=sm_90a})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DUMP
 
 // fa-pipeline-cuda's passes, in order: the forward through fa-fuse,
-// fa-key-ranges (without fwd-key-ranges=0), fa-tile,
-// fa-online-softmax, fa-warp-specialize (without fwd-warp-specialize=0) and
+// fa-key-ranges (without fwd-key-ranges=0), fa-tile, fa-bounded-softmax
+// (without fwd-bounded-softmax=0), fa-online-softmax, fa-warp-specialize (without fwd-warp-specialize=0) and
 // fa-async-copy before the conversion (fa-overlap-softmax only with
 // fwd-overlap).
 // DUMP: builtin.module(
@@ -11,6 +11,7 @@
 // DUMP-NEXT: fa-fuse{block-kv=0 block-q=0 chip=sm_90a head-group=0 warp-specialize=true wgmma=true},
 // DUMP-NEXT: fa-key-ranges,
 // DUMP-NEXT: fa-tile{block-kv=64 block-q=64},
+// DUMP-NEXT: fa-bounded-softmax,
 // DUMP-NEXT: fa-online-softmax,
 // DUMP-NEXT: fa-warp-specialize{causal-order=tail overlap=true persistent=auto pingpong=true stages=0 tma=true},
 // DUMP-NEXT: fa-async-copy{stages=0},

@@ -89,6 +89,14 @@ func.func @update_full_sum(%l: tensor<64xf32, #fagpu.rows<warps = 4>>, %p: tenso
 
 // -----
 
+func.func @update_sum_rounded_f32(%l: tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, %p: tensor<64x64xf32, #fagpu.acc<warps = 4>>) {
+  // expected-error @+1 {{rounded must be f16 or bf16 (got 'f32')}}
+  %s = fagpu.update_row_sum %l, %p rounded f32 : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
 func.func @store_partial(%l: tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, %lse: memref<?x?x?xf32>, %i: index) {
   // expected-error @+1 {{cannot store a partial row sum}}
   fagpu.store %l to %lse[%i, %i, %i] bound %i : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, memref<?x?x?xf32>

@@ -100,6 +100,8 @@ func.func @forward(%q: !qkv, %k: !qkv, %v: !qkv, %o: !qkv, %lse: !lse) {
     %ls = fagpu.scale_rows %l, %alpha : tensor<128xf32, #partial>, tensor<128xf32, #rows>
     // CHECK: fagpu.update_row_sum %{{.*}}, %{{.*}} : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<128x64xf32, #fagpu.acc<warps = 4>>
     %l2 = fagpu.update_row_sum %ls, %p : tensor<128xf32, #partial>, tensor<128x64xf32, #acc>
+    // CHECK: fagpu.update_row_sum %{{.*}}, %{{.*}} rounded bf16 : tensor<128xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<128x64xf32, #fagpu.acc<warps = 4>>
+    %l3 = fagpu.update_row_sum %ls, %p rounded bf16 : tensor<128xf32, #partial>, tensor<128x64xf32, #acc>
     // CHECK: fagpu.scale_rows %{{.*}}, %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>>, tensor<128xf32, #fagpu.rows<warps = 4>>
     %accs = fagpu.scale_rows %acc, %alpha : tensor<128x64xf32, #acc>, tensor<128xf32, #rows>
     // CHECK: fagpu.to_operand %{{.*}} : tensor<128x64xf32, #fagpu.acc<warps = 4>> -> tensor<128x64xbf16, #fagpu.operand<warps = 4>>

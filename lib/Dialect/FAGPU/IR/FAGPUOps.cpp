@@ -504,6 +504,9 @@ LogicalResult UpdateRowSumOp::verify() {
   if (sum.getDimSize(0) != values.getDimSize(0) ||
       getLayoutWarps(sum) != getLayoutWarps(values))
     return emitOpError("sum and values must have one row count and warps");
+  if (std::optional<Type> rounded = getRounded();
+      rounded && !isa<Float16Type, BFloat16Type>(*rounded))
+    return emitOpError("rounded must be f16 or bf16 (got ") << *rounded << ")";
   return success();
 }
 

@@ -567,12 +567,16 @@ def FAGPU_UpdateRowSumOp : FAGPU_Op<"update_row_sum", [Pure,
     `sum` and the result are partial row sums (`#fagpu.rows<partial>`):
     each thread adds its own values of a row, and the quad's reduction is
     left to one `fagpu.reduce_rows` after the loop. The online softmax
-    rescales `sum` first (`fagpu.scale_rows`).
+    rescales `sum` first (`fagpu.scale_rows`). With `rounded` (f16 or
+    bf16), each value is added as P V's A operand holds it, rounded to that
+    type: the row sum is then the sum of the weights P V applies.
   }];
-  let arguments = (ins FAGPU_Register:$sum, FAGPU_Register:$values);
+  let arguments = (ins FAGPU_Register:$sum, FAGPU_Register:$values,
+                       OptionalAttr<TypeAttr>:$rounded);
   let results = (outs FAGPU_Register:$result);
   let assemblyFormat = [{
-    $sum `,` $values attr-dict `:` type($sum) `,` type($values)
+    $sum `,` $values (`rounded` $rounded^)? attr-dict `:` type($sum) `,`
+    type($values)
   }];
   let hasVerifier = 1;
 }

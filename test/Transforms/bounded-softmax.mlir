@@ -1,0 +1,136 @@
+// RUN: fa-opt %s -fa-fuse="chip=sm_90a" -fa-tile -fa-bounded-softmax -split-input-file | FileCheck %s
+
+// fa-bounded-softmax: where the scores are bounded, fa-tile's row-max loop
+// becomes a constant offset at the middle of their range (in the log2
+// domain), which the row-sum loop subtracts; that loop is then the kernel's
+// one loop over K/V, with no row max and no rescale.
+
+// Softcap 30 in bf16: scores in [-30, 30], offset 0 (e^(+-30) is 2^(+-43),
+// within bf16's 78). Causal bottom-right (rows with no key keep l = 0). No
+// score sits at the offset, so O's row sum adds P as P V's operand rounds
+// it (`rounded bf16`): a row with one key then gets exactly that key's V.
+// The lse keeps a second sum, of P as computed.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fa.softmax_row_max
+// CHECK: %[[NINF:[a-z0-9_]+]] = arith.constant dense<0xFF800000> : tensor<64xf32, #fagpu.rows<warps = 4>>
+// CHECK: %[[C:[a-z0-9_]+]] = arith.constant dense<1.44269502> : tensor<64x128xf32, #fagpu.acc<warps = 4>>
+// CHECK-NEXT: %[[OFF:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<64xf32, #fagpu.rows<warps = 4>>
+// CHECK-NEXT: %[[L0:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>
+// CHECK-NEXT: %[[ACC0:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #fagpu.acc<warps = 4>>
+// CHECK-NEXT: %[[F:[0-9]+]]:3 = scf.for %{{.*}} iter_args(%[[L:[a-z0-9_]+]] = %[[L0]], %[[ACC:[a-z0-9_]+]] = %[[ACC0]], %[[LX:[a-z0-9_]+]] = %[[L0]])
+// CHECK: %[[S:[0-9]+]] = scf.if
+// CHECK: fagpu.mask
+// CHECK: } else {
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: }{{$}}
+// CHECK-NEXT: %[[NONE:[0-9]+]] = arith.cmpf oeq, %[[OFF]], %[[NINF]]
+// CHECK-NEXT: %[[M:[0-9]+]] = arith.select %[[NONE]], %{{.*}}, %[[OFF]]
+// CHECK-NEXT: %[[MB:[0-9]+]] = fagpu.broadcast_rows %[[M]]
+// CHECK-NEXT: %[[NEGM:[0-9]+]] = arith.negf %[[MB]]
+// CHECK-NEXT: %[[E:[0-9]+]] = math.fma %[[S]], %[[C]], %[[NEGM]]
+// CHECK-NEXT: %[[P:[0-9]+]] = math.exp2 %[[E]]
+// CHECK-NEXT: %[[LNEW:[0-9]+]] = fagpu.update_row_sum %[[L]], %[[P]] rounded bf16 :
+// CHECK-NEXT: %[[LXNEW:[0-9]+]] = fagpu.update_row_sum %[[LX]], %[[P]] :
+// CHECK-NEXT: %[[PA:[0-9]+]] = fagpu.to_operand %[[P]]
+// CHECK-NEXT: %[[ACCNEW:[0-9]+]] = fagpu.mma %[[PA]], %{{.*}} acc %[[ACC]] {wgmma}
+// CHECK-NEXT: scf.yield %[[LNEW]], %[[ACCNEW]], %[[LXNEW]]
+// CHECK-NEXT: }{{$}}
+// O divides by the rounded sum; the lse is the offset plus log2 of P's
+// sum as computed.
+// CHECK: %[[LSUM:[0-9]+]] = fagpu.reduce_rows <sum> %[[F]]#0
+// CHECK: arith.divf %{{.*}}, %[[LSUM]]
+// CHECK: %[[LXSUM:[0-9]+]] = fagpu.reduce_rows <sum> %[[F]]#2
+// CHECK-NEXT: %[[LOG:[0-9]+]] = math.log2 %[[LXSUM]]
+// CHECK: arith.addf %[[OFF]], %[[LOG]]
+// CHECK-NOT: fa.softmax_
+// CHECK: gpu.return
+func.func @softcap(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>) {
+  %o, %lse = fa.attention %q, %k, %v {causal = #fa.causal<bottom_right>, softcap = 30.0 : f32} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+  return %o, %lse : tensor<?x8x?x64xbf16>, tensor<?x8x?xf32>
+}
+
+// -----
+
+// A score_mod of the same form, shifted: 10 tanh(x) - 20 is in [-30, -10],
+// so the offset is -20 log2(e).
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fa.softmax_row_max
+// CHECK: %[[OFF:[a-z0-9_]+]] = arith.constant dense<-2.885390e+01> : tensor<64xf32, #fagpu.rows<warps = 4>>
+// CHECK: scf.for %{{.*}} iter_args(%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<64x128xf32, #fagpu.acc<warps = 4>>)
+// CHECK: arith.cmpf oeq, %[[OFF]]
+// CHECK-NOT: fagpu.scale_rows
+// CHECK: gpu.return
+func.func @shifted(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16> -> tensor<?x4x?x128xbf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %c10 = arith.constant 1.000000e+01 : f32
+    %x = arith.divf %s, %c10 : f32
+    %t = math.tanh %x : f32
+    %u = arith.mulf %t, %c10 : f32
+    %c20 = arith.constant 2.000000e+01 : f32
+    %r = arith.subf %u, %c20 : f32
+    fa.yield %r : f32
+  }
+  return %o : tensor<?x4x?x128xbf16>
+}
+
+// -----
+
+// f16's P allows 8 binades each way: softcap 4 (5.8) has its offset...
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK-NOT: fa.softmax_row_max
+// CHECK: arith.constant dense<1.44269502> : tensor<64x128xf32, #fagpu.acc<warps = 4>>
+// CHECK-NEXT: arith.constant dense<0.000000e+00> : tensor<64xf32, #fagpu.rows<warps = 4>>
+// CHECK-NEXT: arith.constant dense<0.000000e+00> : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>
+// CHECK: fagpu.update_row_sum %{{.*}}, %{{.*}} rounded f16 :
+// CHECK-NOT: fa.softmax_row_sum
+// CHECK: gpu.return
+func.func @f16_cap4(%q: tensor<?x4x?x64xf16>) -> tensor<?x4x?x64xf16> {
+  %o = fa.attention %q, %q, %q {softcap = 4.0 : f32} : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16> -> tensor<?x4x?x64xf16>
+  return %o : tensor<?x4x?x64xf16>
+}
+
+// -----
+
+// ...softcap 30 (43) keeps the running max.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: } {fa.softmax_row_max = "exp2"}
+// CHECK: } {fa.softmax_row_sum}
+func.func @f16_cap30(%q: tensor<?x4x?x64xf16>) -> tensor<?x4x?x64xf16> {
+  %o = fa.attention %q, %q, %q {softcap = 30.0 : f32} : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16> -> tensor<?x4x?x64xf16>
+  return %o : tensor<?x4x?x64xf16>
+}
+
+// -----
+
+// bf16 past its limit: softcap 60 (86.6 binades > 78) keeps the running max.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: } {fa.softmax_row_max = "exp2"}
+// CHECK: } {fa.softmax_row_sum}
+func.func @cap60(%q: tensor<?x4x?x64xbf16>) -> tensor<?x4x?x64xbf16> {
+  %o = fa.attention %q, %q, %q {softcap = 60.0 : f32} : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16> -> tensor<?x4x?x64xbf16>
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+// ALiBi after the softcap: a slope read from memory times the distance is
+// not bounded.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: } {fa.softmax_row_max = "exp2"}
+// CHECK: } {fa.softmax_row_sum}
+func.func @alibi(%q: tensor<?x4x?x64xbf16>, %slopes: tensor<4xf32>) -> tensor<?x4x?x64xbf16> {
+  %o = fa.attention %q, %q, %q alibi_slopes(%slopes : tensor<4xf32>) {softcap = 30.0 : f32} : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16> -> tensor<?x4x?x64xbf16>
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+// The plain product of Q and K is not bounded.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: } {fa.softmax_row_max = "exp2"}
+// CHECK: } {fa.softmax_row_sum}
+func.func @plain(%q: tensor<?x4x?x64xbf16>) -> tensor<?x4x?x64xbf16> {
+  %o = fa.attention %q, %q, %q : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16> -> tensor<?x4x?x64xbf16>
+  return %o : tensor<?x4x?x64xbf16>
+}
