@@ -216,28 +216,41 @@ std::optional<double> exponentLimit(scf::ForOp sumLoop) {
   return limit;
 }
 
+/// The loop's carried row sum of the very values P V's operand rounds (the
+/// row sum's index among the iter_args), or null: with dropout, P V reads
+/// P times its factors and the sum P itself.
+struct RowSum {
+  fagpu::UpdateRowSumOp op;
+  Type rounded;
+  unsigned index = 0;
+};
+std::optional<RowSum> findRowSum(scf::ForOp loop) {
+  std::optional<RowSum> found;
+  for (auto pack : loop.getBody()->getOps<fagpu::ToOperandOp>())
+    for (Operation *user : pack.getSource().getUsers())
+      if (auto update = dyn_cast<fagpu::UpdateRowSumOp>(user)) {
+        auto carried = dyn_cast<BlockArgument>(update.getSum());
+        if (found || !carried || carried.getOwner() != loop.getBody())
+          return std::nullopt;
+        unsigned index = carried.getArgNumber() - 1;
+        if (loop.getBody()->getTerminator()->getOperand(index) !=
+            update.getResult())
+          return std::nullopt;
+        found = RowSum{update, getElementTypeOrSelf(pack.getResult().getType()),
+                       index};
+      }
+  return found;
+}
+
 /// No score sits at the offset, so P's rounding no longer cancels in a row
 /// with one key, as it does where the running max makes that key's P
 /// exactly 1: O's row sum adds P as P V's operand holds it, and O is the
 /// average of V under the weights P V applied. The lse (the log of the row
 /// sum after the loop) keeps a sum of P as computed, the softmax's own.
-void roundRowSum(scf::ForOp loop) {
-  fagpu::UpdateRowSumOp sum;
-  Type rounded;
-  for (auto pack : loop.getBody()->getOps<fagpu::ToOperandOp>())
-    for (Operation *user : pack.getSource().getUsers())
-      if (auto update = dyn_cast<fagpu::UpdateRowSumOp>(user)) {
-        sum = update;
-        rounded = getElementTypeOrSelf(pack.getResult().getType());
-      }
-  auto carried = sum ? dyn_cast<BlockArgument>(sum.getSum()) : BlockArgument();
-  if (!carried || carried.getOwner() != loop.getBody())
-    return;
-  unsigned index = carried.getArgNumber() - 1;
-  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-  if (yield.getOperand(index) != sum.getResult())
-    return;
-  sum.setRoundedAttr(TypeAttr::get(rounded));
+void roundRowSum(scf::ForOp loop, RowSum rowSum) {
+  fagpu::UpdateRowSumOp sum = rowSum.op;
+  unsigned index = rowSum.index;
+  sum.setRoundedAttr(TypeAttr::get(rowSum.rounded));
   SmallVector<math::Log2Op> logs;
   SmallVector<fagpu::ReduceRowsOp> totals;
   for (Operation *user : loop.getResult(index).getUsers())
@@ -298,7 +311,8 @@ struct FABoundedSoftmaxPass
       std::optional<double> scale = rowMaxScale(maxLoop, maxScores);
       std::optional<Range> range = rangeOf(sumScores->getResult(0));
       std::optional<double> limit = exponentLimit(sumLoop);
-      if (!scale || !range || range->empty() || !limit)
+      std::optional<RowSum> rowSum = findRowSum(sumLoop);
+      if (!scale || !range || range->empty() || !limit || !rowSum)
         continue;
       double half = *scale * (range->hi - range->lo) / 2;
       if (half > *limit)
@@ -317,7 +331,7 @@ struct FABoundedSoftmaxPass
       // As fa-online-softmax leaves its loop: unmarked.
       sumLoop->removeAttr(kRowSumLoopAttr);
       sumScores->removeAttr(kSoftmaxScoresAttr);
-      roundRowSum(sumLoop);
+      roundRowSum(sumLoop, *rowSum);
     }
   }
 };

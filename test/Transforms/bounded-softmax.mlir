@@ -134,3 +134,15 @@ func.func @plain(%q: tensor<?x4x?x64xbf16>) -> tensor<?x4x?x64xbf16> {
   %o = fa.attention %q, %q, %q : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16> -> tensor<?x4x?x64xbf16>
   return %o : tensor<?x4x?x64xbf16>
 }
+
+// -----
+
+// Dropout: P V reads P times its factors and the row sum P itself, so the
+// sum cannot be P as P V's operand rounds it; the running max stays.
+// CHECK-LABEL: gpu.func @fa_forward_0
+// CHECK: } {fa.softmax_row_max = "exp2"}
+// CHECK: } {fa.softmax_row_sum}
+func.func @dropout(%q: tensor<?x4x?x64xbf16>, %seed: i64) -> tensor<?x4x?x64xbf16> {
+  %o = fa.attention %q, %q, %q dropout_seed(%seed) {dropout_p = 0.25 : f32, softcap = 30.0 : f32} : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16> -> tensor<?x4x?x64xbf16>
+  return %o : tensor<?x4x?x64xbf16>
+}
