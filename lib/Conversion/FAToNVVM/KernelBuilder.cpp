@@ -480,7 +480,7 @@ std::pair<Value, Value> KernelBuilder::round(Value lo, Value hi) {
   }
   // bf16 is f32's upper half: add half its last place and clear the lower
   // half, two integer ops. Ties go away from zero where cvt.rn goes to even
-  // (a value of 2^16 differs by its last place). A cvt here, before the
+  // (one value in 2^16 differs by its last place). A cvt here, before the
   // wait on P V in the rotated loop, would make ptxas serialize the wgmmas
   // (C7513: it takes the conversion's result for a wgmma input).
   auto one = [&](Value x) -> Value {
