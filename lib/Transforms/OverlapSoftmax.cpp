@@ -86,7 +86,8 @@ FailureOr<RingedLoop> matchRingedLoop(gpu::GPUFuncOp kernel) {
       !r.softmax.pv->hasOneUse() || *r.softmax.pv->user_begin() != yield ||
       r.softmax.pv.getBStage() != r.softmax.scores.getBStage())
     return fail("expected P V to add to the carried accumulator, rescaled "
-                "(fa-online-softmax's loop), and to read the stage S reads");
+                "or not (fa-online-softmax's or fa-bounded-softmax's loop), "
+                "and to read the stage S reads");
   r.softmax.pack = r.softmax.pv.getA().getDefiningOp<fagpu::ToOperandOp>();
   if (!r.softmax.pack || r.softmax.pack->getBlock() != body ||
       !r.softmax.pack->hasOneUse())
