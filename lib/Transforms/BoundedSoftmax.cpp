@@ -45,6 +45,13 @@ struct Range {
   Range join(Range o) const { return {std::min(lo, o.lo), std::max(hi, o.hi)}; }
 };
 
+Range sumOf(Range a, Range b) { return {a.lo + b.lo, a.hi + b.hi}; }
+Range differenceOf(Range a, Range b) { return {a.lo - b.hi, a.hi - b.lo}; }
+Range productOf(Range a, Range b) {
+  double c[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+  return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+}
+
 /// A float constant (or splat) that is finite or -inf.
 std::optional<Range> constantRange(Value v) {
   FloatAttr scalar;
@@ -87,7 +94,7 @@ std::optional<Range> rangeOf(Value v, unsigned depth = 0) {
       return std::nullopt;
     return r;
   };
-  auto binary = [&](auto f) -> std::optional<Range> {
+  auto binary = [&](Range (*f)(Range, Range)) -> std::optional<Range> {
     std::optional<Range> a = finite(op->getOperand(0)),
                          b = finite(op->getOperand(1));
     if (!a || !b)
@@ -95,21 +102,9 @@ std::optional<Range> rangeOf(Value v, unsigned depth = 0) {
     return f(*a, *b);
   };
   return llvm::TypeSwitch<Operation *, std::optional<Range>>(op)
-      .Case([&](arith::AddFOp) {
-        return binary(
-            [](Range a, Range b) { return Range{a.lo + b.lo, a.hi + b.hi}; });
-      })
-      .Case([&](arith::SubFOp) {
-        return binary(
-            [](Range a, Range b) { return Range{a.lo - b.hi, a.hi - b.lo}; });
-      })
-      .Case([&](arith::MulFOp) {
-        return binary([](Range a, Range b) {
-          double c[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
-          return Range{*std::min_element(c, c + 4),
-                       *std::max_element(c, c + 4)};
-        });
-      })
+      .Case([&](arith::AddFOp) { return binary(sumOf); })
+      .Case([&](arith::SubFOp) { return binary(differenceOf); })
+      .Case([&](arith::MulFOp) { return binary(productOf); })
       .Case([&](arith::NegFOp n) -> std::optional<Range> {
         std::optional<Range> a = finite(n.getOperand());
         if (!a)
@@ -198,24 +193,6 @@ scf::ForOp rowSumLoop(scf::ForOp maxLoop) {
   return {};
 }
 
-/// The largest |exponent| (log2) the offset may leave P: 5/8 of the
-/// smaller side of P's exponent range, the rest headroom for V's magnitude
-/// in the f32 products and sums (bf16: 78, a softcap up to 54; f16: 8, a
-/// softcap up to 5.5).
-std::optional<double> exponentLimit(scf::ForOp sumLoop) {
-  std::optional<double> limit;
-  for (auto pack : sumLoop.getBody()->getOps<fagpu::ToOperandOp>()) {
-    if (limit)
-      return std::nullopt;
-    auto type = cast<FloatType>(getElementTypeOrSelf(pack.getType()));
-    const llvm::fltSemantics &sem = type.getFloatSemantics();
-    double range = std::min<double>(llvm::APFloat::semanticsMaxExponent(sem),
-                                    -llvm::APFloat::semanticsMinExponent(sem));
-    limit = std::floor(range * 5 / 8);
-  }
-  return limit;
-}
-
 /// The loop's carried row sum of the very values P V's operand rounds (the
 /// row sum's index among the iter_args), or null: with dropout, P V reads
 /// P times its factors and the sum P itself.
@@ -242,6 +219,17 @@ std::optional<RowSum> findRowSum(scf::ForOp loop) {
   return found;
 }
 
+/// The largest |exponent| (log2) the offset may leave P, of element type
+/// `p`: 5/8 of the smaller side of its exponent range, the rest headroom for
+/// V's magnitude in the f32 products and sums (bf16: 78, a softcap up to
+/// 54; f16: 8, a softcap up to 5.5).
+double exponentLimit(Type p) {
+  const llvm::fltSemantics &sem = cast<FloatType>(p).getFloatSemantics();
+  double range = std::min<double>(llvm::APFloat::semanticsMaxExponent(sem),
+                                  -llvm::APFloat::semanticsMinExponent(sem));
+  return std::floor(range * 5 / 8);
+}
+
 /// No score sits at the offset, so P's rounding no longer cancels in a row
 /// with one key, as it does where the running max makes that key's P
 /// exactly 1: O's row sum adds P as P V's operand holds it, and O is the
@@ -250,7 +238,6 @@ std::optional<RowSum> findRowSum(scf::ForOp loop) {
 void roundRowSum(scf::ForOp loop, RowSum rowSum) {
   fagpu::UpdateRowSumOp sum = rowSum.op;
   unsigned index = rowSum.index;
-  sum.setRoundedAttr(TypeAttr::get(rowSum.rounded));
   SmallVector<math::Log2Op> logs;
   SmallVector<fagpu::ReduceRowsOp> totals;
   for (Operation *user : loop.getResult(index).getUsers())
@@ -260,6 +247,7 @@ void roundRowSum(scf::ForOp loop, RowSum rowSum) {
           logs.push_back(log);
           totals.push_back(total);
         }
+  sum.setRoundedAttr(TypeAttr::get(rowSum.rounded));
   if (logs.empty())
     return;
   IRRewriter rewriter(loop.getContext());
@@ -275,8 +263,11 @@ void roundRowSum(scf::ForOp loop, RowSum rowSum) {
                     TypeAttr());
                 return SmallVector<Value>{exact.getResult()};
               });
-  if (failed(more))
+  if (failed(more)) {
+    // The lse needs the exact sum: the rounded one is O's alone.
+    sum.removeRoundedAttr();
     return;
+  }
   Value exactSum = more->getLoopResults()->back();
   for (auto [log, total] : llvm::zip(logs, totals)) {
     rewriter.setInsertionPoint(log);
@@ -310,12 +301,11 @@ struct FABoundedSoftmaxPass
         continue;
       std::optional<double> scale = rowMaxScale(maxLoop, maxScores);
       std::optional<Range> range = rangeOf(sumScores->getResult(0));
-      std::optional<double> limit = exponentLimit(sumLoop);
       std::optional<RowSum> rowSum = findRowSum(sumLoop);
-      if (!scale || !range || range->empty() || !limit || !rowSum)
+      if (!scale || !range || range->empty() || !rowSum)
         continue;
       double half = *scale * (range->hi - range->lo) / 2;
-      if (half > *limit)
+      if (half > exponentLimit(rowSum->rounded))
         continue;
       // The max loop's result, in its units (the log2 domain), is the
       // offset the row-sum loop subtracts; the loop itself goes.
