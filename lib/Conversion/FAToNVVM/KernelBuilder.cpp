@@ -240,7 +240,7 @@ Value KernelBuilder::approx(StringRef instruction, Value x) {
       .getResult(0);
 }
 
-Value KernelBuilder::accurateTanh(Value x) {
+Value KernelBuilder::accurateTanh(Value x, double scale) {
   // tanh.approx.f32 is one instruction but errs by up to 2^-11: a softcapped
   // row's log-sum-exp was 25x further from float64 than a plain f32
   // kernel's (docs/accuracy.md). Instead 1 - 2 / (e^(2|x|) + 1) with the
@@ -266,8 +266,8 @@ Value KernelBuilder::accurateTanh(Value x) {
   Value ay = LLVM::FAbsOp::create(b, loc, y).getResult();
   Value e = exp2(fmul(ay, cf(factor)));
   Value r = approx("rcp.approx.ftz.f32", fadd(e, cf(1.0)));
-  // 1 - 2 r as one fma.
-  Value t = math::FmaOp::create(b, loc, cf(-2.0), r, cf(1.0));
+  // scale (1 - 2 r) as one fma.
+  Value t = math::FmaOp::create(b, loc, cf(-2.0 * scale), r, cf(scale));
   return LLVM::CopySignOp::create(b, loc, t, y).getResult();
 }
 

@@ -229,9 +229,9 @@ public:
 
   /// A one-operand f32 PTX instruction (lg2, tanh have no libcall on NVPTX).
   Value approx(StringRef instruction, Value x);
-  /// tanh(x) in f32 within 2^-21 absolutely (PTX's tanh.approx is off by up
-  /// to 2^-11): softcap's and score_mod's tanh.
-  Value accurateTanh(Value x);
+  /// `scale` * tanh(x) in f32, tanh within 2^-21 absolutely (PTX's
+  /// tanh.approx is off by up to 2^-11): softcap's and score_mod's tanh.
+  Value accurateTanh(Value x, double scale = 1.0);
   /// The f32 math op `op` on `operands` as PTX instructions (NVPTX has no
   /// libcalls for most of them), or null for any other op.
   Value lowerScalarMath(Operation *op, ValueRange operands);
