@@ -9,7 +9,9 @@
 // the kernel has one loop with no row max (its reductions and shuffles on
 // the critical path), no rescale of O and the row sum, and no exponential
 // per row and tile. Masked scores are -inf and their e^(s - m) is 0 under
-// any offset; rows with no unmasked score keep l = 0.
+// any offset; rows with no unmasked score keep l = 0. With the offset
+// fixed, P's exponent is a function of the score alone: the score map
+// computes it, its constants folded (softcap's is one constant times tanh).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -277,6 +280,119 @@ void roundRowSum(scf::ForOp loop, RowSum rowSum) {
   }
 }
 
+/// The value of a row tile computed from splat constants (fa-tile's
+/// "m, or 0 where -inf" of a constant m), or nullopt.
+std::optional<double> constantRows(Value v, unsigned depth = 0) {
+  if (depth > 8)
+    return std::nullopt;
+  auto of = [&](Value x) { return constantRows(x, depth + 1); };
+  if (std::optional<Range> c = constantRange(v))
+    return c->empty() ? -kInf : c->lo;
+  if (auto negate = v.getDefiningOp<arith::NegFOp>()) {
+    std::optional<double> x = of(negate.getOperand());
+    return x ? std::optional<double>(-*x) : std::nullopt;
+  }
+  if (auto broadcast = v.getDefiningOp<fagpu::BroadcastRowsOp>())
+    return of(broadcast.getSource());
+  if (auto select = v.getDefiningOp<arith::SelectOp>()) {
+    auto compare = select.getCondition().getDefiningOp<arith::CmpFOp>();
+    if (!compare || compare.getPredicate() != arith::CmpFPredicate::OEQ)
+      return std::nullopt;
+    std::optional<double> a = of(compare.getLhs()), b = of(compare.getRhs());
+    if (!a || !b)
+      return std::nullopt;
+    return of(*a == *b ? select.getTrueValue() : select.getFalseValue());
+  }
+  return std::nullopt;
+}
+
+/// The fagpu.map whose values `scores` are, directly or through a branch
+/// that masks them (fa-tile's scf.if of fagpu.mask), where nothing else
+/// reads them.
+fagpu::MapOp scoreMap(Value scores) {
+  if (auto map = scores.getDefiningOp<fagpu::MapOp>())
+    return map;
+  auto branch = scores.getDefiningOp<scf::IfOp>();
+  if (!branch || branch->getNumResults() != 1 || branch.getElseRegion().empty())
+    return {};
+  auto mask = branch.thenYield().getOperand(0).getDefiningOp<fagpu::MaskOp>();
+  auto map = branch.elseYield().getOperand(0).getDefiningOp<fagpu::MapOp>();
+  if (!mask || !map || mask.getScores() != map.getResult() ||
+      !mask->hasOneUse() || !llvm::hasNItems(map->getUses(), 2))
+    return {};
+  return map;
+}
+
+/// With the offset fixed, P's exponent c s - offset is a function of the
+/// score alone: the score map computes it, where softcap's cap c is one
+/// constant (a multiply fewer per score, and the lowering's tanh takes it
+/// into its fma). Masked scores stay -inf (c > 0).
+void foldExponent(Value scores) {
+  if (!scores.hasOneUse())
+    return;
+  auto fma = dyn_cast<math::FmaOp>(*scores.user_begin());
+  if (!fma || fma.getA() != scores || !fma->hasOneUse() ||
+      !isa<math::Exp2Op>(*fma->user_begin()))
+    return;
+  std::optional<Range> scale = constantRange(fma.getB());
+  std::optional<double> negOffset = constantRows(fma.getC());
+  fagpu::MapOp map = scoreMap(scores);
+  if (!scale || scale->empty() || scale->lo != scale->hi || !(scale->lo > 0) ||
+      !negOffset || !std::isfinite(*negOffset) || !map)
+    return;
+  auto yield = cast<fagpu::YieldOp>(map.getBody().front().getTerminator());
+  // The exponent a y + b of the yielded y: while y is an affine function
+  // of a constant, folded into a and b.
+  double a = scale->lo, bias = *negOffset;
+  Value y = yield.getValue();
+  SmallVector<Operation *> dead = {fma};
+  while (Operation *op = y.getDefiningOp()) {
+    if (!op->hasOneUse() ||
+        !isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(op))
+      break;
+    auto constantAt = [&](unsigned i) -> std::optional<double> {
+      std::optional<Range> r = constantRange(op->getOperand(i));
+      return r && !r->empty() ? std::optional<double>(r->lo) : std::nullopt;
+    };
+    bool sub = isa<arith::SubFOp>(op);
+    unsigned xIndex = 0;
+    std::optional<double> k = constantAt(1);
+    if (!k && !sub) {
+      k = constantAt(0);
+      xIndex = 1;
+    }
+    if (!k)
+      break;
+    if (isa<arith::MulFOp>(op))
+      a *= *k;
+    else
+      bias += (sub ? -a : a) * *k;
+    y = op->getOperand(xIndex);
+    dead.push_back(op);
+  }
+  OpBuilder b(yield);
+  Location loc = yield.getLoc();
+  Type f32 = b.getF32Type();
+  Value e = arith::MulFOp::create(
+      b, loc, y, arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, a)));
+  if (bias != 0)
+    e = arith::AddFOp::create(
+        b, loc, e,
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, bias)));
+  yield->setOperand(0, e);
+  fma.replaceAllUsesWith(scores);
+  // What computed the old exponent (fa-tile's "m, or 0 where -inf" of the
+  // offset, the scale, the folded ops) is dead now.
+  while (!dead.empty()) {
+    Operation *op = dead.pop_back_val();
+    if (!op || !isOpTriviallyDead(op))
+      continue;
+    for (Value operand : op->getOperands())
+      dead.push_back(operand.getDefiningOp());
+    op->erase();
+  }
+}
+
 struct FABoundedSoftmaxPass
     : public mlir::fa::impl::FABoundedSoftmaxBase<FABoundedSoftmaxPass> {
   void runOnOperation() override {
@@ -322,6 +438,7 @@ struct FABoundedSoftmaxPass
       sumLoop->removeAttr(kRowSumLoopAttr);
       sumScores->removeAttr(kSoftmaxScoresAttr);
       roundRowSum(sumLoop, *rowSum);
+      foldExponent(sumScores->getResult(0));
     }
   }
 };

@@ -13,22 +13,24 @@
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-NOT: fa.softmax_row_max
 // CHECK: %[[NINF:[a-z0-9_]+]] = arith.constant dense<0xFF800000> : tensor<64xf32, #fagpu.rows<warps = 4>>
-// CHECK: %[[C:[a-z0-9_]+]] = arith.constant dense<1.44269502> : tensor<64x128xf32, #fagpu.acc<warps = 4>>
+// CHECK: arith.constant dense<1.44269502> : tensor<64xf32, #fagpu.rows<warps = 4>>
 // CHECK-NEXT: %[[OFF:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<64xf32, #fagpu.rows<warps = 4>>
 // CHECK-NEXT: %[[L0:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>
 // CHECK-NEXT: %[[ACC0:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #fagpu.acc<warps = 4>>
 // CHECK-NEXT: %[[F:[0-9]+]]:3 = scf.for %{{.*}} iter_args(%[[L:[a-z0-9_]+]] = %[[L0]], %[[ACC:[a-z0-9_]+]] = %[[ACC0]], %[[LX:[a-z0-9_]+]] = %[[L0]])
+// With the offset fixed, the score map computes P's exponent, 30 tanh(x)
+// log2(e) - 0: one constant times the tanh.
+// CHECK: fagpu.map
+// CHECK: %[[T:[0-9]+]] = math.tanh
+// CHECK-NEXT: %[[K:[a-z0-9_]+]] = arith.constant 43.2808495 : f32
+// CHECK-NEXT: %[[X:[0-9]+]] = arith.mulf %[[T]], %[[K]] : f32
+// CHECK-NEXT: fagpu.yield %[[X]] : f32
 // CHECK: %[[S:[0-9]+]] = scf.if
 // CHECK: fagpu.mask
 // CHECK: } else {
 // CHECK-NEXT: scf.yield
 // CHECK-NEXT: }{{$}}
-// CHECK-NEXT: %[[NONE:[0-9]+]] = arith.cmpf oeq, %[[OFF]], %[[NINF]]
-// CHECK-NEXT: %[[M:[0-9]+]] = arith.select %[[NONE]], %{{.*}}, %[[OFF]]
-// CHECK-NEXT: %[[MB:[0-9]+]] = fagpu.broadcast_rows %[[M]]
-// CHECK-NEXT: %[[NEGM:[0-9]+]] = arith.negf %[[MB]]
-// CHECK-NEXT: %[[E:[0-9]+]] = math.fma %[[S]], %[[C]], %[[NEGM]]
-// CHECK-NEXT: %[[P:[0-9]+]] = math.exp2 %[[E]]
+// CHECK-NEXT: %[[P:[0-9]+]] = math.exp2 %[[S]]
 // CHECK-NEXT: %[[LNEW:[0-9]+]] = fagpu.update_row_sum %[[L]], %[[P]] rounded bf16 :
 // CHECK-NEXT: %[[LXNEW:[0-9]+]] = fagpu.update_row_sum %[[LX]], %[[P]] :
 // CHECK-NEXT: %[[PA:[0-9]+]] = fagpu.to_operand %[[P]]
@@ -52,12 +54,21 @@ func.func @softcap(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: ten
 // -----
 
 // A score_mod of the same form, shifted: 10 tanh(x) - 20 is in [-30, -10],
-// so the offset is -20 log2(e).
+// so the offset is -20 log2(e). The exponent (10 tanh(x) - 20) log2(e) +
+// 20 log2(e) folds to 14.427 tanh(x) plus what f32's offset (-28.8539)
+// rounded off.
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-NOT: fa.softmax_row_max
-// CHECK: %[[OFF:[a-z0-9_]+]] = arith.constant dense<-2.885390e+01> : tensor<64xf32, #fagpu.rows<warps = 4>>
 // CHECK: scf.for %{{.*}} iter_args(%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>, tensor<64x128xf32, #fagpu.acc<warps = 4>>)
-// CHECK: arith.cmpf oeq, %[[OFF]]
+// CHECK: %[[T:[0-9]+]] = math.tanh
+// CHECK-NEXT: %[[K:[a-z0-9_]+]] = arith.constant 14.4269505 : f32
+// CHECK-NEXT: %[[X:[0-9]+]] = arith.mulf %[[T]], %[[K]] : f32
+// CHECK-NEXT: %[[B:[a-z0-9_]+]] = arith.constant 4.76837158E-7 : f32
+// CHECK-NEXT: %[[E:[0-9]+]] = arith.addf %[[X]], %[[B]] : f32
+// CHECK-NEXT: fagpu.yield %[[E]] : f32
+// CHECK: %[[S:[0-9]+]] = scf.if
+// CHECK: }{{$}}
+// CHECK-NEXT: math.exp2 %[[S]]
 // CHECK-NOT: fagpu.scale_rows
 // CHECK: gpu.return
 func.func @shifted(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
@@ -79,9 +90,9 @@ func.func @shifted(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
 // f16's P allows 8 binades each way: softcap 4 (5.8) has its offset...
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK-NOT: fa.softmax_row_max
-// CHECK: arith.constant dense<1.44269502> : tensor<64x128xf32, #fagpu.acc<warps = 4>>
-// CHECK-NEXT: arith.constant dense<0.000000e+00> : tensor<64xf32, #fagpu.rows<warps = 4>>
-// CHECK-NEXT: arith.constant dense<0.000000e+00> : tensor<64xf32, #fagpu.rows<warps = 4, partial = true>>
+// CHECK: scf.for
+// CHECK: %[[T:[0-9]+]] = math.tanh
+// CHECK-NEXT: arith.constant 5.770780e+00 : f32
 // CHECK: fagpu.update_row_sum %{{.*}}, %{{.*}} rounded f16 :
 // CHECK-NOT: fa.softmax_row_sum
 // CHECK: gpu.return

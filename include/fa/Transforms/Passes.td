@@ -99,7 +99,9 @@ def FABoundedSoftmax : Pass<"fa-bounded-softmax"> {
     with no row max and no rescale, and its row sum adds P rounded as P V's
     operand holds it (`fagpu.update_row_sum ... rounded`), so a row with
     one key gets that key's V exactly. Masked scores (-inf) are 0 under any
-    offset. Other kernels are left as they are.
+    offset. P's exponent `c s - offset` then moves into the score's
+    `fagpu.map`, its constant multiplies and adds folded (softcap: one
+    constant times the tanh). Other kernels are left as they are.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
