@@ -72,6 +72,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdHeadGroup = tile.headGroup;
   options.fwdCausalOrder = tile.causalOrder;
   options.fwdBoundedSoftmax = tile.boundedSoftmax;
+  options.fwdExp2Fma = tile.exp2Fma;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -136,6 +137,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-causal-order=" + tile.causalOrder;
   if (!tile.boundedSoftmax)
     target += ";fwd-bounded-softmax=0";
+  if (tile.exp2Fma >= 0)
+    target += ";fwd-exp2-fma=" + std::to_string(tile.exp2Fma);
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

@@ -121,6 +121,8 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
     kernel->setAttr(kWarpSpecializeAttr, kb.getUnitAttr());
   if (op.getCausalAttr() && tile.headGroup > 1)
     kernel->setAttr(kHeadGroupAttr, kb.getI64IntegerAttr(tile.headGroup));
+  if (tile.exp2Fma > 0)
+    kernel->setAttr(kExp2FmaAttr, kb.getI64IntegerAttr(tile.exp2Fma));
   Block &entry = kernel.getBody().front();
   kb.setInsertionPointToStart(&entry);
   // The op's regions are isolated from above: only its operands change.
@@ -185,6 +187,12 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
           << static_cast<int64_t>(headGroup);
       return signalPassFailure();
     }
+    if (exp2Fma < -1 || exp2Fma > 8) {
+      module.emitError("fa-fuse: exp2-fma must be -1 (the default) or 0 to "
+                       "8, got ")
+          << static_cast<int64_t>(exp2Fma);
+      return signalPassFailure();
+    }
     // Ops already in a kernel stay there.
     SmallVector<AttentionOp> ops;
     module.walk([&](AttentionOp op) {
@@ -212,6 +220,8 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
         tile.blockKV = blockKV;
       if (headGroup)
         tile.headGroup = headGroup;
+      if (exp2Fma >= 0)
+        tile.exp2Fma = exp2Fma;
       return tile;
     };
     for (AttentionOp op : ops) {

@@ -2,20 +2,29 @@
 # The GPU half of the suite: fa-jit --target=auto runs every supported variant
 # on the GPU and checks it against the float64 reference. Exits 77 (skipped)
 # where there is no GPU. Usage: gpu-tests.sh [path/to/fa-jit]; with
-# FA_GPU_TESTS_MATCH=REGEX only the cases whose arguments match it run.
+# FA_GPU_TESTS_MATCH=REGEX only the cases whose arguments match it run,
+# with FA_GPU_TESTS_FROM=N only the N-th of those and the ones after it (a
+# run split in parts), and FA_GPU_TESTS_ARGS is added to every case's
+# arguments (the suite under a non-default option).
 set -uo pipefail
 fajit=${1:-$(dirname "$0")/../../build/bin/fa-jit}
 
 source "$(dirname "$0")/Inputs/probe.sh"
 probe_gpu gpu-tests "$fajit"
 
-passed=0 failed=0
+passed=0 failed=0 seen=0
 inputs=$(dirname "$0")/Inputs
 run() {
   local out
   if [ -n "${FA_GPU_TESTS_MATCH:-}" ] && ! [[ "$*" =~ $FA_GPU_TESTS_MATCH ]]; then
     return
   fi
+  seen=$((seen + 1))
+  if [ "$seen" -lt "${FA_GPU_TESTS_FROM:-1}" ]; then
+    return
+  fi
+  # shellcheck disable=SC2086 # FA_GPU_TESTS_ARGS is a list of arguments
+  set -- "$@" ${FA_GPU_TESTS_ARGS:-}
   if out=$("$fajit" --target=auto --check "$@" 2>&1) && [[ "$out" == *" on sm_"* ]]; then
     passed=$((passed + 1))
     echo "PASS: $* | $(echo "$out" | grep -E 'rel_err' | tr '\n' ' ')"

@@ -273,6 +273,12 @@ static cl::opt<bool> fwdPingpongOpt(
     cl::desc("With --fwd-warp-specialize, the consumer warpgroups take turns "
              "at the tensor cores (ping-pong)"),
     cl::init(true), cl::cat(faCategory));
+static cl::opt<int64_t> fwdExp2FmaOpt(
+    "fwd-exp2-fma",
+    cl::desc("Of every 8 exponentials of P a thread computes, this many by a "
+             "polynomial on the FMA pipe instead of the MUFU's ex2 (-1: the "
+             "default for the variant)"),
+    cl::init(-1), cl::cat(faCategory));
 static cl::opt<bool> fwdBoundedSoftmaxOpt(
     "fwd-bounded-softmax",
     cl::desc("Where the scores are bounded (softcap), the softmax subtracts "
@@ -1149,7 +1155,7 @@ bool Driver::emit() {
         {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
          fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
          fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt, fwdCausalOrderOpt,
-         fwdBoundedSoftmaxOpt});
+         fwdBoundedSoftmaxOpt, fwdExp2FmaOpt});
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1408,7 +1414,7 @@ bool Driver::compileAndRunOnGpu() {
       {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
        fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
        fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt, fwdCausalOrderOpt,
-       fwdBoundedSoftmaxOpt});
+       fwdBoundedSoftmaxOpt, fwdExp2FmaOpt});
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

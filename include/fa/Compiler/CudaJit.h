@@ -65,6 +65,8 @@ struct CudaForwardTile {
   std::string causalOrder = "tail";
   /// fwd-bounded-softmax.
   bool boundedSoftmax = true;
+  /// fwd-exp2-fma (-1: the default for the variant).
+  int64_t exp2Fma = -1;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

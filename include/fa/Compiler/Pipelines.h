@@ -103,6 +103,13 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "subtracts a fixed offset instead of a running max "
                      "(fa-bounded-softmax)"),
       llvm::cl::init(true)};
+  Option<int64_t> fwdExp2Fma{
+      *this, "fwd-exp2-fma",
+      llvm::cl::desc("Of every 8 exponentials of P a thread computes, this "
+                     "many by a polynomial on the FMA pipe instead of the "
+                     "MUFU's ex2 (fa-fuse's exp2-fma; -1: the default for "
+                     "the variant)"),
+      llvm::cl::init(-1)};
   Option<std::string> fwdPersistent{
       *this, "fwd-persistent",
       llvm::cl::desc(

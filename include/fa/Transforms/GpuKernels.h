@@ -31,6 +31,10 @@ inline constexpr llvm::StringLiteral kBlockKVAttr = "fa.block_kv";
 inline constexpr llvm::StringLiteral kKVStagesAttr = "fa.kv_stages";
 /// On an outlined causal forward kernel: ForwardTile's headGroup, when > 1.
 inline constexpr llvm::StringLiteral kHeadGroupAttr = "fa.head_group";
+/// On an outlined forward kernel: of every 8 values of P a thread
+/// computes, how many take the FMA pipe's polynomial exp2 instead of the
+/// MUFU's ex2 (ForwardTile's exp2Fma, when > 0).
+inline constexpr llvm::StringLiteral kExp2FmaAttr = "fa.exp2_fma";
 /// On an outlined forward kernel (unit): its products are warpgroup MMAs
 /// (sm_90a), so fa-tile lays its shared tiles out in wgmma's swizzle.
 inline constexpr llvm::StringLiteral kWgmmaAttr = "fa.wgmma";
@@ -75,6 +79,10 @@ struct ForwardTile {
   /// batch) pairs run before the lighter ones (fagpu.block_coords's
   /// head_group); 1: one head's tiles heavy to light.
   int64_t headGroup = 1;
+  /// Of every 8 exponentials of P a thread computes, how many by a
+  /// polynomial on the FMA pipe (KernelBuilder::exp2Fma): the MUFU does 16
+  /// a clock per SM, softcap's tanh takes two more of them per score.
+  int64_t exp2Fma = 0;
 };
 
 /// Whether `op` takes the forward kernel's scored path (per-element variant

@@ -310,7 +310,11 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
            "Under a causal mask, run the heaviest query tiles of this many "
            "(head, batch) pairs before the lighter ones (`fa.head_group`); "
            "1: one head's tiles heavy to light; 0: the default for the "
-           "variant">
+           "variant">,
+    Option<"exp2Fma", "exp2-fma", "int64_t", /*default=*/"-1",
+           "Of every 8 exponentials of P a thread computes, this many by a "
+           "polynomial on the FMA pipe instead of the MUFU's ex2 "
+           "(`fa.exp2_fma`); -1: the default for the variant">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

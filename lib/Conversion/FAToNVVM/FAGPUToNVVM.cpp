@@ -114,8 +114,11 @@ namespace {
 
 /// arith and math on register tiles: the op on each value.
 struct ElementwiseLowering : public ConversionPattern {
-  ElementwiseLowering(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  ElementwiseLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      const KernelBinding &binding)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
+        binding(binding) {}
+  const KernelBinding &binding;
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<ValueRange> operands,
                   ConversionPatternRewriter &rewriter) const override {
@@ -162,6 +165,14 @@ struct ElementwiseLowering : public ConversionPattern {
         if (isa<math::Log2Op>(op) && scalar.isF32()) {
           KernelBuilder kb(rewriter, op->getLoc(), scalar, 0);
           results.push_back(kb.approx("lg2.approx.f32", operands[0][i]));
+          continue;
+        }
+        // P's exponentials: `fa.exp2_fma` of every 8 on the FMA pipe, the
+        // others on the MUFU, which softcap's tanh also uses.
+        if (isa<math::Exp2Op>(op) && scalar.isF32() && type.getRank() == 2 &&
+            i % 8 < binding.exp2Fma) {
+          KernelBuilder kb(rewriter, op->getLoc(), scalar, 0);
+          results.push_back(kb.exp2Fma(operands[0][i]));
           continue;
         }
         OperationState state(op->getLoc(), op->getName());
@@ -657,7 +668,8 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseLowering, MapLowering, SplatLowering>(converter, ctx);
+  patterns.add<MapLowering, SplatLowering>(converter, ctx);
+  patterns.add<ElementwiseLowering>(converter, ctx, binding);
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
                ExtractLowering, WarpSpecializeLowering>(converter, ctx,
                                                         binding);
@@ -854,6 +866,8 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   binding.group = args.size(AbiSize::Group);
   binding.threads = abi.threads;
   binding.persistent = persistent;
+  if (auto fma = kernel->getAttrOfType<IntegerAttr>(kExp2FmaAttr))
+    binding.exp2Fma = fma.getInt();
   kernel.walk([&](fagpu::WarpSpecializeOp op) {
     // The launch's registers per thread, which setmaxnreg then moves
     // between the roles.

@@ -63,6 +63,9 @@ struct KernelBinding {
   Value batch, head, tile, heads, batches;
   /// The kernel is persistent (fagpu.work_slot): its CTAs loop over items.
   bool persistent = false;
+  /// Of every 8 values of a register tile's exp2, how many a polynomial on
+  /// the FMA pipe computes (`fa.exp2_fma`).
+  int64_t exp2Fma = 0;
 };
 
 /// A conversion pattern of an op whose lowering reads the kernel's
