@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "FAGPUToNVVM.h"
-#include "fa/Target/GpuTarget.h"
 #include "fa/Transforms/GpuKernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -189,21 +188,6 @@ struct ElementwiseLowering : public ConversionPattern {
   }
 };
 
-/// The compute capability (major) of the gpu.module `op` is in; 0 if it
-/// names no known chip.
-int kernelComputeMajor(Operation *op) {
-  auto module = op->getParentOfType<gpu::GPUModuleOp>();
-  ArrayAttr targets = module ? module.getTargetsAttr() : ArrayAttr();
-  if (!targets)
-    return 0;
-  for (Attribute target : targets)
-    if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target))
-      if (const ::fa::target::GpuTarget *gpu =
-              ::fa::target::lookupGpuTarget(nvvm.getChip().str()))
-        return gpu->major;
-  return 0;
-}
-
 /// fagpu.map: the body once per value a thread holds, at that value's row
 /// and column; math ops become PTX instructions (KernelBuilder's, as in
 /// the builder's kernels: NVPTX has no libcalls for most of them).
@@ -232,23 +216,18 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
     Value rowArg = body.getArgument(numInputs);
     Value colArg = body.getArgument(numInputs + 1);
 
-    // cap * tanh(x) with a constant cap > 0 (softcap's): the tanh's fma
-    // takes the cap, one multiply fewer a score. Not on sm_80, whose ptxas
-    // then spills 56-112 bytes at D <= 128 (those tiles sit at 255
-    // registers).
-    bool foldCap = kernelComputeMajor(op) >= 9;
+    // cap * tanh(x) with a constant cap (softcap's): the tanh's fma takes
+    // the cap, one multiply fewer a score.
     auto cappedTanh =
-        [foldCap](
-            Operation *op) -> std::optional<std::pair<math::TanhOp, double>> {
+        [](Operation *op) -> std::optional<std::pair<math::TanhOp, double>> {
       auto mul = dyn_cast_or_null<arith::MulFOp>(op);
-      if (!foldCap || !mul)
+      if (!mul)
         return std::nullopt;
       for (unsigned i = 0; i < 2; ++i) {
         FloatAttr cap;
         auto tanh = mul->getOperand(1 - i).getDefiningOp<math::TanhOp>();
         if (tanh && tanh->hasOneUse() &&
-            matchPattern(mul->getOperand(i), m_Constant(&cap)) &&
-            cap.getValueAsDouble() > 0)
+            matchPattern(mul->getOperand(i), m_Constant(&cap)))
           return std::make_pair(tanh, cap.getValueAsDouble());
       }
       return std::nullopt;
