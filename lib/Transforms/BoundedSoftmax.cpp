@@ -22,6 +22,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -345,7 +346,9 @@ void foldExponent(Value scores) {
   // of a constant, folded into a and b.
   double a = scale->lo, bias = *negOffset;
   Value y = yield.getValue();
-  SmallVector<Operation *> dead = {fma};
+  // A set: an op whose operands are one value is not visited twice.
+  llvm::SetVector<Operation *> dead;
+  dead.insert(fma);
   while (Operation *op = y.getDefiningOp()) {
     if (!op->hasOneUse() ||
         !isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(op))
@@ -368,7 +371,7 @@ void foldExponent(Value scores) {
     else
       bias += (sub ? -a : a) * *k;
     y = op->getOperand(xIndex);
-    dead.push_back(op);
+    dead.insert(op);
   }
   OpBuilder b(yield);
   Location loc = yield.getLoc();
@@ -385,10 +388,11 @@ void foldExponent(Value scores) {
   // offset, the scale, the folded ops) is dead now.
   while (!dead.empty()) {
     Operation *op = dead.pop_back_val();
-    if (!op || !isOpTriviallyDead(op))
+    if (!isOpTriviallyDead(op))
       continue;
     for (Value operand : op->getOperands())
-      dead.push_back(operand.getDefiningOp());
+      if (Operation *def = operand.getDefiningOp())
+        dead.insert(def);
     op->erase();
   }
 }
