@@ -80,8 +80,9 @@ struct ForwardTile {
   /// head_group); 1: one head's tiles heavy to light.
   int64_t headGroup = 1;
   /// Of every 8 exponentials of P a thread computes, how many by a
-  /// polynomial on the FMA pipe (KernelBuilder::exp2Fma): the MUFU does 16
-  /// a clock per SM, softcap's tanh takes two more of them per score.
+  /// polynomial on the FMA pipe (KernelBuilder::exp2Fma) instead of the
+  /// MUFU's ex2. 0: every k > 0 measured slower on the H200, softcap too
+  /// (docs/performance.md).
   int64_t exp2Fma = 0;
 };
 
