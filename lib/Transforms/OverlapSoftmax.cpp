@@ -71,19 +71,9 @@ FailureOr<RingedLoop> matchRingedLoop(gpu::GPUFuncOp kernel) {
       r.softmax.pv.getAsync())
     return fail("expected one wgmma product S = Q K^T and one O += P V in the "
                 "loop");
-  r.softmax.rescale =
-      r.softmax.pv.getAcc()
-          ? r.softmax.pv.getAcc().getDefiningOp<fagpu::ScaleRowsOp>()
-          : fagpu::ScaleRowsOp();
-  // Without a rescale (fa-bounded-softmax), P V adds to the carried value.
-  fagpu::ScaleRowsOp rescale = r.softmax.rescale;
-  auto accArg = rescale
-                    ? dyn_cast<BlockArgument>(rescale.getSource())
-                    : dyn_cast_or_null<BlockArgument>(r.softmax.pv.getAcc());
   auto yield = cast<scf::YieldOp>(body->getTerminator());
-  if (!accArg || accArg.getOwner() != body || !accArg.hasOneUse() ||
-      (rescale && (!rescale->hasOneUse() || rescale->getBlock() != body)) ||
-      !r.softmax.pv->hasOneUse() || *r.softmax.pv->user_begin() != yield ||
+  if (!matchCarriedAccumulator(r.softmax) || !r.softmax.pv->hasOneUse() ||
+      *r.softmax.pv->user_begin() != yield ||
       r.softmax.pv.getBStage() != r.softmax.scores.getBStage())
     return fail("expected P V to add to the carried accumulator, rescaled "
                 "or not (fa-online-softmax's or fa-bounded-softmax's loop), "
@@ -93,7 +83,6 @@ FailureOr<RingedLoop> matchRingedLoop(gpu::GPUFuncOp kernel) {
       !r.softmax.pack->hasOneUse())
     return fail("expected P V's A operand to be P rounded in the loop "
                 "(fagpu.to_operand)");
-  r.softmax.accIndex = accArg.getArgNumber() - 1;
   if (yield.getOperand(r.softmax.accIndex) != r.softmax.pv.getResult())
     return fail("expected the loop to carry P V's result");
   Value kRing = r.softmax.scores.getB(), vRing = r.softmax.pv.getB();

@@ -7,6 +7,20 @@
 using namespace mlir;
 using namespace mlir::fa;
 
+bool mlir::fa::matchCarriedAccumulator(SoftmaxLoop &l) {
+  Block *body = l.loop.getBody();
+  Value acc = l.pv.getAcc();
+  l.rescale =
+      acc ? acc.getDefiningOp<fagpu::ScaleRowsOp>() : fagpu::ScaleRowsOp();
+  auto accArg = l.rescale ? dyn_cast<BlockArgument>(l.rescale.getSource())
+                          : dyn_cast_or_null<BlockArgument>(acc);
+  if (!accArg || accArg.getOwner() != body || !accArg.hasOneUse() ||
+      (l.rescale && (!l.rescale->hasOneUse() || l.rescale->getBlock() != body)))
+    return false;
+  l.accIndex = accArg.getArgNumber() - 1;
+  return true;
+}
+
 void mlir::fa::rotateSoftmaxLoop(SoftmaxLoop l,
                                  const SoftmaxRotationHooks &hooks) {
   scf::ForOp loop = l.loop;

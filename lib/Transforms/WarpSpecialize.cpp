@@ -500,18 +500,11 @@ bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns,
   auto [scores, pv] = *products;
   auto vWait = dyn_cast_or_null<fagpu::BarrierWaitOp>(pv->getPrevNode());
   auto vRelease = dyn_cast_or_null<fagpu::BarrierArriveOp>(pv->getNextNode());
-  auto rescale = pv.getAcc() ? pv.getAcc().getDefiningOp<fagpu::ScaleRowsOp>()
-                             : fagpu::ScaleRowsOp();
   auto pack = pv.getA().getDefiningOp<fagpu::ToOperandOp>();
-  auto accArg = rescale ? dyn_cast<BlockArgument>(rescale.getSource())
-                        : dyn_cast_or_null<BlockArgument>(pv.getAcc());
-  if (!vWait || !vRelease || !pack || !accArg || accArg.getOwner() != body ||
-      !accArg.hasOneUse() || !pv->hasOneUse() || !pack->hasOneUse() ||
-      pack->getBlock() != body ||
-      (rescale && (!rescale->hasOneUse() || rescale->getBlock() != body)))
-    return false;
-  unsigned accIndex = accArg.getArgNumber() - 1;
-  if (yield.getOperand(accIndex) != pv.getResult())
+  SoftmaxLoop l{loop, scores, pv, {}, pack};
+  if (!vWait || !vRelease || !pack || !matchCarriedAccumulator(l) ||
+      !pv->hasOneUse() || !pack->hasOneUse() || pack->getBlock() != body ||
+      yield.getOperand(l.accIndex) != pv.getResult())
     return false;
   // The stage and parity P V(n - 1) reads: the loop's ring position.
   Value stage = pv.getBStage(), parity = vWait.getParity();
@@ -523,7 +516,7 @@ bool rotate(scf::ForOp loop, Value kRing, Value vRing, const Turns &turns,
     return false;
 
   Location loc = loop.getLoc();
-  SoftmaxLoop l{loop, scores, pv, rescale, pack, accIndex, {stage, parity}};
+  l.position = {stage, parity};
   auto waitForV = [&](OpBuilder &b, ValueRange position) {
     fagpu::BarrierWaitOp::create(b, loc, vWait.getBarriers(), position[0],
                                  position[1]);

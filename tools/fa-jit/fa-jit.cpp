@@ -343,6 +343,16 @@ static cl::opt<bool>
 // Helpers
 //===----------------------------------------------------------------------===//
 
+/// The forward kernel's options, as the --fwd-* flags and the tile flags
+/// set them.
+static CudaForwardTile forwardTileFlags() {
+  return {blockQOpt,         blockKVOpt,           kvStagesOpt,
+          fwdWgmmaOpt,       fwdOverlapOpt,        fwdWarpSpecializeOpt,
+          fwdTmaOpt,         fwdPingpongOpt,       fwdWsOverlapOpt,
+          fwdPersistentOpt,  fwdKeyRangesOpt,      fwdHeadGroupOpt,
+          fwdCausalOrderOpt, fwdBoundedSoftmaxOpt, fwdExp2FmaOpt};
+}
+
 namespace {
 
 /// Reports an error the fa-jit way; returns false for the caller to pass on.
@@ -1150,12 +1160,8 @@ bool Driver::emit() {
       llvm::outs() << image->ptx;
       return true;
     }
-    FailureOr<CudaKernelImage> image = compileCudaKernel(
-        op, chip,
-        {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
-         fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-         fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt, fwdCausalOrderOpt,
-         fwdBoundedSoftmaxOpt, fwdExp2FmaOpt});
+    FailureOr<CudaKernelImage> image =
+        compileCudaKernel(op, chip, forwardTileFlags());
     if (failed(image))
       return fail("fa-pipeline-cuda failed");
     llvm::outs() << image->ptx;
@@ -1409,12 +1415,8 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  std::shared_ptr<const rt::CachedKernel> cached = getOrCompileCudaKernel(
-      op, chip, compiledNow, error,
-      {blockQOpt, blockKVOpt, kvStagesOpt, fwdWgmmaOpt, fwdOverlapOpt,
-       fwdWarpSpecializeOpt, fwdTmaOpt, fwdPingpongOpt, fwdWsOverlapOpt,
-       fwdPersistentOpt, fwdKeyRangesOpt, fwdHeadGroupOpt, fwdCausalOrderOpt,
-       fwdBoundedSoftmaxOpt, fwdExp2FmaOpt});
+  std::shared_ptr<const rt::CachedKernel> cached =
+      getOrCompileCudaKernel(op, chip, compiledNow, error, forwardTileFlags());
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

@@ -62,6 +62,12 @@ struct SoftmaxRotationHooks {
   llvm::function_ref<void(OpBuilder &)> noTiles;
 };
 
+/// Matches the accumulator `l.pv` adds to: the loop's carried value,
+/// rescaled first (fa-online-softmax) or not (fa-bounded-softmax), read
+/// once in the body. Sets `l.rescale` (null without one) and `l.accIndex`;
+/// false where P V's accumulator is not of that form.
+bool matchCarriedAccumulator(SoftmaxLoop &l);
+
 /// Replaces `l.loop` by the guarded, peeled and rotated loop.
 void rotateSoftmaxLoop(SoftmaxLoop l, const SoftmaxRotationHooks &hooks);
 

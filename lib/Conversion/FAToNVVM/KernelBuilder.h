@@ -232,8 +232,8 @@ public:
   /// `scale` * tanh(x) in f32, tanh within 2^-21 absolutely (PTX's
   /// tanh.approx is off by up to 2^-11): softcap's and score_mod's tanh.
   Value accurateTanh(Value x, double scale = 1.0);
-  /// 2^x in f32 on the FMA pipe, within 2^-23 relatively as ex2.approx.ftz
-  /// is within 2^-22: 0 for x = -inf (and below -127.5), NaN for NaN.
+  /// 2^x in f32 on the FMA pipe, within 2^-22 relatively as ex2.approx.ftz
+  /// is: 0 for x = -inf (and below -127.5), NaN for NaN.
   Value exp2Fma(Value x);
   /// The f32 math op `op` on `operands` as PTX instructions (NVPTX has no
   /// libcalls for most of them), or null for any other op.
