@@ -73,6 +73,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdCausalOrder = tile.causalOrder;
   options.fwdBoundedSoftmax = tile.boundedSoftmax;
   options.fwdExp2Fma = tile.exp2Fma;
+  options.fwdTanhFma = tile.tanhFma;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -139,6 +140,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-bounded-softmax=0";
   if (tile.exp2Fma >= 0)
     target += ";fwd-exp2-fma=" + std::to_string(tile.exp2Fma);
+  if (tile.tanhFma >= 0)
+    target += ";fwd-tanh-fma=" + std::to_string(tile.tanhFma);
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

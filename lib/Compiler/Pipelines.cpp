@@ -106,6 +106,7 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   fuse.warpSpecialize = options.fwdWarpSpecialize;
   fuse.headGroup = options.fwdHeadGroup;
   fuse.exp2Fma = options.fwdExp2Fma;
+  fuse.tanhFma = options.fwdTanhFma;
   pm.addPass(createFAFuse(fuse));
   // A mask_mod's key tiles, found once per query tile by a kernel of their
   // own, bound each forward's key loop.

@@ -123,6 +123,8 @@ void outline(AttentionOp op, gpu::GPUModuleOp kernels, StringRef name,
     kernel->setAttr(kHeadGroupAttr, kb.getI64IntegerAttr(tile.headGroup));
   if (tile.exp2Fma > 0)
     kernel->setAttr(kExp2FmaAttr, kb.getI64IntegerAttr(tile.exp2Fma));
+  if (tile.tanhFma > 0 && scoresUseTanh(op))
+    kernel->setAttr(kTanhFmaAttr, kb.getI64IntegerAttr(tile.tanhFma));
   Block &entry = kernel.getBody().front();
   kb.setInsertionPointToStart(&entry);
   // The op's regions are isolated from above: only its operands change.
@@ -193,6 +195,12 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
           << static_cast<int64_t>(exp2Fma);
       return signalPassFailure();
     }
+    if (tanhFma < -1 || tanhFma > 8) {
+      module.emitError("fa-fuse: tanh-fma must be -1 (the default) or 0 to "
+                       "8, got ")
+          << static_cast<int64_t>(tanhFma);
+      return signalPassFailure();
+    }
     // Ops already in a kernel stay there.
     SmallVector<AttentionOp> ops;
     module.walk([&](AttentionOp op) {
@@ -222,6 +230,8 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
         tile.headGroup = headGroup;
       if (exp2Fma >= 0)
         tile.exp2Fma = exp2Fma;
+      if (tanhFma >= 0)
+        tile.tanhFma = tanhFma;
       return tile;
     };
     for (AttentionOp op : ops) {

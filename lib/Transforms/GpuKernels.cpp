@@ -35,6 +35,14 @@ bool mlir::fa::hasKeyRanges(AttentionOp op) {
   return body.getArgument(0).use_empty() && body.getArgument(1).use_empty();
 }
 
+bool mlir::fa::scoresUseTanh(AttentionOp op) {
+  if (op.getSoftcapAttr())
+    return true;
+  bool tanh = false;
+  op.getScoreMod().walk([&](math::TanhOp) { tanh = true; });
+  return tanh;
+}
+
 // The fastest on the H100 (bench/fwd_tile_sweep.sh and the tile probes of
 // docs/performance.md). D <= 64: two m-tiles, so each K and V fragment read
 // from shared memory feeds two mmas. D = 96: one m-tile and 64-key tiles
@@ -103,6 +111,11 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
     }
     tile.kvStages =
         defaultKVStages(op, tile.blockQ, tile.blockKV, wgmma, warpSpecialize);
+    // A tanh's rcp on the FMA pipe for 6 of 8 scores up to D = 64 (+16-20%
+    // on the H200), 4 of 8 up to D = 128 (+3-6%); none above, where the
+    // tensor cores' share of a score is larger (-4% at D = 256 with 4).
+    if (scoresUseTanh(op))
+      tile.tanhFma = d <= 64 ? 6 : d <= 128 ? 4 : 0;
     // Causal at D >= 128: the heaviest tiles of 8 heads first, +2-6% on the
     // H100; level at D = 64 (-4% at N = 1024), performance.md 4888222.
     if (op.getCausalAttr() && d >= 128)

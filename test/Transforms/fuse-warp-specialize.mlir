@@ -249,7 +249,7 @@ func.func @d256_lse(%q: tensor<1x1x8x256xbf16>) -> (tensor<1x1x8x256xbf16>, tens
 // Softcap and windows keep 128 keys.
 // CHECK-LABEL: func.func @d128_softcap
 // CHECK: gpu.func @fa_forward_0
-// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: fa.block_kv = 128 : i64, fa.block_q = 128 : i64, fa.tanh_fma = 4 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
 func.func @d128_softcap(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
   %o = fa.attention %q, %q, %q {softcap = 3.000000e+01 : f32} : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
   return %o : tensor<1x1x8x128xbf16>

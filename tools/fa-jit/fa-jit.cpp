@@ -279,6 +279,12 @@ static cl::opt<int64_t> fwdExp2FmaOpt(
              "polynomial on the FMA pipe instead of the MUFU's ex2 (-1: the "
              "default for the variant)"),
     cl::init(-1), cl::cat(faCategory));
+static cl::opt<int64_t> fwdTanhFmaOpt(
+    "fwd-tanh-fma",
+    cl::desc("Of every 8 tanh values a thread computes, this many take their "
+             "reciprocal from Newton steps on the FMA pipe instead of the "
+             "MUFU's rcp (-1: the default for the variant)"),
+    cl::init(-1), cl::cat(faCategory));
 static cl::opt<bool> fwdBoundedSoftmaxOpt(
     "fwd-bounded-softmax",
     cl::desc("Where the scores are bounded (softcap), the softmax subtracts "
@@ -346,11 +352,11 @@ static cl::opt<bool>
 /// The forward kernel's options, as the --fwd-* flags and the tile flags
 /// set them.
 static CudaForwardTile forwardTileFlags() {
-  return {blockQOpt,         blockKVOpt,           kvStagesOpt,
-          fwdWgmmaOpt,       fwdOverlapOpt,        fwdWarpSpecializeOpt,
-          fwdTmaOpt,         fwdPingpongOpt,       fwdWsOverlapOpt,
-          fwdPersistentOpt,  fwdKeyRangesOpt,      fwdHeadGroupOpt,
-          fwdCausalOrderOpt, fwdBoundedSoftmaxOpt, fwdExp2FmaOpt};
+  return {
+      blockQOpt,         blockKVOpt,           kvStagesOpt,     fwdWgmmaOpt,
+      fwdOverlapOpt,     fwdWarpSpecializeOpt, fwdTmaOpt,       fwdPingpongOpt,
+      fwdWsOverlapOpt,   fwdPersistentOpt,     fwdKeyRangesOpt, fwdHeadGroupOpt,
+      fwdCausalOrderOpt, fwdBoundedSoftmaxOpt, fwdExp2FmaOpt,   fwdTanhFmaOpt};
 }
 
 namespace {

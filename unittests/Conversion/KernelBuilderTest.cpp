@@ -1,10 +1,11 @@
 //===- KernelBuilderTest.cpp - KernelBuilder's arithmetic on the host -----===//
 //
 // KernelBuilder::exp2Fma (fwd-exp2-fma: 2^x on the FMA pipe instead of the
-// MUFU's ex2) is f32 and integer arithmetic only: built into a function,
-// lowered to LLVM and run on the host, it is checked against std::exp2
-// over P's exponents and at their edges (-inf is 0, NaN stays NaN, the
-// exponent's underflow).
+// MUFU's ex2) and accurateTanh with its reciprocal on the FMA pipe
+// (fwd-tanh-fma) are f32 and integer arithmetic only, but for the tanh's
+// exp2: built into a function, lowered to LLVM and run on the host, they
+// are checked against std::exp2 and std::tanh over their ranges and at
+// their edges (-inf, NaN, the exponent's underflow).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,18 +25,23 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 using namespace mlir;
 
 namespace {
 
-using Exp2Fn = float (*)(float);
+using FloatFn = float (*)(float);
 
-/// exp2Fma in a function `float exp2fma(float)`, compiled for the host.
-class Exp2FmaTest : public ::testing::Test {
+/// `build`'s value of the argument as a function `float fn(float)`,
+/// compiled for the host.
+class HostFnTest : public ::testing::Test {
 protected:
-  void SetUp() override {
+  using Build =
+      std::function<Value(mlir::fa::nvvm::KernelBuilder &, OpBuilder &, Value)>;
+
+  FloatFn compile(const Build &build) {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     DialectRegistry registry;
@@ -51,29 +57,47 @@ protected:
     module = ModuleOp::create(loc);
     b.setInsertionPointToEnd(module->getBody());
     Type f32 = b.getF32Type();
-    auto fn = func::FuncOp::create(b, loc, "exp2fma",
-                                   b.getFunctionType({f32}, {f32}));
+    auto fn =
+        func::FuncOp::create(b, loc, "fn", b.getFunctionType({f32}, {f32}));
     Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
     mlir::fa::nvvm::KernelBuilder kb(b, loc, f32, 0);
-    func::ReturnOp::create(b, loc, kb.exp2Fma(entry->getArgument(0)));
+    func::ReturnOp::create(b, loc, build(kb, b, entry->getArgument(0)));
 
     PassManager pm(&ctx);
     pm.addPass(createConvertToLLVMPass());
     pm.addPass(createReconcileUnrealizedCastsPass());
-    ASSERT_TRUE(succeeded(pm.run(*module)));
+    if (failed(pm.run(*module))) {
+      ADD_FAILURE() << "lowering to LLVM failed";
+      return nullptr;
+    }
     auto created = ExecutionEngine::create(*module);
-    ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
+    if (!created) {
+      ADD_FAILURE() << llvm::toString(created.takeError());
+      return nullptr;
+    }
     engine = std::move(*created);
-    auto address = engine->lookup("exp2fma");
-    ASSERT_TRUE(bool(address)) << llvm::toString(address.takeError());
-    exp2fma = reinterpret_cast<Exp2Fn>(*address);
+    auto address = engine->lookup("fn");
+    if (!address) {
+      ADD_FAILURE() << llvm::toString(address.takeError());
+      return nullptr;
+    }
+    return reinterpret_cast<FloatFn>(*address);
   }
 
   MLIRContext ctx;
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<ExecutionEngine> engine;
-  Exp2Fn exp2fma = nullptr;
+};
+
+class Exp2FmaTest : public HostFnTest {
+protected:
+  void SetUp() override {
+    exp2fma =
+        compile([](auto &kb, OpBuilder &, Value x) { return kb.exp2Fma(x); });
+    ASSERT_NE(exp2fma, nullptr);
+  }
+  FloatFn exp2fma = nullptr;
 };
 
 // Within 2^-22 relatively (ex2.approx's bound) wherever 2^x is a normal
@@ -111,6 +135,62 @@ TEST_F(Exp2FmaTest, EdgesOfTheRange) {
     EXPECT_LT(got, std::ldexp(1.0f, -126)) << x;
   }
   EXPECT_TRUE(std::isnan(exp2fma(std::numeric_limits<float>::quiet_NaN())));
+}
+
+/// scale * tanh(c * y) with the reciprocal on the FMA pipe, as a softcap's
+/// map holds it (c folded into the exponent's multiply; its sign and the
+/// scale's decide the result's sign).
+class TanhFmaTest : public HostFnTest {
+protected:
+  FloatFn tanhFma(double c, double scale) {
+    return compile([=](auto &kb, OpBuilder &b, Value y) {
+      Value x = c == 1.0 ? y : kb.fmul(y, kb.cf(c));
+      return kb.accurateTanh(x, scale, /*rcpOnFma=*/true);
+    });
+  }
+};
+
+// Within 2^-21 of tanh absolutely (the MUFU form's bound; a softmax sees
+// cap * tanh, so tanh's relative error near 0 does not matter), from the
+// quadratic's 2^-6.6 through two Newton steps, over the range where tanh
+// is not yet +-1 in f32 and beyond.
+TEST_F(TanhFmaTest, WithinTwoToTheMinus21) {
+  FloatFn fn = tanhFma(1.0, 1.0);
+  ASSERT_NE(fn, nullptr);
+  double worst = 0;
+  for (int i = 0; i <= 2000000; ++i) {
+    float x = static_cast<float>(-20.0 + i * 40.0 / 2000000);
+    worst = std::max(worst, std::abs(fn(x) - std::tanh(double(x))));
+  }
+  EXPECT_LE(worst, std::ldexp(1.0, -21)) << "worst absolute error " << worst;
+}
+
+// The scale in the last fma and the sign from x, including a negative
+// multiplier of the argument and a negative scale (a score_mod's).
+TEST_F(TanhFmaTest, ScaleAndSign) {
+  for (auto [c, scale] :
+       {std::pair{0.125 / 30, 30 * M_LOG2E}, std::pair{-0.5, 3.0},
+        std::pair{0.1, -10.0}, std::pair{-0.25, -2.0}}) {
+    FloatFn fn = tanhFma(c, scale);
+    ASSERT_NE(fn, nullptr);
+    for (float y : {-1000.0f, -37.5f, -3.0f, -0.01f, 0.02f, 1.0f, 9.0f, 250.0f,
+                    5000.0f}) {
+      double want = scale * std::tanh(c * double(y));
+      EXPECT_NEAR(fn(y), want, std::abs(scale) * std::ldexp(1.0, -21))
+          << "c " << c << " scale " << scale << " y " << y;
+    }
+  }
+}
+
+// +-inf give +-1 (e^(-2|x|) is 0), 0 gives 0, NaN stays NaN.
+TEST_F(TanhFmaTest, Edges) {
+  FloatFn fn = tanhFma(1.0, 1.0);
+  ASSERT_NE(fn, nullptr);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(fn(inf), 1.0f);
+  EXPECT_EQ(fn(-inf), -1.0f);
+  EXPECT_LE(std::abs(fn(0.0f)), std::ldexp(1.0f, -23));
+  EXPECT_TRUE(std::isnan(fn(std::numeric_limits<float>::quiet_NaN())));
 }
 
 } // namespace

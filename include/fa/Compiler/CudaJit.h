@@ -67,6 +67,8 @@ struct CudaForwardTile {
   bool boundedSoftmax = true;
   /// fwd-exp2-fma (-1: the default for the variant).
   int64_t exp2Fma = -1;
+  /// fwd-tanh-fma (-1: the default for the variant).
+  int64_t tanhFma = -1;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

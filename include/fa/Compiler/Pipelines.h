@@ -110,6 +110,13 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "MUFU's ex2 (fa-fuse's exp2-fma; -1: the default for "
                      "the variant)"),
       llvm::cl::init(-1)};
+  Option<int64_t> fwdTanhFma{
+      *this, "fwd-tanh-fma",
+      llvm::cl::desc("Of every 8 tanh values a thread computes, this many "
+                     "take their reciprocal from Newton steps on the FMA "
+                     "pipe instead of the MUFU's rcp (fa-fuse's tanh-fma; "
+                     "-1: the default for the variant)"),
+      llvm::cl::init(-1)};
   Option<std::string> fwdPersistent{
       *this, "fwd-persistent",
       llvm::cl::desc(

@@ -35,6 +35,11 @@ inline constexpr llvm::StringLiteral kHeadGroupAttr = "fa.head_group";
 /// computes, how many take the FMA pipe's polynomial exp2 instead of the
 /// MUFU's ex2 (ForwardTile's exp2Fma, when > 0).
 inline constexpr llvm::StringLiteral kExp2FmaAttr = "fa.exp2_fma";
+/// On an outlined forward kernel: of every 8 tanh values a thread computes
+/// (softcap's, a score_mod's), how many take their reciprocal from Newton
+/// steps on the FMA pipe instead of the MUFU's rcp (ForwardTile's tanhFma,
+/// when > 0).
+inline constexpr llvm::StringLiteral kTanhFmaAttr = "fa.tanh_fma";
 /// On an outlined forward kernel (unit): its products are warpgroup MMAs
 /// (sm_90a), so fa-tile lays its shared tiles out in wgmma's swizzle.
 inline constexpr llvm::StringLiteral kWgmmaAttr = "fa.wgmma";
@@ -84,7 +89,15 @@ struct ForwardTile {
   /// MUFU's ex2. 0: every k > 0 measured slower on the H200, softcap too
   /// (docs/performance.md).
   int64_t exp2Fma = 0;
+  /// Of every 8 tanh values a thread computes, how many take their
+  /// reciprocal from Newton steps on the FMA pipe
+  /// (KernelBuilder::accurateTanh) instead of the MUFU's rcp: softcap
+  /// spends three MUFU ops a score against plain's one.
+  int64_t tanhFma = 0;
 };
+
+/// Whether `op`'s scores take a tanh (softcap, or a score_mod with one).
+bool scoresUseTanh(AttentionOp op);
 
 /// Whether `op` takes the forward kernel's scored path (per-element variant
 /// terms, or dropout).

@@ -314,7 +314,11 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
     Option<"exp2Fma", "exp2-fma", "int64_t", /*default=*/"-1",
            "Of every 8 exponentials of P a thread computes, this many by a "
            "polynomial on the FMA pipe instead of the MUFU's ex2 "
-           "(`fa.exp2_fma`); -1: the default for the variant">
+           "(`fa.exp2_fma`); -1: the default for the variant">,
+    Option<"tanhFma", "tanh-fma", "int64_t", /*default=*/"-1",
+           "Of every 8 tanh values a thread computes, this many take their "
+           "reciprocal from Newton steps on the FMA pipe instead of the "
+           "MUFU's rcp (`fa.tanh_fma`); -1: the default for the variant">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

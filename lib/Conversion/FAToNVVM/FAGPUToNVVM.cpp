@@ -198,8 +198,8 @@ struct ElementwiseLowering : public ConversionPattern {
 /// instead of a conversion per element, which runs at the rate of exp2's
 /// MUFU and beside it. Exact while the terms stay below 2^24; above, one
 /// rounding more of a value that f32 cannot hold exactly anyway.
-struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct MapLowering : public BoundPattern<fagpu::MapOp> {
+  using BoundPattern::BoundPattern;
   LogicalResult
   matchAndRewrite(fagpu::MapOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -232,6 +232,8 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
       }
       return std::nullopt;
     };
+    // `fa.tanh_fma` of every 8 tanh values take the FMA pipe's reciprocal.
+    int64_t slot = 0;
     // A body op at the element `mapping` binds: math ops as PTX.
     auto lower = [&](Operation &inner, IRMapping &mapping) {
       if (isa<math::TanhOp>(inner) && inner.hasOneUse() &&
@@ -241,7 +243,7 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
         mapping.map(
             inner.getResult(0),
             kb.accurateTanh(mapping.lookupOrDefault(capped->first.getOperand()),
-                            capped->second));
+                            capped->second, slot % 8 < binding.tanhFma));
         return;
       }
       SmallVector<Value> operands;
@@ -264,7 +266,7 @@ struct MapLowering : public OpConversionPattern<fagpu::MapOp> {
     for (int64_t mt = 0; mt < at.mTiles; ++mt)
       for (int64_t nt = 0; nt < at.nTiles; ++nt)
         for (int64_t e = 0; e < 4; ++e) {
-          int64_t slot = (mt * at.nTiles + nt) * 4 + e;
+          slot = (mt * at.nTiles + nt) * 4 + e;
           IRMapping mapping;
           for (unsigned i = 0; i < numInputs; ++i)
             mapping.map(body.getArgument(i), adaptor.getInputs()[i][slot]);
@@ -647,8 +649,8 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<MapLowering, SplatLowering>(converter, ctx);
-  patterns.add<ElementwiseLowering>(converter, ctx, binding);
+  patterns.add<SplatLowering>(converter, ctx);
+  patterns.add<ElementwiseLowering, MapLowering>(converter, ctx, binding);
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
                ExtractLowering, WarpSpecializeLowering>(converter, ctx,
                                                         binding);
@@ -847,6 +849,8 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
   binding.persistent = persistent;
   if (auto fma = kernel->getAttrOfType<IntegerAttr>(kExp2FmaAttr))
     binding.exp2Fma = fma.getInt();
+  if (auto fma = kernel->getAttrOfType<IntegerAttr>(kTanhFmaAttr))
+    binding.tanhFma = fma.getInt();
   kernel.walk([&](fagpu::WarpSpecializeOp op) {
     // The launch's registers per thread, which setmaxnreg then moves
     // between the roles.

@@ -66,6 +66,9 @@ struct KernelBinding {
   /// Of every 8 values of a register tile's exp2, how many a polynomial on
   /// the FMA pipe computes (`fa.exp2_fma`).
   int64_t exp2Fma = 0;
+  /// Of every 8 values of a register tile's tanh, how many take their
+  /// reciprocal from Newton steps on the FMA pipe (`fa.tanh_fma`).
+  int64_t tanhFma = 0;
 };
 
 /// A conversion pattern of an op whose lowering reads the kernel's

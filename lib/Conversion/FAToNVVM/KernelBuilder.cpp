@@ -265,7 +265,7 @@ Value KernelBuilder::exp2Fma(Value x) {
                                  arith::MaxSIOp::create(b, loc, bits, c32(0)));
 }
 
-Value KernelBuilder::accurateTanh(Value x, double scale) {
+Value KernelBuilder::accurateTanh(Value x, double scale, bool rcpOnFma) {
   // tanh.approx.f32 is one instruction but errs by up to 2^-11: a softcapped
   // row's log-sum-exp was 25x further from float64 than a plain f32
   // kernel's (docs/accuracy.md). Instead 1 - 2 / (e^(2x) + 1), from ex2 and
@@ -289,6 +289,26 @@ Value KernelBuilder::accurateTanh(Value x, double scale) {
         break;
       }
     }
+  }
+  if (rcpOnFma) {
+    // tanh|x| = 2 / (1 + e) - 1 with e = e^(-2|x|) in (0, 1]: 1 / (1 + e)
+    // from a quadratic in e (minimax, relative error 2^-6.6) and two Newton
+    // steps, 7 FMA-pipe ops. Then the sign of x (of -x where scale < 0).
+    // Emulated with ex2's error, within 2^-21.9 of tanh absolutely.
+    Value e =
+        exp2(fmul(LLVM::FAbsOp::create(b, loc, y), cf(-std::abs(factor))));
+    Value negD = arith::NegFOp::create(b, loc, fadd(e, cf(1.0)));
+    Value r = math::FmaOp::create(
+        b, loc, math::FmaOp::create(b, loc, cf(0.3232283), e, cf(-0.80807096)),
+        e, cf(0.9898951));
+    for (int step = 0; step < 2; ++step)
+      r = math::FmaOp::create(b, loc, r,
+                              math::FmaOp::create(b, loc, negD, r, cf(1.0)), r);
+    Value t = math::FmaOp::create(b, loc, cf(2.0 * std::abs(scale)), r,
+                                  cf(-std::abs(scale)));
+    Value sign =
+        (scale < 0) != (factor < 0) ? arith::NegFOp::create(b, loc, y) : y;
+    return LLVM::CopySignOp::create(b, loc, t, sign);
   }
   Value e = exp2(fmul(y, cf(factor)));
   Value r = approx("rcp.approx.ftz.f32", fadd(e, cf(1.0)));
