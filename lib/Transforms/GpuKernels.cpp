@@ -111,11 +111,14 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
     }
     tile.kvStages =
         defaultKVStages(op, tile.blockQ, tile.blockKV, wgmma, warpSpecialize);
-    // A tanh's rcp on the FMA pipe for 6 of 8 scores up to D = 64 (+16-20%
-    // on the H200), 4 of 8 up to D = 128 (+3-6%); none above, where the
-    // tensor cores' share of a score is larger (-4% at D = 256 with 4).
-    if (scoresUseTanh(op))
-      tile.tanhFma = d <= 64 ? 6 : d <= 128 ? 4 : 0;
+    // A tanh's rcp on the FMA pipe for 6 of 8 scores up to D = 96 (H200:
+    // +16-20% at D = 64, +8% at 96), 4 of 8 up to D = 128 (+3-5%); none
+    // above, where the FMA pipe's share of a score's time is larger (-4% at
+    // D = 192 and 256 with 4).
+    if (scoresUseTanh(op)) {
+      int64_t dk = op.getQuery().getType().getDimSize(3);
+      tile.tanhFma = dk <= 96 ? 6 : dk <= 128 ? 4 : 0;
+    }
     // Causal at D >= 128: the heaviest tiles of 8 heads first, +2-6% on the
     // H100; level at D = 64 (-4% at N = 1024), performance.md 4888222.
     if (op.getCausalAttr() && d >= 128)

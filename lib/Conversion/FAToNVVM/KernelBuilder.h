@@ -231,8 +231,9 @@ public:
   Value approx(StringRef instruction, Value x);
   /// `scale` * tanh(x) in f32, tanh within 2^-21 absolutely (PTX's
   /// tanh.approx is off by up to 2^-11): softcap's and score_mod's tanh.
-  /// With `rcpOnFma`, the reciprocal is Newton steps on the FMA pipe
-  /// instead of the MUFU's rcp: one MUFU op where the other takes two.
+  /// With `rcpOnFma` (`fa.tanh_fma`), the reciprocal is a quadratic seed
+  /// and two Newton steps on the FMA pipe instead of the MUFU's rcp: one
+  /// MUFU op where the other form takes two.
   Value accurateTanh(Value x, double scale = 1.0, bool rcpOnFma = false);
   /// 2^x in f32 on the FMA pipe, within 2^-22 relatively as ex2.approx.ftz
   /// is: 0 for x = -inf (and below -127.5), NaN for NaN.

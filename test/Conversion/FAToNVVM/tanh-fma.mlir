@@ -7,7 +7,7 @@
 // fa-fuse's tanh-fma: of every 8 tanh values a thread computes, this many
 // take 1 / (1 + e^(-2|x|)) from Newton steps on the FMA pipe, the others
 // the MUFU's rcp of 1 + e^(2x). By default (the producer warpgroup's
-// tiles) 6 up to D = 64, 4 up to D = 128, none above; only kernels whose
+// tiles) 6 up to D = 96, 4 up to D = 128, none above; only kernels whose
 // scores take a tanh are marked.
 // DEFAULT-LABEL: func.func @softcap
 // DEFAULT: gpu.func @fa_forward_0
@@ -57,12 +57,33 @@ func.func @softcap(%q: tensor<1x2x?x64xbf16>) -> tensor<1x2x?x64xbf16> {
 
 // -----
 
+// DEFAULT-LABEL: func.func @softcap_d96
+// DEFAULT: gpu.func @fa_forward_0
+// DEFAULT-SAME: fa.tanh_fma = 6 : i64
+func.func @softcap_d96(%q: tensor<1x2x?x96xbf16>) -> tensor<1x2x?x96xbf16> {
+  %o = fa.attention %q, %q, %q {softcap = 30.0 : f32} : tensor<1x2x?x96xbf16>, tensor<1x2x?x96xbf16>, tensor<1x2x?x96xbf16> -> tensor<1x2x?x96xbf16>
+  return %o : tensor<1x2x?x96xbf16>
+}
+
+// -----
+
 // DEFAULT-LABEL: func.func @softcap_d128
 // DEFAULT: gpu.func @fa_forward_0
 // DEFAULT-SAME: fa.tanh_fma = 4 : i64
 func.func @softcap_d128(%q: tensor<1x2x?x128xbf16>) -> tensor<1x2x?x128xbf16> {
   %o = fa.attention %q, %q, %q {softcap = 30.0 : f32} : tensor<1x2x?x128xbf16>, tensor<1x2x?x128xbf16>, tensor<1x2x?x128xbf16> -> tensor<1x2x?x128xbf16>
   return %o : tensor<1x2x?x128xbf16>
+}
+
+// -----
+
+// DEFAULT-LABEL: func.func @softcap_d192
+// DEFAULT: gpu.func @fa_forward_0
+// DEFAULT-NOT: fa.tanh_fma
+// DEFAULT: return
+func.func @softcap_d192(%q: tensor<1x2x?x192xbf16>) -> tensor<1x2x?x192xbf16> {
+  %o = fa.attention %q, %q, %q {softcap = 30.0 : f32} : tensor<1x2x?x192xbf16>, tensor<1x2x?x192xbf16>, tensor<1x2x?x192xbf16> -> tensor<1x2x?x192xbf16>
+  return %o : tensor<1x2x?x192xbf16>
 }
 
 // -----
