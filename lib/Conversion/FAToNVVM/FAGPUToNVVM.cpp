@@ -239,11 +239,18 @@ struct MapLowering : public BoundPattern<fagpu::MapOp> {
       if (isa<math::TanhOp>(inner) && inner.hasOneUse() &&
           cappedTanh(*inner.user_begin()))
         return; // with its multiply, below
+      bool rcpOnFma = slot % 8 < binding.tanhFma;
       if (auto capped = cappedTanh(&inner)) {
         mapping.map(
             inner.getResult(0),
             kb.accurateTanh(mapping.lookupOrDefault(capped->first.getOperand()),
-                            capped->second, slot % 8 < binding.tanhFma));
+                            capped->second, rcpOnFma));
+        return;
+      }
+      if (auto tanh = dyn_cast<math::TanhOp>(inner)) {
+        mapping.map(tanh,
+                    kb.accurateTanh(mapping.lookupOrDefault(tanh.getOperand()),
+                                    1.0, rcpOnFma));
         return;
       }
       SmallVector<Value> operands;

@@ -295,17 +295,23 @@ Value KernelBuilder::accurateTanh(Value x, double scale, bool rcpOnFma) {
     // from a quadratic in e (minimax, relative error 2^-6.6) and two Newton
     // steps, 7 FMA-pipe ops. Then the sign of x (of -x where scale < 0).
     // Emulated with ex2's error, within 2^-21.9 of tanh absolutely.
-    Value e =
-        exp2(fmul(LLVM::FAbsOp::create(b, loc, y), cf(-std::abs(factor))));
+    // (Operands are built one statement at a time: the IR's order is then
+    // not the compiler's order of evaluating arguments.)
+    Value absY = LLVM::FAbsOp::create(b, loc, y);
+    Value e = exp2(fmul(absY, cf(-std::abs(factor))));
     Value negD = arith::NegFOp::create(b, loc, fadd(e, cf(1.0)));
-    Value r = math::FmaOp::create(
-        b, loc, math::FmaOp::create(b, loc, cf(0.3232283), e, cf(-0.80807096)),
-        e, cf(0.9898951));
-    for (int step = 0; step < 2; ++step)
-      r = math::FmaOp::create(b, loc, r,
-                              math::FmaOp::create(b, loc, negD, r, cf(1.0)), r);
-    Value t = math::FmaOp::create(b, loc, cf(2.0 * std::abs(scale)), r,
-                                  cf(-std::abs(scale)));
+    auto fma = [&](Value x, Value y, double c) {
+      Value addend = cf(c);
+      return math::FmaOp::create(b, loc, x, y, addend);
+    };
+    Value c2 = cf(0.3232283);
+    Value r = fma(fma(c2, e, -0.80807096), e, 0.9898951);
+    for (int step = 0; step < 2; ++step) {
+      Value err = fma(negD, r, 1.0);
+      r = math::FmaOp::create(b, loc, r, err, r);
+    }
+    Value twice = cf(2.0 * std::abs(scale));
+    Value t = fma(twice, r, -std::abs(scale));
     Value sign =
         (scale < 0) != (factor < 0) ? arith::NegFOp::create(b, loc, y) : y;
     return LLVM::CopySignOp::create(b, loc, t, sign);
