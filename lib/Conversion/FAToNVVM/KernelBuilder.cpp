@@ -293,8 +293,9 @@ Value KernelBuilder::accurateTanh(Value x, double scale, bool rcpOnFma) {
   if (rcpOnFma) {
     // tanh|x| = 2 / (1 + e) - 1 with e = e^(-2|x|) in (0, 1]: 1 / (1 + e)
     // from a quadratic in e (minimax, relative error 2^-6.6) and two Newton
-    // steps, 7 FMA-pipe ops. Then the sign of x (of -x where scale < 0).
-    // Emulated with ex2's error, within 2^-21.9 of tanh absolutely.
+    // steps, 7 FMA-pipe ops. Then scale * tanh x takes the sign of y, or of
+    // -y where exactly one of c and the scale is negative. Emulated with
+    // ex2's error, within 2^-21.9 of tanh absolutely.
     // (Operands are built one statement at a time: the IR's order is then
     // not the compiler's order of evaluating arguments.)
     Value absY = LLVM::FAbsOp::create(b, loc, y);
