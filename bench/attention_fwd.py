@@ -8,6 +8,9 @@ way:
   FA              fa.attention(q, k, v, causal=..., scale=...): the Python
                   API as users call it on torch tensors (the custom op
                   torch.ops.fa.attention; its autograd for the backward)
+  FA plain        with a --variant, FA without the variant's terms on the
+                  same tensors (not checked): what "within x% of the plain
+                  kernel" compares against
   SDPA cuDNN      torch SDPA pinned with sdpa_kernel(SDPBackend.CUDNN_ATTENTION)
   SDPA flash      ... SDPBackend.FLASH_ATTENTION (FlashAttention-2)
   SDPA efficient  ... SDPBackend.EFFICIENT_ATTENTION (memory-efficient)
@@ -67,6 +70,7 @@ DEFAULT_FLEX_N = (2048, 4096, 8192)
 
 # Anchor key -> label, in table and plot order.
 ANCHORS = {
+    "plain": "FA plain",
     "cudnn": "SDPA cuDNN",
     "flash": "SDPA flash",
     "efficient": "SDPA efficient",
@@ -988,6 +992,17 @@ def implementations(torch, fa, c, x, args):
         impls["fa"] = Impl(lambda: _timed(torch, fa_fn, x), context,
                            {"call": fa_call_text(c)})
 
+        # The same call without the variant's terms, on the same tensors.
+        if "plain" in args.anchors:
+
+            def plain_fn():
+                return fa.attention(x.q, x.k, x.v, causal=causal,
+                                    scale=x.scale)
+
+            impls["plain"] = Impl(
+                lambda: _timed(torch, plain_fn, x), context,
+                {"call": fa_call_text(dict(c, variant="plain", alibi=False))})
+
     def make_sdpa():
         bias = alibi_bias() if has_terms else None
         is_causal = causal and bias is None  # else folded into the bias
@@ -1130,8 +1145,9 @@ def run_config(torch, timer, c, x, impls, args):
         if isinstance(impl, dict):  # not run at this config
             row["anchors"][a] = dict(impl)
             continue
-        row["anchors"][a] = measure(torch, timer, c, impl,
-                                    check.compare if check else None)
+        # FA plain computes other scores: it is timed, not compared.
+        compare = check.compare if check and a != "plain" else None
+        row["anchors"][a] = measure(torch, timer, c, impl, compare)
         _free(torch)
     return row
 
@@ -1307,7 +1323,8 @@ def environment(args, runner):
 
 # FA's TFLOP/s over each anchor's: the targets' ratios (issue 18 asks
 # SDPA cuDNN for plain attention, FlexAttention for score terms and masks).
-RATIOS = (("fa/flash", "flash"), ("fa/cudnn", "cudnn"), ("fa/flex", "flex"))
+RATIOS = (("fa/plain", "plain"), ("fa/flash", "flash"), ("fa/cudnn", "cudnn"),
+          ("fa/flex", "flex"))
 
 
 def ratios(row):
@@ -1924,8 +1941,9 @@ def parse_args(argv):
                    help="seconds per fa-jit run (default 120); after two "
                    "timeouts the column is skipped for the remaining configs")
     g = p.add_argument_group("anchors and timing")
-    g.add_argument("--anchors", default=",".join(ANCHORS),
-                   help="comma list of %s, or none (default all)" %
+    g.add_argument("--anchors", default=None,
+                   help="comma list of %s, or none (default all; plain, FA "
+                   "without the variant's terms, only with a --variant)" %
                    ",".join(ANCHORS))
     g.add_argument("--no-anchors", action="store_true",
                    help="FA only (same as --anchors none)")
@@ -1971,6 +1989,10 @@ def parse_args(argv):
         if args.variant not in ("plain", "alibi"):
             p.error("--alibi and --variant %s: pick one" % args.variant)
         args.variant = "alibi"
+    if args.anchors is None:
+        args.anchors = ",".join(
+            a for a in ANCHORS
+            if a != "plain" or (args.variant != "plain" and not args.no_fa))
     if args.no_anchors or args.anchors.strip().lower() == "none":
         args.anchors = []
     else:
@@ -1980,6 +2002,11 @@ def parse_args(argv):
             p.error("unknown anchor(s) %s; choose from %s" %
                     (",".join(bad), ",".join(ANCHORS)))
         args.anchors = [a for a in ANCHORS if a in names]
+        if "plain" in args.anchors and args.variant == "plain":
+            p.error("--anchors plain: FA plain is FA itself without a "
+                    "--variant")
+        if "plain" in args.anchors and args.no_fa:
+            p.error("--anchors plain needs FA (drop --no-fa)")
     if args.tokens <= 0 or args.width <= 0:
         p.error("--tokens and --width must be positive")
     bad_n = [n for n in args.n if args.tokens % n]

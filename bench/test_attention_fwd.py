@@ -106,14 +106,41 @@ class ParseTest(unittest.TestCase):
             "fa": {"tflops": 300.0},
             "anchors": {
                 "flex": {"tflops": 150.0},
-                "cudnn": {"status": "skipped"}
+                "cudnn": {"status": "skipped"},
+                "plain": {"tflops": 400.0}
             }
         }
         self.assertEqual(bench.ratios(row), {
+            "fa/plain": 0.75,
             "fa/flash": None,
             "fa/cudnn": None,
             "fa/flex": 2.0
         })
+
+    def test_plain_anchor_arguments(self):
+        # FA plain (FA without the variant's terms) is a default anchor with
+        # a --variant only, and needs FA.
+        self.assertNotIn("plain", bench.parse_args([]).anchors)
+        self.assertEqual(
+            bench.parse_args(["--variant", "softcap"]).anchors,
+            ["plain", "cudnn", "flash", "efficient", "flex", "naive"])
+        self.assertEqual(
+            bench.parse_args(["--alibi", "--anchors", "flex,plain"]).anchors,
+            ["plain", "flex"])
+        self.assertNotIn(
+            "plain",
+            bench.parse_args(["--variant", "bias", "--no-fa"]).anchors)
+        for argv, message in (
+            (["--anchors", "plain"],
+             "--anchors plain: FA plain is FA itself without a --variant"),
+            (["--variant", "bias", "--no-fa", "--anchors", "plain"],
+             "--anchors plain needs FA (drop --no-fa)")):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), \
+                    self.assertRaises(SystemExit) as raised:
+                bench.parse_args(argv)
+            self.assertEqual(raised.exception.code, 2)
+            self.assertIn("error: " + message, err.getvalue())
 
     def test_default_grid(self):
         args = bench.parse_args([])
@@ -247,6 +274,7 @@ class FakeRunTest(unittest.TestCase):
         self.assertEqual(ok["fa"]["call"], "fa.attention(q, k, v, "
                          "scale=1/sqrt(64))")
         self.assertEqual(ok["ratios"], {
+            "fa/plain": None,
             "fa/flash": None,
             "fa/cudnn": 2.0,
             "fa/flex": None
@@ -511,7 +539,7 @@ def _stand_in(x, causal, dtype):
 def _fake_fa(mutate=None):
     """A stand-in fa module: fa.attention in float32, `mutate`d."""
 
-    def attention(q, k, v, *, causal, scale, alibi_slopes, softcap=None):
+    def attention(q, k, v, *, causal, scale, alibi_slopes=None, softcap=None):
         assert alibi_slopes is None
         if softcap is not None:
             # softcap 3 for "softcap": what the check must catch.
@@ -707,6 +735,35 @@ class CheckTest(unittest.TestCase):
                 # Naive attention applies the softcap too (without it: 0.32).
                 self.assertLess(
                     row["anchors"]["naive"]["err_vs_cudnn"]["O"], 0.1)
+
+    def test_plain_anchor(self):
+        # With a variant, FA plain is fa.attention without the variant's
+        # terms on the same tensors: timed, not compared against the
+        # variant's reference, and FA / plain its ratio.
+        args = bench.parse_args(
+            ["--variant", "softcap", "--anchors", "naive,plain"])
+        c = bench.make_configs([64], [128], [True], 256, 128,
+                               variant="softcap")[0]
+        x = bench.make_inputs(torch, c, seed=0, device="cpu")
+        fa, calls = _fake_fa(), []
+        attention = fa.attention
+
+        def recorded(*a, **kw):
+            calls.append(sorted(kw))
+            return attention(*a, **kw)
+
+        fa.attention = recorded
+        impls = bench.implementations(torch, fa, c, x, args)
+        row = bench.run_config(torch, self.timer, c, x, impls, args)
+        self.assertEqual(self.check_of(row)["status"], "ok")
+        plain = row["anchors"]["plain"]
+        self.assertEqual(plain["status"], "ok", plain)
+        self.assertEqual(plain["call"],
+                         "fa.attention(q, k, v, causal=True, scale=1/sqrt(64))")
+        self.assertNotIn("err_vs_cudnn", plain)
+        self.assertIn(["causal", "scale"], calls)
+        self.assertIn(["alibi_slopes", "causal", "scale", "softcap"], calls)
+        self.assertEqual(bench.ratios(row)["fa/plain"], 1.0)
 
     def test_softcap_norms_of_sampled_rows(self):
         # The f32 reference of 16 sampled rows is zero elsewhere: the norm
