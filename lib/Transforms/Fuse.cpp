@@ -189,17 +189,14 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
           << static_cast<int64_t>(headGroup);
       return signalPassFailure();
     }
-    if (exp2Fma < -1 || exp2Fma > 8) {
-      module.emitError("fa-fuse: exp2-fma must be -1 (the default) or 0 to "
-                       "8, got ")
-          << static_cast<int64_t>(exp2Fma);
-      return signalPassFailure();
-    }
-    if (tanhFma < -1 || tanhFma > 8) {
-      module.emitError("fa-fuse: tanh-fma must be -1 (the default) or 0 to "
-                       "8, got ")
-          << static_cast<int64_t>(tanhFma);
-      return signalPassFailure();
+    // Options counting values of every 8 on the FMA pipe.
+    for (auto [name, eighths] : {std::pair{"exp2-fma", int64_t(exp2Fma)},
+                                 std::pair{"tanh-fma", int64_t(tanhFma)}}) {
+      if (eighths < -1 || eighths > 8) {
+        module.emitError("fa-fuse: ")
+            << name << " must be -1 (the default) or 0 to 8, got " << eighths;
+        return signalPassFailure();
+      }
     }
     // Ops already in a kernel stay there.
     SmallVector<AttentionOp> ops;

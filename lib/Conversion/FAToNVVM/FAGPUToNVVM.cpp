@@ -232,10 +232,10 @@ struct MapLowering : public BoundPattern<fagpu::MapOp> {
       }
       return std::nullopt;
     };
-    // `fa.tanh_fma` of every 8 tanh values take the FMA pipe's reciprocal.
-    int64_t slot = 0;
-    // A body op at the element `mapping` binds: math ops as PTX.
-    auto lower = [&](Operation &inner, IRMapping &mapping) {
+    // A body op at the element `mapping` binds (the thread's value `slot`):
+    // math ops as PTX; `fa.tanh_fma` of every 8 tanh values take the FMA
+    // pipe's reciprocal.
+    auto lower = [&](Operation &inner, IRMapping &mapping, int64_t slot) {
       if (isa<math::TanhOp>(inner) && inner.hasOneUse() &&
           cappedTanh(*inner.user_begin()))
         return; // with its multiply, below
@@ -273,7 +273,7 @@ struct MapLowering : public BoundPattern<fagpu::MapOp> {
     for (int64_t mt = 0; mt < at.mTiles; ++mt)
       for (int64_t nt = 0; nt < at.nTiles; ++nt)
         for (int64_t e = 0; e < 4; ++e) {
-          slot = (mt * at.nTiles + nt) * 4 + e;
+          int64_t slot = (mt * at.nTiles + nt) * 4 + e;
           IRMapping mapping;
           for (unsigned i = 0; i < numInputs; ++i)
             mapping.map(body.getArgument(i), adaptor.getInputs()[i][slot]);
@@ -286,7 +286,7 @@ struct MapLowering : public BoundPattern<fagpu::MapOp> {
               mapping.map(inner.getResult(0), v);
               continue;
             }
-            lower(inner, mapping);
+            lower(inner, mapping, slot);
           }
           values.push_back(mapping.lookupOrDefault(yield.getValue()));
         }
