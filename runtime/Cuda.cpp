@@ -739,8 +739,10 @@ Status fa::runtime::encodeTensorMap(const TensorMapRequest &request, void *map,
                          what());
   const uint32_t elementStrides[5] = {1, 1, 1, 1, 1};
   cu::Result result = driver.api().cuTensorMapEncodeTiled(
-      static_cast<cu::TensorMap *>(map), cu::CU_TENSOR_MAP_DATA_TYPE_UINT16, 5,
-      reinterpret_cast<void *>(static_cast<uintptr_t>(request.data)),
+      static_cast<cu::TensorMap *>(map),
+      request.elementBytes == 4 ? cu::CU_TENSOR_MAP_DATA_TYPE_UINT32
+                                : cu::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+      5, reinterpret_cast<void *>(static_cast<uintptr_t>(request.data)),
       request.dims, request.strides, request.box, elementStrides,
       cu::CU_TENSOR_MAP_INTERLEAVE_NONE, cu::CU_TENSOR_MAP_SWIZZLE_128B,
       cu::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,

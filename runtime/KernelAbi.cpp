@@ -220,9 +220,10 @@ unsigned fa::runtime::getRank(AbiTensor tensor) {
 
 namespace {
 /// Whether a tensor map may be of `tensor`: the [B, H, N, D] tensors of 2-byte
-/// elements.
+/// elements, and the bias.
 bool isTensorMapTensor(AbiTensor tensor) {
   switch (tensor) {
+  case AbiTensor::Bias:
   case AbiTensor::Q:
   case AbiTensor::K:
   case AbiTensor::V:
@@ -391,8 +392,13 @@ Status fa::runtime::verifyKernelAbi(const KernelAbi &abi) {
       if (p.type != MachineType::TensorMap)
         return error(what + ": a tensor map is passed as tmap");
       if (!isTensorMapTensor(p.tensor))
-        return error(what + ": a tensor map is of q, k, v, o, do, dq, dk or "
-                            "dv");
+        return error(what + ": a tensor map is of q, k, v, o, do, dq, dk, dv "
+                            "or bias");
+      if (p.tensor == AbiTensor::Bias && p.dim != 32 && p.dim != 64)
+        return error(what +
+                     ": a bias's tensor map has boxes of 32 or 64 "
+                     "columns (128 bytes), got " +
+                     std::to_string(p.dim));
       if (p.dim == 0 || p.dim % 8 != 0 || p.dim > 16384)
         return error(what +
                      ": a tensor map's columns must be a positive "
@@ -878,9 +884,62 @@ struct TensorMapSizes {
   bool empty() const { return !rows || !heads || !batch; }
 };
 TensorMapSizes getTensorMapSizes(const KernelParam &p, const KernelCall &call) {
+  // The bias: no data where it has no queries or no keys.
+  if (p.tensor == AbiTensor::Bias)
+    return {call.seqKV ? call.seqQ : 0, call.headsQ, call.batch};
   bool query = isQueryTensor(p.tensor);
   return {query ? call.seqQ : call.seqKV, query ? call.headsQ : call.headsKV,
           call.batch};
+}
+} // namespace
+
+namespace {
+/// The bias's map (the file comment), into `request` (its data set).
+Expected<TensorMapRequest> getBiasTensorMapRequest(const KernelParam &param,
+                                                   const KernelCall &call,
+                                                   TensorMapRequest request) {
+  const KernelCall::Tensor &t = call[AbiTensor::Bias];
+  constexpr int64_t kMaxStride = int64_t(1) << 40;
+  int64_t bytes = 128 / param.dim;
+  request.elementBytes = uint32_t(bytes);
+  if (t.strides[3] != 1)
+    return Status::error("stride(bias, 3) = " + std::to_string(t.strides[3]) +
+                         " elements; TMA copies of bias blocks need 1");
+  for (auto [value, name] : {std::pair<int64_t, const char *>{call.seqQ, "Nq"},
+                             {call.seqKV, "Nk"},
+                             {call.headsQ, "Hq"},
+                             {call.batch, "B"}})
+    if (value < 0)
+      return Status::error(std::string(name) + " = " + std::to_string(value) +
+                           " is negative");
+  uint64_t dims[5] = {uint64_t(call.seqKV), uint64_t(call.seqQ),
+                      uint64_t(call.headsQ), uint64_t(call.batch), 1};
+  uint32_t box[5] = {param.dim, param.boxRows, 1, 1, 1};
+  std::copy(std::begin(dims), std::end(dims), request.dims);
+  std::copy(std::begin(box), std::end(box), request.box);
+  for (int i = 0; i < 3; ++i) {
+    int dim = 2 - i;
+    int64_t elements = t.strides[dim];
+    std::string stride = "stride(bias, " + std::to_string(dim) +
+                         ") = " + std::to_string(elements);
+    if (elements == 0 && dim < 2) {
+      // Broadcast: one head (batch) the kernel reads at 0.
+      request.dims[dim == 1 ? 2 : 3] = 1;
+      request.strides[i] = 16;
+      continue;
+    }
+    if (elements <= 0 || elements * bytes >= kMaxStride)
+      return Status::error(stride +
+                           " elements is not positive or is 2^40 bytes or "
+                           "more, which TMA cannot stride");
+    if (elements * bytes % 16 != 0)
+      return Status::error(stride + " elements is " +
+                           std::to_string(elements * bytes) +
+                           " bytes, not a multiple of 16, as TMA needs");
+    request.strides[i] = uint64_t(elements * bytes);
+  }
+  request.strides[3] = 16;
+  return request;
 }
 } // namespace
 
@@ -910,6 +969,9 @@ fa::runtime::getTensorMapRequest(const KernelParam &param,
   }
   TensorMapRequest request;
   request.data = t.data;
+  constexpr int64_t kMaxStride = int64_t(1) << 40;
+  if (param.tensor == AbiTensor::Bias)
+    return getBiasTensorMapRequest(param, call, request);
   // Whole panels: one box of every panel. Otherwise the box is one panel
   // of a (D, N, 1, H, B) map, which the kernel copies once per panel, and
   // the columns past D are out of bounds: zeros.
@@ -921,7 +983,6 @@ fa::runtime::getTensorMapRequest(const KernelParam &param,
   std::copy(std::begin(dims), std::end(dims), request.dims);
   std::copy(std::begin(box), std::end(box), request.box);
   // The byte strides of dims 1 to 4: rows, panels (128 bytes), heads, batch.
-  constexpr int64_t kMaxStride = int64_t(1) << 40;
   const int tensorDims[4] = {2, -1, 1, 0};
   for (int i = 0; i < 4; ++i) {
     if (tensorDims[i] < 0) {

@@ -333,6 +333,10 @@ struct fa::Kernel::Impl {
   std::string mlir;
   std::unique_ptr<mlir::fa::HostKernel> host;
   std::unique_ptr<GpuKernel> gpu;
+  /// `gpu` with per-element bias reads, compiled on the first call whose
+  /// bias the TMA of `gpu` cannot copy (forwardKernelFor).
+  mutable std::mutex biasFallbackMutex;
+  mutable std::unique_ptr<GpuKernel> gpuBiasFallback;
 
   /// The backward, compiled on the first backward() (most kernels never
   /// need one); a failure is kept and reported by every later call.
@@ -771,14 +775,53 @@ uint64_t checkWorkspace(const char *api, const char *sizeFn,
   return reinterpret_cast<uint64_t>(t.data);
 }
 
+/// The forward kernel of `impl` for `call`: `impl.gpu`, unless it copies
+/// bias blocks by TMA (fa-bias-tiles) and `call`'s bias does not fit a
+/// tensor map (its key stride not 1, rows not a multiple of 16 bytes): then
+/// the same op compiled with one bias load a score (fwd-bias-tiles=0), on
+/// first need.
+GpuKernel &forwardKernelFor(const fa::Kernel::Impl &impl,
+                            const rt::KernelCall &call) {
+  for (const rt::KernelAbi &abi : impl.gpu->image.getImage().kernels)
+    for (const rt::KernelParam &p : abi.params)
+      if (p.kind == rt::KernelParam::Kind::TensorMap &&
+          p.tensor == rt::AbiTensor::Bias &&
+          rt::getTensorMapRequest(p, call).failed()) {
+        std::lock_guard<std::mutex> lock(impl.biasFallbackMutex);
+        if (!impl.gpuBiasFallback) {
+          DiagnosticContext ctx;
+          mlir::OwningOpRef<mlir::ModuleOp> module =
+              ctx.parse(impl.mlir, "<spec>");
+          mlir::FailureOr<mlir::fa::AttentionOp> op =
+              module ? mlir::fa::findSingleAttention(*module)
+                     : mlir::FailureOr<mlir::fa::AttentionOp>(mlir::failure());
+          if (mlir::failed(op))
+            fail("invalid attention spec\n" + ctx.text);
+          mlir::fa::CudaForwardTile tile;
+          tile.biasTiles = false;
+          bool compiled = false;
+          std::string error;
+          std::shared_ptr<const rt::CachedKernel> image =
+              mlir::fa::getOrCompileCudaKernel(*op, impl.target, compiled,
+                                               error, tile);
+          if (!image)
+            fail(error + "\n" + ctx.text);
+          impl.gpuBiasFallback = std::make_unique<GpuKernel>(std::move(image));
+        }
+        return *impl.gpuBiasFallback;
+      }
+  return *impl.gpu;
+}
+
 /// Runs the GPU kernel on device views, after the checks its ABI needs:
 /// rows contiguous (stride 1 in the head dim) and 16-byte aligned rows for
 /// cp.async. `allArgs` are q, k, v, [bias], [ALiBi slopes], [seed],
 /// [captures], out, [lse], as the host kernel takes them, all on CUDA device
 /// `device`.
-void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
+void launchGpu(const fa::Kernel::Impl &impl,
                const std::vector<mlir::fa::HostKernelArg> &allArgs, Place where,
                const fa::TensorView *workspace, void *stream) {
+  const fa::AttentionSpec &spec = impl.spec;
   int device = where.index;
   // The variant's operands apart: the rest is the plain kernel's q, k, v, o,
   // lse.
@@ -813,7 +856,6 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   if (hasLse && args[4].strides[2] != 1)
     fail("lse must have stride 1 in its last dim on the GPU, got " +
          std::to_string(args[4].strides[2]));
-  const LoadedImage &loaded = gpu.image.load(kForward, device);
   const mlir::fa::HostKernelArg &q = args[0], &k = args[1], &v = args[2],
                                 &o = args[3];
   rt::KernelCall call;
@@ -861,6 +903,8 @@ void launchGpu(GpuKernel &gpu, const fa::AttentionSpec &spec,
   if (seed)
     call.seed = seed->scalar;
   call.captures = gpuCaptures(spec, allArgs, firstCapture);
+  GpuKernel &gpu = forwardKernelFor(impl, call);
+  const LoadedImage &loaded = gpu.image.load(kForward, device);
   rt::ScopedContext scope(loaded.device);
   if (scope.getStatus().failed())
     fail(scope.getStatus().getMessage());
@@ -904,7 +948,7 @@ void fa::Kernel::forward(const TensorView &q, const TensorView &k,
   }
 
   if (impl->gpu)
-    return launchGpu(*impl->gpu, spec, args, device, workspace, stream);
+    return launchGpu(*impl, args, device, workspace, stream);
   if (llvm::Error err =
           impl->host->run(args, hostThreadsFor(2 * (in.d + in.dv), in)))
     fail(llvm::toString(std::move(err)));

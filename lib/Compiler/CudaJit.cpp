@@ -74,6 +74,7 @@ FailureOr<Compiled> compileAlone(Operation *op, StringRef chip,
   options.fwdBoundedSoftmax = tile.boundedSoftmax;
   options.fwdExp2Fma = tile.exp2Fma;
   options.fwdTanhFma = tile.tanhFma;
+  options.fwdBiasTiles = tile.biasTiles;
   options.bwdPrefetch = bwd.prefetch;
   options.bwdAtomicDQ = bwd.atomicDQ;
   options.bwdDkDvWarps = bwd.dkdvWarps;
@@ -142,6 +143,8 @@ std::string cacheKey(Operation *op, StringRef chip, CudaForwardTile tile = {},
     target += ";fwd-exp2-fma=" + std::to_string(tile.exp2Fma);
   if (tile.tanhFma >= 0)
     target += ";fwd-tanh-fma=" + std::to_string(tile.tanhFma);
+  if (!tile.biasTiles)
+    target += ";fwd-bias-tiles=0";
   if (!bwd.prefetch)
     target += ";bwd-prefetch=0";
   if (bwd.atomicDQ)

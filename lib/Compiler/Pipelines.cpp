@@ -122,6 +122,10 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   // With wgmma, optionally a producer warpgroup for the copies (the ring
   // is then its own; fa-async-copy leaves the kernel alone).
   if (options.fwdWarpSpecialize) {
+    // A bias read a tile at a time, from shared memory the producer's TMA
+    // fills beside K.
+    if (options.fwdTma && options.fwdBiasTiles)
+      pm.addPass(createFABiasTiles());
     FAWarpSpecializeOptions specialize;
     specialize.stages = options.kvStages;
     specialize.tma = options.fwdTma;

@@ -313,7 +313,8 @@ std::string mlir::fa::kernelRegionReason(Region &region, StringRef name) {
 FailureOr<ForwardTile> mlir::fa::chooseKVStages(gpu::GPUFuncOp kernel,
                                                 int64_t stages, StringRef chip,
                                                 StringRef pass,
-                                                int64_t extraBytes) {
+                                                int64_t extraBytes,
+                                                int64_t stageBytes) {
   bool twoPass = false;
   kernel.walk(
       [&](scf::ForOp loop) { twoPass |= loop->hasAttr(kRowMaxLoopAttr); });
@@ -339,14 +340,15 @@ FailureOr<ForwardTile> mlir::fa::chooseKVStages(gpu::GPUFuncOp kernel,
   tile.kvStages = stages ? stages : (recorded ? recorded.getInt() : int64_t(1));
   int64_t bytes = forwardSharedBytes(tile, getForwardTileCols(d, wgmma),
                                      getForwardTileCols(dv, wgmma)) +
-                  extraBytes;
+                  extraBytes + tile.kvStages * stageBytes;
   std::optional<int64_t> maxShared = maxSharedBytesPerBlock(chip);
   if (maxShared && bytes > *maxShared)
     return kernel.emitOpError(pass)
            << ": " << tile.kvStages << " K/V stages of a " << tile.blockQ
            << " x " << tile.blockKV << " tile at D = " << d
-           << (d == dv ? "" : ", Dv = " + std::to_string(dv)) << " need "
-           << bytes << " bytes of shared memory; " << chip << " gives a CTA "
+           << (d == dv ? "" : ", Dv = " + std::to_string(dv))
+           << (stageBytes ? " with a bias block" : "") << " need " << bytes
+           << " bytes of shared memory; " << chip << " gives a CTA "
            << *maxShared;
   return tile;
 }
@@ -375,5 +377,14 @@ mlir::fa::matchForwardCopies(gpu::GPUFuncOp kernel) {
   if (!c.qTile || !c.kTile || !c.vTile || c.q->isBeforeInBlock(c.qTile) ||
       !c.q->isBeforeInBlock(c.loop) || c.k.getRow() != n || c.v.getRow() != n)
     return std::nullopt;
+  for (Operation *op = c.v->getNextNode(); op; op = op->getNextNode()) {
+    auto block = dyn_cast<fagpu::CopyOp>(op);
+    if (!block || !block.getCol())
+      break;
+    if (block.getCol() != n || !tileOf(block))
+      return std::nullopt;
+    c.blocks.push_back(block);
+    c.blockTiles.push_back(tileOf(block));
+  }
   return c;
 }

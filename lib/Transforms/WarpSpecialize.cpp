@@ -83,6 +83,9 @@ std::pair<Value, Value> advance(OpBuilder &b, Location loc, Value stage,
 
 struct Rings {
   Value k, v;
+  /// Block copies' rings (a bias's), filled with K's stage and on its
+  /// barriers.
+  SmallVector<Value, 1> blocks;
   Value qFull, kFull, vFull, kEmpty, vEmpty;
   /// A persistent kernel's: the consumers are done with Q.
   Value qEmpty;
@@ -117,17 +120,23 @@ void copyAsync(OpBuilder &b, fagpu::CopyOp copy, Value row, Value ring,
                                     dim.getIndex());
     }
   }
+  // A block copy's column is the tile's first key, as its row is K's.
+  Value col = copy.getCol() ? row : Value();
+  if (col)
+    row = copy.getRow();
   fagpu::AsyncCopyOp::create(b, copy.getLoc(), token, copy.getSource(),
-                             copy.getBatch(), copy.getHead(), row, bound, ring,
-                             stage, Value(), full, barrierStage, bulk);
+                             copy.getBatch(), copy.getHead(), row, col, bound,
+                             ring, stage, Value(), full, barrierStage, bulk);
 }
 
-/// The producer: Q, then K(n) and V(n) of every tile into stage n % S, each
-/// once its stage is empty, the rings from `position` (stage, parity).
-/// In a persistent kernel's work loop (`qParity`: the item's parity), Q's
-/// copy first waits for the consumers to be done with the last item's.
+/// The producer: Q, then K(n) (with its bias blocks) and V(n) of every tile
+/// into stage n % S, each once its stage is empty, the rings from `position`
+/// (stage, parity). In a persistent kernel's work loop (`qParity`: the item's
+/// parity), Q's copy first waits for the consumers to be done with the last
+/// item's.
 void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
-                   fagpu::CopyOp kCopy, fagpu::CopyOp vCopy, const Rings &rings,
+                   fagpu::CopyOp kCopy, fagpu::CopyOp vCopy,
+                   ArrayRef<fagpu::CopyOp> blocks, const Rings &rings,
                    int64_t stages, ValueRange position, Value qParity) {
   Location loc = loop.getLoc();
   auto cst = [&](int64_t v) {
@@ -153,6 +162,10 @@ void buildProducer(OpBuilder &b, fagpu::CopyOp qCopy, scf::ForOp loop,
           copyAsync(lb, copy, row, ring, stage, full, stage, rings.bulk);
         };
         fill(kCopy, rings.k, rings.kEmpty, rings.kFull);
+        // The bias blocks of the tile, into K's stage, which they share.
+        for (auto [block, ring] : llvm::zip(blocks, rings.blocks))
+          copyAsync(lb, block, row, ring, stage, rings.kFull, stage,
+                    rings.bulk);
         fill(vCopy, rings.v, rings.vEmpty, rings.vFull);
         auto [nextStage, nextParity] = advance(lb, loc, stage, parity, stages);
         scf::YieldOp::create(lb, loc, ValueRange{nextStage, nextParity});
@@ -590,11 +603,19 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   Rings rings;
   rings.bulk =
       tma && llvm::all_of(std::array{qCopy, kCopy, vCopy}, canCopyInBulk);
+  if (!copies->blocks.empty() && !rings.bulk)
+    return fail("a bias block's copy (fa-bias-tiles) needs TMA: tma=1 and "
+                "Q, K and V tiles in wgmma's layout");
   rings.k =
       fagpu::AllocSharedOp::create(b, loc, kType.withStages(stages), qBytes);
   rings.v = fagpu::AllocSharedOp::create(b, loc, vType.withStages(stages),
                                          qBytes + stages * kBytes);
   int64_t offset = qBytes + stages * (kBytes + vBytes);
+  for (fagpu::AllocSharedOp tile : copies->blockTiles) {
+    rings.blocks.push_back(fagpu::AllocSharedOp::create(
+        b, loc, tile.getType().withStages(stages), offset));
+    offset += stages * tile.getType().getStageBytes();
+  }
   auto barriers = [&](int64_t count, int64_t arrivals) {
     auto type = fagpu::BarriersType::get(ctx, count);
     Value ring = fagpu::AllocBarriersOp::create(b, loc, type, offset, arrivals);
@@ -605,7 +626,8 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // that copies, and the bytes); empty: each consumer warpgroup once.
   int64_t copiers = rings.bulk ? 1 : kProducerThreads;
   rings.qFull = barriers(1, copiers);
-  rings.kFull = barriers(stages, copiers);
+  // K's stage also lands its bias blocks: one arrival a copy.
+  rings.kFull = barriers(stages, copiers * (1 + int64_t(rings.blocks.size())));
   rings.vFull = barriers(stages, copiers);
   rings.kEmpty = barriers(stages, consumers / 128);
   rings.vEmpty = barriers(stages, consumers / 128);
@@ -622,7 +644,10 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // convert once per tile). Terms that read memory (bias level, captures
   // unmeasured) or draw random bits (dropout's mului_extended, -2 to -4%)
   // keep a CTA an item.
-  bool positionTerms = false, readsOrDrawsTerms = false, drawsBits = false;
+  // A bias read from shared memory (fa-bias-tiles) too: a CTA an item
+  // measured 4-11% faster at D = 64 and 128 (H200).
+  bool positionTerms = false, drawsBits = false;
+  bool readsOrDrawsTerms = !copies->blocks.empty();
   kernel.walk([&](fagpu::MapOp map) {
     positionTerms |= !map.isElementwise();
     map.getBody().walk([&](Operation *op) {
@@ -680,6 +705,10 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   vAlloc.getResult().replaceAllUsesWith(rings.v);
   kAlloc.erase();
   vAlloc.erase();
+  for (auto [tile, ring] : llvm::zip(copies->blockTiles, rings.blocks)) {
+    tile.getResult().replaceAllUsesWith(ring);
+    tile.erase();
+  }
 
   b.setInsertionPoint(loop);
   std::optional<WorkItems> work;
@@ -721,8 +750,12 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // items fit 24 (no spill at D = 64 and 128), where at 40 a mask_mod's
   // consumers (at 232) spilled 4 bytes at D = 64.
   // The sorted tail's item decode spilled 36-84 bytes at 24.
+  // A persistent producer's bias blocks (their coordinates per item)
+  // spilled 4 bytes at 24 (D = 64 and 128).
   int64_t producerNeeds =
-      !rings.bulk || (persistent && (windowed || tail)) ? 40 : 24;
+      !rings.bulk || (persistent && (windowed || tail || !rings.blocks.empty()))
+          ? 40
+          : 24;
   auto [producerRegisters, consumerRegisters] = registerSplit(
       warpgroups, specialized.getLaunchRegisters(), producerNeeds);
   specialized.setProducerRegisters(producerRegisters);
@@ -739,8 +772,8 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
         [&](OpBuilder &lb, Value k, Value done) {
           auto [stage, parity, qParity] =
               getItemStart(lb, loc, k, loop, stages, done);
-          buildProducer(lb, qCopy, loop, kCopy, vCopy, rings, stages,
-                        ValueRange{stage, parity}, qParity);
+          buildProducer(lb, qCopy, loop, kCopy, vCopy, copies->blocks, rings,
+                        stages, ValueRange{stage, parity}, qParity);
           return done ? arith::AddIOp::create(lb, loc, done,
                                               getTileCount(lb, loc, loop))
                             .getResult()
@@ -748,7 +781,7 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
         });
     work->bind(items);
   } else {
-    buildProducer(b, qCopy, loop, kCopy, vCopy, rings, stages,
+    buildProducer(b, qCopy, loop, kCopy, vCopy, copies->blocks, rings, stages,
                   ValueRange{c0, c0}, Value());
   }
 
@@ -797,6 +830,16 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
     fagpu::BarrierWaitOp::create(lb, loc, rings.kFull, stage, parity);
     kCopy.erase();
     vCopy.erase();
+    for (fagpu::CopyOp block : copies->blocks)
+      block.erase();
+    // The bias blocks' reads, of K's stage.
+    SmallVector<Operation *> blockReaders;
+    for (Operation &op : *loop.getBody())
+      if (auto read = dyn_cast<fagpu::LoadTileOp>(op);
+          read && llvm::is_contained(rings.blocks, read.getSource())) {
+        read.getStageMutable().assign(stage);
+        blockReaders.push_back(read);
+      }
     for (auto [ring, full, empty] :
          {std::tuple(rings.k, rings.kFull, rings.kEmpty),
           std::tuple(rings.v, rings.vFull, rings.vEmpty)}) {
@@ -814,7 +857,12 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
         lb.setInsertionPoint(readers.front());
         fagpu::BarrierWaitOp::create(lb, loc, full, stage, parity);
       }
-      lb.setInsertionPointAfter(readers.back());
+      Operation *last = readers.back();
+      if (ring == rings.k)
+        for (Operation *read : blockReaders)
+          if (last->isBeforeInBlock(read))
+            last = read;
+      lb.setInsertionPointAfter(last);
       fagpu::BarrierArriveOp::create(lb, loc, empty, stage);
     }
     OpBuilder eb(loop.getBody()->getTerminator());
@@ -888,8 +936,13 @@ struct FAWarpSpecializePass
       if (!synchronous || !kernel->hasAttr(kWgmmaAttr) ||
           !kernel->hasAttr(kWarpSpecializeAttr))
         continue;
-      FailureOr<ForwardTile> tile = chooseKVStages(
-          kernel, stages, chip, "fa-warp-specialize", kBarrierBytes);
+      int64_t blockBytes = 0;
+      if (std::optional<ForwardCopies> copies = matchForwardCopies(kernel))
+        for (fagpu::AllocSharedOp tile : copies->blockTiles)
+          blockBytes += tile.getType().getStageBytes();
+      FailureOr<ForwardTile> tile =
+          chooseKVStages(kernel, stages, chip, "fa-warp-specialize",
+                         kBarrierBytes, blockBytes);
       if (failed(tile))
         return signalPassFailure();
       int64_t bytes = 0;

@@ -285,6 +285,12 @@ static cl::opt<int64_t> fwdTanhFmaOpt(
              "reciprocal from Newton steps on the FMA pipe instead of the "
              "MUFU's rcp (-1: the default for the variant)"),
     cl::init(-1), cl::cat(faCategory));
+static cl::opt<bool> fwdBiasTilesOpt(
+    "fwd-bias-tiles",
+    cl::desc("With --fwd-warp-specialize and --fwd-tma, each K/V tile's bias "
+             "block is copied into shared memory beside K and read from "
+             "there (false: one global load a score)"),
+    cl::init(true), cl::cat(faCategory));
 static cl::opt<bool> fwdBoundedSoftmaxOpt(
     "fwd-bounded-softmax",
     cl::desc("Where the scores are bounded (softcap), the softmax subtracts "
@@ -352,11 +358,12 @@ static cl::opt<bool>
 /// The forward kernel's options, as the --fwd-* flags and the tile flags
 /// set them.
 static CudaForwardTile forwardTileFlags() {
-  return {
-      blockQOpt,         blockKVOpt,           kvStagesOpt,     fwdWgmmaOpt,
-      fwdOverlapOpt,     fwdWarpSpecializeOpt, fwdTmaOpt,       fwdPingpongOpt,
-      fwdWsOverlapOpt,   fwdPersistentOpt,     fwdKeyRangesOpt, fwdHeadGroupOpt,
-      fwdCausalOrderOpt, fwdBoundedSoftmaxOpt, fwdExp2FmaOpt,   fwdTanhFmaOpt};
+  return {blockQOpt,         blockKVOpt,           kvStagesOpt,
+          fwdWgmmaOpt,       fwdOverlapOpt,        fwdWarpSpecializeOpt,
+          fwdTmaOpt,         fwdPingpongOpt,       fwdWsOverlapOpt,
+          fwdPersistentOpt,  fwdKeyRangesOpt,      fwdHeadGroupOpt,
+          fwdCausalOrderOpt, fwdBoundedSoftmaxOpt, fwdExp2FmaOpt,
+          fwdTanhFmaOpt,     fwdBiasTilesOpt};
 }
 
 namespace {
@@ -1421,8 +1428,17 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
+  // The bias is uploaded contiguous: its blocks fit TMA (fa-bias-tiles)
+  // where a row of Nk elements is a multiple of 16 bytes, as fa::Kernel
+  // finds per call.
+  CudaForwardTile tile = forwardTileFlags();
+  if (Value biasOperand = op.getBias()) {
+    auto type = cast<ShapedType>(biasOperand.getType());
+    if (dims[kNk] * type.getElementTypeBitWidth() / 8 % 16 != 0)
+      tile.biasTiles = false;
+  }
   std::shared_ptr<const rt::CachedKernel> cached =
-      getOrCompileCudaKernel(op, chip, compiledNow, error, forwardTileFlags());
+      getOrCompileCudaKernel(op, chip, compiledNow, error, tile);
   if (!cached)
     return fail(error);
   const rt::CachedKernel &kernel = *cached;

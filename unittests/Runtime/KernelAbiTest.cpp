@@ -394,11 +394,15 @@ TEST(KernelAbi, TensorMapParams) {
            // The checks.
            Bad{"[tensor_map(lse, 128, 8) : tmap]",
                "parameter 0 (tensor_map(lse, 128, 8) : tmap): a tensor map "
-               "is of q, k, v, o, do, dq, dk or dv"},
+               "is of q, k, v, o, do, dq, dk, dv or bias"},
+           Bad{"[tensor_map(bias, 128, 8) : tmap]",
+               "parameter 0 (tensor_map(bias, 128, 8) : tmap): a bias's "
+               "tensor map has boxes of 32 or 64 columns (128 bytes), got "
+               "128"},
            Bad{"[tensor_map(dq_accum, 128, 8) : tmap]",
-               "a tensor map is of q, k, v, o, do, dq, dk or dv"},
+               "a tensor map is of q, k, v, o, do, dq, dk, dv or bias"},
            Bad{"[tensor_map(capture0, 128, 8) : tmap]",
-               "a tensor map is of q, k, v, o, do, dq, dk or dv"},
+               "a tensor map is of q, k, v, o, do, dq, dk, dv or bias"},
            Bad{"[tensor_map(k, 92, 8) : tmap]",
                "parameter 0 (tensor_map(k, 92, 8) : tmap): a tensor map's "
                "columns must be a positive multiple of 8, at most 16384, "
@@ -552,6 +556,51 @@ TEST(KernelAbi, TensorMapRequests) {
   EXPECT_EQ(error(negativeRows), "Nk = -1 is negative");
   EXPECT_TRUE(
       getTensorMapRequest(KernelParam::pointer(AbiTensor::K), call).failed());
+}
+
+TEST(KernelAbi, BiasTensorMapRequests) {
+  // B = 2, Hq = 8, Nq = 300, Nk = 200; a bias with rows padded to 208.
+  KernelCall call = tensorMapCall();
+  KernelCall::Tensor &bias = call[AbiTensor::Bias];
+  bias.data = 0x50000;
+  int64_t full[4] = {8 * 300 * 208, 300 * 208, 208, 1};
+  std::copy(full, full + 4, bias.strides);
+  // f32 (32-column boxes): dims (Nk, Nq, Hq, B, 1), byte strides (row,
+  // head, batch, 16), 4-byte elements.
+  KernelParam f32 = KernelParam::tensorMap(AbiTensor::Bias, 32, 128);
+  expectRequest(f32, call, 0x50000, {200, 300, 8, 2, 1},
+                {208 * 4, 300 * 208 * 4, 8 * 300 * 208 * 4, 16},
+                {32, 128, 1, 1, 1});
+  EXPECT_EQ(getTensorMapRequest(f32, call)->elementBytes, 4u);
+  // bf16 (64 columns), broadcast over the batch and heads: those dims of
+  // size 1 (the kernel reads them at 0).
+  KernelParam bf16 = KernelParam::tensorMap(AbiTensor::Bias, 64, 64);
+  bias.strides[0] = bias.strides[1] = 0;
+  expectRequest(bf16, call, 0x50000, {200, 300, 1, 1, 1}, {208 * 2, 16, 16, 16},
+                {64, 64, 1, 1, 1});
+  EXPECT_EQ(getTensorMapRequest(bf16, call)->elementBytes, 2u);
+
+  // What TMA cannot copy: the fallback's cases (fa::Kernel compiles the
+  // kernel with one load a score for them).
+  auto error = [&](const KernelCall &c) {
+    Expected<TensorMapRequest> r = getTensorMapRequest(f32, c);
+    EXPECT_TRUE(r.failed());
+    return r.failed() ? r.getMessage() : std::string();
+  };
+  KernelCall transposed = call;
+  std::copy(full, full + 4, transposed[AbiTensor::Bias].strides);
+  transposed[AbiTensor::Bias].strides[2] = 1;
+  transposed[AbiTensor::Bias].strides[3] = 300;
+  EXPECT_EQ(error(transposed), "stride(bias, 3) = 300 elements; TMA copies of "
+                               "bias blocks need 1");
+  KernelCall oddRows = call;
+  oddRows[AbiTensor::Bias].strides[2] = 201;
+  EXPECT_EQ(error(oddRows), "stride(bias, 2) = 201 elements is 804 bytes, not "
+                            "a multiple of 16, as TMA needs");
+  KernelCall misaligned = call;
+  misaligned[AbiTensor::Bias].data = 0x50004;
+  EXPECT_EQ(error(misaligned),
+            "bias's data at 0x50004 is not 16-byte aligned, as TMA needs");
 }
 
 /// A stand-in encoder: counts its calls, keeps the last request and fills

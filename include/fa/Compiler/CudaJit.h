@@ -69,6 +69,8 @@ struct CudaForwardTile {
   int64_t exp2Fma = -1;
   /// fwd-tanh-fma (-1: the default for the variant).
   int64_t tanhFma = -1;
+  /// fwd-bias-tiles.
+  bool biasTiles = true;
 };
 
 /// Lowers `op` (and nothing else) with fa-pipeline-cuda for `chip` and

@@ -117,6 +117,13 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                      "pipe instead of the MUFU's rcp (fa-fuse's tanh-fma; "
                      "-1: the default for the variant)"),
       llvm::cl::init(-1)};
+  Option<bool> fwdBiasTiles{
+      *this, "fwd-bias-tiles",
+      llvm::cl::desc("With fwd-warp-specialize and fwd-tma: each K/V tile's "
+                     "bias block is copied into shared memory beside K (one "
+                     "TMA box a panel) and read from there "
+                     "(fa-bias-tiles; false: one global load a score)"),
+      llvm::cl::init(true)};
   Option<std::string> fwdPersistent{
       *this, "fwd-persistent",
       llvm::cl::desc(

@@ -121,7 +121,10 @@ enum : unsigned {
 };
 
 // The tensor-map (TMA) enums: the values FA encodes its maps with.
-enum : TensorMapDataType { CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1 };
+enum : TensorMapDataType {
+  CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+  CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2
+};
 enum : TensorMapInterleave { CU_TENSOR_MAP_INTERLEAVE_NONE = 0 };
 enum : TensorMapSwizzle { CU_TENSOR_MAP_SWIZZLE_128B = 3 };
 enum : TensorMapL2Promotion { CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2 };

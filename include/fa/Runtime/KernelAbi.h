@@ -88,6 +88,14 @@
 // TensorMapEncoder; ParamBuffer); a tensor without data (N, H or B 0) gets
 // a map of zero bytes, which its kernel never reads.
 //
+// `tensor_map(bias, C, R)` is a bias's, for copies of [R, C] blocks of its
+// [Nq, Nk] matrices (fa-bias-tiles): elements of 128 / C bytes (C = 64: f16
+// or bf16, 32: f32; one 128-byte panel a box), key stride 1. A 5-D map of
+// dims (Nk, Nq, H, B, 1), byte strides (stride(bias, 2), stride(bias, 1),
+// stride(bias, 0), 16) times the element's bytes, box (C, R, 1, 1, 1),
+// otherwise as above; a dim the bias broadcasts (stride 0) has size 1 and
+// the kernel reads it at 0. Past Nq and Nk it reads zeros.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FA_RUNTIME_KERNELABI_H
@@ -354,14 +362,18 @@ struct TensorMapRequest {
   uint64_t dims[5] = {};    // elements, innermost first
   uint64_t strides[4] = {}; // bytes, of dims 1..4
   uint32_t box[5] = {};
+  uint32_t elementBytes = 2; // 2 (UINT16) or 4 (UINT32, an f32 bias)
 };
 
 /// The request of `param` (a tensor map) for `call`: dims (64, N, D/64, H,
 /// B), byte strides (stride(t, 2) * 2, 128, stride(t, 1) * 2, stride(t, 0) *
 /// 2), box (64, boxRows, D/64, 1, 1); where D is not a multiple of 64, dims
-/// (D, N, 1, H, B) and box (64, boxRows, 1, 1, 1). An error when the data is
-/// not 16-byte aligned, or a stride is not a multiple of 16 bytes or is 2^40 or
-/// more (the driver's limits), or a size is negative.
+/// (D, N, 1, H, B) and box (64, boxRows, 1, 1, 1). The bias's (the file
+/// comment): dims (Nk, Nq, H, B, 1), box (C, boxRows, 1, 1, 1) of 128 / C
+/// byte elements, a broadcast dim (stride 0) of size 1. An error when the
+/// data is not 16-byte aligned, the bias's key stride is not 1, or a stride is
+/// not a multiple of 16 bytes or is 2^40 or more (the driver's limits), or a
+/// size is negative.
 Expected<TensorMapRequest> getTensorMapRequest(const KernelParam &param,
                                                const KernelCall &call);
 

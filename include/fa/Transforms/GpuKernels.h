@@ -146,11 +146,13 @@ std::optional<int64_t> maxSharedBytesPerBlock(StringRef chip);
 /// The K/V stages of fa-tile's forward `kernel` (online softmax) for
 /// `pass`: `stages` when positive, else what fa-tile recorded for the
 /// variant; an error (in `pass`'s name) when out of range, when the kernel
-/// still has two softmax loops, or when its tiles and `extraBytes` exceed
-/// the shared memory `chip` gives a CTA.
+/// still has two softmax loops, or when its tiles, `extraBytes` and
+/// `stageBytes` more a stage (a bias block's) exceed the shared memory
+/// `chip` gives a CTA.
 FailureOr<ForwardTile> chooseKVStages(gpu::GPUFuncOp kernel, int64_t stages,
                                       StringRef chip, StringRef pass,
-                                      int64_t extraBytes = 0);
+                                      int64_t extraBytes = 0,
+                                      int64_t stageBytes = 0);
 
 /// The chip of `module`'s kernel module's NVVM target, or an empty string.
 std::string getKernelChip(ModuleOp module);
@@ -224,6 +226,10 @@ struct ForwardCopies {
   fagpu::CopyOp q, k, v;
   fagpu::AllocSharedOp qTile, kTile, vTile;
   scf::ForOp loop;
+  /// Block copies (with a column: a bias's, fa-bias-tiles) right after V's,
+  /// and their tiles.
+  SmallVector<fagpu::CopyOp, 1> blocks;
+  SmallVector<fagpu::AllocSharedOp, 1> blockTiles;
 };
 /// The copies of `kernel`, or nothing where it is not so.
 std::optional<ForwardCopies> matchForwardCopies(gpu::GPUFuncOp kernel);

@@ -400,6 +400,29 @@ def FAAsyncCopy : Pass<"fa-async-copy", "::mlir::ModuleOp"> {
   ];
 }
 
+def FABiasTiles : Pass<"fa-bias-tiles", "::mlir::ModuleOp"> {
+  let summary = "Copy each K/V tile's bias block into shared memory beside K, "
+                "for the scores' map to read from there";
+  let description = [{
+    In every forward kernel that fa-fuse marked for a producer warpgroup
+    (`fa.warp_specialize`, wgmma), the scores' map's read of the bias, one
+    global load a score at (row, key) clamped into [0, Nq) x [0, Nk),
+    becomes a copy of the K/V tile's [block_q, block_kv] bias block into a
+    shared tile in the 128-byte swizzle (`fagpu.copy` with a column, after
+    V's copy) and a `fagpu.load_tile` of it in the accumulator's layout,
+    which the map takes as an input. fa-warp-specialize rings the copy with
+    K's: TMA boxes on K's barriers. Rows past Nq and keys past Nk read zeros
+    (never stored, and masked). Kernels whose bias is read otherwise are
+    left as they are.
+  }];
+  let dependentDialects = [
+    "::mlir::fagpu::FAGPUDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::gpu::GPUDialect"
+  ];
+}
+
 def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::ModuleOp"> {
   let summary = "Give each wgmma forward kernel's K/V copies a producer "
                 "warpgroup of its own";

@@ -77,6 +77,9 @@ LogicalResult issueCopy(CopyOp op, typename CopyOp::Adaptor adaptor,
   if (it == binding.buffers.end())
     return op.emitOpError(
         "convert-fa-to-nvvm: the source is not a buffer of the kernel");
+  if (op.getCol())
+    return op.emitOpError("convert-fa-to-nvvm: a copy with a column (a bias "
+                          "block) must be bulk (fa-warp-specialize with TMA)");
   const KernelBinding::Buffer &buffer = it->second;
   KernelBuilder kb(rewriter, loc, type.getElementType(), type.getCols());
   kb.setWgmmaSlabs(type.getWgmma() ? type.getRows() : 0);
@@ -124,15 +127,39 @@ LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
   OpBuilder::InsertionGuard guard(rewriter);
   if (!binding.singleThreadProducer || !binding.producerOps.contains(op))
     kb.enterThread(binding.producerOps.contains(op) ? binding.threads : 0);
-  int64_t rowBytes = type.getCols() * 2;
+  int64_t elementBytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t rowBytes = type.getCols() * elementBytes;
   NVVM::MBarrierArriveExpectTxOp::create(
       rewriter, loc, Type(), barrier, kb.c32(type.getRows() * rowBytes),
       NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
   Value row = toI32(rewriter, loc, adaptor.getRow());
   Value head = toI32(rewriter, loc, adaptor.getHead());
   Value batch = toI32(rewriter, loc, adaptor.getBatch());
-  int64_t cols = getSourceCols(op.getSource(), type);
-  int64_t boxes = cols % 64 == 0 ? 1 : type.getCols() / 64;
+  // A bias block: one box a 128-byte panel, at (col + p panel, row, head,
+  // batch) of its 4-D map.
+  Value col =
+      adaptor.getCol() ? toI32(rewriter, loc, adaptor.getCol()) : Value();
+  if (col) {
+    // A dim the bias broadcasts (stride 0) is one head (batch) in its map.
+    auto buffer = binding.buffers.find(op.getSource());
+    if (buffer == binding.buffers.end())
+      return op.emitOpError(
+          "convert-fa-to-nvvm: the source is not a buffer of the kernel");
+    auto broadcastAt = [&](Value coord, Value stride) {
+      Value zero =
+          arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), 0);
+      Value broadcast = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::eq, stride, zero);
+      return kb.sel(broadcast, kb.c32(0), coord);
+    };
+    batch = broadcastAt(batch, buffer->second.strides[0]);
+    head = broadcastAt(head, buffer->second.strides[1]);
+  }
+  int64_t panelCols = 128 / elementBytes;
+  int64_t cols = col ? type.getCols() : getSourceCols(op.getSource(), type);
+  int64_t boxes = col              ? type.getCols() / panelCols
+                  : cols % 64 == 0 ? 1
+                                   : type.getCols() / 64;
   for (int64_t p = 0; p < boxes; ++p) {
     // The instruction takes a shared::cluster address; the CTA's own shared
     // memory is part of its (one-CTA) cluster's.
@@ -141,7 +168,12 @@ LogicalResult issueBulkCopy(fagpu::AsyncCopyOp op,
         LLVM::LLVMPointerType::get(rewriter.getContext(),
                                    int(NVVM::NVVMMemorySpace::SharedCluster)),
         p ? kb.smemAt(tile, kb.c32(p * getBulkBoxRows(type) * 128)) : tile);
-    Value coords[] = {kb.c32(64 * p), row, kb.c32(0), head, batch};
+    SmallVector<Value, 5> coords;
+    if (col)
+      coords = {p ? kb.add(col, kb.c32(panelCols * p)) : col, row, head, batch,
+                kb.c32(0)};
+    else
+      coords = {kb.c32(64 * p), row, kb.c32(0), head, batch};
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
         rewriter, loc, at, it->second, coords, barrier,
         /*im2colOffsets=*/ValueRange(), /*multicastMask=*/Value(),

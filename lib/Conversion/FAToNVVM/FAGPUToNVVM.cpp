@@ -504,6 +504,63 @@ struct LoadLowering : public BoundPattern<memref::LoadOp> {
   }
 };
 
+/// fagpu.load_tile: each thread's accumulator elements of a tile in the
+/// 128-byte swizzle ([panels][rows][128 bytes], the 16-byte chunk c of row
+/// r at c ^ (r % 8)). A thread's two adjacent columns are one load. Its
+/// rows are r0 + multiples of 8 and its columns c0 + 8 n, c0 = 2 (lane %
+/// 4): the chunk of n-tile n is K(n) ^ u with K(n) a constant and u = (c0
+/// bytes / 16) ^ (r0 % 8) the thread's, so each load is one of 8 chunk
+/// addresses plus an immediate.
+struct LoadTileLowering : public OpConversionPattern<fagpu::LoadTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::LoadTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    auto tile = cast<fagpu::SharedType>(op.getSource().getType());
+    Type element = type.getElementType();
+    int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+    int64_t panelCols = 128 / bytes;
+    KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
+    AccCoords at = getAccCoords(kb, rewriter, loc, type, kb.c32(0), kb.c32(0));
+    Value base = getStage(kb, rewriter, loc, adaptor.getSource(),
+                          adaptor.getStage(), tile);
+    Value r0 = at.row(0, 0), c0Bytes = kb.mul(at.col(0, 0), kb.c32(bytes));
+    // u << 4 and the thread's byte in its chunk.
+    Value u = kb.shl(kb.xori(kb.shr(c0Bytes, 4), kb.andi(r0, 7)), 4);
+    Value rowBase =
+        kb.smemAt(base, kb.add(kb.mul(r0, kb.c32(128)), kb.andi(c0Bytes, 15)));
+    SmallVector<Value, 8> chunkAt(8);
+    auto chunk = [&](int64_t k) {
+      if (!chunkAt[k])
+        chunkAt[k] = kb.smemAt(rowBase, kb.xori(u, kb.c32(k << 4)));
+      return chunkAt[k];
+    };
+    auto pair = VectorType::get({2}, element);
+    SmallVector<Value> values(fagpu::getRegistersPerThread(type));
+    for (int64_t mt = 0; mt < at.mTiles; ++mt)
+      for (int64_t nt = 0; nt < at.nTiles; ++nt)
+        for (int64_t half = 0; half < 2; ++half) {
+          int64_t e = 2 * half;
+          int64_t col = at.colOffset(nt, e);
+          int64_t panel = col / panelCols;
+          int64_t k = (col % panelCols) * bytes / 16;
+          int64_t offset =
+              panel * tile.getRows() * 128 + at.rowOffset(mt, e) * 128;
+          Value address = kb.smemAt(chunk(k), kb.c32(offset));
+          Value loaded = LLVM::LoadOp::create(rewriter, loc, pair, address,
+                                              /*alignment=*/2 * bytes);
+          int64_t slot = (mt * at.nTiles + nt) * 4 + e;
+          for (int64_t i = 0; i < 2; ++i)
+            values[slot + i] = LLVM::ExtractElementOp::create(
+                rewriter, loc, loaded, kb.c32(i));
+        }
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
 /// A register tile of one scalar: the scalar in each of its registers.
 struct SplatLowering : public OpConversionPattern<tensor::SplatOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -656,7 +713,7 @@ void mlir::fa::nvvm::populateFAGPUElementwiseToNVVMPatterns(
     const TypeConverter &converter, const KernelBinding &binding,
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<SplatLowering>(converter, ctx);
+  patterns.add<SplatLowering, LoadTileLowering>(converter, ctx);
   patterns.add<ElementwiseLowering, MapLowering>(converter, ctx, binding);
   patterns.add<BlockCoordsLowering, KVHeadLowering, DimLowering, LoadLowering,
                ExtractLowering, WarpSpecializeLowering>(converter, ctx,
@@ -812,17 +869,26 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     if (!copy.getBulk())
       return WalkResult::advance();
     auto arg = dyn_cast<BlockArgument>(copy.getSource());
-    if (!arg || arg.getOwner() != &body || arg.getArgNumber() > 2) {
-      copy.emitOpError("convert-fa-to-nvvm: a bulk copy reads Q, K or V");
+    bool bias = arg && arg.getOwner() == &body &&
+                arg.getArgNumber() < roles.size() &&
+                roles[arg.getArgNumber()] == "bias" && copy.getCol();
+    if (!arg || arg.getOwner() != &body || (arg.getArgNumber() > 2 && !bias)) {
+      copy.emitOpError("convert-fa-to-nvvm: a bulk copy reads Q, K or V, or "
+                       "a block of the bias");
       return WalkResult::interrupt();
     }
     // The map's D is the tensor's: past it (a wgmma tile's padding) TMA
-    // fills zeros.
+    // fills zeros. A bias block's boxes are one 128-byte panel each.
     auto tile = cast<fagpu::SharedType>(copy.getDest().getType());
+    int64_t elementBytes = tile.getElementType().getIntOrFloatBitWidth() / 8;
     KernelParam map =
-        KernelParam::tensorMap(tensors[arg.getArgNumber()],
-                               uint32_t(getSourceCols(copy.getSource(), tile)),
-                               uint32_t(getBulkBoxRows(tile)));
+        bias ? KernelParam::tensorMap(AbiTensor::Bias,
+                                      uint32_t(128 / elementBytes),
+                                      uint32_t(getBulkBoxRows(tile)))
+             : KernelParam::tensorMap(
+                   tensors[arg.getArgNumber()],
+                   uint32_t(getSourceCols(copy.getSource(), tile)),
+                   uint32_t(getBulkBoxRows(tile)));
     auto *same = llvm::find_if(tensorMaps, [&](auto &entry) {
       return entry.first == arg.getArgNumber();
     });
@@ -945,6 +1011,12 @@ mlir::fa::nvvm::lowerFAGPUKernel(gpu::GPUFuncOp kernel, StringRef name,
     }
     binding.buffers[memref] = buffer;
     binding.elements.insert(memref);
+    for (auto &[arg, map] : tensorMaps)
+      if (arg == extra.arg) {
+        binding.tensorMaps[memref] = args.get(map);
+        // A bias block copy's bound: the bias's rows (the map's own).
+        binding.sizes[{memref, 2}] = args.size(AbiSize::Nq);
+      }
   }
   // The prologue: CTAs past the folded grid's heads x batches return (a
   // key-range kernel's y x z is its key chunks).

@@ -24,12 +24,14 @@
 // CHECK: {{^ +}}0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: bytes spill
 
-// The slope and bias loads (invariant: ld.global.nc), the score_mod's tanh,
+// The slope's load (invariant: ld.global.nc), the bias blocks' TMA copies
+// (fa-bias-tiles) and each thread's pairs of them, the score_mod's tanh,
 // masks and the softmax.
 // PTX: .target sm_90a
 // PTX: .visible .entry fa_forward_0(
 // PTX-DAG: ld.global.nc.b32
-// PTX-DAG: ld.global.nc.b16
+// PTX-DAG: cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: ld.shared.v2.b16
 // PTX-DAG: rcp.approx.ftz.f32
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
 // PTX-DAG: ex2.approx

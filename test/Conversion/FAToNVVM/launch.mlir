@@ -3,7 +3,9 @@
 
 // fa-pipeline-cuda's passes, in order: the forward through fa-fuse,
 // fa-key-ranges (without fwd-key-ranges=0), fa-tile, fa-bounded-softmax
-// (without fwd-bounded-softmax=0), fa-online-softmax, fa-warp-specialize (without fwd-warp-specialize=0) and
+// (without fwd-bounded-softmax=0), fa-online-softmax, fa-bias-tiles (without
+// fwd-bias-tiles=0 or fwd-tma=0), fa-warp-specialize (without
+// fwd-warp-specialize=0) and
 // fa-async-copy before the conversion (fa-overlap-softmax only with
 // fwd-overlap).
 // DUMP: builtin.module(
@@ -13,6 +15,7 @@
 // DUMP-NEXT: fa-tile{block-kv=64 block-q=64},
 // DUMP-NEXT: fa-bounded-softmax,
 // DUMP-NEXT: fa-online-softmax,
+// DUMP-NEXT: fa-bias-tiles,
 // DUMP-NEXT: fa-warp-specialize{causal-order=tail overlap=true persistent=auto pingpong=true stages=0 tma=true},
 // DUMP-NEXT: fa-async-copy{stages=0},
 // DUMP-NEXT: convert-fa-to-nvvm{{.*}}chip=sm_90a},

@@ -106,7 +106,7 @@ func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], thread
 
 // -----
 
-// expected-error @+1 {{kernel ABI: parameter 0 (tensor_map(lse, 128, 8) : tmap): a tensor map is of q, k, v, o, do, dq, dk or dv}}
+// expected-error @+1 {{kernel ABI: parameter 0 (tensor_map(lse, 128, 8) : tmap): a tensor map is of q, k, v, o, do, dq, dk, dv or bias}}
 func.func private @f() attributes {abi = #fa.kernel_abi<grid = [1, 1, 1], threads = 128, shared = 0, params = [tensor_map(lse, 128, 8) : tmap]>}
 
 // -----

@@ -202,7 +202,7 @@ func.func @shared_cols(%s: !fagpu.shared<1x64x12xbf16>) {
 
 // -----
 
-// expected-error @+1 {{a shared tile holds f16 or bf16 (got 'f32')}}
+// expected-error @+1 {{a shared tile holds f16 or bf16, or f32 in wgmma's layout (got 'f32')}}
 func.func @shared_element(%s: !fagpu.shared<1x64x64xf32>) {
   return
 }
@@ -228,7 +228,7 @@ func.func @map_result_layout(%s: tensor<64x32xf32, #fagpu.acc<warps = 4>>, %i: i
 // -----
 
 func.func @map_input_shape(%s: tensor<64x32xf32, #fagpu.acc<warps = 4>>, %u: tensor<64x64xf32, #fagpu.acc<warps = 4>>, %i: index) {
-  // expected-error @+1 {{input 'tensor<64x64xf32, #fagpu.acc<warps = 4>>' must have the result's type ('tensor<64x32xf32, #fagpu.acc<warps = 4>>')}}
+  // expected-error @+1 {{input 'tensor<64x64xf32, #fagpu.acc<warps = 4>>' must have the result's shape and layout ('tensor<64x32xf32, #fagpu.acc<warps = 4>>')}}
   %t = fagpu.map %s, %u at [%i, %i] : tensor<64x32xf32, #fagpu.acc<warps = 4>>, tensor<64x64xf32, #fagpu.acc<warps = 4>> -> tensor<64x32xf32, #fagpu.acc<warps = 4>> {
   ^bb0(%x: f32, %y: f32, %r: index, %c: index):
     fagpu.yield %x : f32
@@ -658,5 +658,46 @@ func.func @coords_batch_fastest_with_group() {
 func.func @coords_batch_fastest_with_work(%i: index) {
   // expected-error @+1 {{takes batch_fastest without a work item or head_group (each is an order of its own)}}
   %b, %h, %t = fagpu.block_coords of %i in %i {batch_fastest}
+  return
+}
+
+// -----
+
+func.func @block_copy_not_bulk(%bias: memref<1x8x?x?xbf16>, %i: index) -> !fagpu.token {
+  %t = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x128x64xbf16, wgmma>
+  // expected-error @+1 {{a copy with a column must be bulk}}
+  %tok = fagpu.async_copy %bias[%i, %i, %i, %i] bound %i to %t[%i] : memref<1x8x?x?xbf16> to !fagpu.shared<1x128x64xbf16, wgmma>
+  return %tok : !fagpu.token
+}
+
+// -----
+
+func.func @row_copy_of_f32(%k: memref<?x8x?x64xf32>, %i: index) -> !fagpu.token {
+  %t = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<1x64x64xf32, wgmma>
+  // expected-error @+1 {{a copy of rows moves 16-bit elements; only a copy with a column moves 'f32'}}
+  %tok = fagpu.async_copy %k[%i, %i, %i] bound %i to %t[%i] : memref<?x8x?x64xf32> to !fagpu.shared<1x64x64xf32, wgmma>
+  return %tok : !fagpu.token
+}
+
+// -----
+
+func.func @load_tile_unswizzled(%t: !fagpu.shared<1x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{the tile must be in wgmma's layout (128-byte swizzled panels, as TMA writes it)}}
+  %b = fagpu.load_tile %t[%i] : !fagpu.shared<1x64x64xbf16> -> tensor<64x64xbf16, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+func.func @load_tile_shape(%t: !fagpu.shared<1x64x64xbf16, wgmma>, %i: index) {
+  // expected-error @+1 {{result 'tensor<64x64xf32, #fagpu.acc<warps = 4>>' must have the tile's shape and element type ('!fagpu.shared<1x64x64xbf16, wgmma>')}}
+  %b = fagpu.load_tile %t[%i] : !fagpu.shared<1x64x64xbf16, wgmma> -> tensor<64x64xf32, #fagpu.acc<warps = 4>>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a wgmma shared tile's rows must be a multiple of 8 and its columns of 32 (got 64 x 16)}}
+func.func @f32_half_panel(%s: !fagpu.shared<1x64x16xf32, wgmma>) {
   return
 }

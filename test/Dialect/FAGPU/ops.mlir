@@ -283,3 +283,27 @@ func.func @key_ranges(%f: tensor<128xf32, #fagpu.rows<warps = 4>>, %r: memref<?x
   fagpu.merge_key_range %f, %f full %f, %f to %r[%c] : tensor<128xf32, #fagpu.rows<warps = 4>>, memref<?xi32>
   return
 }
+
+// A bias block (fa-bias-tiles): a bulk copy with a column of an f32 [B, H,
+// Nq, Nk] bias into 128-byte panels, and each thread's elements of it in
+// the accumulator's layout, a map's second input.
+// CHECK-LABEL: func.func @bias_block
+// CHECK: %[[N:.*]] = memref.dim %[[BIAS:.*]], %{{.*}} : memref<1x8x?x?xf32>
+// CHECK: fagpu.async_copy %[[BIAS]][%{{.*}}, %{{.*}}, %[[ROW:.*]], %[[COL:.*]]] bound %[[N]] to %[[T:.*]][%{{.*}}] signal %{{.*}}[%{{.*}}] {bulk} : memref<1x8x?x?xf32> to !fagpu.shared<2x128x64xf32, wgmma>, !fagpu.barriers<2>
+// CHECK: %[[V:.*]] = fagpu.load_tile %[[T]][%{{.*}}] : !fagpu.shared<2x128x64xf32, wgmma> -> tensor<128x64xf32, #fagpu.acc<warps = 8>>
+// CHECK: fagpu.map %{{.*}}, %[[V]] at [%[[ROW]], %[[COL]]] : tensor<128x64xf32, #fagpu.acc<warps = 8>>, tensor<128x64xf32, #fagpu.acc<warps = 8>> -> tensor<128x64xf32, #fagpu.acc<warps = 8>>
+func.func @bias_block(%bias: memref<1x8x?x?xf32>, %s: tensor<128x64xf32, #fagpu.acc<warps = 8>>, %row: index, %col: index) -> tensor<128x64xf32, #fagpu.acc<warps = 8>> {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %n = memref.dim %bias, %c2 : memref<1x8x?x?xf32>
+  %t = fagpu.alloc_shared {offset = 0 : i64} : !fagpu.shared<2x128x64xf32, wgmma>
+  %full = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 65536 : i64} : !fagpu.barriers<2>
+  %tok = fagpu.async_copy %bias[%c0, %c0, %row, %col] bound %n to %t[%c0] signal %full[%c0] {bulk} : memref<1x8x?x?xf32> to !fagpu.shared<2x128x64xf32, wgmma>, !fagpu.barriers<2>
+  %b = fagpu.load_tile %t[%c0] : !fagpu.shared<2x128x64xf32, wgmma> -> tensor<128x64xf32, #fagpu.acc<warps = 8>>
+  %r = fagpu.map %s, %b at [%row, %col] : tensor<128x64xf32, #fagpu.acc<warps = 8>>, tensor<128x64xf32, #fagpu.acc<warps = 8>> -> tensor<128x64xf32, #fagpu.acc<warps = 8>> {
+  ^bb0(%x: f32, %e: f32, %i: index, %j: index):
+    %y = arith.addf %x, %e : f32
+    fagpu.yield %y : f32
+  }
+  return %r : tensor<128x64xf32, #fagpu.acc<warps = 8>>
+}

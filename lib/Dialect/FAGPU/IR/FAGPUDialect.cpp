@@ -74,19 +74,24 @@ LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError,
                        << shape.size() << " dims)";
   if (shape[0] < 1 || shape[1] < 1 || shape[2] < 1)
     return emitError() << "a shared tile ring's dims must be positive";
-  if (!elementType.isF16() && !elementType.isBF16())
-    return emitError() << "a shared tile holds f16 or bf16 (got " << elementType
-                       << ")";
+  // f32 (a bias block) only in the 128-byte swizzle, which TMA writes.
+  if (!elementType.isF16() && !elementType.isBF16() &&
+      !(wgmma && elementType.isF32()))
+    return emitError() << "a shared tile holds f16 or bf16, or f32 in wgmma's "
+                          "layout (got "
+                       << elementType << ")";
+  int64_t bytes = elementType.getIntOrFloatBitWidth() / 8;
   // ldmatrix and the swizzle move 16-byte chunks: 8 columns of 16 bits.
-  if (shape[2] % 8 != 0)
-    return emitError() << "a shared tile's columns must be a multiple of 8 "
-                          "(16-byte chunks; got "
-                       << shape[2] << ")";
-  // The 128-byte swizzle repeats every 8 rows of 64 columns.
-  if (wgmma && (shape[1] % 8 != 0 || shape[2] % 64 != 0))
+  if (shape[2] * bytes % 16 != 0)
+    return emitError() << "a shared tile's columns must be a multiple of "
+                       << 16 / bytes << " (16-byte chunks; got " << shape[2]
+                       << ")";
+  // The 128-byte swizzle repeats every 8 rows of a 128-byte panel.
+  if (wgmma && (shape[1] % 8 != 0 || shape[2] * bytes % 128 != 0))
     return emitError() << "a wgmma shared tile's rows must be a multiple of 8 "
-                          "and its columns of 64 (got "
-                       << shape[1] << " x " << shape[2] << ")";
+                          "and its columns of "
+                       << 128 / bytes << " (got " << shape[1] << " x "
+                       << shape[2] << ")";
   return success();
 }
 

@@ -32,8 +32,10 @@ StringRef layoutName(Layout layout) {
 
 /// Checks that `type` (the `what` of `op`) is a register tile in `layout`
 /// whose shape the layout can hold.
+/// With `narrow`, an accumulator-layout tile may hold f16 or bf16 too (a
+/// bias block's values, read for a map).
 LogicalResult verifyRegisterTile(Operation *op, Type type, Layout layout,
-                                 StringRef what) {
+                                 StringRef what, bool narrow = false) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   Attribute encoding = tensor ? tensor.getEncoding() : Attribute();
   bool ok = encoding &&
@@ -64,8 +66,10 @@ LogicalResult verifyRegisterTile(Operation *op, Type type, Layout layout,
                                << " columns: not a multiple of 16 (k-steps)";
     return success();
   }
-  if (!et.isF32())
-    return op->emitOpError() << what << " must hold f32 (got " << et << ")";
+  if (!et.isF32() && !(narrow && (et.isF16() || et.isBF16())))
+    return op->emitOpError()
+           << what << " must hold f32" << (narrow ? ", f16 or bf16" : "")
+           << " (got " << et << ")";
   if (layout == Layout::Acc && tensor.getDimSize(1) % 8 != 0)
     return op->emitOpError() << what << " has " << tensor.getDimSize(1)
                              << " columns: not a multiple of 8 (n-tiles)";
@@ -99,15 +103,23 @@ bool isTileWidthOf(int64_t cols, int64_t d, bool wgmma) {
   return cols == d || (wgmma && d > 0 && cols == getWgmmaTileCols(d));
 }
 
-LogicalResult verifyCopy(Operation *op, Type source, SharedType dest) {
+LogicalResult verifyCopy(Operation *op, Type source, SharedType dest,
+                         bool block) {
   auto memref = dyn_cast<MemRefType>(source);
   if (!memref || memref.getRank() != 4)
-    return op->emitOpError("source must be a rank-4 memref [B, H, N, D]");
+    return op->emitOpError(block ? "source must be a rank-4 memref [B, H, Nq, "
+                                   "Nk] (a copy with a column)"
+                                 : "source must be a rank-4 memref [B, H, N, "
+                                   "D]");
   if (memref.getElementType() != dest.getElementType())
     return op->emitOpError("source elements (")
            << memref.getElementType() << ") differ from the tile's ("
            << dest.getElementType() << ")";
-  if (!memref.isDynamicDim(3) &&
+  if (!block && dest.getElementType().getIntOrFloatBitWidth() != 16)
+    return op->emitOpError("a copy of rows moves 16-bit elements; only a "
+                           "copy with a column moves ")
+           << dest.getElementType();
+  if (!block && !memref.isDynamicDim(3) &&
       !isTileWidthOf(dest.getCols(), memref.getDimSize(3), dest.getWgmma()))
     return op->emitOpError("source rows have ")
            << memref.getDimSize(3) << " elements, the tile's " << dest.getCols()
@@ -194,16 +206,21 @@ LogicalResult MapOp::verify() {
   if (failed(verifyRegisterTile(*this, result, Layout::Acc, "result")))
     return failure();
   for (Value input : getInputs()) {
-    if (failed(
-            verifyRegisterTile(*this, input.getType(), Layout::Acc, "input")))
+    if (failed(verifyRegisterTile(*this, input.getType(), Layout::Acc, "input",
+                                  /*narrow=*/true)))
       return failure();
-    if (input.getType() != result)
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getShape() != result.getShape() ||
+        type.getEncoding() != result.getEncoding())
       return emitOpError("input ")
-             << input.getType() << " must have the result's type (" << result
-             << ")";
+             << input.getType() << " must have the result's shape and layout ("
+             << result << ")";
   }
   Block &block = getBody().front();
-  SmallVector<Type> expected(getInputs().size(), result.getElementType());
+  SmallVector<Type> expected;
+  for (Value input : getInputs())
+    expected.push_back(
+        cast<RankedTensorType>(input.getType()).getElementType());
   expected.append(2, IndexType::get(getContext()));
   if (block.getArgumentTypes() != TypeRange(expected))
     return emitOpError("body must take each input's element, then the row "
@@ -220,21 +237,28 @@ LogicalResult MapOp::verify() {
 
 LogicalResult CopyOp::verify() {
   return verifyCopy(*this, getSource().getType(),
-                    cast<SharedType>(getDest().getType()));
+                    cast<SharedType>(getDest().getType()), bool(getCol()));
 }
 
 LogicalResult AsyncCopyOp::verify() {
   if (bool(getBarriers()) != bool(getBarrierStage()))
     return emitOpError("signal needs both the barriers and the stage");
   auto dest = cast<SharedType>(getDest().getType());
-  if (failed(verifyCopy(*this, getSource().getType(), dest)))
+  if (failed(verifyCopy(*this, getSource().getType(), dest, bool(getCol()))))
     return failure();
-  if (!getBulk())
+  if (!getBulk()) {
+    if (getCol())
+      return emitOpError("a copy with a column must be bulk");
     return success();
+  }
   if (!getBarriers() || getPredicate())
     return emitOpError("a bulk copy must signal a barrier and have no "
                        "predicate");
-  if (!dest.getWgmma() || dest.getCols() % 64 != 0 || dest.getRows() > 256)
+  if (getCol() && (!dest.getWgmma() || dest.getRows() > 256))
+    return emitOpError("a bulk copy's tile must be in wgmma's layout with at "
+                       "most 256 rows (one TMA box a panel)");
+  if (!getCol() &&
+      (!dest.getWgmma() || dest.getCols() % 64 != 0 || dest.getRows() > 256))
     return emitOpError("a bulk copy's tile must be in wgmma's layout with a "
                        "multiple of 64 columns and at most 256 rows (one TMA "
                        "box)");
@@ -351,6 +375,24 @@ LogicalResult LoadOperandOp::verify() {
     return failure();
   auto source = cast<SharedType>(getSource().getType());
   auto result = cast<RankedTensorType>(getType());
+  if (result.getDimSize(0) != source.getRows() ||
+      result.getDimSize(1) != source.getCols() ||
+      result.getElementType() != source.getElementType())
+    return emitOpError("result ")
+           << result << " must have the tile's shape and element type ("
+           << source << ")";
+  return success();
+}
+
+LogicalResult LoadTileOp::verify() {
+  if (failed(verifyRegisterTile(*this, getType(), Layout::Acc, "result",
+                                /*narrow=*/true)))
+    return failure();
+  auto source = cast<SharedType>(getSource().getType());
+  auto result = cast<RankedTensorType>(getType());
+  if (!source.getWgmma())
+    return emitOpError("the tile must be in wgmma's layout (128-byte "
+                       "swizzled panels, as TMA writes it)");
   if (result.getDimSize(0) != source.getRows() ||
       result.getDimSize(1) != source.getCols() ||
       result.getElementType() != source.getElementType())

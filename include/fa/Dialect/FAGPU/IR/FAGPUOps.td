@@ -238,14 +238,26 @@ def FAGPU_CopyOp : FAGPU_CopyBase<"copy"> {
     `source` into stage `stage` of `dest` (rows of the tile), rows at or past
     `bound` as zeros. After it every thread of the CTA sees the tile.
     fa-async-copy turns these into asynchronous copies.
+
+    With `col`, a block of a `[Nq, Nk]` matrix (a bias): columns `[col, col
+    + cols)` of those rows, columns past the source's as zeros.
   }];
   let arguments = (ins FAGPU_Global:$source, Index:$batch, Index:$head,
-                       Index:$row, Index:$bound, FAGPU_Shared:$dest,
-                       Index:$stage);
+                       Index:$row, Optional<Index>:$col, Index:$bound,
+                       FAGPU_Shared:$dest, Index:$stage);
   let assemblyFormat = [{
-    $source `[` $batch `,` $head `,` $row `]` `bound` $bound `to` $dest `[`
-    $stage `]` attr-dict `:` type($source) `to` qualified(type($dest))
+    $source `[` $batch `,` $head `,` $row (`,` $col^)? `]` `bound` $bound `to`
+    $dest `[` $stage `]` attr-dict `:` type($source) `to` qualified(type($dest))
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$source, "::mlir::Value":$batch,
+                   "::mlir::Value":$head, "::mlir::Value":$row,
+                   "::mlir::Value":$bound, "::mlir::Value":$dest,
+                   "::mlir::Value":$stage), [{
+      build($_builder, $_state, source, batch, head, row, /*col=*/::mlir::Value(),
+            bound, dest, stage);
+    }]>
+  ];
 }
 
 def FAGPU_AsyncCopyOp : FAGPU_CopyBase<"async_copy", [AttrSizedOperandSegments]> {
@@ -268,17 +280,20 @@ def FAGPU_AsyncCopyOp : FAGPU_CopyBase<"async_copy", [AttrSizedOperandSegments]>
     with a multiple of 64 columns, and the copy must `signal`: its thread
     arrives once on the barrier, expecting the tile's bytes, and the
     barrier's phase completes when they have landed. A `bulk` copy's writes
-    are the async proxy's, which wgmma reads without a fence.
+    are the async proxy's, which wgmma reads without a fence. With `col`
+    (a bias block), the tile's 128-byte panels are one box each and the map
+    zero-fills columns past the source's too.
   }];
   let arguments = (ins FAGPU_Global:$source, Index:$batch, Index:$head,
-                       Index:$row, Index:$bound, FAGPU_Shared:$dest,
-                       Index:$stage, Optional<I1>:$predicate,
+                       Index:$row, Optional<Index>:$col, Index:$bound,
+                       FAGPU_Shared:$dest, Index:$stage, Optional<I1>:$predicate,
                        Optional<FAGPU_Barriers>:$barriers,
                        Optional<Index>:$barrierStage, UnitAttr:$bulk);
   let results = (outs FAGPU_Token:$token);
   let assemblyFormat = [{
-    $source `[` $batch `,` $head `,` $row `]` `bound` $bound `to` $dest `[`
-    $stage `]` (`if` $predicate^)? (`signal` $barriers^ `[` $barrierStage `]`)?
+    $source `[` $batch `,` $head `,` $row (`,` $col^)? `]` `bound` $bound `to`
+    $dest `[` $stage `]` (`if` $predicate^)?
+    (`signal` $barriers^ `[` $barrierStage `]`)?
     attr-dict `:` type($source) `to` qualified(type($dest))
     (`,` qualified(type($barriers))^)?
   }];
@@ -288,8 +303,9 @@ def FAGPU_AsyncCopyOp : FAGPU_CopyBase<"async_copy", [AttrSizedOperandSegments]>
                    "::mlir::Value":$row, "::mlir::Value":$bound,
                    "::mlir::Value":$dest, "::mlir::Value":$stage,
                    "::mlir::Value":$predicate), [{
-      build($_builder, $_state, token, source, batch, head, row, bound, dest,
-            stage, predicate, /*barriers=*/::mlir::Value(),
+      build($_builder, $_state, token, source, batch, head, row,
+            /*col=*/::mlir::Value(), bound, dest, stage, predicate,
+            /*barriers=*/::mlir::Value(),
             /*barrierStage=*/::mlir::Value(), /*bulk=*/false);
     }]>
   ];
@@ -453,6 +469,27 @@ def FAGPU_WarpSpecializeOp : FAGPU_Op<"warp_specialize", [
 
 def FAGPU_LoadOperandOp : FAGPU_Op<"load_operand", [Pure]> {
   let summary = "A shared tile into A-operand fragments";
+  let arguments = (ins FAGPU_Shared:$source, Index:$stage);
+  let results = (outs FAGPU_Register:$result);
+  let assemblyFormat = [{
+    $source `[` $stage `]` attr-dict `:` qualified(type($source)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_LoadTileOp : FAGPU_Op<"load_tile",
+    [MemoryEffects<[MemRead]>]> {
+  let summary = "A shared tile into registers, in the accumulator's layout";
+  let description = [{
+    Each thread reads the elements of stage `stage` of `source` that it
+    holds of an accumulator of the tile's shape (`#fagpu.acc`): a bias
+    block that a copy brought in with K, read for the scores' map.
+
+    ```mlir
+    %b = fagpu.load_tile %bias[%s] : !fagpu.shared<2x128x64xbf16, wgmma>
+        -> tensor<128x64xbf16, #fagpu.acc<warps = 8>>
+    ```
+  }];
   let arguments = (ins FAGPU_Shared:$source, Index:$stage);
   let results = (outs FAGPU_Register:$result);
   let assemblyFormat = [{
