@@ -107,6 +107,8 @@ void mlir::fa::buildCudaKernelPipeline(OpPassManager &pm,
   fuse.headGroup = options.fwdHeadGroup;
   fuse.exp2Fma = options.fwdExp2Fma;
   fuse.tanhFma = options.fwdTanhFma;
+  fuse.biasTiles =
+      options.fwdWarpSpecialize && options.fwdTma && options.fwdBiasTiles;
   pm.addPass(createFAFuse(fuse));
   // A mask_mod's key tiles, found once per query tile by a kernel of their
   // own, bound each forward's key loop.

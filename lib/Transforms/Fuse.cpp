@@ -218,7 +218,8 @@ struct FAFusePass : public mlir::fa::impl::FAFuseBase<FAFusePass> {
       return warpSpecialize && usesWgmma(op);
     };
     auto tileOf = [&](AttentionOp op) {
-      ForwardTile tile = defaultForwardTile(op, usesWgmma(op), specializes(op));
+      ForwardTile tile =
+          defaultForwardTile(op, usesWgmma(op), specializes(op), biasTiles);
       if (blockQ)
         tile.blockQ = blockQ;
       if (blockKV)

@@ -629,7 +629,9 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
   // K's stage also lands its bias blocks: one arrival a copy.
   rings.kFull = barriers(stages, copiers * (1 + int64_t(rings.blocks.size())));
   rings.vFull = barriers(stages, copiers);
-  rings.kEmpty = barriers(stages, consumers / 128);
+  // Threads read bias blocks of K's stage themselves: each warp releases it.
+  rings.kEmpty =
+      barriers(stages, consumers / (rings.blocks.empty() ? 128 : 32));
   rings.vEmpty = barriers(stages, consumers / 128);
   // Persistent where every query tile does the same work, from the entry's
   // coordinates.
@@ -863,7 +865,8 @@ LogicalResult specialize(gpu::GPUFuncOp kernel, int64_t stages, bool tma,
           if (last->isBeforeInBlock(read))
             last = read;
       lb.setInsertionPointAfter(last);
-      fagpu::BarrierArriveOp::create(lb, loc, empty, stage);
+      fagpu::BarrierArriveOp::create(lb, loc, empty, stage,
+                                     /*perWarp=*/last != readers.back());
     }
     OpBuilder eb(loop.getBody()->getTerminator());
     auto [nextStage, nextParity] = advance(eb, loc, stage, parity, stages);

@@ -13,6 +13,10 @@
 // rows with three terms, and at D = 256 with any.
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1" | FileCheck %s
 // RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a" -fa-tile -fa-online-softmax -fa-warp-specialize | FileCheck %s --check-prefix=UNMARKED
+// With bias-tiles (fa-bias-tiles will read the bias from shared memory), a
+// bias alone takes the widest key tile of whole 128-byte panels whose two
+// stages fit beside K's and V's: 128 keys of bf16 up to D = 128.
+// RUN: fa-opt %s -split-input-file -fa-fuse="chip=sm_90a warp-specialize=1 bias-tiles=1" | FileCheck %s --check-prefix=TILES
 
 // CHECK-LABEL: func.func @d64
 // CHECK: gpu.func @fa_forward_0
@@ -94,6 +98,8 @@ func.func @mask128(%q: tensor<1x1x8x128xbf16>) -> tensor<1x1x8x128xbf16> {
 // CHECK-LABEL: func.func @bias128
 // CHECK: gpu.func @fa_forward_0
 // CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+// TILES-LABEL: func.func @bias128
+// TILES: fa.block_kv = 128 : i64, fa.block_q = 128 : i64
 func.func @bias128(%q: tensor<1x1x8x128xbf16>, %b: tensor<1x1x8x8xbf16>) -> tensor<1x1x8x128xbf16> {
   %o = fa.attention %q, %q, %q bias(%b : tensor<1x1x8x8xbf16>) : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
   return %o : tensor<1x1x8x128xbf16>
@@ -104,6 +110,8 @@ func.func @bias128(%q: tensor<1x1x8x128xbf16>, %b: tensor<1x1x8x8xbf16>) -> tens
 // CHECK-LABEL: func.func @bias64
 // CHECK: gpu.func @fa_forward_0
 // CHECK-SAME: fa.block_kv = 64 : i64, fa.block_q = 128 : i64, fa.warp_specialize, fa.wgmma, known_block_size = array<i32: 256, 1, 1>
+// TILES-LABEL: func.func @bias64
+// TILES: fa.block_kv = 128 : i64, fa.block_q = 128 : i64
 func.func @bias64(%q: tensor<1x1x8x64xbf16>, %b: tensor<1x1x8x8xbf16>) -> tensor<1x1x8x64xbf16> {
   %o = fa.attention %q, %q, %q bias(%b : tensor<1x1x8x8xbf16>) : tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x1x8x64xbf16>
   return %o : tensor<1x1x8x64xbf16>
@@ -285,4 +293,29 @@ func.func @causal192(%q: tensor<1x1x8x192xbf16>) -> tensor<1x1x8x192xbf16> {
 func.func @d96(%q: tensor<1x1x8x96xbf16>) -> tensor<1x1x8x96xbf16> {
   %o = fa.attention %q, %q, %q : tensor<1x1x8x96xbf16>, tensor<1x1x8x96xbf16>, tensor<1x1x8x96xbf16> -> tensor<1x1x8x96xbf16>
   return %o : tensor<1x1x8x96xbf16>
+}
+
+// -----
+
+// bias-tiles: an f32 bias at D = 128 (two 128-key stages would not fit: 64
+// keys).
+// TILES-LABEL: func.func @bias128_f32
+// TILES: fa.block_kv = 64 : i64, fa.block_q = 128 : i64
+// CHECK-LABEL: func.func @bias128_f32
+// CHECK: fa.block_kv = 64 : i64
+func.func @bias128_f32(%q: tensor<1x1x8x128xbf16>, %b: tensor<1x1x8x8xf32>) -> tensor<1x1x8x128xbf16> {
+  %o = fa.attention %q, %q, %q bias(%b : tensor<1x1x8x8xf32>) : tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16>, tensor<1x1x8x128xbf16> -> tensor<1x1x8x128xbf16>
+  return %o : tensor<1x1x8x128xbf16>
+}
+
+// -----
+
+// bias-tiles: a bf16 bias at D = 256, 64 keys (one load a score takes 32).
+// TILES-LABEL: func.func @bias256
+// TILES: fa.block_kv = 64 : i64, fa.block_q = 128 : i64
+// CHECK-LABEL: func.func @bias256
+// CHECK: fa.block_kv = 32 : i64
+func.func @bias256(%q: tensor<1x1x8x256xbf16>, %b: tensor<1x1x8x8xbf16>) -> tensor<1x1x8x256xbf16> {
+  %o = fa.attention %q, %q, %q bias(%b : tensor<1x1x8x8xbf16>) : tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16>, tensor<1x1x8x256xbf16> -> tensor<1x1x8x256xbf16>
+  return %o : tensor<1x1x8x256xbf16>
 }

@@ -5,7 +5,8 @@
 // 128 x 64 tiles, two stages): a ring of bias blocks after V's, filled into
 // K's stage and signalling K's full barrier (two arrivals: K's copy and the
 // block's); the consumers read the block of K's stage and release the stage
-// after both S and the read. A bias kernel keeps a CTA an item (no qEmpty
+// after both S and the read, each warp once its lanes are past their reads
+// (per_warp: 8 arrivals, where S alone is released once per warpgroup). A bias kernel keeps a CTA an item (no qEmpty
 // barrier, no work loop).
 // CHECK-LABEL: gpu.func @fa_forward_0
 // CHECK: %[[K:.*]] = fagpu.alloc_shared {offset = 16384 : i64} : !fagpu.shared<2x64x64xbf16, wgmma>
@@ -14,7 +15,7 @@
 // CHECK-NEXT: %[[QFULL:.*]] = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 81920 : i64} : !fagpu.barriers<1>
 // CHECK-NEXT: %[[KFULL:.*]] = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 81928 : i64} : !fagpu.barriers<2>
 // CHECK-NEXT: %[[VFULL:.*]] = fagpu.alloc_barriers {arrivals = 1 : i64, offset = 81944 : i64} : !fagpu.barriers<2>
-// CHECK-NEXT: %[[KEMPTY:.*]] = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 81960 : i64} : !fagpu.barriers<2>
+// CHECK-NEXT: %[[KEMPTY:.*]] = fagpu.alloc_barriers {arrivals = 8 : i64, offset = 81960 : i64} : !fagpu.barriers<2>
 // CHECK-NEXT: %[[VEMPTY:.*]] = fagpu.alloc_barriers {arrivals = 2 : i64, offset = 81976 : i64} : !fagpu.barriers<2>
 // CHECK-NEXT: gpu.barrier
 // CHECK-NOT: fagpu.work_slot
@@ -33,7 +34,7 @@
 // CHECK-NEXT: fagpu.barrier_wait %[[KFULL]][%[[CSTAGE]]] parity %[[CPARITY]]
 // CHECK-NEXT: %[[S:.*]] = fagpu.mma %{{.*}}, %[[K]][%[[CSTAGE]]]
 // CHECK-NEXT: %[[B:.*]] = fagpu.load_tile %[[BT]][%[[CSTAGE]]] : !fagpu.shared<2x128x64xbf16, wgmma> -> tensor<128x64xbf16, #fagpu.acc<warps = 8>>
-// CHECK-NEXT: fagpu.barrier_arrive %[[KEMPTY]][%[[CSTAGE]]]
+// CHECK-NEXT: fagpu.barrier_arrive %[[KEMPTY]][%[[CSTAGE]]] {per_warp}
 // CHECK-NEXT: fagpu.map %[[S]], %[[B]]
 // CHECK-NOT: fagpu.work_slot
 

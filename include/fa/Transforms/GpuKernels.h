@@ -109,9 +109,11 @@ bool hasKeyRanges(AttentionOp op);
 
 /// The tile `op` gets unless told otherwise (the fastest measured), with
 /// mma.sync or, with `wgmma`, warpgroup MMAs, and with `warpSpecialize` a
-/// producer warpgroup.
+/// producer warpgroup; with `biasTiles`, where fa-bias-tiles will read its
+/// bias from shared memory.
 ForwardTile defaultForwardTile(AttentionOp op, bool wgmma = false,
-                               bool warpSpecialize = false);
+                               bool warpSpecialize = false,
+                               bool biasTiles = false);
 
 /// The K/V stages a `blockQ x blockKV` tile of `op` gets unless told
 /// otherwise.

@@ -318,7 +318,11 @@ def FAFuse : Pass<"fa-fuse", "::mlir::ModuleOp"> {
     Option<"tanhFma", "tanh-fma", "int64_t", /*default=*/"-1",
            "Of every 8 tanh values a thread computes, this many take their "
            "reciprocal from Newton steps on the FMA pipe instead of the "
-           "MUFU's rcp (`fa.tanh_fma`); -1: the default for the variant">
+           "MUFU's rcp (`fa.tanh_fma`); -1: the default for the variant">,
+    Option<"biasTiles", "bias-tiles", "bool", /*default=*/"false",
+           "fa-bias-tiles will read a bias from shared memory: a bias "
+           "kernel of the producer warpgroup takes the widest key tile whose "
+           "bias blocks fit beside K and V">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -274,9 +274,14 @@ struct BarrierArriveLowering
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, rewriter.getF16Type(), 0);
     // The warpgroup's thread 0 arrives (predicated: a persistent kernel's
-    // item loop holds these).
-    Value lane = kb.andi(
-        NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type()), 127);
+    // item loop holds these); per warp, each warp's lane 0 once the warp's
+    // lanes are past their reads.
+    bool perWarp = op.getPerWarp();
+    if (perWarp)
+      NVVM::SyncWarpOp::create(rewriter, loc, kb.c32(-1));
+    Value lane =
+        kb.andi(NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type()),
+                perWarp ? 31 : 127);
     kb.ptxIf(
         kb.cmp(arith::CmpIPredicate::eq, lane, kb.c32(0)),
         "mbarrier.arrive.shared.b64 _, [$1];", "l",

@@ -6,7 +6,7 @@
 // 16384 bytes on K's full barrier (after K's 8192) and copies it at (key, row, head, batch,
 // 0), a dim the bias broadcasts (its stride 0) at 0; each consumer thread
 // loads pairs of adjacent keys from the swizzled panel: the chunk XOR-ed
-// with its row's (r0 & 7), 8 rows (1024 bytes) apart.
+// with its row's (r0 & 7), 8 rows (1024 bytes) apart; each warp releases K's stage.
 // CHECK: llvm.func @fa_forward_0({{.*}}%[[BS0:arg25]]: i64, %[[BS1:arg26]]: i64, %{{.*}}: i64, %{{.*}}: i64, {{.*}}%[[BMAP:arg31]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval
 // CHECK-SAME: tensor_map(q, 64, 128) : tmap, tensor_map(k, 64, 64) : tmap, tensor_map(bias, 64, 128) : tmap, tensor_map(v, 64, 64) : tmap
 // The consumers' reads (their branch comes first).
@@ -20,6 +20,12 @@
 // CHECK-NEXT: llvm.load %[[P8]] {alignment = 4 : i64} : !llvm.ptr<3> -> vector<2xbf16>
 // CHECK: %[[X1:.*]] = arith.xori %[[U16]], %c16_i32
 // CHECK-NEXT: llvm.getelementptr %[[ROWBASE]][%[[X1]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+// K's stage released per warp once its lanes are past their reads.
+// CHECK: nvvm.bar.warp.sync %c-1_i32
+// CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT: %{{.*}} = arith.constant 31 : i32
+// CHECK-NEXT: %[[LANE:.*]] = arith.andi %[[TID]], %{{.*}} : i32
+// CHECK: @p mbarrier.arrive.shared.b64 _, [$1];
 // The producer's copies.
 // CHECK: nvvm.mbarrier.arrive.expect_tx %[[KFULL:.*]], %c8192_i32{{.*}}
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg30, %[[KFULL]], box

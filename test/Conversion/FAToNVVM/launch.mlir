@@ -10,7 +10,7 @@
 // fwd-overlap).
 // DUMP: builtin.module(
 // DUMP-NEXT: fa-differentiate-score-mod,
-// DUMP-NEXT: fa-fuse{block-kv=0 block-q=0 chip=sm_90a exp2-fma=-1 head-group=0 tanh-fma=-1 warp-specialize=true wgmma=true},
+// DUMP-NEXT: fa-fuse{bias-tiles=true block-kv=0 block-q=0 chip=sm_90a exp2-fma=-1 head-group=0 tanh-fma=-1 warp-specialize=true wgmma=true},
 // DUMP-NEXT: fa-key-ranges,
 // DUMP-NEXT: fa-tile{block-kv=64 block-q=64},
 // DUMP-NEXT: fa-bounded-softmax,

@@ -381,8 +381,13 @@ def FAGPU_BarrierArriveOp : FAGPU_Op<"barrier_arrive"> {
     complete). The warpgroup's wgmma products are the warpgroup's as a
     whole: once the first thread waited for one, its reads of shared
     memory are done, which is what a consumer's release needs.
+
+    With `per_warp`, one arrive-on per warp, by its first lane once the
+    warp's lanes synchronized (bar.warp.sync): each thread's own reads of
+    the stage (`fagpu.load_tile`) are then done too.
   }];
-  let arguments = (ins FAGPU_Barriers:$barriers, Index:$stage);
+  let arguments = (ins FAGPU_Barriers:$barriers, Index:$stage,
+                       UnitAttr:$per_warp);
   let assemblyFormat = [{
     $barriers `[` $stage `]` attr-dict `:` qualified(type($barriers))
   }];
