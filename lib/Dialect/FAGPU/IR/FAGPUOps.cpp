@@ -370,36 +370,34 @@ LogicalResult BlockCoordsOp::verify() {
   return success();
 }
 
+/// A register tile read from a stage of `source` holds its elements.
+static LogicalResult verifyReadOfTile(Operation *op, Value source,
+                                      Type resultType) {
+  auto tile = cast<SharedType>(source.getType());
+  auto result = cast<RankedTensorType>(resultType);
+  if (result.getDimSize(0) != tile.getRows() ||
+      result.getDimSize(1) != tile.getCols() ||
+      result.getElementType() != tile.getElementType())
+    return op->emitOpError("result ")
+           << result << " must have the tile's shape and element type (" << tile
+           << ")";
+  return success();
+}
+
 LogicalResult LoadOperandOp::verify() {
   if (failed(verifyRegisterTile(*this, getType(), Layout::Operand, "result")))
     return failure();
-  auto source = cast<SharedType>(getSource().getType());
-  auto result = cast<RankedTensorType>(getType());
-  if (result.getDimSize(0) != source.getRows() ||
-      result.getDimSize(1) != source.getCols() ||
-      result.getElementType() != source.getElementType())
-    return emitOpError("result ")
-           << result << " must have the tile's shape and element type ("
-           << source << ")";
-  return success();
+  return verifyReadOfTile(*this, getSource(), getType());
 }
 
 LogicalResult LoadTileOp::verify() {
   if (failed(verifyRegisterTile(*this, getType(), Layout::Acc, "result",
                                 /*narrow=*/true)))
     return failure();
-  auto source = cast<SharedType>(getSource().getType());
-  auto result = cast<RankedTensorType>(getType());
-  if (!source.getWgmma())
+  if (!cast<SharedType>(getSource().getType()).getWgmma())
     return emitOpError("the tile must be in wgmma's layout (128-byte "
                        "swizzled panels, as TMA writes it)");
-  if (result.getDimSize(0) != source.getRows() ||
-      result.getDimSize(1) != source.getCols() ||
-      result.getElementType() != source.getElementType())
-    return emitOpError("result ")
-           << result << " must have the tile's shape and element type ("
-           << source << ")";
-  return success();
+  return verifyReadOfTile(*this, getSource(), getType());
 }
 
 LogicalResult MmaOp::verify() {
