@@ -413,6 +413,53 @@ TEST_F(FakeDeviceTest, CompileForADevice) {
 
 } // namespace
 
+/// A bias the producer's TMA copies block by block (fa-bias-tiles) comes
+/// through its tensor map; one TMA cannot copy (its keys transposed, or rows
+/// of 130 bf16 = 260 bytes) runs the same op compiled with one load a score,
+/// compiled on the first such call and kept.
+TEST_F(FakeDeviceTest, ABiasTmaCannotCopyRunsTheFallbackKernel) {
+  static const fa::Kernel biased = [] {
+    fa::AttentionSpec spec;
+    spec.dtype = fa::DType::BF16;
+    spec.headDim = kD;
+    spec.bias = true;
+    spec.biasDType = fa::DType::BF16;
+    spec.biasBroadcast = {true, false, false, false};
+    return fa::compile(spec, "sm_90a");
+  }();
+  auto run = [&](std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    fa::TensorView bias = view(0x60000, 0);
+    bias.shape = std::move(shape);
+    bias.strides = std::move(strides);
+    biased.forward(view(0x10000, 0), view(0x20000, 0), view(0x30000, 0),
+                   view(0x40000, 0), nullptr, &bias);
+  };
+  fake.clear();
+  // Contiguous [1, H, N, N]: Q's, K's, the bias's and V's maps.
+  run({1, kH, kN, kN}, {});
+  EXPECT_EQ(fake.callCount("cuTensorMapEncodeTiled"), 4);
+  EXPECT_EQ(fake.launches().size(), 1u);
+  int loads = fake.callCount("cuModuleLoadDataEx");
+
+  // Keys transposed: the fallback, loaded once, with no bias map.
+  fake.clear();
+  run({1, kH, kN, kN}, {kH * kN * kN, kN * kN, 1, kN});
+  EXPECT_EQ(fake.callCount("cuTensorMapEncodeTiled"), 3);
+  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx"), 1);
+  ASSERT_EQ(fake.launches().size(), 1u);
+  EXPECT_STREQ(fake.launches()[0].name, "fa_forward_0");
+
+  // Rows of 260 bytes: the same fallback, not loaded again; a contiguous
+  // bias again takes the TMA kernel, already loaded.
+  fake.clear();
+  run({1, kH, kN, kN}, {kH * kN * 130, kN * 130, 130, 1});
+  run({1, kH, kN, kN}, {});
+  EXPECT_EQ(fake.callCount("cuModuleLoadDataEx"), 0);
+  EXPECT_EQ(fake.callCount("cuTensorMapEncodeTiled"), 3 + 4);
+  EXPECT_EQ(fake.launches().size(), 2u);
+  EXPECT_EQ(loads, 1);
+}
+
 int main(int argc, char **argv) {
   // fa::Kernel uses the process's driver, which dlopens "libcuda.so.1" by
   // name: run again with the stand-in under that name first on
