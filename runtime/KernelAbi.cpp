@@ -895,11 +895,36 @@ TensorMapSizes getTensorMapSizes(const KernelParam &p, const KernelCall &call) {
 
 namespace {
 /// The bias's map (the file comment), into `request` (its data set).
+/// Whether TMA can stride dim `dim` of `tensor` by `elements` elements of
+/// `bytes` each (a multiple of 16 bytes below 2^40; 0 only where
+/// `zeroAllowed`). The message is built only for an error: this runs on
+/// every call.
+Status checkTmaStride(const char *tensor, int dim, int64_t elements,
+                      int64_t bytes, bool zeroAllowed) {
+  constexpr int64_t kMaxStride = int64_t(1) << 40;
+  auto stride = [&] {
+    return "stride(" + std::string(tensor) + ", " + std::to_string(dim) +
+           ") = " + std::to_string(elements);
+  };
+  if (elements < 0 || (!zeroAllowed && elements == 0) ||
+      elements >= kMaxStride / bytes)
+    return Status::error(stride() +
+                         (zeroAllowed
+                              ? " elements is negative or 2^40 bytes or more, "
+                                "which TMA cannot stride"
+                              : " elements is not positive or is 2^40 bytes "
+                                "or more, which TMA cannot stride"));
+  if (elements * bytes % 16 != 0)
+    return Status::error(stride() + " elements is " +
+                         std::to_string(elements * bytes) +
+                         " bytes, not a multiple of 16, as TMA needs");
+  return Status::success();
+}
+
 Expected<TensorMapRequest> getBiasTensorMapRequest(const KernelParam &param,
                                                    const KernelCall &call,
                                                    TensorMapRequest request) {
   const KernelCall::Tensor &t = call[AbiTensor::Bias];
-  constexpr int64_t kMaxStride = int64_t(1) << 40;
   int64_t bytes = 128 / param.dim;
   request.elementBytes = uint32_t(bytes);
   if (t.strides[3] != 1)
@@ -920,22 +945,16 @@ Expected<TensorMapRequest> getBiasTensorMapRequest(const KernelParam &param,
   for (int i = 0; i < 3; ++i) {
     int dim = 2 - i;
     int64_t elements = t.strides[dim];
-    std::string stride = "stride(bias, " + std::to_string(dim) +
-                         ") = " + std::to_string(elements);
     if (elements == 0 && dim < 2) {
       // Broadcast: one head (batch) the kernel reads at 0.
       request.dims[dim == 1 ? 2 : 3] = 1;
       request.strides[i] = 16;
       continue;
     }
-    if (elements <= 0 || elements * bytes >= kMaxStride)
-      return Status::error(stride +
-                           " elements is not positive or is 2^40 bytes or "
-                           "more, which TMA cannot stride");
-    if (elements * bytes % 16 != 0)
-      return Status::error(stride + " elements is " +
-                           std::to_string(elements * bytes) +
-                           " bytes, not a multiple of 16, as TMA needs");
+    if (Status st = checkTmaStride("bias", dim, elements, bytes,
+                                   /*zeroAllowed=*/false);
+        st.failed())
+      return st;
     request.strides[i] = uint64_t(elements * bytes);
   }
   request.strides[3] = 16;
@@ -969,7 +988,6 @@ fa::runtime::getTensorMapRequest(const KernelParam &param,
   }
   TensorMapRequest request;
   request.data = t.data;
-  constexpr int64_t kMaxStride = int64_t(1) << 40;
   if (param.tensor == AbiTensor::Bias)
     return getBiasTensorMapRequest(param, call, request);
   // Whole panels: one box of every panel. Otherwise the box is one panel
@@ -990,17 +1008,10 @@ fa::runtime::getTensorMapRequest(const KernelParam &param,
       continue;
     }
     int64_t elements = t.strides[tensorDims[i]];
-    std::string stride = "stride(" + std::string(getName(param.tensor)) + ", " +
-                         std::to_string(tensorDims[i]) +
-                         ") = " + std::to_string(elements);
-    if (elements < 0 || elements >= kMaxStride / 2)
-      return Status::error(stride +
-                           " elements is negative or 2^40 bytes or more, "
-                           "which TMA cannot stride");
-    if (elements * 2 % 16 != 0)
-      return Status::error(stride + " elements is " +
-                           std::to_string(elements * 2) +
-                           " bytes, not a multiple of 16, as TMA needs");
+    if (Status st = checkTmaStride(getName(param.tensor), tensorDims[i],
+                                   elements, 2, /*zeroAllowed=*/true);
+        st.failed())
+      return st;
     request.strides[i] = uint64_t(elements) * 2;
   }
   return request;

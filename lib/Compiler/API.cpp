@@ -314,9 +314,18 @@ private:
 
 /// A compiled GPU kernel.
 struct GpuKernel {
-  explicit GpuKernel(std::shared_ptr<const rt::CachedKernel> image)
-      : image(std::move(image)) {}
+  explicit GpuKernel(std::shared_ptr<const rt::CachedKernel> cached)
+      : image(std::move(cached)) {
+    for (const rt::KernelAbi &abi : image.getImage().kernels)
+      for (const rt::KernelParam &p : abi.params)
+        if (p.kind == rt::KernelParam::Kind::TensorMap &&
+            p.tensor == rt::AbiTensor::Bias)
+          biasMap = p;
+  }
   GpuImage image;
+  /// The tensor map its bias blocks are copied through (fa-bias-tiles), if
+  /// any: found once, checked against each call's bias.
+  std::optional<rt::KernelParam> biasMap;
 };
 
 /// The GPU backward's kernels (one cache entry).
@@ -782,35 +791,30 @@ uint64_t checkWorkspace(const char *api, const char *sizeFn,
 /// first need.
 GpuKernel &forwardKernelFor(const fa::Kernel::Impl &impl,
                             const rt::KernelCall &call) {
-  for (const rt::KernelAbi &abi : impl.gpu->image.getImage().kernels)
-    for (const rt::KernelParam &p : abi.params)
-      if (p.kind == rt::KernelParam::Kind::TensorMap &&
-          p.tensor == rt::AbiTensor::Bias &&
-          rt::getTensorMapRequest(p, call).failed()) {
-        std::lock_guard<std::mutex> lock(impl.biasFallbackMutex);
-        if (!impl.gpuBiasFallback) {
-          DiagnosticContext ctx;
-          mlir::OwningOpRef<mlir::ModuleOp> module =
-              ctx.parse(impl.mlir, "<spec>");
-          mlir::FailureOr<mlir::fa::AttentionOp> op =
-              module ? mlir::fa::findSingleAttention(*module)
-                     : mlir::FailureOr<mlir::fa::AttentionOp>(mlir::failure());
-          if (mlir::failed(op))
-            fail("invalid attention spec\n" + ctx.text);
-          mlir::fa::CudaForwardTile tile;
-          tile.biasTiles = false;
-          bool compiled = false;
-          std::string error;
-          std::shared_ptr<const rt::CachedKernel> image =
-              mlir::fa::getOrCompileCudaKernel(*op, impl.target, compiled,
-                                               error, tile);
-          if (!image)
-            fail(error + "\n" + ctx.text);
-          impl.gpuBiasFallback = std::make_unique<GpuKernel>(std::move(image));
-        }
-        return *impl.gpuBiasFallback;
-      }
-  return *impl.gpu;
+  const std::optional<rt::KernelParam> &map = impl.gpu->biasMap;
+  if (!map || !rt::getTensorMapRequest(*map, call).failed())
+    return *impl.gpu;
+  std::lock_guard<std::mutex> lock(impl.biasFallbackMutex);
+  if (!impl.gpuBiasFallback) {
+    DiagnosticContext ctx;
+    mlir::OwningOpRef<mlir::ModuleOp> module = ctx.parse(impl.mlir, "<spec>");
+    mlir::FailureOr<mlir::fa::AttentionOp> op =
+        module ? mlir::fa::findSingleAttention(*module)
+               : mlir::FailureOr<mlir::fa::AttentionOp>(mlir::failure());
+    if (mlir::failed(op))
+      fail("invalid attention spec\n" + ctx.text);
+    mlir::fa::CudaForwardTile tile;
+    tile.biasTiles = false;
+    bool compiled = false;
+    std::string error;
+    std::shared_ptr<const rt::CachedKernel> image =
+        mlir::fa::getOrCompileCudaKernel(*op, impl.target, compiled, error,
+                                         tile);
+    if (!image)
+      fail(error + "\n" + ctx.text);
+    impl.gpuBiasFallback = std::make_unique<GpuKernel>(std::move(image));
+  }
+  return *impl.gpuBiasFallback;
 }
 
 /// Runs the GPU kernel on device views, after the checks its ABI needs:

@@ -112,10 +112,8 @@ LogicalResult stageBias(gpu::GPUFuncOp kernel, Value bias, StringRef chip) {
         /*wgmma=*/true);
   };
   std::optional<int64_t> maxShared = maxSharedBytesPerBlock(chip);
-  if (maxShared && forwardSharedBytes(forward, cols(0), cols(2)) +
-                           8 * (2 + 4 * kMaxKVStages) +
-                           forward.kvStages * tileBytes >
-                       *maxShared)
+  if (maxShared && warpSpecializedSharedBytes(forward, cols(0), cols(2),
+                                              tileBytes) > *maxShared)
     return success();
   MLIRContext *ctx = kernel.getContext();
   auto tileType = fagpu::SharedType::get(

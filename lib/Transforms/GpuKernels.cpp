@@ -100,10 +100,9 @@ ForwardTile mlir::fa::defaultForwardTile(AttentionOp op, bool wgmma,
           cast<ShapedType>(op.getBias().getType()).getElementTypeBitWidth() / 8;
       for (int64_t keys : {128, 64, 32}) {
         ForwardTile wide{128, keys, 2};
-        int64_t need = forwardSharedBytes(wide, dk, dv) +
-                       8 * (2 + 4 * kMaxKVStages) + 2 * 128 * keys * bytes;
         if (keys * bytes % 128 == 0 &&
-            need <= maxSharedBytesPerBlock("sm_90a").value_or(0)) {
+            warpSpecializedSharedBytes(wide, dk, dv, 128 * keys * bytes) <=
+                maxSharedBytesPerBlock("sm_90a").value_or(0)) {
           tile.blockKV = keys;
           break;
         }

@@ -48,9 +48,6 @@ using namespace mlir::fa;
 
 namespace {
 
-/// The most the mbarriers take: Q's two, and four per stage.
-constexpr int64_t kBarrierBytes = 8 * (2 + 4 * kMaxKVStages);
-
 /// setmaxnreg's split of the registers the launch gives each warpgroup
 /// (`launch` per thread): the consumers as many as leave the producer
 /// `producerNeeds`, at most 256, and the producer what remains, at most
@@ -945,7 +942,7 @@ struct FAWarpSpecializePass
           blockBytes += tile.getType().getStageBytes();
       FailureOr<ForwardTile> tile =
           chooseKVStages(kernel, stages, chip, "fa-warp-specialize",
-                         kBarrierBytes, blockBytes);
+                         kWarpSpecializedBarrierBytes, blockBytes);
       if (failed(tile))
         return signalPassFailure();
       int64_t bytes = 0;

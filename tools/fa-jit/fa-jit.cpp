@@ -368,6 +368,20 @@ static CudaForwardTile forwardTileFlags() {
 
 namespace {
 
+/// The bias of a call as fa-jit uploads it to `data`: contiguous, size-1
+/// dims broadcast with stride 0.
+::fa::runtime::KernelCall::Tensor contiguousBias(const NpyArray &bias,
+                                                 uint64_t data) {
+  ::fa::runtime::KernelCall::Tensor t;
+  t.data = data;
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    t.strides[i] = bias.shape[i] == 1 ? 0 : stride;
+    stride *= bias.shape[i];
+  }
+  return t;
+}
+
 /// Reports an error the fa-jit way; returns false for the caller to pass on.
 bool fail(const llvm::Twine &message) {
   llvm::errs() << "fa-jit: error: " << message << "\n";
@@ -1428,13 +1442,22 @@ bool Driver::compileAndRunOnGpu() {
   // The backward's three kernels share one cache entry.
   bool compiledNow = false, gradCompiledNow = false;
   std::string error;
-  // The bias is uploaded contiguous: its blocks fit TMA (fa-bias-tiles)
-  // where a row of Nk elements is a multiple of 16 bytes, as fa::Kernel
-  // finds per call.
+  // The bias is uploaded contiguous: where TMA cannot copy its blocks
+  // (fa-bias-tiles; the runtime's rule, as fa::Kernel asks it per call),
+  // one load a score.
   CudaForwardTile tile = forwardTileFlags();
   if (Value biasOperand = op.getBias()) {
     auto type = cast<ShapedType>(biasOperand.getType());
-    if (dims[kNk] * type.getElementTypeBitWidth() / 8 % 16 != 0)
+    rt::KernelCall probe;
+    probe.batch = dims[kB];
+    probe.headsQ = dims[kHq];
+    probe.seqQ = dims[kNq];
+    probe.seqKV = dims[kNk];
+    probe[rt::AbiTensor::Bias] = contiguousBias(bias, 0);
+    uint32_t panel = uint32_t(128 / (type.getElementTypeBitWidth() / 8));
+    if (rt::getTensorMapRequest(
+            rt::KernelParam::tensorMap(rt::AbiTensor::Bias, panel, 128), probe)
+            .failed())
       tile.biasTiles = false;
   }
   std::shared_ptr<const rt::CachedKernel> cached =
@@ -1522,16 +1545,8 @@ bool Driver::compileAndRunOnGpu() {
   call.seqKV = nk;
   call.scale = static_cast<float>(op.getScaleOrDefault());
   call.scaleLog2 = static_cast<float>(op.getScaleOrDefault() * M_LOG2E);
-  if (op.getBias()) {
-    // Contiguous; size-1 dims broadcast with stride 0.
-    rt::KernelCall::Tensor &t = call[rt::AbiTensor::Bias];
-    t.data = biasBuf.getPointer();
-    int64_t stride = 1;
-    for (int i = 3; i >= 0; --i) {
-      t.strides[i] = bias.shape[i] == 1 ? 0 : stride;
-      stride *= bias.shape[i];
-    }
-  }
+  if (op.getBias())
+    call[rt::AbiTensor::Bias] = contiguousBias(bias, biasBuf.getPointer());
   if (op.getAlibiSlopes())
     call.set(rt::AbiTensor::Slopes, slopesBuf.getPointer(),
              {slopes.shape.size() == 2 ? hq : 0});

@@ -141,6 +141,20 @@ inline int64_t forwardSharedBytes(ForwardTile tile, int64_t d, int64_t dv) {
   return (tile.blockQ * d + tile.kvStages * tile.blockKV * (d + dv)) * 2;
 }
 
+/// The most a warp-specialized kernel's mbarriers take: Q's two, and four
+/// per stage.
+inline constexpr int64_t kWarpSpecializedBarrierBytes =
+    8 * (2 + 4 * kMaxKVStages);
+
+/// Dynamic shared memory of a warp-specialized forward kernel (at most):
+/// its tiles, its barriers and `blockBytes` a stage of bias blocks
+/// (fa-bias-tiles).
+inline int64_t warpSpecializedSharedBytes(ForwardTile tile, int64_t d,
+                                          int64_t dv, int64_t blockBytes = 0) {
+  return forwardSharedBytes(tile, d, dv) + kWarpSpecializedBarrierBytes +
+         tile.kvStages * blockBytes;
+}
+
 /// The most dynamic shared memory one CTA may use on `chip` (the target
 /// model's), or nothing for a chip it does not know.
 std::optional<int64_t> maxSharedBytesPerBlock(StringRef chip);
